@@ -1,0 +1,411 @@
+//! Configuration: `config/heurist.toml` layered under the user's file and the environment.
+//!
+//! The defaults live in exactly one place, the shipped `config/heurist.toml`, which is compiled
+//! in. A user's file (default `config/heurist.toml`, or `HEURIST_CONFIG`) is deep-merged over it,
+//! so it only needs the keys it changes, and unknown keys are rejected so typos do not pass
+//! silently. Environment variables with the exact names documented in `.env.example` win last:
+//! deployments script against those names.
+//!
+//! Every error is one line that says what to set and where; start-up never panics.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// The shipped defaults; also the documentation of every key.
+const DEFAULT_TOML: &str = include_str!("../config/heurist.toml");
+
+/// Where the user's config file is looked for when `HEURIST_CONFIG` is not set.
+const DEFAULT_CONFIG_PATH: &str = "config/heurist.toml";
+
+/// Everything Heurist can be told. Secrets are only taken from the environment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub telegram: TelegramConfig,
+    pub llm: LlmConfig,
+    pub models: Vec<ModelConfig>,
+    pub agent: AgentConfig,
+    pub access: AccessConfig,
+    pub tools: ToolsConfig,
+    /// The bot token (`TELOXIDE_TOKEN`); environment only.
+    #[serde(skip)]
+    pub token: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// Bot API base URL; empty for Telegram's own.
+    pub api_url: String,
+    pub poll_timeout_secs: u32,
+    pub typing_interval_secs: u64,
+    pub max_send_retries: u32,
+    pub max_retry_after_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    pub base_url: String,
+    pub temperature: f32,
+    pub request_timeout_secs: u64,
+    pub connect_timeout_secs: u64,
+    pub max_retries: u32,
+    pub retry_base_ms: u64,
+    pub retry_budget_secs: u64,
+    /// `OPENAI_API_KEY`; environment only, never logged.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
+
+/// One selectable model and the request settings that go with it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub id: String,
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+    /// OpenRouter provider routing: providers to try, in order.
+    #[serde(default)]
+    pub provider_order: Vec<String>,
+    #[serde(default)]
+    pub allow_fallbacks: Option<bool>,
+}
+
+impl ModelConfig {
+    /// A model known only by its id (from `HEURIST_MODELS`), with default request settings.
+    pub fn with_id(id: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            reasoning_effort: None,
+            provider_order: Vec::new(),
+            allow_fallbacks: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub max_iterations: usize,
+    pub history_tokens: usize,
+    pub time_zone: String,
+    pub system_prompt: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    pub allowed_users: Vec<u64>,
+    pub admins: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    pub fetch_timeout_secs: u64,
+    pub fetch_max_bytes: usize,
+    pub fetch_max_chars: usize,
+    pub fetch_allow_private: bool,
+}
+
+/// What a user may do; decided on the server for every command and callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Stranger,
+    User,
+    Admin,
+}
+
+impl Config {
+    /// Loads `.env`, the config file and the environment, as the binary does at start-up.
+    pub fn load() -> anyhow::Result<Self> {
+        // A missing .env is normal (the environment may carry everything); a broken one is not.
+        if let Err(e) = dotenvy::dotenv()
+            && !e.not_found()
+        {
+            bail!("cannot read .env: {e} (fix the line or remove the file)");
+        }
+        let explicit = std::env::var_os("HEURIST_CONFIG").map(PathBuf::from);
+        let path = explicit
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_PATH));
+        let user_toml = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => None,
+            Err(e) => bail!(
+                "cannot read config file {}: {e} (set HEURIST_CONFIG to an existing file)",
+                path.display()
+            ),
+        };
+        let mut config = Self::from_toml(user_toml.as_deref(), &path)?;
+        config.apply_env(|name| std::env::var(name).ok())?;
+        Ok(config)
+    }
+
+    /// The shipped defaults with `user_toml` merged over them; `path` is only used in errors.
+    pub fn from_toml(user_toml: Option<&str>, path: &Path) -> anyhow::Result<Self> {
+        let mut merged: toml::Value =
+            toml::from_str(DEFAULT_TOML).context("the built-in config/heurist.toml is invalid")?;
+        if let Some(text) = user_toml {
+            let user: toml::Value = toml::from_str(text)
+                .map_err(|e| anyhow::anyhow!(toml_error_line(path, text, &e)))?;
+            merge(&mut merged, user);
+        }
+        let text = toml::to_string(&merged).context("cannot re-serialise the merged config")?;
+        toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "invalid config in {}: {} (see the comments in config/heurist.toml)",
+                path.display(),
+                one_line(e.message())
+            )
+        })
+    }
+
+    /// Applies the documented environment variables; `var` is injectable for tests.
+    pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+        let set = |name: &str| {
+            var(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(url) = set("TELOXIDE_API_URL") {
+            self.telegram.api_url = url;
+        }
+        if let Some(url) = set("OPENAI_BASE_URL") {
+            self.llm.base_url = url;
+        }
+        self.llm.api_key = set("OPENAI_API_KEY");
+        if let Some(dir) = set("HEURIST_DATA_DIR") {
+            self.data_dir = PathBuf::from(dir);
+        }
+        if let Some(ids) = set("HEURIST_ALLOWED_USERS") {
+            self.access.allowed_users = parse_user_ids("HEURIST_ALLOWED_USERS", &ids)?;
+        }
+        if let Some(ids) = set("HEURIST_ADMINS") {
+            self.access.admins = parse_user_ids("HEURIST_ADMINS", &ids)?;
+        }
+        if let Some(models) = set("HEURIST_MODELS") {
+            // Ids named in the file keep their settings; new ids get defaults.
+            let configured = std::mem::take(&mut self.models);
+            self.models = models
+                .split(',')
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(|id| {
+                    configured
+                        .iter()
+                        .find(|m| m.id == id)
+                        .cloned()
+                        .unwrap_or_else(|| ModelConfig::with_id(id))
+                })
+                .collect();
+        }
+        self.token = set("TELOXIDE_TOKEN").unwrap_or_default();
+        self.validate()
+    }
+
+    /// Checks what serde cannot: a usable token, models and URLs.
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.token.is_empty() {
+            bail!(
+                "TELOXIDE_TOKEN is not set: put TELOXIDE_TOKEN=<token from @BotFather> in .env \
+                 (see .env.example) or in the environment"
+            );
+        }
+        if self.models.is_empty() {
+            bail!("no model configured: set HEURIST_MODELS or add a [[models]] entry");
+        }
+        if !self.telegram.api_url.is_empty() {
+            reqwest::Url::parse(&self.telegram.api_url).map_err(|e| {
+                anyhow::anyhow!("TELOXIDE_API_URL / telegram.api_url is not a URL: {e}")
+            })?;
+        }
+        reqwest::Url::parse(&self.llm.base_url)
+            .map_err(|e| anyhow::anyhow!("OPENAI_BASE_URL / llm.base_url is not a URL: {e}"))?;
+        self.agent.time_zone.parse::<chrono_tz::Tz>().map_err(|_| {
+            anyhow::anyhow!(
+                "agent.time_zone {:?} is not an IANA time zone (e.g. Europe/Berlin)",
+                self.agent.time_zone
+            )
+        })?;
+        if self.agent.max_iterations == 0 {
+            bail!("agent.max_iterations must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The role of a Telegram user: admins are allowed users too; everyone else is denied.
+    pub fn role_of(&self, user_id: u64) -> Role {
+        if self.access.admins.contains(&user_id) {
+            Role::Admin
+        } else if self.access.allowed_users.contains(&user_id) {
+            Role::User
+        } else {
+            Role::Stranger
+        }
+    }
+
+    /// The model a chat uses when it has not chosen one.
+    pub fn default_model(&self) -> &ModelConfig {
+        &self.models[0]
+    }
+
+    /// The configured model with this id, if any.
+    pub fn model(&self, id: &str) -> Option<&ModelConfig> {
+        self.models.iter().find(|m| m.id == id)
+    }
+}
+
+/// Tables merge key by key; any other value in `over` replaces the one in `base`.
+fn merge(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(base), toml::Value::Table(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+/// One line for a TOML syntax error: file, line number and the parser's message.
+fn toml_error_line(path: &Path, text: &str, e: &toml::de::Error) -> String {
+    let message = one_line(e.message());
+    let line = e
+        .span()
+        .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+    match line {
+        Some(line) => format!(
+            "invalid config in {} line {line}: {message}",
+            path.display()
+        ),
+        None => format!("invalid config in {}: {message}", path.display()),
+    }
+}
+
+/// Parser messages can span lines; start-up errors are one line.
+fn one_line(text: &str) -> String {
+    text.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn parse_user_ids(name: &str, list: &str) -> anyhow::Result<Vec<u64>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>().map_err(|_| {
+                anyhow::anyhow!(
+                    "{name} must be comma-separated numeric Telegram user ids, got {s:?}"
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn defaults_parse_and_need_a_token() {
+        let mut config = Config::from_toml(None, Path::new("x.toml")).unwrap();
+        let err = config.apply_env(env(&[])).unwrap_err().to_string();
+        assert!(err.starts_with("TELOXIDE_TOKEN is not set"), "{err}");
+        assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let file = "data_dir = \"/srv\"\n[llm]\nbase_url = \"http://file/v1\"\n";
+        let mut config = Config::from_toml(Some(file), Path::new("x.toml")).unwrap();
+        assert_eq!(config.data_dir, PathBuf::from("/srv"));
+        config
+            .apply_env(env(&[
+                ("TELOXIDE_TOKEN", "123:abc"),
+                ("OPENAI_BASE_URL", "http://env/v1"),
+                ("HEURIST_ALLOWED_USERS", "1, 2"),
+                ("HEURIST_ADMINS", "3"),
+                ("HEURIST_MODELS", "a/b, llama3.1:8b"),
+                ("HEURIST_DATA_DIR", "/tmp/h"),
+            ]))
+            .unwrap();
+        assert_eq!(config.llm.base_url, "http://env/v1");
+        assert_eq!(config.data_dir, PathBuf::from("/tmp/h"));
+        assert_eq!(config.default_model().id, "a/b");
+        assert_eq!(config.models.len(), 2);
+        assert_eq!(config.role_of(1), Role::User);
+        assert_eq!(config.role_of(3), Role::Admin);
+        assert_eq!(config.role_of(4), Role::Stranger);
+    }
+
+    #[test]
+    fn errors_are_one_clear_line() {
+        struct Case {
+            name: &'static str,
+            toml: &'static str,
+            env: &'static [(&'static str, &'static str)],
+            expect: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "syntax error names the line",
+                toml: "[llm]\nbase_url = \n",
+                env: &[],
+                expect: "x.toml line 2",
+            },
+            Case {
+                name: "unknown key is rejected",
+                toml: "[llm]\nbase_ur = \"x\"\n",
+                env: &[],
+                expect: "unknown field `base_ur`",
+            },
+            Case {
+                name: "bad user id",
+                toml: "",
+                env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_ADMINS", "12,abc")],
+                expect: "HEURIST_ADMINS must be comma-separated",
+            },
+            Case {
+                name: "bad time zone",
+                toml: "[agent]\ntime_zone = \"Mars/Base\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "not an IANA time zone",
+            },
+        ];
+        for case in cases {
+            let err = Config::from_toml(Some(case.toml), Path::new("x.toml"))
+                .and_then(|mut c| c.apply_env(env(case.env)).map(|()| c))
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(case.expect), "case {}: {err}", case.name);
+            assert!(!err.contains('\n'), "case {}: {err}", case.name);
+        }
+    }
+}

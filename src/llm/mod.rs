@@ -1,0 +1,227 @@
+//! The OpenAI-compatible chat-completions protocol: typed messages, requests and responses.
+//!
+//! The types serialise to what every common server accepts (OpenAI, OpenRouter, Ollama, vLLM,
+//! llama.cpp's `llama-server`): an assistant message always carries a string `content`, even
+//! beside tool calls, because some servers reject `null` there. Serialisation is deterministic
+//! (fixed field order), which is what keeps prompts byte-stable for providers' prompt caches.
+//!
+//! ```
+//! use heurist::llm::ChatMessage;
+//! let json = serde_json::to_string(&ChatMessage::assistant("hi")).unwrap();
+//! assert_eq!(json, r#"{"role":"assistant","content":"hi"}"#);
+//! ```
+
+mod client;
+
+pub use client::{LlmClient, LlmError};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// One message of a conversation, in the wire format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum ChatMessage {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(default, deserialize_with = "null_as_empty")]
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+        }
+    }
+
+    /// The text of the message (empty for an assistant message that only calls tools).
+    pub fn content(&self) -> &str {
+        match self {
+            Self::System { content }
+            | Self::User { content }
+            | Self::Assistant { content, .. }
+            | Self::Tool { content, .. } => content,
+        }
+    }
+}
+
+/// A function call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, as the model produced it (it may be malformed; the tool reports that).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub arguments: String,
+}
+
+/// A tool the model may call: name, description and a JSON schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: serde_json::Value,
+}
+
+impl ToolSpec {
+    pub fn function(
+        name: &'static str,
+        description: &'static str,
+        parameters: serde_json::Value,
+    ) -> Self {
+        Self {
+            kind: "function",
+            function: FunctionSpec {
+                name,
+                description,
+                parameters,
+            },
+        }
+    }
+}
+
+/// OpenRouter-style provider routing, sent as `provider`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProviderRouting {
+    pub order: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_fallbacks: Option<bool>,
+}
+
+/// A `/chat/completions` request. Agent and extraction calls build it the same way, so the
+/// fields that providers key their caches on stay byte-identical between them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    pub temperature: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderRouting>,
+    pub stream: bool,
+}
+
+/// Token counts the provider reported for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Prompt tokens served from the provider's prompt cache.
+    pub cached_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
+/// What one completion returned: the assistant message, why it stopped, and its cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+impl Completion {
+    /// The assistant message to append to the conversation.
+    pub fn message(&self) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: self.content.clone(),
+            tool_calls: self.tool_calls.clone(),
+        }
+    }
+}
+
+fn function_type() -> String {
+    "function".to_string()
+}
+
+/// Servers send `"content": null` beside tool calls; we hold that as an empty string.
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assistant_tool_call_message_never_has_null_content() {
+        let msg = ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: "current_time".into(),
+                    arguments: "{}".into(),
+                },
+            }],
+        };
+        let json = serde_json::to_value(&msg).unwrap();
+        assert_eq!(json["content"], "");
+        let back: ChatMessage = serde_json::from_value(json).unwrap();
+        assert_eq!(back, msg);
+    }
+
+    #[test]
+    fn null_content_reads_as_empty() {
+        let msg: ChatMessage =
+            serde_json::from_str(r#"{"role":"assistant","content":null}"#).unwrap();
+        assert_eq!(msg, ChatMessage::assistant(""));
+    }
+}

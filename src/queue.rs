@@ -1,0 +1,166 @@
+//! One turn at a time per chat, chats in parallel.
+//!
+//! Each chat with work has a lane: an unbounded FIFO and one worker task that runs the lane's
+//! jobs in order, each as its own task so `/cancel` can abort it without touching the lane.
+//! A lane's worker exits when the lane is empty, so idle chats cost nothing. Handlers only
+//! enqueue and return, which keeps the dispatcher free for `/cancel` and callback presses while
+//! a turn runs. Aborting drops the turn's future: it has written nothing yet (history is written
+//! at the end of a turn), so a cancelled turn leaves no partial history.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+struct Lane {
+    jobs: mpsc::UnboundedSender<Job>,
+    running: Option<AbortHandle>,
+}
+
+/// The per-chat lanes. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct ChatQueues {
+    lanes: Arc<Mutex<HashMap<i64, Lane>>>,
+}
+
+impl ChatQueues {
+    fn lanes(&self) -> MutexGuard<'_, HashMap<i64, Lane>> {
+        // A panic while holding this lock cannot leave the map inconsistent (every critical
+        // section is a single insert, remove or field update), so poisoning is ignored.
+        self.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a job behind the chat's earlier ones.
+    pub fn enqueue(&self, chat: i64, job: impl Future<Output = ()> + Send + 'static) {
+        let mut job: Job = Box::pin(job);
+        let mut lanes = self.lanes();
+        if let Some(lane) = lanes.get(&chat) {
+            match lane.jobs.send(job) {
+                Ok(()) => return,
+                // The worker is gone (it panicked): start a fresh lane with the job.
+                Err(mpsc::error::SendError(returned)) => job = returned,
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel::<Job>();
+        // The receiver is alive (we hold it), so this send cannot fail.
+        let _ = tx.send(job);
+        lanes.insert(
+            chat,
+            Lane {
+                jobs: tx,
+                running: None,
+            },
+        );
+        tokio::spawn(self.clone().work(chat, rx));
+    }
+
+    async fn work(self, chat: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
+        loop {
+            let job = {
+                let mut lanes = self.lanes();
+                match rx.try_recv() {
+                    Ok(job) => job,
+                    Err(_) => {
+                        // Removing under the lock that `enqueue` sends under: no job is lost.
+                        lanes.remove(&chat);
+                        return;
+                    }
+                }
+            };
+            let task = tokio::spawn(job);
+            if let Some(lane) = self.lanes().get_mut(&chat) {
+                lane.running = Some(task.abort_handle());
+            }
+            if let Err(e) = task.await
+                && e.is_panic()
+            {
+                tracing::error!(
+                    chat,
+                    "a turn panicked; the chat goes on with its next message"
+                );
+            }
+            if let Some(lane) = self.lanes().get_mut(&chat) {
+                lane.running = None;
+            }
+        }
+    }
+
+    /// Aborts the chat's running job, if any; queued jobs still run. Says whether one ran.
+    pub fn cancel(&self, chat: i64) -> bool {
+        match self
+            .lanes()
+            .get_mut(&chat)
+            .and_then(|lane| lane.running.take())
+        {
+            Some(handle) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Chats with queued or running work.
+    pub fn busy_chats(&self) -> usize {
+        self.lanes().len()
+    }
+
+    /// Waits until every lane is empty, or the deadline passes; says whether all finished.
+    pub async fn drain(&self, deadline: Duration) -> bool {
+        let until = tokio::time::Instant::now() + deadline;
+        while self.busy_chats() > 0 {
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn one_chat_in_order_chats_in_parallel_and_cancel() {
+        let queues = ChatQueues::default();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..5 {
+            let log = log.clone();
+            queues.enqueue(1, async move {
+                tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
+                log.lock().unwrap().push(i);
+            });
+        }
+        // Another chat is not stuck behind chat 1.
+        let other = Arc::new(AtomicUsize::new(0));
+        let flag = other.clone();
+        queues.enqueue(2, async move {
+            flag.store(1, Ordering::SeqCst);
+        });
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        assert_eq!(other.load(Ordering::SeqCst), 1);
+        assert!(queues.drain(Duration::from_secs(5)).await);
+        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+
+        let finished = Arc::new(AtomicUsize::new(0));
+        let f = finished.clone();
+        queues.enqueue(3, async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            f.store(1, Ordering::SeqCst);
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(queues.cancel(3));
+        assert!(queues.drain(Duration::from_secs(1)).await);
+        assert_eq!(finished.load(Ordering::SeqCst), 0);
+        assert!(!queues.cancel(3));
+    }
+}

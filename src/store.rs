@@ -1,0 +1,390 @@
+//! The one place that talks to sled: chat history, per-chat settings and usage.
+//!
+//! Trees:
+//! - `history`: key `chat_id ‖ seq` (big-endian), value a JSON [`StoredTurn`]: every message of
+//!   one turn (user, assistant tool calls, tool results, answer). Append-only, written when a
+//!   turn completes, so a turn is either wholly in the history or not at all.
+//! - `chats`: key `chat_id`, value a JSON [`ChatState`]: the history window, the clear epoch and
+//!   the chat's chosen model.
+//! - `usage`: key `chat:<id>:<model>` and `all:<model>`, value JSON [`UsageTotals`].
+//!
+//! # The history window and prompt caching
+//! The LLM sees the turns from `window_start` on. The window only moves when the stored turns
+//! exceed the token budget, and then it jumps forward far enough (to three quarters of the
+//! budget) that the next several turns again share a byte-identical prefix. Moving it a turn at a
+//! time would change the prompt's beginning on every turn and defeat providers' prompt caches.
+//! Only whole turns drop, so a tool result never loses its call.
+//!
+//! A record that cannot be read is skipped with a warning naming its key; it never blocks a chat.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::llm::{ChatMessage, Usage};
+
+/// How far the window jumps when the budget is exceeded: to this share of the budget.
+const TRIM_TO_NUMERATOR: usize = 3;
+const TRIM_TO_DENOMINATOR: usize = 4;
+
+/// The sled database and its trees. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    history: sled::Tree,
+    chats: sled::Tree,
+    usage: sled::Tree,
+}
+
+/// One turn as stored.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StoredTurn {
+    /// Estimated tokens of `messages`, computed once at write time.
+    pub tokens: usize,
+    pub messages: Vec<ChatMessage>,
+}
+
+/// Per-chat state.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct ChatState {
+    /// First turn the LLM still sees.
+    pub window_start: u64,
+    /// Sequence number of the next turn.
+    pub next_seq: u64,
+    /// Bumped by every clear; a turn that started before a clear is not written after it.
+    pub epoch: u64,
+    /// The chat's chosen model, if not the default.
+    pub model: Option<String>,
+}
+
+/// The history the LLM sees, and the epoch it was read in.
+#[derive(Debug, Default)]
+pub struct HistoryWindow {
+    pub messages: Vec<ChatMessage>,
+    pub epoch: u64,
+}
+
+/// Usage counters for one model (in one chat, or bot-wide).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    pub turns: u64,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cached_tokens: u64,
+}
+
+/// A conservative token estimate (about three bytes a token; real tokenisers average more for
+/// English), so budgets err on the side of fitting.
+pub fn estimate_tokens(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            let tool_calls = match m {
+                ChatMessage::Assistant { tool_calls, .. } => tool_calls
+                    .iter()
+                    .map(|c| c.function.name.len() + c.function.arguments.len() + c.id.len())
+                    .sum(),
+                _ => 0,
+            };
+            (m.content().len() + tool_calls) / 3 + 4
+        })
+        .sum()
+}
+
+fn chat_key(chat: i64) -> [u8; 8] {
+    chat.to_be_bytes()
+}
+
+fn turn_key(chat: i64, seq: u64) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&chat.to_be_bytes());
+    key[8..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+impl Store {
+    /// Opens (or creates) the database in `dir`.
+    pub fn open(dir: &Path) -> anyhow::Result<Self> {
+        let db = sled::open(dir).with_context(|| {
+            format!(
+                "cannot open the database in {} (is another Heurist running on it? \
+                 set HEURIST_DATA_DIR to another directory)",
+                dir.display()
+            )
+        })?;
+        Ok(Self {
+            history: db.open_tree("history")?,
+            chats: db.open_tree("chats")?,
+            usage: db.open_tree("usage")?,
+            db,
+        })
+    }
+
+    /// Writes everything to disk; called at shutdown.
+    pub fn flush(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn chat_state(&self, chat: i64) -> ChatState {
+        read_json(&self.chats, &chat_key(chat)).unwrap_or_default()
+    }
+
+    fn put_chat_state(&self, chat: i64, state: &ChatState) -> anyhow::Result<()> {
+        self.chats
+            .insert(chat_key(chat), serde_json::to_vec(state)?)?;
+        Ok(())
+    }
+
+    /// The turns the LLM should see, within `budget_tokens`; moves the window when exceeded.
+    pub fn history(&self, chat: i64, budget_tokens: usize) -> anyhow::Result<HistoryWindow> {
+        let mut state = self.chat_state(chat);
+        let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
+        for entry in self
+            .history
+            .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
+        {
+            let (key, value) = entry?;
+            let seq = u64::from_be_bytes(key[8..16].try_into()?);
+            match serde_json::from_slice::<StoredTurn>(&value) {
+                Ok(turn) => turns.push((seq, turn)),
+                Err(e) => {
+                    tracing::warn!(chat, seq, error = %e, "skipping unreadable history record")
+                }
+            }
+        }
+        let mut total: usize = turns.iter().map(|(_, t)| t.tokens).sum();
+        if total > budget_tokens {
+            let target = budget_tokens * TRIM_TO_NUMERATOR / TRIM_TO_DENOMINATOR;
+            let drop = turns
+                .iter()
+                .take_while(|(_, t)| {
+                    let over = total > target;
+                    if over {
+                        total -= t.tokens;
+                    }
+                    over
+                })
+                .count();
+            turns.drain(..drop);
+            state.window_start = turns.first().map_or(state.next_seq, |(seq, _)| *seq);
+            self.put_chat_state(chat, &state)?;
+        }
+        Ok(HistoryWindow {
+            messages: turns.into_iter().flat_map(|(_, t)| t.messages).collect(),
+            epoch: state.epoch,
+        })
+    }
+
+    /// Appends a finished turn, unless the chat was cleared since `epoch` was read.
+    pub fn append_turn(
+        &self,
+        chat: i64,
+        epoch: u64,
+        messages: &[ChatMessage],
+    ) -> anyhow::Result<bool> {
+        let mut state = self.chat_state(chat);
+        if state.epoch != epoch {
+            return Ok(false);
+        }
+        let turn = StoredTurn {
+            tokens: estimate_tokens(messages),
+            messages: messages.to_vec(),
+        };
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        self.history
+            .insert(turn_key(chat, seq), serde_json::to_vec(&turn)?)?;
+        self.put_chat_state(chat, &state)?;
+        Ok(true)
+    }
+
+    /// Forgets a chat's conversation (its settings stay) and invalidates turns in flight.
+    pub fn clear_history(&self, chat: i64) -> anyhow::Result<()> {
+        let mut state = self.chat_state(chat);
+        for key in self
+            .history
+            .range(turn_key(chat, 0)..turn_key(chat, u64::MAX))
+            .keys()
+        {
+            self.history.remove(key?)?;
+        }
+        state.window_start = state.next_seq;
+        state.epoch += 1;
+        self.put_chat_state(chat, &state)
+    }
+
+    /// The model id a chat chose, if any.
+    pub fn chat_model(&self, chat: i64) -> Option<String> {
+        self.chat_state(chat).model
+    }
+
+    pub fn set_chat_model(&self, chat: i64, model: &str) -> anyhow::Result<()> {
+        let mut state = self.chat_state(chat);
+        state.model = Some(model.to_string());
+        self.put_chat_state(chat, &state)
+    }
+
+    /// Adds one turn's usage to the chat's and the bot's totals for `model`.
+    pub fn record_usage(
+        &self,
+        chat: i64,
+        model: &str,
+        calls: u32,
+        usage: Usage,
+    ) -> anyhow::Result<()> {
+        for key in [format!("chat:{chat}:{model}"), format!("all:{model}")] {
+            self.usage.fetch_and_update(key.as_bytes(), |old| {
+                let mut totals: UsageTotals = old
+                    .and_then(|bytes| serde_json::from_slice(bytes).ok())
+                    .unwrap_or_default();
+                totals.turns += 1;
+                totals.calls += u64::from(calls);
+                totals.prompt_tokens += usage.prompt_tokens;
+                totals.completion_tokens += usage.completion_tokens;
+                totals.cached_tokens += usage.cached_tokens;
+                serde_json::to_vec(&totals).ok()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Usage per model of one chat (`Some(chat)`) or of the whole bot (`None`).
+    pub fn usage(&self, chat: Option<i64>) -> Vec<(String, UsageTotals)> {
+        let prefix = match chat {
+            Some(chat) => format!("chat:{chat}:"),
+            None => "all:".to_string(),
+        };
+        self.usage
+            .scan_prefix(prefix.as_bytes())
+            .filter_map(Result::ok)
+            .filter_map(|(key, value)| {
+                let model = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+                let totals = serde_json::from_slice(&value).ok()?;
+                Some((model, totals))
+            })
+            .collect()
+    }
+}
+
+/// Reads a JSON record; an unreadable one is logged with its key and treated as absent.
+fn read_json<T: DeserializeOwned>(tree: &sled::Tree, key: &[u8]) -> Option<T> {
+    let bytes = match tree.get(key) {
+        Ok(bytes) => bytes?,
+        Err(e) => {
+            tracing::warn!(tree = ?tree.name(), ?key, error = %e, "cannot read record");
+            return None;
+        }
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            tracing::warn!(tree = ?tree.name(), ?key, error = %e, "skipping unreadable record");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(i: usize, size: usize) -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::user(format!("q{i} {}", "x".repeat(size))),
+            ChatMessage::assistant(format!("a{i}")),
+        ]
+    }
+
+    #[test]
+    fn window_jumps_by_whole_turns_and_then_stays_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let per_turn = estimate_tokens(&turn(0, 300));
+        let budget = per_turn * 4;
+        let mut previous: Option<Vec<ChatMessage>> = None;
+        let mut jumps = 0;
+        for i in 0..12 {
+            let window = store.history(7, budget).unwrap();
+            assert!(estimate_tokens(&window.messages) <= budget);
+            assert!(
+                matches!(
+                    window.messages.first(),
+                    None | Some(ChatMessage::User { .. })
+                ),
+                "windows start at a turn boundary"
+            );
+            if let Some(prev) = &previous {
+                if !window.messages.starts_with(prev) {
+                    jumps += 1;
+                }
+            }
+            store.append_turn(7, window.epoch, &turn(i, 300)).unwrap();
+            previous = Some(window.messages);
+        }
+        assert!(
+            jumps >= 1 && jumps <= 4,
+            "the prefix changed on {jumps} of 12 turns"
+        );
+    }
+
+    #[test]
+    fn clear_empties_and_invalidates_turns_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let before = store.history(1, 1000).unwrap();
+        store.append_turn(1, before.epoch, &turn(0, 1)).unwrap();
+        store.set_chat_model(1, "m").unwrap();
+        store.clear_history(1).unwrap();
+        assert!(!store.append_turn(1, before.epoch, &turn(1, 1)).unwrap());
+        let after = store.history(1, 1000).unwrap();
+        assert!(after.messages.is_empty());
+        assert_eq!(store.chat_model(1).as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn unreadable_records_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..3 {
+            store.append_turn(3, 0, &turn(i, 1)).unwrap();
+        }
+        store
+            .history
+            .insert(turn_key(3, 1), b"not json".to_vec())
+            .unwrap();
+        store.chats.insert(chat_key(4), b"{".to_vec()).unwrap();
+        assert_eq!(store.history(3, 1000).unwrap().messages.len(), 4);
+        assert!(store.history(4, 1000).unwrap().messages.is_empty());
+    }
+
+    #[test]
+    fn usage_is_summed_per_chat_and_bot() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let u = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: 5,
+        };
+        store.record_usage(1, "m", 2, u).unwrap();
+        store.record_usage(2, "m", 1, u).unwrap();
+        let chat = store.usage(Some(1));
+        assert_eq!(
+            chat,
+            vec![(
+                "m".to_string(),
+                UsageTotals {
+                    turns: 1,
+                    calls: 2,
+                    prompt_tokens: 10,
+                    completion_tokens: 2,
+                    cached_tokens: 5
+                }
+            )]
+        );
+        assert_eq!(store.usage(None)[0].1.turns, 2);
+    }
+}

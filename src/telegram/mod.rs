@@ -1,0 +1,138 @@
+//! Telegram: the bot client, the one dptree schema of every route, and start/stop.
+//!
+//! Every route is visible in [`schema`]: messages (strangers refused first, then commands,
+//! text, anything else) and callback queries. Handlers live in [`handlers`]; rendering and
+//! sending in [`render`] and [`send`].
+
+pub mod handlers;
+pub mod render;
+pub mod send;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use teloxide::dispatching::{ShutdownToken, UpdateHandler};
+use teloxide::prelude::*;
+use teloxide::update_listeners::Polling;
+use teloxide::utils::command::BotCommands;
+
+use crate::app::App;
+use crate::config::{Config, Role};
+use handlers::Command;
+
+/// How long running turns get to finish at shutdown before they are abandoned.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Every route of the bot, in one place.
+pub fn schema() -> UpdateHandler<anyhow::Error> {
+    let messages = Update::filter_message()
+        .filter_map(|msg: Message, app: Arc<App>| {
+            msg.from.as_ref().map(|user| app.config.role_of(user.id.0))
+        })
+        .branch(
+            dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_stranger),
+        )
+        .branch(
+            dptree::entry()
+                .filter_command::<Command>()
+                .endpoint(handlers::command),
+        )
+        .branch(
+            dptree::filter_map(|msg: Message| msg.text().map(str::to_string))
+                .endpoint(handlers::text),
+        )
+        .branch(dptree::endpoint(handlers::non_text));
+    let callbacks = Update::filter_callback_query().endpoint(handlers::callback);
+    dptree::entry().branch(messages).branch(callbacks)
+}
+
+/// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).
+pub fn bot(config: &Config) -> anyhow::Result<Bot> {
+    let bot = Bot::new(&config.token);
+    if config.telegram.api_url.is_empty() {
+        return Ok(bot);
+    }
+    Ok(bot.set_api_url(reqwest::Url::parse(&config.telegram.api_url)?))
+}
+
+/// A running bot; [`Running::stop`] shuts it down gracefully.
+pub struct Running {
+    app: Arc<App>,
+    shutdown: ShutdownToken,
+    dispatcher: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the bot: opens the store, checks the token, registers commands, starts polling.
+pub async fn start(config: Config) -> anyhow::Result<Running> {
+    let app = App::new(config)?;
+    let bot = bot(&app.config)?;
+    let me = bot.get_me().await.map_err(|e| {
+        anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
+    })?;
+    tracing::info!(username = %me.username(), "connected to Telegram");
+    if let Err(e) = bot.set_my_commands(Command::bot_commands()).await {
+        tracing::warn!(error = %e, "cannot register the command list");
+    }
+    let listener = Polling::builder(bot.clone())
+        .timeout(Duration::from_secs(
+            app.config.telegram.poll_timeout_secs.into(),
+        ))
+        .delete_webhook()
+        .await
+        .build();
+    let mut dispatcher = Dispatcher::builder(bot, schema())
+        .dependencies(dptree::deps![app.clone()])
+        .default_handler(|update| async move {
+            tracing::debug!(update_id = update.id.0, "update not handled");
+        })
+        .error_handler(LoggingErrorHandler::with_custom_text("a handler failed"))
+        .build();
+    let shutdown = dispatcher.shutdown_token();
+    let dispatcher = tokio::spawn(async move {
+        dispatcher
+            .dispatch_with_listener(
+                listener,
+                LoggingErrorHandler::with_custom_text("cannot get updates from Telegram"),
+            )
+            .await;
+    });
+    Ok(Running {
+        app,
+        shutdown,
+        dispatcher,
+    })
+}
+
+impl Running {
+    /// The bot's shared state (tests inspect the store through it).
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// Stops taking updates, lets running turns finish (up to a grace period), flushes sled.
+    pub async fn stop(self) {
+        loop {
+            match self.shutdown.shutdown() {
+                Ok(done) => {
+                    done.await;
+                    break;
+                }
+                // The dispatcher has not started listening yet; it will in a moment.
+                Err(_) if !self.dispatcher.is_finished() => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = self.dispatcher.await;
+        if !self.app.queues.drain(SHUTDOWN_GRACE).await {
+            tracing::warn!(
+                chats = self.app.queues.busy_chats(),
+                "turns still running at shutdown were abandoned"
+            );
+        }
+        if let Err(e) = self.app.store.flush() {
+            tracing::error!(error = %e, "cannot flush the database");
+        }
+    }
+}

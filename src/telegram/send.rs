@@ -1,0 +1,156 @@
+//! Everything Heurist sends to Telegram goes through here.
+//!
+//! Telegram's flood control answers 429 with `retry_after`: the request was not executed, so
+//! waiting that long and sending again delivers the message exactly once. Other failures are
+//! not retried blindly: a timeout after the request left may have delivered it, and resending
+//! would duplicate a message; only connection failures (nothing was sent) are retried.
+//! When Telegram cannot parse a part's HTML, the part is sent again as plain text, so the user
+//! always gets the words.
+
+use std::future::Future;
+use std::time::Duration;
+
+use teloxide::ApiError;
+use teloxide::RequestError;
+use teloxide::prelude::*;
+use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode};
+
+use super::render::{html_to_plain, render_parts};
+use crate::config::TelegramConfig;
+
+/// How Telegram requests are retried; from `[telegram]` in the config.
+#[derive(Debug, Clone, Copy)]
+pub struct SendPolicy {
+    pub max_retries: u32,
+    pub max_retry_after: Duration,
+}
+
+impl SendPolicy {
+    pub fn new(config: &TelegramConfig) -> Self {
+        Self {
+            max_retries: config.max_send_retries,
+            max_retry_after: Duration::from_secs(config.max_retry_after_secs),
+        }
+    }
+}
+
+/// Runs a Telegram request, waiting out 429s and retrying connection failures.
+pub async fn with_retry<T, F, Fut>(
+    policy: SendPolicy,
+    what: &str,
+    mut request: F,
+) -> Result<T, RequestError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, RequestError>>,
+{
+    let mut attempt = 0;
+    loop {
+        let error = match request().await {
+            Ok(value) => return Ok(value),
+            Err(e) => e,
+        };
+        attempt += 1;
+        let wait = match &error {
+            RequestError::RetryAfter(seconds) => seconds.duration(),
+            RequestError::Network(e) if e.is_connect() => {
+                Duration::from_millis(500 * u64::from(attempt))
+            }
+            _ => return Err(error),
+        };
+        if attempt > policy.max_retries || wait > policy.max_retry_after {
+            tracing::warn!(%what, attempt, error = %error, "giving up on a Telegram request");
+            return Err(error);
+        }
+        tracing::info!(%what, wait_ms = wait.as_millis() as u64, "Telegram asked us to wait; retrying");
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Sends one HTML part; if Telegram cannot parse it, sends its plain text instead.
+pub async fn send_html(
+    bot: &Bot,
+    policy: SendPolicy,
+    chat: ChatId,
+    html: &str,
+    markup: Option<InlineKeyboardMarkup>,
+) -> Result<Message, RequestError> {
+    let sent = with_retry(policy, "sendMessage", || {
+        let mut request = bot.send_message(chat, html).parse_mode(ParseMode::Html);
+        if let Some(markup) = markup.clone() {
+            request = request.reply_markup(markup);
+        }
+        request.send()
+    })
+    .await;
+    match sent {
+        Err(RequestError::Api(ApiError::CantParseEntities(reason))) => {
+            tracing::warn!(%reason, "Telegram refused our HTML; sending plain text");
+            let plain = html_to_plain(html);
+            with_retry(policy, "sendMessage", || {
+                let mut request = bot.send_message(chat, plain.as_str());
+                if let Some(markup) = markup.clone() {
+                    request = request.reply_markup(markup);
+                }
+                request.send()
+            })
+            .await
+        }
+        other => other,
+    }
+}
+
+/// Sends a Markdown answer as one or more messages; the keyboard goes on the last part.
+/// Returns the ids of the messages sent.
+pub async fn send_markdown(
+    bot: &Bot,
+    policy: SendPolicy,
+    chat: ChatId,
+    markdown: &str,
+    markup: Option<InlineKeyboardMarkup>,
+) -> Result<Vec<MessageId>, RequestError> {
+    let mut parts = render_parts(markdown);
+    if parts.is_empty() {
+        parts.push("…".to_string());
+    }
+    let last = parts.len() - 1;
+    let mut ids = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let markup = if i == last { markup.clone() } else { None };
+        ids.push(send_html(bot, policy, chat, part, markup).await?.id);
+    }
+    Ok(ids)
+}
+
+/// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
+pub async fn notify(bot: &Bot, policy: SendPolicy, chat: ChatId, text: &str) {
+    let sent = with_retry(policy, "sendMessage", || {
+        bot.send_message(chat, text).send()
+    })
+    .await;
+    if let Err(e) = sent {
+        tracing::warn!(chat = chat.0, error = %e, "could not send a notice");
+    }
+}
+
+/// Shows "typing…" until dropped (Telegram clears the action after about five seconds).
+pub struct Typing(tokio::task::JoinHandle<()>);
+
+impl Typing {
+    pub fn start(bot: Bot, chat: ChatId, every: Duration) -> Self {
+        Self(tokio::spawn(async move {
+            loop {
+                if let Err(e) = bot.send_chat_action(chat, ChatAction::Typing).await {
+                    tracing::debug!(chat = chat.0, error = %e, "typing action failed");
+                }
+                tokio::time::sleep(every).await;
+            }
+        }))
+    }
+}
+
+impl Drop for Typing {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -325,7 +325,7 @@ mod tests {
             previous = Some(window.messages);
         }
         assert!(
-            jumps >= 1 && jumps <= 4,
+            (1..=4).contains(&jumps),
             "the prefix changed on {jumps} of 12 turns"
         );
     }

@@ -270,16 +270,12 @@ impl Tokenizer {
                 self.lists.pop();
                 self.end_block();
             }
-            TagEnd::Item => {
-                if self.toks.last() != Some(&Tok::Newline) {
-                    self.toks.push(Tok::Newline);
-                }
+            TagEnd::Item if self.toks.last() != Some(&Tok::Newline) => {
+                self.toks.push(Tok::Newline);
             }
             TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => self.toks.push(Tok::Close),
-            TagEnd::Link => {
-                if self.links.pop() == Some(true) {
-                    self.toks.push(Tok::Close);
-                }
+            TagEnd::Link if self.links.pop() == Some(true) => {
+                self.toks.push(Tok::Close);
             }
             TagEnd::TableHead => {
                 self.toks.push(Tok::Close);
@@ -416,7 +412,7 @@ fn split(toks: &[Tok], limit: usize) -> Vec<String> {
                 .iter()
                 .filter(|b| b.units > start_units && b.units * 2 >= limit)
                 .max_by_key(|b| (b.quality, b.units))
-                .or_else(|| breaks.iter().filter(|b| b.units > start_units).last())
+                .or_else(|| breaks.iter().rfind(|b| b.units > start_units))
                 .cloned();
             if let Some(b) = best {
                 html.truncate(b.html_len);

@@ -1,0 +1,6 @@
+//! End-to-end tests: the real dispatcher, HTTP clients and sled, against fake Telegram and LLM
+//! servers on 127.0.0.1. One test binary, so the dependency tree links once.
+
+mod support;
+
+mod skeleton;

@@ -1,0 +1,133 @@
+//! A fake OpenAI-compatible `/v1/chat/completions` on 127.0.0.1. A responder function decides
+//! each reply from the request (so concurrent flows stay deterministic); every request is
+//! recorded exactly as the bot sent it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub delay: Duration,
+}
+
+impl Reply {
+    pub fn text(content: &str) -> Self {
+        Self::completion(json!({"role": "assistant", "content": content}), "stop")
+    }
+
+    pub fn tool_call(id: &str, name: &str, arguments: Value) -> Self {
+        Self::completion(
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+            ]}),
+            "tool_calls",
+        )
+    }
+
+    pub fn completion(message: Value, finish_reason: &str) -> Self {
+        Self {
+            status: 200,
+            body: json!({
+                "id": "cmpl", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 60}},
+            }),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn error(status: u16, message: &str) -> Self {
+        Self {
+            status,
+            body: json!({"error": {"message": message}}),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+type Responder = dyn Fn(&Value, usize) -> Reply + Send + Sync;
+
+#[derive(Clone)]
+pub struct FakeLlm {
+    /// Base URL including `/v1`, as `OPENAI_BASE_URL` takes it.
+    pub url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+    responder: Arc<Responder>,
+}
+
+impl FakeLlm {
+    /// `responder(request, index)` answers the request with zero-based `index`.
+    pub async fn start(responder: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let fake = Self {
+            url: format!("http://{}/v1", listener.local_addr().unwrap()),
+            requests: Arc::default(),
+            responder: Arc::new(responder),
+        };
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(fake.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        fake
+    }
+
+    /// Always answers `text`.
+    pub async fn answering(text: &'static str) -> Self {
+        Self::start(move |_, _| Reply::text(text)).await
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// A base URL where nothing listens: connections are refused.
+    pub async fn down_url() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        format!("http://{addr}/v1")
+    }
+}
+
+async fn handle(State(fake): State<FakeLlm>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).expect("the bot sent invalid JSON");
+    let index = {
+        let mut requests = fake.requests.lock().unwrap();
+        requests.push(request.clone());
+        requests.len() - 1
+    };
+    let reply = (fake.responder)(&request, index);
+    tokio::time::sleep(reply.delay).await;
+    (
+        StatusCode::from_u16(reply.status).unwrap(),
+        axum::Json(reply.body),
+    )
+        .into_response()
+}
+
+/// The text of the last user message of a request.
+pub fn last_user_text(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}

@@ -1,0 +1,101 @@
+//! What every end-to-end test needs: fake servers, a temporary sled directory, and the real
+//! bot configured through its public environment-variable contract.
+
+pub mod llm;
+pub mod telegram;
+
+use std::path::Path;
+
+use heurist::{Config, Running};
+use tempfile::TempDir;
+
+pub use llm::{FakeLlm, Reply, last_user_text};
+pub use telegram::FakeTelegram;
+
+/// An allowed user (private chat id = user id).
+pub const ALICE: i64 = 1001;
+pub const BOB: i64 = 1002;
+/// An admin.
+pub const ADMIN: i64 = 9001;
+/// Nobody allowed this one.
+pub const STRANGER: i64 = 666;
+
+/// The configuration a deployment would get from these environment variables.
+pub fn config(tg: &FakeTelegram, llm_url: &str, data: &Path) -> Config {
+    let mut config = Config::from_toml(None, Path::new("config/heurist.toml")).unwrap();
+    let data = data.display().to_string();
+    let tg_url = tg.url.clone();
+    let llm_url = llm_url.to_string();
+    config
+        .apply_env(|name| {
+            Some(match name {
+                "TELOXIDE_TOKEN" => "123456:TEST-TOKEN".to_string(),
+                "TELOXIDE_API_URL" => tg_url.clone(),
+                "OPENAI_BASE_URL" => llm_url.clone(),
+                "HEURIST_DATA_DIR" => data.clone(),
+                "HEURIST_ALLOWED_USERS" => format!("{ALICE},{BOB}"),
+                "HEURIST_ADMINS" => ADMIN.to_string(),
+                "HEURIST_MODELS" => "test-model,other/model-with-a-very-long-slug-that-would-not-fit-in-callback-data".to_string(),
+                _ => return None,
+            })
+        })
+        .unwrap();
+    config.llm.retry_base_ms = 20;
+    config.telegram.poll_timeout_secs = 1;
+    config.tools.fetch_allow_private = true;
+    config
+}
+
+/// A bot under test with its fakes and database.
+pub struct Harness {
+    pub tg: FakeTelegram,
+    pub llm: FakeLlm,
+    pub dir: TempDir,
+    pub bot: Option<Running>,
+}
+
+impl Harness {
+    pub async fn start(llm: FakeLlm) -> Self {
+        Self::start_with(llm, |_| {}).await
+    }
+
+    pub async fn start_with(llm: FakeLlm, tweak: impl FnOnce(&mut Config)) -> Self {
+        let tg = FakeTelegram::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(&tg, &llm.url, dir.path());
+        tweak(&mut config);
+        let bot = heurist::start(config).await.unwrap();
+        Self {
+            tg,
+            llm,
+            dir,
+            bot: Some(bot),
+        }
+    }
+
+    /// Stops the bot gracefully and starts a new one on the same database.
+    pub async fn restart(&mut self) {
+        self.bot.take().unwrap().stop().await;
+        let config = config(&self.tg, &self.llm.url, self.dir.path());
+        self.bot = Some(heurist::start(config).await.unwrap());
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(bot) = self.bot.take() {
+            bot.stop().await;
+        }
+    }
+}
+
+/// Serves `html` at a loopback URL (the tests enable `fetch_allow_private`).
+pub async fn serve_html(html: &'static str) -> String {
+    use axum::response::Html;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/page", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/page",
+        axum::routing::get(move || async move { Html(html) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}

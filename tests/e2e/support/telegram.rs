@@ -1,0 +1,418 @@
+//! A fake Telegram Bot API on 127.0.0.1 that is as strict as the real one where it matters:
+//! message length (4096 UTF-16 units), HTML that Telegram can parse, `callback_data` of 1–64
+//! bytes. Tests queue updates, script failures (429 with `retry_after`), and read every call.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+pub const BOT_ID: i64 = 4242;
+pub const BOT_USERNAME: &str = "heurist_test_bot";
+
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: String,
+    pub params: Value,
+    pub at: Instant,
+    /// Whether the fake answered `ok: true`.
+    pub ok: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    updates: Vec<Value>,
+    next_update_id: i64,
+    next_message_id: i64,
+    calls: Vec<Call>,
+    /// Forced answers per method, used before normal handling: (HTTP status, body).
+    scripted: HashMap<String, VecDeque<(u16, Value)>>,
+}
+
+#[derive(Clone)]
+pub struct FakeTelegram {
+    pub url: String,
+    inner: Arc<Mutex<Inner>>,
+    notify: Arc<Notify>,
+}
+
+impl FakeTelegram {
+    pub async fn start() -> Self {
+        let inner = Arc::new(Mutex::new(Inner {
+            next_update_id: 1,
+            next_message_id: 1000,
+            ..Default::default()
+        }));
+        let fake = Self {
+            url: String::new(),
+            inner,
+            notify: Arc::new(Notify::new()),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = Router::new().fallback(handle).with_state(fake.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { url, ..fake }
+    }
+
+    fn push_update(&self, body: impl FnOnce(i64, i64) -> Value) -> i64 {
+        let mut inner = self.inner.lock().unwrap();
+        let update_id = inner.next_update_id;
+        inner.next_update_id += 1;
+        let message_id = inner.next_message_id;
+        inner.next_message_id += 1;
+        let mut update = body(update_id, message_id);
+        update["update_id"] = json!(update_id);
+        inner.updates.push(update);
+        drop(inner);
+        self.notify.notify_waiters();
+        update_id
+    }
+
+    /// A text message from `user` in the private chat with the same id.
+    pub fn send_text(&self, user: i64, text: &str) -> i64 {
+        self.send_in_chat(user, user, text)
+    }
+
+    pub fn send_in_chat(&self, chat: i64, user: i64, text: &str) -> i64 {
+        let text = text.to_string();
+        self.push_update(move |_, message_id| {
+            json!({"message": message(message_id, chat, user_json(user), json!({"text": text}))})
+        })
+    }
+
+    /// A photo (no text) from `user`.
+    pub fn send_photo(&self, user: i64) -> i64 {
+        self.push_update(move |_, message_id| {
+            let photo = json!({"photo": [{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1}]});
+            json!({"message": message(message_id, user, user_json(user), photo)})
+        })
+    }
+
+    /// A press of an inline button with `data` under the bot's message `message_id`.
+    pub fn press(&self, user: i64, chat: i64, message_id: i64, data: &str) -> String {
+        let query_id = format!("cq{}", self.inner.lock().unwrap().next_update_id);
+        let id = query_id.clone();
+        let data = data.to_string();
+        self.push_update(move |_, _| {
+            json!({"callback_query": {
+                "id": id,
+                "from": user_json(user),
+                "chat_instance": "ci",
+                "data": data,
+                "message": message(message_id, chat, bot_json(), json!({"text": "answer"})),
+            }})
+        });
+        query_id
+    }
+
+    /// The next call of `method` gets this HTTP status and body instead of success.
+    pub fn script(&self, method: &str, status: u16, body: Value) {
+        let mut inner = self.inner.lock().unwrap();
+        inner
+            .scripted
+            .entry(method.to_string())
+            .or_default()
+            .push_back((status, body));
+    }
+
+    pub fn calls(&self, method: &str) -> Vec<Call> {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .cloned()
+            .collect()
+    }
+
+    /// Successful sendMessage calls to `chat`.
+    pub fn messages_to(&self, chat: i64) -> Vec<Call> {
+        self.calls("sendMessage")
+            .into_iter()
+            .filter(|c| c.ok && c.params["chat_id"] == json!(chat))
+            .collect()
+    }
+
+    /// Waits until `chat` received at least `count` messages; panics after 10 s.
+    pub async fn wait_messages(&self, chat: i64, count: usize) -> Vec<Call> {
+        self.wait_for(|t| {
+            let sent = t.messages_to(chat);
+            (sent.len() >= count).then_some(sent)
+        })
+        .await
+    }
+
+    /// Waits until `f` returns `Some`; panics after 10 s with what was sent.
+    pub async fn wait_for<T>(&self, f: impl Fn(&Self) -> Option<T>) -> T {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(value) = f(self) {
+                return value;
+            }
+            if Instant::now() > until {
+                let calls: Vec<_> = self
+                    .inner
+                    .lock()
+                    .unwrap()
+                    .calls
+                    .iter()
+                    .map(|c| (c.method.clone(), c.params.clone()))
+                    .collect();
+                panic!("timed out waiting; Telegram calls so far: {calls:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+pub fn user_json(user: i64) -> Value {
+    json!({"id": user, "is_bot": false, "first_name": format!("User{user}")})
+}
+
+fn bot_json() -> Value {
+    json!({"id": BOT_ID, "is_bot": true, "first_name": "Heurist", "username": BOT_USERNAME})
+}
+
+fn chat_json(chat: i64) -> Value {
+    if chat < 0 {
+        json!({"id": chat, "type": "supergroup", "title": "Group"})
+    } else {
+        json!({"id": chat, "type": "private", "first_name": format!("User{chat}")})
+    }
+}
+
+fn message(message_id: i64, chat: i64, from: Value, content: Value) -> Value {
+    let mut msg = json!({
+        "message_id": message_id,
+        "date": 1_700_000_000,
+        "chat": chat_json(chat),
+        "from": from,
+    });
+    for (k, v) in content.as_object().unwrap() {
+        msg[k] = v.clone();
+    }
+    msg
+}
+
+fn ok(result: Value) -> (u16, Value) {
+    (200, json!({"ok": true, "result": result}))
+}
+
+fn bad_request(description: &str) -> (u16, Value) {
+    (
+        400,
+        json!({"ok": false, "error_code": 400, "description": format!("Bad Request: {description}")}),
+    )
+}
+
+async fn handle(State(fake): State<FakeTelegram>, uri: Uri, body: Bytes) -> Response {
+    // Method names are case-insensitive; teloxide sends `SendMessage`, we record `sendMessage`.
+    let raw = uri.path().rsplit('/').next().unwrap_or_default();
+    let mut chars = raw.chars();
+    let method: String = chars
+        .next()
+        .map(|c| c.to_ascii_lowercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    let params: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(&body).unwrap_or(json!({}))
+    };
+    if method == "getUpdates" {
+        return get_updates(&fake, params).await;
+    }
+    let (status, body) = {
+        let mut inner = fake.inner.lock().unwrap();
+        let scripted = inner
+            .scripted
+            .get_mut(&method)
+            .and_then(VecDeque::pop_front);
+        let (status, body) = scripted.unwrap_or_else(|| answer(&mut inner, &method, &params));
+        inner.calls.push(Call {
+            method,
+            params,
+            at: Instant::now(),
+            ok: status == 200,
+        });
+        (status, body)
+    };
+    (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
+}
+
+async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
+    let offset = params["offset"].as_i64().unwrap_or(0);
+    let until = Instant::now() + Duration::from_millis(250);
+    loop {
+        let notified = fake.notify.notified();
+        {
+            let mut inner = fake.inner.lock().unwrap();
+            // Like Telegram, an offset confirms (and forgets) every earlier update.
+            inner
+                .updates
+                .retain(|u| u["update_id"].as_i64().unwrap() >= offset);
+            let ready: Vec<Value> = inner
+                .updates
+                .iter()
+                .filter(|u| u["update_id"].as_i64().unwrap() >= offset)
+                .cloned()
+                .collect();
+            if !ready.is_empty() || Instant::now() >= until {
+                inner.calls.push(Call {
+                    method: "getUpdates".into(),
+                    params,
+                    at: Instant::now(),
+                    ok: true,
+                });
+                return axum::Json(json!({"ok": true, "result": ready})).into_response();
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+    }
+}
+
+fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
+    match method {
+        "getMe" => ok(json!({
+            "id": BOT_ID, "is_bot": true, "first_name": "Heurist", "username": BOT_USERNAME,
+            "can_join_groups": true, "can_read_all_group_messages": false,
+            "supports_inline_queries": false, "has_main_web_app": false,
+        })),
+        "getWebhookInfo" => {
+            ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
+        }
+        "sendMessage" | "editMessageText" => {
+            let text = params["text"].as_str().unwrap_or_default();
+            if let Err(e) = check_text(text, params["parse_mode"].as_str()) {
+                return bad_request(&e);
+            }
+            if let Err(e) = check_markup(&params["reply_markup"]) {
+                return bad_request(&e);
+            }
+            let chat = params["chat_id"].as_i64().unwrap_or_default();
+            let message_id = if method == "sendMessage" {
+                inner.next_message_id += 1;
+                inner.next_message_id
+            } else {
+                params["message_id"].as_i64().unwrap_or_default()
+            };
+            let mut content = json!({"text": text});
+            if params["reply_markup"].is_object() {
+                content["reply_markup"] = params["reply_markup"].clone();
+            }
+            ok(message(message_id, chat, bot_json(), content))
+        }
+        "editMessageReplyMarkup" => {
+            if let Err(e) = check_markup(&params["reply_markup"]) {
+                return bad_request(&e);
+            }
+            let chat = params["chat_id"].as_i64().unwrap_or_default();
+            let message_id = params["message_id"].as_i64().unwrap_or_default();
+            ok(message(
+                message_id,
+                chat,
+                bot_json(),
+                json!({"text": "answer"}),
+            ))
+        }
+        _ => ok(json!(true)),
+    }
+}
+
+/// Telegram's length limit and its HTML parser, strictly.
+pub fn check_text(text: &str, parse_mode: Option<&str>) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("message text is empty".into());
+    }
+    if text.encode_utf16().count() > 4096 {
+        return Err("message is too long".into());
+    }
+    if parse_mode == Some("HTML") {
+        check_html(text).map_err(|e| format!("can't parse entities: {e}"))?;
+    }
+    Ok(())
+}
+
+fn check_html(text: &str) -> Result<(), String> {
+    const TAGS: &[&str] = &[
+        "b",
+        "strong",
+        "i",
+        "em",
+        "u",
+        "ins",
+        "s",
+        "strike",
+        "del",
+        "a",
+        "code",
+        "pre",
+        "blockquote",
+        "tg-spoiler",
+        "span",
+    ];
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(['<', '&']) {
+        rest = &rest[i..];
+        if rest.starts_with('&') {
+            let end = rest.find(';').ok_or("unterminated entity")?;
+            let name = &rest[1..end];
+            if !matches!(name, "lt" | "gt" | "amp" | "quot") && !name.starts_with('#') {
+                return Err(format!("unsupported entity &{name};"));
+            }
+            rest = &rest[end + 1..];
+            continue;
+        }
+        let end = rest.find('>').ok_or("unclosed start tag")?;
+        let tag = &rest[1..end];
+        if let Some(name) = tag.strip_prefix('/') {
+            if stack.pop().as_deref() != Some(name) {
+                return Err(format!("unmatched end tag </{name}>"));
+            }
+        } else {
+            let name = tag
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            if !TAGS.contains(&name.as_str()) {
+                return Err(format!("unsupported start tag \"{name}\""));
+            }
+            stack.push(name);
+        }
+        rest = &rest[end + 1..];
+    }
+    if let Some(open) = stack.pop() {
+        return Err(format!(
+            "can't find end tag corresponding to start tag \"{open}\""
+        ));
+    }
+    Ok(())
+}
+
+fn check_markup(markup: &Value) -> Result<(), String> {
+    let Some(rows) = markup["inline_keyboard"].as_array() else {
+        return Ok(());
+    };
+    for button in rows
+        .iter()
+        .flat_map(|r| r.as_array().cloned().unwrap_or_default())
+    {
+        if let Some(data) = button["callback_data"].as_str()
+            && (data.is_empty() || data.len() > 64)
+        {
+            return Err("BUTTON_DATA_INVALID".into());
+        }
+    }
+    Ok(())
+}

@@ -28,6 +28,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
     pub agent: AgentConfig,
+    pub options: OptionsConfig,
     pub access: AccessConfig,
     pub tools: ToolsConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
@@ -94,6 +95,15 @@ pub struct AgentConfig {
     pub history_tokens: usize,
     pub time_zone: String,
     pub system_prompt: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionsConfig {
+    pub enabled: bool,
+    pub max_count: usize,
+    pub max_attempts: usize,
+    pub timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod app;
 pub mod config;
 pub mod llm;
+pub mod options;
 pub mod queue;
 pub mod store;
 pub mod telegram;

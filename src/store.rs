@@ -7,6 +7,8 @@
 //! - `chats`: key `chat_id`, value a JSON [`ChatState`]: the history window, the clear epoch and
 //!   the chat's chosen model.
 //! - `usage`: key `chat:<id>:<model>` and `all:<model>`, value JSON [`UsageTotals`].
+//! - `tickets`: key a short base-36 id, value a JSON [`OptionTicket`]: the option buttons under
+//!   one answer (callback data only carries the id and a cut label).
 //!
 //! # The history window and prompt caching
 //! The LLM sees the turns from `window_start` on. The window only moves when the stored turns
@@ -35,6 +37,7 @@ pub struct Store {
     history: sled::Tree,
     chats: sled::Tree,
     usage: sled::Tree,
+    tickets: sled::Tree,
 }
 
 /// One turn as stored.
@@ -73,6 +76,31 @@ pub struct UsageTotals {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub cached_tokens: u64,
+}
+
+/// The option buttons under one answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptionTicket {
+    pub chat: i64,
+    /// The message that carries the keyboard.
+    pub message_id: i32,
+    /// The full labels, in button order.
+    pub labels: Vec<String>,
+    /// The chat's clear epoch at creation: a clear expires the ticket.
+    pub epoch: u64,
+    /// The option pressed, once one was.
+    pub chosen: Option<usize>,
+}
+
+/// What pressing an option did.
+#[derive(Debug, PartialEq)]
+pub enum Choice {
+    /// This press chose the option; the ticket as it was before.
+    Chosen(OptionTicket),
+    /// An option of this ticket was chosen before.
+    AlreadyChosen,
+    /// No such ticket.
+    Unknown,
 }
 
 /// A conservative token estimate (about three bytes a token; real tokenisers average more for
@@ -118,6 +146,7 @@ impl Store {
             history: db.open_tree("history")?,
             chats: db.open_tree("chats")?,
             usage: db.open_tree("usage")?,
+            tickets: db.open_tree("tickets")?,
             db,
         })
     }
@@ -227,11 +256,13 @@ impl Store {
         self.put_chat_state(chat, &state)
     }
 
-    /// Adds one turn's usage to the chat's and the bot's totals for `model`.
+    /// Adds usage to the chat's and the bot's totals for `model`; `turns` is 1 for an agent
+    /// turn and 0 for follow-up calls (extraction, reflection) that belong to one.
     pub fn record_usage(
         &self,
         chat: i64,
         model: &str,
+        turns: u64,
         calls: u32,
         usage: Usage,
     ) -> anyhow::Result<()> {
@@ -240,7 +271,7 @@ impl Store {
                 let mut totals: UsageTotals = old
                     .and_then(|bytes| serde_json::from_slice(bytes).ok())
                     .unwrap_or_default();
-                totals.turns += 1;
+                totals.turns += turns;
                 totals.calls += u64::from(calls);
                 totals.prompt_tokens += usage.prompt_tokens;
                 totals.completion_tokens += usage.completion_tokens;
@@ -267,6 +298,55 @@ impl Store {
             })
             .collect()
     }
+}
+
+impl Store {
+    /// Stores a ticket and returns its short id (base 36 of sled's monotonic id generator).
+    pub fn create_ticket(&self, ticket: &OptionTicket) -> anyhow::Result<String> {
+        let id = base36(self.db.generate_id()?);
+        self.tickets
+            .insert(id.as_bytes(), serde_json::to_vec(ticket)?)?;
+        Ok(id)
+    }
+
+    pub fn ticket(&self, id: &str) -> Option<OptionTicket> {
+        read_json(&self.tickets, id.as_bytes())
+    }
+
+    /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
+    /// wins and the other sees [`Choice::AlreadyChosen`].
+    pub fn choose_option(&self, id: &str, index: usize) -> anyhow::Result<Choice> {
+        let mut outcome = Choice::Unknown;
+        self.tickets.fetch_and_update(id.as_bytes(), |old| {
+            let old = old?;
+            let Ok(mut ticket) = serde_json::from_slice::<OptionTicket>(old) else {
+                outcome = Choice::Unknown;
+                return Some(old.to_vec());
+            };
+            if ticket.chosen.is_some() {
+                outcome = Choice::AlreadyChosen;
+                return Some(old.to_vec());
+            }
+            outcome = Choice::Chosen(ticket.clone());
+            ticket.chosen = Some(index);
+            serde_json::to_vec(&ticket).ok()
+        })?;
+        Ok(outcome)
+    }
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Reads a JSON record; an unreadable one is logged with its key and treated as absent.
@@ -361,6 +441,27 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_is_chosen_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let ticket = OptionTicket {
+            chat: 1,
+            message_id: 5,
+            labels: vec!["a".into(), "b".into()],
+            epoch: 0,
+            chosen: None,
+        };
+        let id = store.create_ticket(&ticket).unwrap();
+        let other = store.create_ticket(&ticket).unwrap();
+        assert_ne!(id, other);
+        assert!(id.len() <= 13);
+        assert_eq!(store.choose_option(&id, 1).unwrap(), Choice::Chosen(ticket));
+        assert_eq!(store.choose_option(&id, 0).unwrap(), Choice::AlreadyChosen);
+        assert_eq!(store.ticket(&id).unwrap().chosen, Some(1));
+        assert_eq!(store.choose_option("nope", 0).unwrap(), Choice::Unknown);
+    }
+
+    #[test]
     fn usage_is_summed_per_chat_and_bot() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -369,8 +470,8 @@ mod tests {
             completion_tokens: 2,
             cached_tokens: 5,
         };
-        store.record_usage(1, "m", 2, u).unwrap();
-        store.record_usage(2, "m", 1, u).unwrap();
+        store.record_usage(1, "m", 1, 2, u).unwrap();
+        store.record_usage(2, "m", 1, 1, u).unwrap();
         let chat = store.usage(Some(1));
         assert_eq!(
             chat,

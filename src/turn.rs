@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use teloxide::prelude::*;
 
+use crate::agent::TurnStatus;
 use crate::app::App;
 use crate::llm::ChatMessage;
+use crate::options;
 use crate::telegram::send::{Typing, send_markdown};
 
 /// Runs one turn for `text` in `chat`. Errors are logged and told to the user, never returned:
@@ -41,13 +43,33 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
     if result.calls > 0
         && let Err(e) = app
             .store
-            .record_usage(chat.0, &model.id, result.calls, result.usage)
+            .record_usage(chat.0, &model.id, 1, result.calls, result.usage)
     {
         tracing::warn!(chat = chat.0, error = %e, "cannot record usage");
     }
     drop(typing);
-    if let Err(e) = send_markdown(&bot, app.send_policy, chat, &result.answer, None).await {
-        tracing::error!(chat = chat.0, error = %e, "cannot send the answer");
+    let sent = match send_markdown(&bot, app.send_policy, chat, &result.answer, None).await {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::error!(chat = chat.0, error = %e, "cannot send the answer");
+            return;
+        }
+    };
+    // Option buttons come after the answer, in the background: they never delay it.
+    if app.config.options.enabled
+        && matches!(result.status, TurnStatus::Answered)
+        && let (Some(request), Some(answer), Some(&last)) =
+            (result.last_request, result.messages.last(), sent.last())
+    {
+        tokio::spawn(options::attach(
+            app.clone(),
+            bot,
+            chat,
+            last,
+            window.epoch,
+            request,
+            answer.clone(),
+        ));
     }
 }
 

@@ -90,25 +90,35 @@ impl LlmClient {
         }
     }
 
+    /// Removes the API key from text that may reach logs or users (some servers echo it).
+    fn redact(&self, text: String) -> String {
+        match &self.api_key {
+            Some(key) if !key.is_empty() && text.contains(key.as_str()) => {
+                text.replace(key.as_str(), "[redacted]")
+            }
+            _ => text,
+        }
+    }
+
     async fn attempt(&self, request: &ChatRequest) -> Result<Completion, Failure> {
         let mut builder = self.http.post(&self.endpoint).json(request);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
         let response = builder.send().await.map_err(|e| Failure::Retry {
-            reason: describe_transport_error(e),
+            reason: self.redact(describe_transport_error(e)),
             retry_after: None,
         })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let body = response.text().await.map_err(|e| Failure::Retry {
-            reason: describe_transport_error(e),
+            reason: self.redact(describe_transport_error(e)),
             retry_after: None,
         })?;
         if status.is_success() {
             return parse_completion(&body).map_err(Failure::Final);
         }
-        let message = provider_error_message(&body);
+        let message = self.redact(provider_error_message(&body));
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             Err(Failure::Retry {
                 reason: format!("HTTP {}: {message}", status.as_u16()),

@@ -12,6 +12,7 @@
 //! ```
 
 mod client;
+pub mod extraction;
 
 pub use client::{LlmClient, LlmError};
 

@@ -8,9 +8,12 @@ use std::sync::Arc;
 use teloxide::prelude::*;
 use teloxide::utils::command::BotCommands;
 
+use super::callback_data::{decode_action, decode_callback};
+use super::keyboards;
 use super::send::notify;
 use crate::app::App;
-use crate::turn;
+use crate::config::Role;
+use crate::{options, turn};
 
 type HandlerResult = anyhow::Result<()>;
 
@@ -91,10 +94,30 @@ pub async fn non_text(bot: Bot, app: Arc<App>, msg: Message) -> HandlerResult {
     Ok(())
 }
 
-/// Callback presses are answered at once; nothing is routed yet, so every press has expired.
-pub async fn callback(bot: Bot, query: CallbackQuery) -> HandlerResult {
-    bot.answer_callback_query(query.id)
-        .text("This option has expired")
-        .await?;
+/// Every button press. Callback data can be forged, so the presser's role and the data are
+/// checked here on the server; every query is answered at once.
+pub async fn callback(bot: Bot, app: Arc<App>, query: CallbackQuery) -> HandlerResult {
+    let data = query.data.clone().unwrap_or_default();
+    if app.config.role_of(query.from.id.0) == Role::Stranger {
+        tracing::info!(
+            user = query.from.id.0,
+            "refused a button press from a user who is not allowed"
+        );
+        bot.answer_callback_query(query.id)
+            .text("Sorry, this bot is private.")
+            .await?;
+        return Ok(());
+    }
+    if let Some((ticket, label)) = decode_callback(&data) {
+        return options::press(app, bot, query, ticket, label).await;
+    }
+    let toast = match decode_action(&data) {
+        Some((action, _)) if action == keyboards::CHOSEN_ACTION => "Already chosen",
+        _ => {
+            tracing::info!(user = query.from.id.0, %data, "unknown callback data");
+            "This option has expired"
+        }
+    };
+    bot.answer_callback_query(query.id).text(toast).await?;
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! text, anything else) and callback queries. Handlers live in [`handlers`]; rendering and
 //! sending in [`render`] and [`send`].
 
+pub mod callback_data;
 pub mod handlers;
+pub mod keyboards;
 pub mod render;
 pub mod send;
 

@@ -20,7 +20,7 @@ async fn a_reply_reaches_the_right_chat_as_html() {
     assert_eq!(sent[0].params["parse_mode"], "HTML");
     assert!(h.tg.messages_to(BOB).is_empty());
 
-    let requests = h.llm.requests();
+    let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 1);
     let msgs = messages(&requests[0]);
     assert_eq!(msgs[0]["role"], "system");
@@ -56,7 +56,7 @@ async fn a_stranger_gets_their_id_and_causes_no_llm_call() {
     // A later allowed message is answered, proving the stranger's was fully handled before.
     h.tg.send_text(ALICE, "hi");
     h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(h.llm.requests().len(), 1);
+    assert_eq!(h.llm.agent_requests().len(), 1);
     assert_eq!(h.tg.messages_to(STRANGER).len(), 1);
     h.stop().await;
 }
@@ -87,7 +87,7 @@ async fn tool_calls_round_trip_through_the_model() {
     assert!(text.contains("Soup & bread"), "{text}");
     assert!(!text.contains("evil"), "{text}");
 
-    let requests = h.llm.requests();
+    let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 3);
     let last = messages(&requests[2]);
     // The assistant tool-call message carries a string content, never null.
@@ -165,7 +165,7 @@ async fn history_survives_a_restart_and_prompts_stay_byte_stable() {
     h.tg.send_text(ALICE, "what is my name?");
     h.tg.wait_messages(ALICE, 2).await;
 
-    let requests = h.llm.requests();
+    let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 2);
     let (first, second) = (messages(&requests[0]), messages(&requests[1]));
     assert_eq!(
@@ -197,7 +197,7 @@ async fn llm_500_then_ok_is_retried() {
     h.tg.send_text(ALICE, "hi");
     let sent = h.tg.wait_messages(ALICE, 1).await;
     assert_eq!(sent[0].params["text"], "recovered");
-    assert_eq!(h.llm.requests().len(), 2);
+    assert_eq!(h.llm.agent_requests().len(), 2);
     h.stop().await;
 }
 
@@ -212,7 +212,7 @@ async fn llm_4xx_is_not_retried_and_the_user_hears_why() {
         text.contains("HTTP 401") && text.contains("invalid api key"),
         "{text}"
     );
-    assert_eq!(h.llm.requests().len(), 1);
+    assert_eq!(h.llm.agent_requests().len(), 1);
     h.stop().await;
 }
 
@@ -242,7 +242,7 @@ async fn llm_down_tells_the_user_keeps_the_message_and_keeps_serving() {
         .unwrap();
     tg.send_text(ALICE, "now?");
     tg.wait_messages(ALICE, 2).await;
-    let request = &llm.requests()[0];
+    let request = &llm.agent_requests()[0];
     let contents: Vec<&str> = messages(request)
         .iter()
         .filter_map(|m| m["content"].as_str())
@@ -313,7 +313,7 @@ async fn clear_empties_the_next_requests_history() {
     h.tg.wait_messages(ALICE, 2).await;
     h.tg.send_text(ALICE, "what number?");
     h.tg.wait_messages(ALICE, 3).await;
-    let requests = h.llm.requests();
+    let requests = h.llm.agent_requests();
     assert_eq!(
         messages(&requests[1]).len(),
         2,
@@ -335,7 +335,7 @@ async fn the_iteration_cap_ends_a_turn_honestly() {
             .unwrap()
             .contains("I stopped after 8 steps")
     );
-    assert_eq!(h.llm.requests().len(), 8);
+    assert_eq!(h.llm.agent_requests().len(), 8);
     h.stop().await;
 }
 

@@ -90,8 +90,17 @@ impl FakeLlm {
         Self::start(move |_, _| Reply::text(text)).await
     }
 
+    /// Every request, extraction calls included.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// The agent's own requests (options extraction calls left out).
+    pub fn agent_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| !is_options_request(r))
+            .collect()
     }
 
     /// A base URL where nothing listens: connections are refused.
@@ -130,4 +139,11 @@ pub fn last_user_text(request: &Value) -> String {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_string()
+}
+
+/// Whether a request is an options extraction (its last user message is that prompt).
+pub fn is_options_request(request: &Value) -> bool {
+    let last = last_user_text(request);
+    let prompt_start = &heurist::options::OPTIONS_PROMPT_TEMPLATE[..40];
+    last.starts_with(prompt_start) || last == heurist::options::OPTIONS_RETRY_PROMPT
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use heurist::{Config, Running};
 use tempfile::TempDir;
 
-pub use llm::{FakeLlm, Reply, last_user_text};
+pub use llm::{FakeLlm, Reply, is_options_request, last_user_text};
 pub use telegram::FakeTelegram;
 
 /// An allowed user (private chat id = user id).

@@ -24,6 +24,8 @@ pub struct Call {
     pub at: Instant,
     /// Whether the fake answered `ok: true`.
     pub ok: bool,
+    /// What it answered (`result` of the response, or the error body).
+    pub result: Value,
 }
 
 #[derive(Default)]
@@ -238,11 +240,17 @@ async fn handle(State(fake): State<FakeTelegram>, uri: Uri, body: Bytes) -> Resp
             .get_mut(&method)
             .and_then(VecDeque::pop_front);
         let (status, body) = scripted.unwrap_or_else(|| answer(&mut inner, &method, &params));
+        let result = if status == 200 {
+            body["result"].clone()
+        } else {
+            body.clone()
+        };
         inner.calls.push(Call {
             method,
             params,
             at: Instant::now(),
             ok: status == 200,
+            result,
         });
         (status, body)
     };
@@ -272,6 +280,7 @@ async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
                     params,
                     at: Instant::now(),
                     ok: true,
+                    result: json!(ready.len()),
                 });
                 return axum::Json(json!({"ok": true, "result": ready})).into_response();
             }

@@ -1,0 +1,234 @@
+//! Structured extraction: ask the model, in the same conversation, for a JSON value.
+//!
+//! Re-expresses mahbot's `retry_extract_structured`. The extraction request is the agent's own
+//! last request with only `messages` extended: model, temperature, reasoning effort, provider
+//! routing and tools are *the same value*, not rebuilt, so they are byte-identical, and the
+//! messages begin with exactly the agent call's messages. Providers key their prompt caches on
+//! that prefix, so an extraction costs little more than its own prompt and answer.
+//!
+//! ```
+//! use heurist::llm::extraction::parse_fenced_json;
+//! #[derive(serde::Deserialize)]
+//! struct Options { options: Vec<String> }
+//! let text = "Sure!\n```json\n{\"options\": [\"Yes\", \"No\"]}\n```\nAnything else?";
+//! let parsed: Options = parse_fenced_json(text).unwrap();
+//! assert_eq!(parsed.options, ["Yes", "No"]);
+//! ```
+
+use serde::de::DeserializeOwned;
+
+use super::{ChatMessage, ChatRequest, LlmClient, Usage};
+
+/// How much of the last raw reply a failure quotes.
+const SNIPPET_CHARS: usize = 300;
+
+/// What to reuse and how hard to try.
+pub struct ExtractionConfig<'a> {
+    pub llm: &'a LlmClient,
+    /// The agent call whose parameters are reused unchanged; only `messages` differs.
+    pub template: &'a ChatRequest,
+    pub max_attempts: usize,
+}
+
+/// An extraction's outcome and what it cost (also when it failed).
+pub struct Extraction<T> {
+    pub result: anyhow::Result<T>,
+    pub usage: Usage,
+    pub calls: u32,
+}
+
+/// Pushes `extraction_prompt` (unless empty) after `history` and asks up to `max_attempts`
+/// times. A reply with tool calls or text that does not parse as `T` is pushed back with
+/// `retry_prompt`; a reply that parses returns.
+pub async fn retry_extract_structured<T: DeserializeOwned>(
+    history: &[ChatMessage],
+    extraction_prompt: &str,
+    retry_prompt: &str,
+    config: ExtractionConfig<'_>,
+) -> Extraction<T> {
+    let mut request = config.template.clone();
+    request.messages = history.to_vec();
+    if !extraction_prompt.is_empty() {
+        request.messages.push(ChatMessage::user(extraction_prompt));
+    }
+    let mut usage = Usage::default();
+    let mut calls = 0;
+    let mut last_raw = String::new();
+    for _ in 0..config.max_attempts {
+        let completion = match config.llm.complete(&request).await {
+            Ok(completion) => completion,
+            Err(e) => {
+                return Extraction {
+                    result: Err(e.into()),
+                    usage,
+                    calls,
+                };
+            }
+        };
+        calls += 1;
+        usage += completion.usage;
+        last_raw = completion.content;
+        if completion.tool_calls.is_empty()
+            && let Ok(value) = parse_fenced_json::<T>(&last_raw)
+        {
+            return Extraction {
+                result: Ok(value),
+                usage,
+                calls,
+            };
+        }
+        request
+            .messages
+            .push(ChatMessage::assistant(last_raw.clone()));
+        request.messages.push(ChatMessage::user(retry_prompt));
+    }
+    let snippet: String = last_raw.chars().take(SNIPPET_CHARS).collect();
+    Extraction {
+        result: Err(anyhow::anyhow!(
+            "failed to extract a structured response after {} attempts; last raw reply: {snippet}",
+            config.max_attempts
+        )),
+        usage,
+        calls,
+    }
+}
+
+/// Parses `T` from a ```json fenced block, any fenced block, or bare JSON with prose around it.
+pub fn parse_fenced_json<T: DeserializeOwned>(text: &str) -> anyhow::Result<T> {
+    for block in fenced_blocks(text) {
+        if let Some(value) = first_json_value(block) {
+            return Ok(value);
+        }
+    }
+    first_json_value(text).ok_or_else(|| anyhow::anyhow!("no JSON value of the expected shape"))
+}
+
+/// Fenced blocks, those tagged `json` first.
+fn fenced_blocks(text: &str) -> Vec<&str> {
+    let mut tagged = Vec::new();
+    let mut other = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let Some(newline) = after.find('\n') else {
+            break;
+        };
+        let info = after[..newline].trim();
+        let body = &after[newline + 1..];
+        let Some(close) = body.find("```") else { break };
+        if info.eq_ignore_ascii_case("json") {
+            tagged.push(&body[..close]);
+        } else {
+            other.push(&body[..close]);
+        }
+        rest = &body[close + 3..];
+    }
+    tagged.extend(other);
+    tagged
+}
+
+/// The first JSON value in `text` (starting at a `{` or `[`) that deserialises as `T`; text
+/// after the value is ignored.
+fn first_json_value<T: DeserializeOwned>(text: &str) -> Option<T> {
+    text.char_indices()
+        .filter(|(_, c)| *c == '{' || *c == '[')
+        .find_map(|(i, _)| {
+            let mut stream = serde_json::Deserializer::from_str(&text[i..]).into_iter::<T>();
+            stream.next()?.ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Options {
+        options: Vec<String>,
+    }
+
+    #[test]
+    fn parsing_cases() {
+        struct Case {
+            name: &'static str,
+            text: &'static str,
+            expected: Option<&'static [&'static str]>,
+        }
+        let cases = [
+            Case {
+                name: "bare",
+                text: r#"{"options":["a"]}"#,
+                expected: Some(&["a"]),
+            },
+            Case {
+                name: "json fence",
+                text: "x\n```json\n{\"options\":[\"b\"]}\n```",
+                expected: Some(&["b"]),
+            },
+            Case {
+                name: "plain fence",
+                text: "```\n{\"options\":[]}\n```",
+                expected: Some(&[]),
+            },
+            Case {
+                name: "json fence preferred over earlier other fence",
+                text: "```\n{\"options\":[\"no\"]}\n```\n```json\n{\"options\":[\"yes\"]}\n```",
+                expected: Some(&["yes"]),
+            },
+            Case {
+                name: "prose around",
+                text: "Here: {\"options\": [\"c\"]} hope it helps {",
+                expected: Some(&["c"]),
+            },
+            Case {
+                name: "wrong shape then right",
+                text: "{\"x\":1} {\"options\":[\"d\"]}",
+                expected: Some(&["d"]),
+            },
+            Case {
+                name: "prose only",
+                text: "I suggest you pick one.",
+                expected: None,
+            },
+            Case {
+                name: "empty",
+                text: "",
+                expected: None,
+            },
+            Case {
+                name: "truncated",
+                text: "{\"options\": [\"e\"",
+                expected: None,
+            },
+            Case {
+                name: "unclosed fence",
+                text: "```json\n{\"options\":[\"f\"]}",
+                expected: Some(&["f"]),
+            },
+        ];
+        for case in cases {
+            let parsed = parse_fenced_json::<Options>(case.text).ok();
+            let expected = case.expected.map(|labels| Options {
+                options: labels.iter().map(|s| s.to_string()).collect(),
+            });
+            assert_eq!(parsed, expected, "case {}", case.name);
+        }
+    }
+
+    #[test]
+    fn never_panics_on_odd_input() {
+        for text in [
+            "```",
+            "``````",
+            "```json",
+            "{[{[",
+            "\u{0}{",
+            "é{\"options\":[\"ü\"]}",
+            "[[[[[[[[",
+            "{\"options\":[1]}",
+        ] {
+            let _ = parse_fenced_json::<Options>(text);
+        }
+    }
+}

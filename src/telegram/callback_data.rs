@@ -1,0 +1,274 @@
+//! The two callback-data formats of Heurist's inline buttons, and Telegram's 64-byte limit.
+//!
+//! - Options: `__opt__<ticket>|<label>` (mahbot's format). The ticket names a sled record that
+//!   holds the chat, the answer's message and the full labels; the label in the data is only a
+//!   prefix, cut on a UTF-8 boundary so the whole string fits 64 bytes. The full label comes
+//!   from the record, so a long or non-ASCII label never breaks the keyboard.
+//! - Actions: `__act__<action>|<payload>`, payloads short by construction (model *keys*, not
+//!   slugs).
+//!
+//! Callback data comes from the client and can be forged: decoding only parses; every caller
+//! checks the record and the presser's role on the server.
+//!
+//! ```
+//! use heurist::telegram::callback_data::{decode_callback, encode_option};
+//! let data = encode_option("k1.0", &"é".repeat(100)).unwrap();
+//! assert!(data.len() <= 64);
+//! let (ticket, label) = decode_callback(&data).unwrap();
+//! assert_eq!(ticket.as_deref(), Some("k1.0"));
+//! assert!(label.chars().all(|c| c == 'é'));
+//! ```
+
+/// Callback data prefix for dynamic option buttons.
+pub const CALLBACK_PREFIX: &str = "__opt__";
+
+/// Callback data prefix for action buttons (model selection, clear, feedback).
+pub const ACTION_PREFIX: &str = "__act__";
+
+/// Telegram refuses callback data outside 1–64 bytes (`BUTTON_DATA_INVALID`).
+pub const MAX_CALLBACK_BYTES: usize = 64;
+
+/// Decodes option callback data into `(ticket, label)`; `None` without the option prefix.
+///
+/// The ticket must not contain `|`; the label may. Examples:
+/// `__opt__t|Label` → `(Some("t"), "Label")`, `__opt__|Label` → `(None, "Label")`,
+/// `__opt__BareLabel` → `(None, "BareLabel")`.
+#[must_use]
+pub fn decode_callback(content: &str) -> Option<(Option<String>, String)> {
+    let rest = content.strip_prefix(CALLBACK_PREFIX)?;
+    Some(match rest.split_once('|') {
+        Some((ticket, label)) if !ticket.is_empty() => {
+            (Some(ticket.to_string()), label.to_string())
+        }
+        Some((_, label)) => (None, label.to_string()),
+        None => (None, rest.to_string()),
+    })
+}
+
+/// Decodes action callback data into `(action, payload)`; `None` without the action prefix.
+/// `__act__clear|` and `__act__clear` both give `("clear", "")`.
+#[must_use]
+pub fn decode_action(content: &str) -> Option<(String, String)> {
+    let rest = content.strip_prefix(ACTION_PREFIX)?;
+    match rest.split_once('|') {
+        Some((action, payload)) => Some((action.to_string(), payload.to_string())),
+        None => Some((rest.to_string(), String::new())),
+    }
+}
+
+/// Encodes an option button's data, cutting the label so the whole fits 64 bytes. `None` if
+/// even the ticket does not fit or contains `|` (a programming error, logged by the caller).
+#[must_use]
+pub fn encode_option(ticket: &str, label: &str) -> Option<String> {
+    encode(CALLBACK_PREFIX, ticket, label)
+}
+
+/// Encodes an action button's data; `None` if it cannot fit 64 bytes without cutting the
+/// action (payloads are cut like labels, so keep them short and self-checking).
+#[must_use]
+pub fn encode_action(action: &str, payload: &str) -> Option<String> {
+    encode(ACTION_PREFIX, action, payload)
+}
+
+fn encode(prefix: &str, head: &str, tail: &str) -> Option<String> {
+    if head.contains('|') {
+        return None;
+    }
+    let fixed = prefix.len() + head.len() + 1;
+    if fixed > MAX_CALLBACK_BYTES {
+        return None;
+    }
+    let tail = cut_to_bytes(tail, MAX_CALLBACK_BYTES - fixed);
+    Some(format!("{prefix}{head}|{tail}"))
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+#[must_use]
+pub fn cut_to_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_decode_callback() {
+        struct Case {
+            name: &'static str,
+            input: &'static str,
+            expected: Option<(Option<&'static str>, &'static str)>,
+        }
+        let cases = [
+            Case {
+                name: "with ticket id",
+                input: "__opt__mahbot-123|Option A",
+                expected: Some((Some("mahbot-123"), "Option A")),
+            },
+            Case {
+                name: "empty ticket id",
+                input: "__opt__|Label",
+                expected: Some((None, "Label")),
+            },
+            Case {
+                name: "no delimiter",
+                input: "__opt__BareLabel",
+                expected: Some((None, "BareLabel")),
+            },
+            Case {
+                name: "rejects non prefix",
+                input: "random_text",
+                expected: None,
+            },
+            Case {
+                name: "rejects empty",
+                input: "",
+                expected: None,
+            },
+            Case {
+                name: "label with extra pipes",
+                input: "__opt__ticket|A|B|C",
+                expected: Some((Some("ticket"), "A|B|C")),
+            },
+            Case {
+                name: "only prefix and pipe",
+                input: "__opt__|",
+                expected: Some((None, "")),
+            },
+            Case {
+                name: "action is not an option",
+                input: "__act__clear|",
+                expected: None,
+            },
+            Case {
+                name: "non-ascii label",
+                input: "__opt__t.1|Привет 👋",
+                expected: Some((Some("t.1"), "Привет 👋")),
+            },
+        ];
+        for case in &cases {
+            let result = decode_callback(case.input);
+            let expected = case
+                .expected
+                .map(|(tid, lbl)| (tid.map(String::from), lbl.to_string()));
+            assert_eq!(result, expected, "case: {}", case.name);
+        }
+    }
+
+    #[test]
+    fn test_decode_action() {
+        struct Case {
+            name: &'static str,
+            input: &'static str,
+            expected: Option<(&'static str, &'static str)>,
+        }
+        let cases = [
+            Case {
+                name: "with payload",
+                input: "__act__set_image_model|google/gemini-3.1-flash-image-preview",
+                expected: Some(("set_image_model", "google/gemini-3.1-flash-image-preview")),
+            },
+            Case {
+                name: "empty payload pipe",
+                input: "__act__clear_session|",
+                expected: Some(("clear_session", "")),
+            },
+            Case {
+                name: "no pipe",
+                input: "__act__clear_session",
+                expected: Some(("clear_session", "")),
+            },
+            Case {
+                name: "rejects non prefix",
+                input: "random_text",
+                expected: None,
+            },
+            Case {
+                name: "rejects empty",
+                input: "",
+                expected: None,
+            },
+            Case {
+                name: "option is not an action",
+                input: "__opt__t|x",
+                expected: None,
+            },
+        ];
+        for case in &cases {
+            let result = decode_action(case.input);
+            let expected = case.expected.map(|(a, p)| (a.to_string(), p.to_string()));
+            assert_eq!(result, expected, "case: {}", case.name);
+        }
+    }
+
+    #[test]
+    fn encoding_fits_64_bytes_on_char_boundaries_and_round_trips() {
+        struct Case {
+            name: &'static str,
+            ticket: &'static str,
+            label: String,
+            kept: usize,
+        }
+        let cases = [
+            Case {
+                name: "short ascii kept whole",
+                ticket: "a1.0",
+                label: "Yes".into(),
+                kept: 3,
+            },
+            Case {
+                name: "exactly fits",
+                ticket: "a1.0",
+                label: "x".repeat(52),
+                kept: 52,
+            },
+            Case {
+                name: "long ascii cut",
+                ticket: "a1.0",
+                label: "x".repeat(200),
+                kept: 52,
+            },
+            Case {
+                name: "2-byte chars cut before a half",
+                ticket: "a1.0",
+                label: "é".repeat(40),
+                kept: 26,
+            },
+            Case {
+                name: "4-byte emoji cut before a half",
+                ticket: "a1.0",
+                label: "😀".repeat(20),
+                kept: 13,
+            },
+            Case {
+                name: "3-byte cjk",
+                ticket: "zzzzzz.3",
+                label: "漢".repeat(30),
+                kept: 16,
+            },
+        ];
+        for case in cases {
+            let data = encode_option(case.ticket, &case.label).unwrap();
+            assert!(
+                data.len() <= MAX_CALLBACK_BYTES,
+                "case {}: {} bytes",
+                case.name,
+                data.len()
+            );
+            let (ticket, label) = decode_callback(&data).unwrap();
+            assert_eq!(ticket.as_deref(), Some(case.ticket), "case {}", case.name);
+            assert!(case.label.starts_with(&label), "case {}", case.name);
+            assert_eq!(label.chars().count(), case.kept, "case {}", case.name);
+        }
+        assert_eq!(encode_option("bad|ticket", "x"), None);
+        assert_eq!(encode_option(&"t".repeat(60), "x"), None);
+        assert_eq!(encode_action("clear", "").as_deref(), Some("__act__clear|"));
+    }
+}

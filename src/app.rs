@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::agent::Agent;
 use crate::agent::tools::Tools;
 use crate::config::{Config, ModelConfig};
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, estimate_tokens};
 use crate::queue::ChatQueues;
 use crate::store::Store;
 use crate::telegram::send::SendPolicy;
@@ -28,7 +28,7 @@ impl App {
         let store = Store::open(&config.data_dir)?;
         let llm = LlmClient::new(&config.llm)?;
         let tools = Tools::new(&config.tools, &config.agent.time_zone)?;
-        let agent = Agent::new(llm, tools, config.agent.clone(), config.llm.temperature);
+        let agent = Agent::new(llm, tools, &config);
         Ok(Arc::new(Self {
             send_policy: SendPolicy::new(&config.telegram),
             store,
@@ -44,6 +44,23 @@ impl App {
             .chat_model(chat)
             .and_then(|id| self.config.model(&id).cloned())
             .unwrap_or_else(|| self.config.default_model().clone())
+    }
+
+    /// The history budget of a chat on `model`: the configured budget, shrunk where the model's
+    /// context window must also hold the system prompt, the answer cap and a reserve for the
+    /// new message and tool results.
+    pub fn history_budget(&self, model: &ModelConfig) -> usize {
+        const RESERVE: usize = 1024;
+        let budget = self.config.agent.history_tokens;
+        match model.context_tokens {
+            Some(context) => {
+                let system = estimate_tokens(&[self.agent.system_message()]);
+                let room = context
+                    .saturating_sub(system + self.agent.answer_cap(model) as usize + RESERVE);
+                budget.min(room)
+            }
+            None => budget,
+        }
     }
 
     pub fn typing_interval(&self) -> Duration {

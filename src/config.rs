@@ -57,9 +57,21 @@ pub struct LlmConfig {
     pub max_retries: u32,
     pub retry_base_ms: u64,
     pub retry_budget_secs: u64,
+    pub max_tokens_answer: u32,
+    pub max_tokens_extraction: u32,
+    pub max_tokens_reflection: u32,
+    pub max_tokens_field: MaxTokensField,
     /// `OPENAI_API_KEY`; environment only, never logged.
     #[serde(skip)]
     pub api_key: Option<String>,
+}
+
+/// Which request field carries the completion cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
 }
 
 /// One selectable model and the request settings that go with it.
@@ -74,6 +86,12 @@ pub struct ModelConfig {
     pub provider_order: Vec<String>,
     #[serde(default)]
     pub allow_fallbacks: Option<bool>,
+    /// This model's answer cap, instead of `llm.max_tokens_answer`.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// This model's context window in tokens, if known.
+    #[serde(default)]
+    pub context_tokens: Option<usize>,
 }
 
 impl ModelConfig {
@@ -84,6 +102,8 @@ impl ModelConfig {
             reasoning_effort: None,
             provider_order: Vec::new(),
             allow_fallbacks: None,
+            max_tokens: None,
+            context_tokens: None,
         }
     }
 }

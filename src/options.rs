@@ -91,6 +91,8 @@ pub async fn attach(
             llm: app.agent.llm(),
             template: &template,
             max_attempts: config.max_attempts,
+            max_tokens: app.config.llm.max_tokens_extraction,
+            max_tokens_field: app.config.llm.max_tokens_field,
         },
     );
     let Ok(extraction) =

@@ -24,7 +24,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use crate::llm::{ChatMessage, Usage};
+use crate::llm::{ChatMessage, Usage, estimate_tokens};
 
 /// How far the window jumps when the budget is exceeded: to this share of the budget.
 const TRIM_TO_NUMERATOR: usize = 3;
@@ -101,24 +101,6 @@ pub enum Choice {
     AlreadyChosen,
     /// No such ticket.
     Unknown,
-}
-
-/// A conservative token estimate (about three bytes a token; real tokenisers average more for
-/// English), so budgets err on the side of fitting.
-pub fn estimate_tokens(messages: &[ChatMessage]) -> usize {
-    messages
-        .iter()
-        .map(|m| {
-            let tool_calls = match m {
-                ChatMessage::Assistant { tool_calls, .. } => tool_calls
-                    .iter()
-                    .map(|c| c.function.name.len() + c.function.arguments.len() + c.id.len())
-                    .sum(),
-                _ => 0,
-            };
-            (m.content().len() + tool_calls) / 3 + 4
-        })
-        .sum()
 }
 
 fn chat_key(chat: i64) -> [u8; 8] {
@@ -205,6 +187,20 @@ impl Store {
             messages: turns.into_iter().flat_map(|(_, t)| t.messages).collect(),
             epoch: state.epoch,
         })
+    }
+
+    /// Moves the history window past its `count` oldest turns (after a context overflow).
+    pub fn skip_turns(&self, chat: i64, count: usize) -> anyhow::Result<()> {
+        let mut state = self.chat_state(chat);
+        let next = self
+            .history
+            .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
+            .keys()
+            .nth(count)
+            .transpose()?
+            .map(|key| u64::from_be_bytes(key[8..16].try_into().unwrap_or_default()));
+        state.window_start = next.unwrap_or(state.next_seq);
+        self.put_chat_state(chat, &state)
     }
 
     /// Appends a finished turn, unless the chat was cleared since `epoch` was read.

@@ -21,7 +21,7 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
     let model = app.model_for(chat.0);
     let window = app
         .store
-        .history(chat.0, app.config.agent.history_tokens)
+        .history(chat.0, app.history_budget(&model))
         .unwrap_or_else(|e| {
             tracing::error!(chat = chat.0, error = %e, "cannot read history; answering without it");
             Default::default()

@@ -11,8 +11,12 @@ pub mod html_text;
 pub mod net_guard;
 pub mod tools;
 
-use crate::config::{AgentConfig, ModelConfig};
-use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmError, ProviderRouting, Usage};
+use std::ops::Range;
+
+use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
+use crate::llm::{
+    ChatMessage, ChatRequest, LlmClient, LlmError, ProviderRouting, Usage, estimate_tokens,
+};
 use tools::Tools;
 
 /// How a turn ended; the learning step and the user-facing text depend on it.
@@ -42,6 +46,8 @@ pub struct TurnResult {
     pub tools_used: Vec<String>,
     /// The turn's last successful request, whose prefix follow-up calls (extraction) reuse.
     pub last_request: Option<ChatRequest>,
+    /// Oldest history turns dropped after a context overflow (the store's window follows).
+    pub dropped_turns: usize,
 }
 
 /// The loop's dependencies; one per bot, shared by all chats.
@@ -50,15 +56,19 @@ pub struct Agent {
     tools: Tools,
     config: AgentConfig,
     temperature: f32,
+    max_tokens_answer: u32,
+    max_tokens_field: MaxTokensField,
 }
 
 impl Agent {
-    pub fn new(llm: LlmClient, tools: Tools, config: AgentConfig, temperature: f32) -> Self {
+    pub fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
         Self {
             llm,
             tools,
-            config,
-            temperature,
+            config: config.agent.clone(),
+            temperature: config.llm.temperature,
+            max_tokens_answer: config.llm.max_tokens_answer,
+            max_tokens_field: config.llm.max_tokens_field,
         }
     }
 
@@ -71,10 +81,15 @@ impl Agent {
         ChatMessage::system(self.config.system_prompt.trim())
     }
 
-    /// The request for `messages` with this model. Agent and extraction calls both go through
+    /// The answer cap of `model`.
+    pub fn answer_cap(&self, model: &ModelConfig) -> u32 {
+        model.max_tokens.unwrap_or(self.max_tokens_answer)
+    }
+
+    /// The request for `messages` with this model. Agent and extraction calls both start from
     /// here so model, temperature, reasoning, routing and tools are byte-identical.
     pub fn request(&self, model: &ModelConfig, messages: Vec<ChatMessage>) -> ChatRequest {
-        ChatRequest {
+        let mut request = ChatRequest {
             model: model.id.clone(),
             messages,
             tools: self.tools.specs().to_vec(),
@@ -84,11 +99,18 @@ impl Agent {
                 order: model.provider_order.clone(),
                 allow_fallbacks: model.allow_fallbacks,
             }),
+            max_tokens: None,
+            max_completion_tokens: None,
             stream: false,
-        }
+        };
+        request.set_completion_cap(self.answer_cap(model), self.max_tokens_field);
+        request
     }
 
     /// Runs one turn: `prompt` (system + history) followed by the user's `text`.
+    ///
+    /// A context overflow is not a dead end: the oldest whole turns of the history are dropped
+    /// (see [`oldest_turns_to_drop`]) and the call is retried once.
     pub async fn run(
         &self,
         model: &ModelConfig,
@@ -97,75 +119,117 @@ impl Agent {
     ) -> TurnResult {
         let user = ChatMessage::user(text);
         let mut conversation = prompt;
-        let turn_start = conversation.len();
+        let mut turn_start = conversation.len();
         conversation.push(user.clone());
-        let mut usage = Usage::default();
-        let mut calls = 0;
-        let mut tools_used = Vec::new();
-        let mut last_request = None;
+        let mut result = TurnResult {
+            status: TurnStatus::Answered,
+            answer: String::new(),
+            messages: Vec::new(),
+            usage: Usage::default(),
+            calls: 0,
+            tools_used: Vec::new(),
+            last_request: None,
+            dropped_turns: 0,
+        };
 
-        for _ in 0..self.config.max_iterations {
+        let mut iterations = 0;
+        while iterations < self.config.max_iterations {
             let request = self.request(model, conversation.clone());
             let completion = match self.llm.complete(&request).await {
                 Ok(completion) => completion,
+                Err(LlmError::ContextOverflow { message }) => {
+                    let (turns, range) = oldest_turns_to_drop(&conversation[..turn_start]);
+                    if result.dropped_turns > 0 || turns == 0 {
+                        return self.failed(result, user, LlmError::ContextOverflow { message });
+                    }
+                    tracing::info!(model = %model.id, turns, "context overflow: dropping old turns and retrying");
+                    turn_start -= range.len();
+                    conversation.drain(range);
+                    result.dropped_turns = turns;
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(model = %model.id, error = %e, "turn failed: LLM error");
-                    let answer = llm_failure_text(&e);
-                    return TurnResult {
-                        messages: vec![user, ChatMessage::assistant(format!("({answer})"))],
-                        answer,
-                        status: TurnStatus::LlmFailed(e),
-                        usage,
-                        calls,
-                        tools_used,
-                        last_request,
-                    };
+                    return self.failed(result, user, e);
                 }
             };
-            calls += 1;
-            usage += completion.usage;
+            iterations += 1;
+            result.calls += 1;
+            result.usage += completion.usage;
             conversation.push(completion.message());
-            last_request = Some(request);
+            result.last_request = Some(request);
             if completion.tool_calls.is_empty() {
-                let answer = if completion.content.trim().is_empty() {
+                result.answer = if completion.content.trim().is_empty() {
                     "_(The model returned an empty answer.)_".to_string()
                 } else {
-                    completion.content
+                    completion.content.clone()
                 };
-                return TurnResult {
-                    status: TurnStatus::Answered,
-                    answer,
-                    messages: conversation.split_off(turn_start),
-                    usage,
-                    calls,
-                    tools_used,
-                    last_request,
-                };
+                if completion.was_cut_off() {
+                    result.answer.push_str(&format!(
+                        "\n\n_(Cut off: the answer reached the limit of {} tokens. Ask me to continue.)_",
+                        self.answer_cap(model)
+                    ));
+                }
+                result.messages = conversation.split_off(turn_start);
+                return result;
             }
             for call in &completion.tool_calls {
                 tracing::debug!(tool = %call.function.name, "tool call");
-                tools_used.push(call.function.name.clone());
+                result.tools_used.push(call.function.name.clone());
                 let output = self.tools.call(call).await;
                 conversation.push(ChatMessage::tool_result(&call.id, output));
             }
         }
 
-        let answer = format!(
+        result.answer = format!(
             "I stopped after {} steps without reaching a final answer. \
              Try a narrower question, or ask me to continue.",
             self.config.max_iterations
         );
-        conversation.push(ChatMessage::assistant(answer.clone()));
-        TurnResult {
-            status: TurnStatus::IterationCap,
-            answer,
-            messages: conversation.split_off(turn_start),
-            usage,
-            calls,
-            tools_used,
-            last_request,
+        conversation.push(ChatMessage::assistant(result.answer.clone()));
+        result.status = TurnStatus::IterationCap;
+        result.messages = conversation.split_off(turn_start);
+        result
+    }
+
+    /// Ends a turn whose LLM call failed: the user's message stays in the history, followed by
+    /// a short note in the assistant's place, so roles keep alternating.
+    fn failed(&self, mut result: TurnResult, user: ChatMessage, error: LlmError) -> TurnResult {
+        result.answer = llm_failure_text(&error);
+        result.messages = vec![user, ChatMessage::assistant(format!("({})", result.answer))];
+        result.status = TurnStatus::LlmFailed(error);
+        result
+    }
+}
+
+/// The oldest whole turns to drop so the history shrinks to at most half its estimated size:
+/// how many turns, and the range of messages they occupy. Turns start at user messages, so a
+/// tool result never loses its call; leading system messages stay.
+pub fn oldest_turns_to_drop(prompt: &[ChatMessage]) -> (usize, Range<usize>) {
+    let first = prompt
+        .iter()
+        .take_while(|m| matches!(m, ChatMessage::System { .. }))
+        .count();
+    let history = &prompt[first..];
+    let target = estimate_tokens(history) / 2;
+    let boundaries = history
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, m)| matches!(m, ChatMessage::User { .. }))
+        .map(|(i, _)| i)
+        .chain(std::iter::once(history.len()));
+    let mut dropped = (0, first..first);
+    if history.is_empty() {
+        return dropped;
+    }
+    for (turns, cut) in boundaries.enumerate() {
+        dropped = (turns + 1, first..first + cut);
+        if estimate_tokens(&history[cut..]) <= target {
+            break;
         }
     }
+    dropped
 }
 
 /// What the user reads when the LLM failed: short, honest, and actionable.
@@ -179,9 +243,64 @@ fn llm_failure_text(e: &LlmError) -> String {
         LlmError::Rejected { status, message } => {
             format!("Sorry, the language model refused the request (HTTP {status}: {message}).")
         }
+        LlmError::ContextOverflow { .. } => {
+            "Sorry, this conversation no longer fits the model's context window, even after I \
+             dropped older messages. Send /clear to start afresh."
+                .to_string()
+        }
         LlmError::Malformed(_) => {
             "Sorry, the language model sent an answer I could not read. Please try again."
                 .to_string()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(i: usize, size: usize) -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::user(format!("q{i} {}", "x".repeat(size))),
+            ChatMessage::assistant(format!("a{i}")),
+        ]
+    }
+
+    #[test]
+    fn dropping_keeps_system_and_whole_turns() {
+        let mut prompt = vec![ChatMessage::system("sys")];
+        for i in 0..4 {
+            prompt.extend(turn(i, 300));
+        }
+        let (turns, range) = oldest_turns_to_drop(&prompt);
+        assert_eq!((turns, range.clone()), (2, 1..5));
+        let mut kept = prompt.clone();
+        kept.drain(range);
+        assert_eq!(kept[0], ChatMessage::system("sys"));
+        assert!(matches!(kept[1], ChatMessage::User { .. }));
+
+        assert_eq!(oldest_turns_to_drop(&prompt[..1]), (0, 1..1));
+        assert_eq!(oldest_turns_to_drop(&prompt[..3]), (1, 1..3));
+    }
+
+    #[test]
+    fn a_tool_result_never_loses_its_call() {
+        let mut prompt = vec![ChatMessage::system("s"), ChatMessage::user("q".repeat(600))];
+        prompt.push(ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![crate::llm::ToolCall {
+                id: "c".into(),
+                kind: "function".into(),
+                function: crate::llm::FunctionCall {
+                    name: "t".into(),
+                    arguments: "{}".into(),
+                },
+            }],
+        });
+        prompt.push(ChatMessage::tool_result("c", "r".repeat(600)));
+        prompt.push(ChatMessage::assistant("done"));
+        prompt.extend(turn(1, 10));
+        let (turns, range) = oldest_turns_to_drop(&prompt);
+        assert_eq!((turns, range), (1, 1..5));
     }
 }

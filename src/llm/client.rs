@@ -23,6 +23,9 @@ pub enum LlmError {
     Unavailable { attempts: u32, last: String },
     #[error("the language model rejected the request (HTTP {status}): {message}")]
     Rejected { status: u16, message: String },
+    /// The prompt does not fit the model's context window (a 400 of its own kind).
+    #[error("the conversation does not fit the model's context window: {message}")]
+    ContextOverflow { message: String },
     #[error("the language model's answer could not be read: {0}")]
     Malformed(String),
 }
@@ -124,6 +127,8 @@ impl LlmClient {
                 reason: format!("HTTP {}: {message}", status.as_u16()),
                 retry_after,
             })
+        } else if is_context_overflow(status, &body) {
+            Err(Failure::Final(LlmError::ContextOverflow { message }))
         } else {
             Err(Failure::Final(LlmError::Rejected {
                 status: status.as_u16(),
@@ -147,6 +152,26 @@ fn describe_transport_error(e: reqwest::Error) -> String {
         Some(source) => format!("{kind}: {e}: {source}"),
         None => format!("{kind}: {e}"),
     }
+}
+
+/// Whether a refusal means "prompt too long": llama.cpp's `exceed_context_size_error`,
+/// OpenAI's `context_length_exceeded`, and the phrasings of vLLM, Ollama and others.
+fn is_context_overflow(status: StatusCode, body: &str) -> bool {
+    const MARKERS: &[&str] = &[
+        "exceed_context_size",
+        "context_length_exceeded",
+        "maximum context length",
+        "context window",
+        "context length",
+        "prompt is too long",
+        "too many tokens",
+        "exceeds the available context",
+    ];
+    if !matches!(status.as_u16(), 400 | 413 | 422) {
+        return false;
+    }
+    let body = body.to_ascii_lowercase();
+    MARKERS.iter().any(|marker| body.contains(marker))
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is rare for APIs and treated as absent).
@@ -291,6 +316,51 @@ mod tests {
             assert_eq!(
                 provider_error_message(case.body),
                 case.expect,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn context_overflow_is_recognised() {
+        struct Case {
+            name: &'static str,
+            status: u16,
+            body: &'static str,
+            overflow: bool,
+        }
+        let cases = [
+            Case {
+                name: "llama.cpp",
+                status: 400,
+                body: r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4100,"n_ctx":4096}}"#,
+                overflow: true,
+            },
+            Case {
+                name: "openai",
+                status: 400,
+                body: r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+                overflow: true,
+            },
+            Case {
+                name: "other 400",
+                status: 400,
+                body: r#"{"error":{"message":"invalid model"}}"#,
+                overflow: false,
+            },
+            Case {
+                name: "server error",
+                status: 500,
+                body: "context length",
+                overflow: false,
+            },
+        ];
+        for case in cases {
+            let status = StatusCode::from_u16(case.status).unwrap();
+            assert_eq!(
+                is_context_overflow(status, case.body),
+                case.overflow,
                 "case {}",
                 case.name
             );

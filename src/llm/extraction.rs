@@ -18,6 +18,7 @@
 use serde::de::DeserializeOwned;
 
 use super::{ChatMessage, ChatRequest, LlmClient, Usage};
+use crate::config::MaxTokensField;
 
 /// How much of the last raw reply a failure quotes.
 const SNIPPET_CHARS: usize = 300;
@@ -28,6 +29,9 @@ pub struct ExtractionConfig<'a> {
     /// The agent call whose parameters are reused unchanged; only `messages` differs.
     pub template: &'a ChatRequest,
     pub max_attempts: usize,
+    /// The completion cap of extraction calls (it does not affect the cached prefix).
+    pub max_tokens: u32,
+    pub max_tokens_field: MaxTokensField,
 }
 
 /// An extraction's outcome and what it cost (also when it failed).
@@ -48,6 +52,7 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
 ) -> Extraction<T> {
     let mut request = config.template.clone();
     request.messages = history.to_vec();
+    request.set_completion_cap(config.max_tokens, config.max_tokens_field);
     if !extraction_prompt.is_empty() {
         request.messages.push(ChatMessage::user(extraction_prompt));
     }

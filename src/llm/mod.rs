@@ -18,6 +18,8 @@ pub use client::{LlmClient, LlmError};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::config::MaxTokensField;
+
 /// One message of a conversation, in the wire format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -148,7 +150,27 @@ pub struct ChatRequest {
     pub reasoning_effort: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<ProviderRouting>,
+    /// The completion cap, under the field name the server wants (set with
+    /// [`ChatRequest::set_completion_cap`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
     pub stream: bool,
+}
+
+impl ChatRequest {
+    /// Caps the completion at `tokens`, in the field `field` names.
+    pub fn set_completion_cap(&mut self, tokens: u32, field: MaxTokensField) {
+        let (cap, other) = match field {
+            MaxTokensField::MaxTokens => (&mut self.max_tokens, &mut self.max_completion_tokens),
+            MaxTokensField::MaxCompletionTokens => {
+                (&mut self.max_completion_tokens, &mut self.max_tokens)
+            }
+        };
+        *cap = Some(tokens);
+        *other = None;
+    }
 }
 
 /// Token counts the provider reported for one call.
@@ -178,6 +200,11 @@ pub struct Completion {
 }
 
 impl Completion {
+    /// Whether the completion stopped at its token cap rather than finishing.
+    pub fn was_cut_off(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
+
     /// The assistant message to append to the conversation.
     pub fn message(&self) -> ChatMessage {
         ChatMessage::Assistant {
@@ -185,6 +212,24 @@ impl Completion {
             tool_calls: self.tool_calls.clone(),
         }
     }
+}
+
+/// A conservative token estimate (about three bytes a token; real tokenisers average more for
+/// English), so budgets err on the side of fitting.
+pub fn estimate_tokens(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            let tool_calls = match m {
+                ChatMessage::Assistant { tool_calls, .. } => tool_calls
+                    .iter()
+                    .map(|c| c.function.name.len() + c.function.arguments.len() + c.id.len())
+                    .sum(),
+                _ => 0,
+            };
+            (m.content().len() + tool_calls) / 3 + 4
+        })
+        .sum()
 }
 
 fn function_type() -> String {

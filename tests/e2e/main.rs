@@ -3,5 +3,6 @@
 
 mod support;
 
+mod limits;
 mod options;
 mod skeleton;

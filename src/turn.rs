@@ -10,8 +10,9 @@ use teloxide::prelude::*;
 
 use crate::agent::TurnStatus;
 use crate::app::App;
-use crate::llm::ChatMessage;
+use crate::llm::{ChatMessage, LlmError};
 use crate::options;
+use crate::telegram::keyboards;
 use crate::telegram::send::{Typing, send_markdown};
 
 /// Runs one turn for `text` in `chat`. Errors are logged and told to the user, never returned:
@@ -48,7 +49,13 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
         tracing::warn!(chat = chat.0, error = %e, "cannot record usage");
     }
     drop(typing);
-    let sent = match send_markdown(&bot, app.send_policy, chat, &result.answer, None).await {
+    // A conversation too long for the model gets a one-tap way out.
+    let markup = matches!(
+        result.status,
+        TurnStatus::LlmFailed(LlmError::ContextOverflow { .. })
+    )
+    .then(keyboards::clear);
+    let sent = match send_markdown(&bot, app.send_policy, chat, &result.answer, markup).await {
         Ok(ids) => ids,
         Err(e) => {
             tracing::error!(chat = chat.0, error = %e, "cannot send the answer");

@@ -1,25 +1,28 @@
 //! The endpoints of the schema: plain async functions that take their dependencies.
 //!
 //! Handlers return quickly: a text message is queued as a turn in its chat's lane and the
-//! handler returns, so commands and callback presses are never stuck behind a running turn.
+//! handler returns, so `/cancel` and callback presses are never stuck behind a running turn.
+//! Every permission is checked here, on the server, for commands and callbacks alike.
 
 use std::sync::Arc;
 
 use teloxide::prelude::*;
+use teloxide::types::Me;
 use teloxide::utils::command::BotCommands;
 
 use super::callback_data::{decode_action, decode_callback};
-use super::keyboards;
-use super::send::notify;
+use super::send::{notify, send_html};
+use super::{actions, keyboards};
 use crate::app::App;
 use crate::config::Role;
+use crate::store::UsageTotals;
 use crate::{options, turn};
 
 type HandlerResult = anyhow::Result<()>;
 
-/// The commands every allowed user may use.
+/// Every command. Who may use which is decided by [`Command::allowed`], not by the client.
 #[derive(BotCommands, Clone, Debug, PartialEq)]
-#[command(rename_rule = "lowercase", description = "Commands:")]
+#[command(rename_rule = "lowercase")]
 pub enum Command {
     #[command(description = "what this bot is")]
     Start,
@@ -27,6 +30,83 @@ pub enum Command {
     Help,
     #[command(description = "forget this chat's conversation")]
     Clear,
+    #[command(description = "stop the answer being worked on")]
+    Cancel,
+    #[command(description = "token usage")]
+    Stats,
+    #[command(description = "choose the model for this chat (admins)")]
+    Model(String),
+}
+
+impl Command {
+    /// The least role that may use the command.
+    fn min_role(&self) -> Role {
+        match self {
+            Self::Model(_) => Role::Admin,
+            _ => Role::User,
+        }
+    }
+
+    /// The command list a user of `role` sees (in /help and in Telegram's menu).
+    pub fn visible_to(role: Role) -> Vec<teloxide::types::BotCommand> {
+        Self::bot_commands()
+            .into_iter()
+            .filter(|c| Self::parse(&c.command, "").is_ok_and(|cmd| cmd.min_role() <= role))
+            .collect()
+    }
+}
+
+/// Whether a message is meant for the bot. Private chats: always. Groups: commands (without
+/// another bot's `@suffix`), messages that mention the bot, and replies to its messages.
+pub fn addressed(msg: &Message, me: &Me) -> bool {
+    if msg.chat.is_private() {
+        return true;
+    }
+    let username = me.username().to_ascii_lowercase();
+    let text = msg.text().or_else(|| msg.caption()).unwrap_or_default();
+    if let Some(command) = text.strip_prefix('/') {
+        let word = command.split_whitespace().next().unwrap_or_default();
+        return match word.split_once('@') {
+            Some((_, target)) => target.eq_ignore_ascii_case(&username),
+            None => true,
+        };
+    }
+    let replied_to_bot = msg
+        .reply_to_message()
+        .and_then(|reply| reply.from.as_ref())
+        .is_some_and(|from| from.id == me.id);
+    replied_to_bot || mentions(text, &username)
+}
+
+/// Whether `text` contains `@username` as a whole word, case-insensitively.
+fn mentions(text: &str, username: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let needle = format!("@{username}");
+    lower.match_indices(&needle).any(|(at, _)| {
+        lower[at + needle.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+    })
+}
+
+/// The text the model sees: a group message without the bot's @mention.
+fn without_mention(text: &str, me: &Me) -> String {
+    let needle = format!("@{}", me.username());
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.to_ascii_lowercase().find(&needle.to_ascii_lowercase()) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + needle.len()..];
+    }
+    out.push_str(rest);
+    let trimmed = out.trim();
+    if trimmed.is_empty() {
+        text.trim()
+    } else {
+        trimmed
+    }
+    .to_string()
 }
 
 /// A user who is not on the allow-list: one short reply with their id, and no LLM call.
@@ -39,49 +119,120 @@ pub async fn refuse_stranger(bot: Bot, app: Arc<App>, msg: Message) -> HandlerRe
         chat = msg.chat.id.0,
         "refused a user who is not allowed"
     );
-    if msg.chat.is_private() {
-        let text = format!(
-            "Sorry, this bot is private. Your Telegram user id is {}. \
-             To let you in, the owner adds it to HEURIST_ALLOWED_USERS and restarts the bot.",
-            user.id.0
-        );
-        notify(&bot, app.send_policy, msg.chat.id, &text).await;
+    let text = format!(
+        "Sorry, this bot is private. Your Telegram user id is {}. \
+         To let you in, the owner adds it to HEURIST_ALLOWED_USERS and restarts the bot.",
+        user.id.0
+    );
+    notify(&bot, app.send_policy, msg.chat.id, &text).await;
+    Ok(())
+}
+
+pub async fn command(
+    bot: Bot,
+    app: Arc<App>,
+    msg: Message,
+    role: Role,
+    cmd: Command,
+) -> HandlerResult {
+    let chat = msg.chat.id;
+    if cmd.min_role() > role {
+        tracing::info!(user = ?msg.from.as_ref().map(|u| u.id.0), command = ?cmd, "refused a command for admins");
+        notify(
+            &bot,
+            app.send_policy,
+            chat,
+            "Sorry, only the bot's admins can do that.",
+        )
+        .await;
+        return Ok(());
+    }
+    match cmd {
+        Command::Start | Command::Help => {
+            notify(&bot, app.send_policy, chat, &help_text(role)).await;
+        }
+        Command::Clear => {
+            let text = actions::clear(&app, chat);
+            notify(&bot, app.send_policy, chat, text).await;
+        }
+        Command::Cancel => {
+            let text = if app.queues.cancel(chat.0) {
+                "Stopped. Nothing of that request was kept."
+            } else {
+                "Nothing is running."
+            };
+            notify(&bot, app.send_policy, chat, text).await;
+        }
+        Command::Stats => {
+            notify(&bot, app.send_policy, chat, &stats_text(&app, chat, role)).await;
+        }
+        Command::Model(id) => model_command(&bot, &app, chat, id.trim()).await?,
     }
     Ok(())
 }
 
-pub async fn command(bot: Bot, app: Arc<App>, msg: Message, cmd: Command) -> HandlerResult {
-    let chat = msg.chat.id;
-    let text = match cmd {
-        Command::Start | Command::Help => help_text(),
-        Command::Clear => match app.store.clear_history(chat.0) {
-            Ok(()) => "Done: I forgot this chat's conversation.".to_string(),
-            Err(e) => {
-                tracing::error!(chat = chat.0, error = %e, "cannot clear history");
-                "Sorry, I could not clear the history. Please try again.".to_string()
-            }
-        },
+/// `/model`: the model keyboard; `/model <id>`: switch directly.
+async fn model_command(bot: &Bot, app: &App, chat: ChatId, id: &str) -> HandlerResult {
+    if id.is_empty() {
+        let current = app.model_for(chat.0).id;
+        let markup = keyboards::models(&app.config.models, &current);
+        let text = format!(
+            "Model for this chat: <b>{}</b>. Choose another:",
+            super::render::escape_html(&current)
+        );
+        send_html(bot, app.send_policy, chat, &text, Some(markup)).await?;
+        return Ok(());
+    }
+    let text = match actions::set_model(app, chat, id) {
+        Ok(model) => format!("Model for this chat: {model}"),
+        Err(e) => e.to_string(),
     };
-    notify(&bot, app.send_policy, chat, &text).await;
+    notify(bot, app.send_policy, chat, &text).await;
     Ok(())
 }
 
-fn help_text() -> String {
+fn help_text(role: Role) -> String {
+    let commands: String = Command::visible_to(role)
+        .iter()
+        .map(|c| format!("{} — {}\n", c.command, c.description))
+        .collect();
     format!(
         "I am Heurist, an AI assistant. Write to me and I answer, using tools when they help \
-         (the current time, reading public web pages).\n\n{}",
-        Command::descriptions()
+         (the current time, reading public web pages). Tap a suggested option under an answer \
+         instead of typing. In groups, mention me or reply to my messages.\n\n{commands}"
     )
 }
 
+fn stats_text(app: &App, chat: ChatId, role: Role) -> String {
+    fn lines(rows: Vec<(String, UsageTotals)>) -> String {
+        if rows.is_empty() {
+            return "  nothing yet\n".to_string();
+        }
+        rows.iter()
+            .map(|(model, t)| {
+                format!(
+                    "  {model}: {} turns, {} calls; tokens {} prompt ({} cached), {} completion\n",
+                    t.turns, t.calls, t.prompt_tokens, t.cached_tokens, t.completion_tokens
+                )
+            })
+            .collect()
+    }
+    let mut text = format!("This chat:\n{}", lines(app.store.usage(Some(chat.0))));
+    if role == Role::Admin {
+        text.push_str(&format!("\nWhole bot:\n{}", lines(app.store.usage(None))));
+    }
+    text
+}
+
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
-pub async fn text(bot: Bot, app: Arc<App>, msg: Message, text: String) -> HandlerResult {
+pub async fn text(bot: Bot, app: Arc<App>, msg: Message, me: Me, text: String) -> HandlerResult {
     let chat = msg.chat.id;
     if text.starts_with('/') {
         let reply = "I do not know that command. /help lists what I can do.";
         notify(&bot, app.send_policy, chat, reply).await;
         return Ok(());
     }
+    let text = without_mention(&text, &me);
     app.queues
         .enqueue(chat.0, turn::run(app.clone(), bot, chat, text));
     Ok(())
@@ -98,7 +249,8 @@ pub async fn non_text(bot: Bot, app: Arc<App>, msg: Message) -> HandlerResult {
 /// checked here on the server; every query is answered at once.
 pub async fn callback(bot: Bot, app: Arc<App>, query: CallbackQuery) -> HandlerResult {
     let data = query.data.clone().unwrap_or_default();
-    if app.config.role_of(query.from.id.0) == Role::Stranger {
+    let role = app.config.role_of(query.from.id.0);
+    if role == Role::Stranger {
         tracing::info!(
             user = query.from.id.0,
             "refused a button press from a user who is not allowed"
@@ -111,13 +263,47 @@ pub async fn callback(bot: Bot, app: Arc<App>, query: CallbackQuery) -> HandlerR
     if let Some((ticket, label)) = decode_callback(&data) {
         return options::press(app, bot, query, ticket, label).await;
     }
-    let toast = match decode_action(&data) {
-        Some((action, _)) if action == keyboards::CHOSEN_ACTION => "Already chosen",
-        _ => {
-            tracing::info!(user = query.from.id.0, %data, "unknown callback data");
-            "This option has expired"
+    let chat = query.message.as_ref().map(|m| m.chat().id);
+    let outcome = match (decode_action(&data), chat) {
+        (Some((action, payload)), Some(chat)) => {
+            actions::decide(&app, role, chat, &action, &payload)
         }
+        _ => actions::Outcome::refuse(actions::EXPIRED),
     };
-    bot.answer_callback_query(query.id).text(toast).await?;
+    if outcome.refused {
+        tracing::info!(user = query.from.id.0, %data, toast = %outcome.toast, "button press refused");
+    }
+    bot.answer_callback_query(query.id)
+        .text(outcome.toast)
+        .await?;
+    if let (Some(markup), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
+        actions::update_keyboard(&app, &bot, message.chat().id, message.id(), markup).await;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_only_what_the_role_may_use() {
+        let names = |role| {
+            Command::visible_to(role)
+                .into_iter()
+                .map(|c| c.command)
+                .collect::<Vec<_>>()
+        };
+        assert!(!names(Role::User).iter().any(|c| c.contains("model")));
+        assert!(names(Role::Admin).iter().any(|c| c.contains("model")));
+        assert!(names(Role::User).iter().any(|c| c.contains("cancel")));
+    }
+
+    #[test]
+    fn mentions_are_whole_words() {
+        assert!(mentions("hey @heurist_bot, hi", "heurist_bot"));
+        assert!(mentions("@HEURIST_BOT", "heurist_bot"));
+        assert!(!mentions("@heurist_bot2 hi", "heurist_bot"));
+        assert!(!mentions("mail me", "heurist_bot"));
+    }
 }

@@ -3,7 +3,9 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
+use super::actions::{CLEAR, SET_MODEL};
 use super::callback_data::{encode_action, encode_option};
+use crate::config::ModelConfig;
 
 /// Longest button text shown; the full label still reaches the conversation.
 const BUTTON_TEXT_CHARS: usize = 40;
@@ -37,5 +39,59 @@ pub fn button_text(label: &str) -> String {
     match label.char_indices().nth(BUTTON_TEXT_CHARS) {
         Some((cut, _)) => format!("{}…", label[..cut].trim_end()),
         None => label.to_string(),
+    }
+}
+
+/// A short, stable key for a model id: 8 hex digits of its FNV-1a hash. Callback data carries
+/// the key, never the slug (slugs can exceed 64 bytes); a key that matches no configured model
+/// changes nothing.
+pub fn model_key(id: &str) -> String {
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{:08x}", hash >> 32)
+}
+
+/// The configured models, one per row, the current one marked ✓.
+pub fn models(models: &[ModelConfig], current: &str) -> InlineKeyboardMarkup {
+    let rows = models.iter().filter_map(|model| {
+        let data = encode_action(SET_MODEL, &model_key(&model.id))?;
+        let mark = if model.id == current { "✓ " } else { "" };
+        Some(vec![InlineKeyboardButton::callback(
+            format!("{mark}{}", button_text(&model.id)),
+            data,
+        )])
+    });
+    InlineKeyboardMarkup::new(rows)
+}
+
+/// A single "clear history" button.
+pub fn clear() -> InlineKeyboardMarkup {
+    let data = encode_action(CLEAR, "").unwrap_or_default();
+    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("🧹 Clear history", data)]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_keys_are_short_stable_and_distinct() {
+        let long = "openrouter/some-provider/a-very-long-model-slug-that-breaks-callback-data:free";
+        assert_eq!(model_key(long).len(), 8);
+        assert_eq!(model_key(long), model_key(long));
+        assert_ne!(model_key("a"), model_key("b"));
+        let keyboard = models(&[ModelConfig::with_id(long)], long);
+        let json = serde_json::to_value(&keyboard).unwrap();
+        let data = json["inline_keyboard"][0][0]["callback_data"]
+            .as_str()
+            .unwrap();
+        assert!(data.len() <= 64);
+        assert!(
+            json["inline_keyboard"][0][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("✓ ")
+        );
     }
 }

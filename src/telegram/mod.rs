@@ -4,6 +4,7 @@
 //! text, anything else) and callback queries. Handlers live in [`handlers`]; rendering and
 //! sending in [`render`] and [`send`].
 
+pub mod actions;
 pub mod callback_data;
 pub mod handlers;
 pub mod keyboards;
@@ -15,8 +16,8 @@ use std::time::Duration;
 
 use teloxide::dispatching::{ShutdownToken, UpdateHandler};
 use teloxide::prelude::*;
+use teloxide::types::{BotCommandScope, Me, Recipient};
 use teloxide::update_listeners::Polling;
-use teloxide::utils::command::BotCommands;
 
 use crate::app::App;
 use crate::config::{Config, Role};
@@ -28,6 +29,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Every route of the bot, in one place.
 pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
+        .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
         .filter_map(|msg: Message, app: Arc<App>| {
             msg.from.as_ref().map(|user| app.config.role_of(user.id.0))
         })
@@ -57,6 +59,27 @@ pub fn bot(config: &Config) -> anyhow::Result<Bot> {
     Ok(bot.set_api_url(reqwest::Url::parse(&config.telegram.api_url)?))
 }
 
+/// Telegram's command menu: user commands for everyone, admin commands in admins' private
+/// chats. Only a menu: every command is checked again on the server.
+async fn register_commands(bot: &Bot, config: &Config) {
+    if let Err(e) = bot.set_my_commands(Command::visible_to(Role::User)).await {
+        tracing::warn!(error = %e, "cannot register the command list");
+    }
+    for &admin in &config.access.admins {
+        let scope = BotCommandScope::Chat {
+            chat_id: Recipient::Id(ChatId(admin as i64)),
+        };
+        if let Err(e) = bot
+            .set_my_commands(Command::visible_to(Role::Admin))
+            .scope(scope)
+            .await
+        {
+            // Telegram knows a private chat only once the admin has written to the bot.
+            tracing::debug!(admin, error = %e, "cannot register admin commands");
+        }
+    }
+}
+
 /// A running bot; [`Running::stop`] shuts it down gracefully.
 pub struct Running {
     app: Arc<App>,
@@ -72,9 +95,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
     })?;
     tracing::info!(username = %me.username(), "connected to Telegram");
-    if let Err(e) = bot.set_my_commands(Command::bot_commands()).await {
-        tracing::warn!(error = %e, "cannot register the command list");
-    }
+    register_commands(&bot, &app.config).await;
     let listener = Polling::builder(bot.clone())
         .timeout(Duration::from_secs(
             app.config.telegram.poll_timeout_secs.into(),

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod commands;
 mod limits;
 mod options;
 mod skeleton;

@@ -41,7 +41,7 @@ async fn a_reply_reaches_the_right_chat_as_html() {
         "typing… was shown"
     );
     let commands = h.tg.calls("setMyCommands");
-    assert_eq!(commands.len(), 1);
+    assert_eq!(commands.len(), 2, "the users' menu and the admin's");
     h.stop().await;
 }
 

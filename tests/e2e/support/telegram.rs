@@ -90,6 +90,15 @@ impl FakeTelegram {
         })
     }
 
+    /// A text message in `chat` that replies to the bot's message `reply_to`.
+    pub fn send_reply_to_bot(&self, chat: i64, user: i64, text: &str, reply_to: i64) -> i64 {
+        let text = text.to_string();
+        self.push_update(move |_, message_id| {
+            let replied = message(reply_to, chat, bot_json(), json!({"text": "earlier answer"}));
+            json!({"message": message(message_id, chat, user_json(user), json!({"text": text, "reply_to_message": replied}))})
+        })
+    }
+
     /// A photo (no text) from `user`.
     pub fn send_photo(&self, user: i64) -> i64 {
         self.push_update(move |_, message_id| {

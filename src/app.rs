@@ -3,12 +3,16 @@
 //! Built once at start-up and handed to dptree handlers as an `Arc<App>` dependency, so
 //! handlers stay plain async functions that take what they use as arguments.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::task::JoinSet;
 
 use crate::agent::Agent;
 use crate::agent::tools::Tools;
 use crate::config::{Config, ModelConfig};
+use crate::learning::Learning;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::queue::ChatQueues;
 use crate::store::Store;
@@ -18,8 +22,11 @@ pub struct App {
     pub config: Config,
     pub store: Store,
     pub agent: Agent,
+    pub learning: Learning,
     pub queues: ChatQueues,
     pub send_policy: SendPolicy,
+    /// Background work (option buttons, reflections), aborted at the end of a shutdown.
+    background: Mutex<JoinSet<()>>,
 }
 
 impl App {
@@ -28,12 +35,15 @@ impl App {
         let store = Store::open(&config.data_dir)?;
         let llm = LlmClient::new(&config.llm)?;
         let tools = Tools::new(&config.tools, &config.agent.time_zone)?;
+        let learning = Learning::new(config.learning.clone(), store.clone(), llm.clone());
         let agent = Agent::new(llm, tools, &config);
         Ok(Arc::new(Self {
             send_policy: SendPolicy::new(&config.telegram),
             store,
             agent,
+            learning,
             queues: ChatQueues::default(),
+            background: Mutex::default(),
             config,
         }))
     }
@@ -61,6 +71,22 @@ impl App {
             }
             None => budget,
         }
+    }
+
+    /// Runs `work` in the background, tracked so a shutdown can end it.
+    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.background.lock().unwrap_or_else(|e| e.into_inner());
+        // Reap finished tasks so the set does not grow with the bot's uptime.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(work);
+    }
+
+    /// Aborts all background work (at the end of a shutdown's grace period).
+    pub fn abort_background(&self) {
+        self.background
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
     }
 
     pub fn typing_interval(&self) -> Duration {

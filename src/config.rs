@@ -24,11 +24,13 @@ const DEFAULT_CONFIG_PATH: &str = "config/heurist.toml";
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub data_dir: PathBuf,
+    pub shutdown_grace_secs: u64,
     pub telegram: TelegramConfig,
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
     pub agent: AgentConfig,
     pub options: OptionsConfig,
+    pub learning: LearningConfig,
     pub access: AccessConfig,
     pub tools: ToolsConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
@@ -124,6 +126,23 @@ pub struct OptionsConfig {
     pub max_count: usize,
     pub max_attempts: usize,
     pub timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LearningConfig {
+    pub skills_dir: PathBuf,
+    pub max_active_skills: usize,
+    pub min_skill_score: f32,
+    pub embedding_model: String,
+    pub min_similarity: f32,
+    pub reflect: bool,
+    pub max_concurrent_reflections: usize,
+    pub dedup_threshold: f32,
+    pub max_injected: usize,
+    pub max_per_skill: usize,
+    pub min_confidence: f32,
+    pub feedback_buttons: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod app;
 pub mod config;
+pub mod learning;
 pub mod llm;
 pub mod options;
 pub mod queue;

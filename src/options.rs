@@ -19,8 +19,7 @@ use teloxide::prelude::*;
 use teloxide::types::MessageId;
 
 use crate::app::App;
-use crate::llm::ChatMessage;
-use crate::llm::ChatRequest;
+use crate::learning::reflection::Prefix;
 use crate::llm::extraction::{ExtractionConfig, retry_extract_structured};
 use crate::store::{Choice, OptionTicket};
 use crate::telegram::keyboards;
@@ -68,20 +67,20 @@ pub fn clean_labels(raw: Vec<String>, max: usize) -> Vec<String> {
     labels
 }
 
-/// Extracts options for the answer just sent and attaches them to message `message_id`.
-/// `template` is the agent's last request; `answer` its final assistant message.
+/// Extracts options for the answer just sent and attaches them to message `message_id`,
+/// beside the answer's 👍/👎 row (`feedback`). `prefix` is the agent's last request and its
+/// messages followed by the final answer.
 pub async fn attach(
     app: Arc<App>,
     bot: Bot,
     chat: ChatId,
     message_id: MessageId,
     epoch: u64,
-    template: ChatRequest,
-    answer: ChatMessage,
+    prefix: Prefix,
+    feedback: Option<String>,
 ) {
+    let (template, history) = prefix;
     let config = &app.config.options;
-    let mut history = template.messages.clone();
-    history.push(answer);
     let prompt = OPTIONS_PROMPT_TEMPLATE.replace("{max_count}", &config.max_count.to_string());
     let extraction = retry_extract_structured::<OptionsReply>(
         &history,
@@ -128,6 +127,7 @@ pub async fn attach(
         labels,
         epoch,
         chosen: None,
+        feedback,
     };
     let id = match app.store.create_ticket(&ticket) {
         Ok(id) => id,
@@ -136,7 +136,7 @@ pub async fn attach(
             return;
         }
     };
-    let markup = keyboards::options(&id, &ticket.labels);
+    let markup = keyboards::answer(Some((&id, &ticket.labels)), ticket.feedback.as_deref());
     let edited = with_retry(app.send_policy, "editMessageReplyMarkup", || {
         bot.edit_message_reply_markup(chat, message_id)
             .reply_markup(markup.clone())
@@ -180,7 +180,7 @@ pub async fn press(
     bot.answer_callback_query(query.id).await?;
     let chat = ChatId(ticket.chat);
     let full_label = ticket.labels[index].clone();
-    let mark = keyboards::chosen(&full_label);
+    let mark = keyboards::chosen(&full_label, ticket.feedback.as_deref());
     let message_id = MessageId(ticket.message_id);
     if let Err(e) = with_retry(app.send_policy, "editMessageReplyMarkup", || {
         bot.edit_message_reply_markup(chat, message_id)

@@ -21,6 +21,7 @@ type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
     running: Option<AbortHandle>,
+    worker: Option<AbortHandle>,
 }
 
 /// The per-chat lanes. Cheap to clone.
@@ -50,14 +51,15 @@ impl ChatQueues {
         let (tx, rx) = mpsc::unbounded_channel::<Job>();
         // The receiver is alive (we hold it), so this send cannot fail.
         let _ = tx.send(job);
+        let worker = tokio::spawn(self.clone().work(chat, rx)).abort_handle();
         lanes.insert(
             chat,
             Lane {
                 jobs: tx,
                 running: None,
+                worker: Some(worker),
             },
         );
-        tokio::spawn(self.clone().work(chat, rx));
     }
 
     async fn work(self, chat: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
@@ -103,6 +105,16 @@ impl ChatQueues {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Aborts every running and queued job (the end of a shutdown's grace period).
+    pub fn abort_all(&self) {
+        for (_, lane) in self.lanes().drain() {
+            lane.running
+                .iter()
+                .chain(&lane.worker)
+                .for_each(AbortHandle::abort);
         }
     }
 

@@ -9,6 +9,12 @@
 //! - `usage`: key `chat:<id>:<model>` and `all:<model>`, value JSON [`UsageTotals`].
 //! - `tickets`: key a short base-36 id, value a JSON [`OptionTicket`]: the option buttons under
 //!   one answer (callback data only carries the id and a cut label).
+//! - `feedback`: key a short base-36 id, value a JSON [`FeedbackTicket`]: what 👍/👎 under one
+//!   answer act on (the heuristics that were in its prompt).
+//! - `heuristics`: key the id (big-endian), value a JSON [`Heuristic`].
+//! - `reflections`: key a big-endian id, value a JSON [`ReflectionJob`]: reflections not yet
+//!   done, resumed after a restart.
+//! - `skill_matches`: key a skill name, value a big-endian count.
 //!
 //! # The history window and prompt caching
 //! The LLM sees the turns from `window_start` on. The window only moves when the stored turns
@@ -24,6 +30,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
+use crate::learning::heuristics::Heuristic;
 use crate::llm::{ChatMessage, Usage, estimate_tokens};
 
 /// How far the window jumps when the budget is exceeded: to this share of the budget.
@@ -38,6 +45,10 @@ pub struct Store {
     chats: sled::Tree,
     usage: sled::Tree,
     tickets: sled::Tree,
+    feedback: sled::Tree,
+    heuristics: sled::Tree,
+    reflections: sled::Tree,
+    skill_matches: sled::Tree,
 }
 
 /// One turn as stored.
@@ -90,6 +101,32 @@ pub struct OptionTicket {
     pub epoch: u64,
     /// The option pressed, once one was.
     pub chosen: Option<usize>,
+    /// The answer's feedback ticket, whose 👍/👎 row stays beside the options.
+    #[serde(default)]
+    pub feedback: Option<String>,
+}
+
+/// What 👍/👎 under one answer act on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackTicket {
+    pub chat: i64,
+    /// The heuristics injected into that answer's prompt.
+    pub heuristics: Vec<u64>,
+    /// The reflection a 👎 starts.
+    pub job: ReflectionJob,
+    /// `Some(true)` after 👍, `Some(false)` after 👎.
+    pub vote: Option<bool>,
+}
+
+/// A reflection to run: the task, the tools it used and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReflectionJob {
+    pub chat: i64,
+    pub model: String,
+    /// The user's request, cut to 512 characters.
+    pub task: String,
+    pub tools: Vec<String>,
+    pub outcome: String,
 }
 
 /// What pressing an option did.
@@ -129,6 +166,10 @@ impl Store {
             chats: db.open_tree("chats")?,
             usage: db.open_tree("usage")?,
             tickets: db.open_tree("tickets")?,
+            feedback: db.open_tree("feedback")?,
+            heuristics: db.open_tree("heuristics")?,
+            reflections: db.open_tree("reflections")?,
+            skill_matches: db.open_tree("skill_matches")?,
             db,
         })
     }
@@ -297,6 +338,38 @@ impl Store {
 }
 
 impl Store {
+    /// Applies `change` to the JSON record at `key` atomically (sled retries the closure on
+    /// contention, so `change` must only edit the record it is given). Returns the record as it
+    /// was, or `None` if it is missing or unreadable; `change` returns whether to write.
+    fn update_json<T>(
+        tree: &sled::Tree,
+        key: &[u8],
+        mut change: impl FnMut(&mut T) -> bool,
+    ) -> anyhow::Result<Option<T>>
+    where
+        T: Clone + Serialize + DeserializeOwned,
+    {
+        let mut before = None;
+        tree.fetch_and_update(key, |old| {
+            // Returning `None` would delete the key: a missing record stays missing, an
+            // unreadable one stays as it is.
+            let old = old?;
+            let Ok(mut record) = serde_json::from_slice::<T>(old) else {
+                before = None;
+                return Some(old.to_vec());
+            };
+            before = Some(record.clone());
+            if change(&mut record) {
+                serde_json::to_vec(&record)
+                    .ok()
+                    .or_else(|| Some(old.to_vec()))
+            } else {
+                Some(old.to_vec())
+            }
+        })?;
+        Ok(before)
+    }
+
     /// Stores a ticket and returns its short id (base 36 of sled's monotonic id generator).
     pub fn create_ticket(&self, ticket: &OptionTicket) -> anyhow::Result<String> {
         let id = base36(self.db.generate_id()?);
@@ -312,22 +385,123 @@ impl Store {
     /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
     /// wins and the other sees [`Choice::AlreadyChosen`].
     pub fn choose_option(&self, id: &str, index: usize) -> anyhow::Result<Choice> {
-        let mut outcome = Choice::Unknown;
-        self.tickets.fetch_and_update(id.as_bytes(), |old| {
-            let old = old?;
-            let Ok(mut ticket) = serde_json::from_slice::<OptionTicket>(old) else {
-                outcome = Choice::Unknown;
-                return Some(old.to_vec());
-            };
-            if ticket.chosen.is_some() {
-                outcome = Choice::AlreadyChosen;
-                return Some(old.to_vec());
+        let before = Self::update_json(&self.tickets, id.as_bytes(), |t: &mut OptionTicket| {
+            let fresh = t.chosen.is_none();
+            if fresh {
+                t.chosen = Some(index);
             }
-            outcome = Choice::Chosen(ticket.clone());
-            ticket.chosen = Some(index);
-            serde_json::to_vec(&ticket).ok()
+            fresh
         })?;
-        Ok(outcome)
+        Ok(match before {
+            None => Choice::Unknown,
+            Some(ticket) if ticket.chosen.is_some() => Choice::AlreadyChosen,
+            Some(ticket) => Choice::Chosen(ticket),
+        })
+    }
+
+    pub fn create_feedback(&self, ticket: &FeedbackTicket) -> anyhow::Result<String> {
+        let id = base36(self.db.generate_id()?);
+        self.feedback
+            .insert(id.as_bytes(), serde_json::to_vec(ticket)?)?;
+        Ok(id)
+    }
+
+    /// Records a vote once; returns the ticket as it was (its `vote` set means: already voted).
+    pub fn vote(&self, id: &str, up: bool) -> anyhow::Result<Option<FeedbackTicket>> {
+        Self::update_json(&self.feedback, id.as_bytes(), |t: &mut FeedbackTicket| {
+            let fresh = t.vote.is_none();
+            if fresh {
+                t.vote = Some(up);
+            }
+            fresh
+        })
+    }
+
+    /// Every stored heuristic, in id order.
+    pub fn heuristics(&self) -> Vec<Heuristic> {
+        self.heuristics
+            .iter()
+            .filter_map(|entry| match entry {
+                Ok((key, value)) => match serde_json::from_slice(&value) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        tracing::warn!(?key, error = %e, "skipping unreadable heuristic");
+                        None
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read heuristics");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    pub fn new_heuristic_id(&self) -> anyhow::Result<u64> {
+        Ok(self.db.generate_id()?)
+    }
+
+    pub fn put_heuristic(&self, heuristic: &Heuristic) -> anyhow::Result<()> {
+        self.heuristics
+            .insert(heuristic.id.to_be_bytes(), serde_json::to_vec(heuristic)?)?;
+        Ok(())
+    }
+
+    /// Removes a heuristic; says whether it existed.
+    pub fn delete_heuristic(&self, id: u64) -> anyhow::Result<bool> {
+        Ok(self.heuristics.remove(id.to_be_bytes())?.is_some())
+    }
+
+    /// Persists a reflection before it runs, so a restart can resume it.
+    pub fn save_reflection(&self, job: &ReflectionJob) -> anyhow::Result<u64> {
+        let id = self.db.generate_id()?;
+        self.reflections
+            .insert(id.to_be_bytes(), serde_json::to_vec(job)?)?;
+        Ok(id)
+    }
+
+    pub fn finish_reflection(&self, id: u64) -> anyhow::Result<()> {
+        self.reflections.remove(id.to_be_bytes())?;
+        Ok(())
+    }
+
+    /// Reflections saved but not finished (a previous run stopped first).
+    pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
+        self.reflections
+            .iter()
+            .filter_map(Result::ok)
+            .filter_map(|(key, value)| {
+                let id = u64::from_be_bytes(key.as_ref().try_into().ok()?);
+                match serde_json::from_slice(&value) {
+                    Ok(job) => Some((id, job)),
+                    Err(e) => {
+                        tracing::warn!(id, error = %e, "dropping unreadable reflection job");
+                        let _ = self.reflections.remove(key);
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    pub fn count_skill_match(&self, skill: &str) -> anyhow::Result<()> {
+        self.skill_matches
+            .fetch_and_update(skill.as_bytes(), |old| {
+                let count = old
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u64::from_be_bytes);
+                Some((count + 1).to_be_bytes().to_vec())
+            })?;
+        Ok(())
+    }
+
+    pub fn skill_matches(&self, skill: &str) -> u64 {
+        self.skill_matches
+            .get(skill.as_bytes())
+            .ok()
+            .flatten()
+            .and_then(|b| b.as_ref().try_into().ok())
+            .map_or(0, u64::from_be_bytes)
     }
 }
 
@@ -446,6 +620,7 @@ mod tests {
             labels: vec!["a".into(), "b".into()],
             epoch: 0,
             chosen: None,
+            feedback: None,
         };
         let id = store.create_ticket(&ticket).unwrap();
         let other = store.create_ticket(&ticket).unwrap();

@@ -1,4 +1,5 @@
-//! One user turn, from the chat's queue to the reply: history → prompt → agent → store → send.
+//! One user turn, from the chat's queue to the reply: history → skills and heuristics → prompt
+//! → agent → store → send → (background) option buttons and reflection.
 //!
 //! The history is written before the reply is sent, so a reply the user saw is always in the
 //! history, and a failed send never loses the turn. A turn whose LLM failed still stores the
@@ -10,8 +11,10 @@ use teloxide::prelude::*;
 
 use crate::agent::TurnStatus;
 use crate::app::App;
+use crate::learning::reflection;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
+use crate::store::{FeedbackTicket, ReflectionJob};
 use crate::telegram::keyboards;
 use crate::telegram::send::{Typing, send_markdown};
 
@@ -27,9 +30,18 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
             tracing::error!(chat = chat.0, error = %e, "cannot read history; answering without it");
             Default::default()
         });
+    let context = app.learning.context_for(&text, &window.messages).await;
     let prompt = prompt(&app, window.messages);
-    let result = app.agent.run(&model, prompt, &text).await;
+    let result = app
+        .agent
+        .run(&model, prompt, &context.user_content(&text))
+        .await;
 
+    if result.dropped_turns > 0
+        && let Err(e) = app.store.skip_turns(chat.0, result.dropped_turns)
+    {
+        tracing::warn!(chat = chat.0, error = %e, "cannot move the history window");
+    }
     match app
         .store
         .append_turn(chat.0, window.epoch, &result.messages)
@@ -49,35 +61,65 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
         tracing::warn!(chat = chat.0, error = %e, "cannot record usage");
     }
     drop(typing);
-    // A conversation too long for the model gets a one-tap way out.
-    let markup = matches!(
+
+    let job = ReflectionJob {
+        chat: chat.0,
+        model: model.id.clone(),
+        task: reflection::task_summary(&text),
+        tools: result.tools_used.clone(),
+        outcome: result.outcome(),
+    };
+    let answered = matches!(result.status, TurnStatus::Answered);
+    let feedback = (answered && app.config.learning.feedback_buttons)
+        .then(|| {
+            let ticket = FeedbackTicket {
+                chat: chat.0,
+                heuristics: context.heuristics.clone(),
+                job: job.clone(),
+                vote: None,
+            };
+            app.store
+                .create_feedback(&ticket)
+                .inspect_err(|e| tracing::warn!(error = %e, "cannot store a feedback ticket"))
+                .ok()
+        })
+        .flatten();
+    // A conversation too long for the model gets a one-tap way out; answers get 👍/👎.
+    let markup = if matches!(
         result.status,
         TurnStatus::LlmFailed(LlmError::ContextOverflow { .. })
-    )
-    .then(keyboards::clear);
+    ) {
+        Some(keyboards::clear())
+    } else {
+        feedback
+            .as_deref()
+            .map(|id| keyboards::answer(None, Some(id)))
+    };
     let sent = match send_markdown(&bot, app.send_policy, chat, &result.answer, markup).await {
         Ok(ids) => ids,
         Err(e) => {
             tracing::error!(chat = chat.0, error = %e, "cannot send the answer");
-            return;
+            Vec::new()
         }
     };
-    // Option buttons come after the answer, in the background: they never delay it.
+
+    // Follow-ups run in the background on the turn's own request prefix: they never delay it.
+    let prefix = result.prefix();
     if app.config.options.enabled
-        && matches!(result.status, TurnStatus::Answered)
-        && let (Some(request), Some(answer), Some(&last)) =
-            (result.last_request, result.messages.last(), sent.last())
+        && answered
+        && let (Some(prefix), Some(&last)) = (prefix.clone(), sent.last())
     {
-        tokio::spawn(options::attach(
+        app.spawn(options::attach(
             app.clone(),
             bot,
             chat,
             last,
             window.epoch,
-            request,
-            answer.clone(),
+            prefix,
+            feedback,
         ));
     }
+    reflection::spawn(&app, job, prefix);
 }
 
 /// The request prefix of every turn: the constant system message, then the history window.

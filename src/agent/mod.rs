@@ -44,10 +44,38 @@ pub struct TurnResult {
     pub calls: u32,
     /// Names of the tools called, in order.
     pub tools_used: Vec<String>,
+    /// Tool calls whose result was an error.
+    pub tool_errors: usize,
     /// The turn's last successful request, whose prefix follow-up calls (extraction) reuse.
     pub last_request: Option<ChatRequest>,
     /// Oldest history turns dropped after a context overflow (the store's window follows).
     pub dropped_turns: usize,
+}
+
+impl TurnResult {
+    /// How the task went, in the words the reflection prompt gets.
+    pub fn outcome(&self) -> String {
+        match &self.status {
+            TurnStatus::Answered if self.tool_errors == 0 => "success".to_string(),
+            TurnStatus::Answered => format!(
+                "failure: {} tool call(s) failed, though an answer was given",
+                self.tool_errors
+            ),
+            TurnStatus::IterationCap => {
+                "failure: stopped at the step limit without a final answer".to_string()
+            }
+            TurnStatus::LlmFailed(e) => format!("failure: the language model failed ({e})"),
+        }
+    }
+
+    /// The turn's final messages as a prefix for follow-up calls: its last request, and that
+    /// request's messages followed by the answer.
+    pub fn prefix(&self) -> Option<(ChatRequest, Vec<ChatMessage>)> {
+        let request = self.last_request.clone()?;
+        let mut messages = request.messages.clone();
+        messages.push(self.messages.last()?.clone());
+        Some((request, messages))
+    }
 }
 
 /// The loop's dependencies; one per bot, shared by all chats.
@@ -128,6 +156,7 @@ impl Agent {
             usage: Usage::default(),
             calls: 0,
             tools_used: Vec::new(),
+            tool_errors: 0,
             last_request: None,
             dropped_turns: 0,
         };
@@ -177,6 +206,9 @@ impl Agent {
                 tracing::debug!(tool = %call.function.name, "tool call");
                 result.tools_used.push(call.function.name.clone());
                 let output = self.tools.call(call).await;
+                if output.starts_with(tools::ERROR_PREFIX) {
+                    result.tool_errors += 1;
+                }
                 conversation.push(ChatMessage::tool_result(&call.id, output));
             }
         }

@@ -16,6 +16,9 @@ use super::net_guard::{check_url, guarded_client};
 use crate::config::ToolsConfig;
 use crate::llm::{ToolCall, ToolSpec};
 
+/// How every failed tool result starts (the agent counts them for the reflection's outcome).
+pub const ERROR_PREFIX: &str = "error: ";
+
 /// The tool set of a running bot.
 #[derive(Clone)]
 pub struct Tools {

@@ -34,7 +34,8 @@ pub enum LlmError {
 #[derive(Clone)]
 pub struct LlmClient {
     http: reqwest::Client,
-    endpoint: String,
+    /// Base URL without a trailing slash, e.g. `http://localhost:11434/v1`.
+    base_url: String,
     api_key: Option<String>,
     max_retries: u32,
     retry_base: Duration,
@@ -58,7 +59,7 @@ impl LlmClient {
             .build()?;
         Ok(Self {
             http,
-            endpoint: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            base_url: config.base_url.trim_end_matches('/').to_string(),
             api_key: config.api_key.clone(),
             max_retries: config.max_retries,
             retry_base: Duration::from_millis(config.retry_base_ms),
@@ -68,12 +69,37 @@ impl LlmClient {
 
     /// Runs one completion, retrying transient failures within the retry budget.
     pub async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let body = self.post("chat/completions", request).await?;
+        parse_completion(&body)
+    }
+
+    /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order.
+    pub async fn embed(&self, model: &str, inputs: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        let request = serde_json::json!({"model": model, "input": inputs});
+        let body = self.post("embeddings", &request).await?;
+        let mut wire: WireEmbeddings = serde_json::from_str(&body)
+            .map_err(|e| LlmError::Malformed(format!("embeddings: {e}")))?;
+        wire.data.sort_by_key(|d| d.index);
+        if wire.data.len() != inputs.len() {
+            return Err(LlmError::Malformed(format!(
+                "asked for {} embeddings, got {}",
+                inputs.len(),
+                wire.data.len()
+            )));
+        }
+        Ok(wire.data.into_iter().map(|d| d.embedding).collect())
+    }
+
+    /// POSTs JSON to `path` under the base URL, retrying transient failures within the retry
+    /// budget; returns the body of the successful response.
+    async fn post(&self, path: &str, request: &impl serde::Serialize) -> Result<String, LlmError> {
+        let url = format!("{}/{path}", self.base_url);
         let started = Instant::now();
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let (reason, retry_after) = match self.attempt(request).await {
-                Ok(completion) => return Ok(completion),
+            let (reason, retry_after) = match self.attempt(&url, request).await {
+                Ok(body) => return Ok(body),
                 Err(Failure::Final(e)) => return Err(e),
                 Err(Failure::Retry {
                     reason,
@@ -103,8 +129,8 @@ impl LlmClient {
         }
     }
 
-    async fn attempt(&self, request: &ChatRequest) -> Result<Completion, Failure> {
-        let mut builder = self.http.post(&self.endpoint).json(request);
+    async fn attempt(&self, url: &str, request: &impl serde::Serialize) -> Result<String, Failure> {
+        let mut builder = self.http.post(url).json(request);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
@@ -119,7 +145,7 @@ impl LlmClient {
             retry_after: None,
         })?;
         if status.is_success() {
-            return parse_completion(&body).map_err(Failure::Final);
+            return Ok(body);
         }
         let message = self.redact(provider_error_message(&body));
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
@@ -203,6 +229,18 @@ fn provider_error_message(body: &str) -> String {
         return "(empty body)".to_string();
     }
     message.chars().take(ERROR_SNIPPET_CHARS).collect()
+}
+
+#[derive(Deserialize)]
+struct WireEmbeddings {
+    data: Vec<WireEmbedding>,
+}
+
+#[derive(Deserialize)]
+struct WireEmbedding {
+    #[serde(default)]
+    index: usize,
+    embedding: Vec<f32>,
 }
 
 #[derive(Deserialize)]

@@ -7,10 +7,14 @@
 use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, MessageId};
 
+use std::sync::Arc;
+
 use super::keyboards;
 use super::send::with_retry;
 use crate::app::App;
 use crate::config::Role;
+use crate::learning::reflection;
+use crate::store::ReflectionJob;
 
 /// Toast for data that names nothing live.
 pub const EXPIRED: &str = "This option has expired";
@@ -18,6 +22,8 @@ pub const EXPIRED: &str = "This option has expired";
 /// Action names, as they appear in callback data.
 pub const SET_MODEL: &str = "set_model";
 pub const CLEAR: &str = "clear";
+pub const FEEDBACK: &str = "fb";
+pub const FORGET: &str = "forget";
 
 /// What a press did: the toast to show, and the keyboard to put in place of the pressed one.
 pub struct Outcome {
@@ -46,7 +52,7 @@ impl Outcome {
 }
 
 /// Checks and applies action `action` with `payload`, pressed by a user of `role` in `chat`.
-pub fn decide(app: &App, role: Role, chat: ChatId, action: &str, payload: &str) -> Outcome {
+pub fn decide(app: &Arc<App>, role: Role, chat: ChatId, action: &str, payload: &str) -> Outcome {
     match action {
         SET_MODEL if role < Role::Admin => {
             Outcome::refuse("Sorry, only the bot's admins can do that.")
@@ -70,10 +76,80 @@ pub fn decide(app: &App, role: Role, chat: ChatId, action: &str, payload: &str) 
             clear(app, chat).to_string(),
             Some(InlineKeyboardMarkup::default()),
         ),
+        FEEDBACK => feedback(app, chat, payload),
+        FORGET if role < Role::Admin => {
+            Outcome::refuse("Sorry, only the bot's admins can do that.")
+        }
+        FORGET => match payload.parse::<u64>().map(|id| app.learning.forget(id)) {
+            Ok(Ok(true)) => Outcome::done("Forgotten".to_string(), Some(forget_keyboard(app))),
+            Ok(Ok(false)) | Err(_) => Outcome::refuse("That heuristic is gone already"),
+            Ok(Err(e)) => Outcome::refuse(&format!("Cannot forget it: {e}")),
+        },
         keyboards::CHOSEN_ACTION => Outcome::done("Already chosen".to_string(), None),
         _ => Outcome::refuse(EXPIRED),
     }
 }
+
+/// 👍 or 👎 on an answer: once per answer, only in its own chat. 👎 also starts a reflection on
+/// the task with outcome "failure", so the bot learns what went wrong.
+fn feedback(app: &Arc<App>, chat: ChatId, payload: &str) -> Outcome {
+    let Some((id, up)) = payload.rsplit_once('.').and_then(|(id, vote)| {
+        Some((
+            id,
+            match vote {
+                "u" => true,
+                "d" => false,
+                _ => return None,
+            },
+        ))
+    }) else {
+        return Outcome::refuse(EXPIRED);
+    };
+    match app.store.vote(id, up) {
+        Ok(Some(ticket)) if ticket.chat != chat.0 => Outcome::refuse(EXPIRED),
+        Ok(Some(ticket)) if ticket.vote.is_some() => {
+            Outcome::refuse("You already rated this answer")
+        }
+        Ok(Some(ticket)) => {
+            if let Err(e) = app.learning.feedback(&ticket.heuristics, up) {
+                tracing::error!(error = %e, "cannot apply feedback");
+            }
+            if !up {
+                let job = ReflectionJob {
+                    outcome: "failure (the user rated the answer 👎)".to_string(),
+                    ..ticket.job
+                };
+                reflection::spawn(app, job, None);
+            }
+            Outcome::done(
+                if up {
+                    "Thanks!"
+                } else {
+                    "Thanks, I will learn from it."
+                }
+                .to_string(),
+                None,
+            )
+        }
+        Ok(None) => Outcome::refuse(EXPIRED),
+        Err(e) => Outcome::refuse(&format!("Cannot record that: {e}")),
+    }
+}
+
+/// The forget buttons of every stored heuristic, as `/heuristics` shows them.
+pub fn forget_keyboard(app: &App) -> InlineKeyboardMarkup {
+    let listed: Vec<(u64, String)> = app
+        .store
+        .heuristics()
+        .into_iter()
+        .take(MAX_LISTED)
+        .map(|h| (h.id, h.text))
+        .collect();
+    keyboards::forget(&listed)
+}
+
+/// At most this many heuristics are listed (one message, one keyboard).
+pub const MAX_LISTED: usize = 20;
 
 /// Sets `chat`'s model to the configured model `id`; says which, or why not.
 pub fn set_model(app: &App, chat: ChatId, id: &str) -> anyhow::Result<String> {

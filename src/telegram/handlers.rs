@@ -11,6 +11,7 @@ use teloxide::types::Me;
 use teloxide::utils::command::BotCommands;
 
 use super::callback_data::{decode_action, decode_callback};
+use super::render::escape_html;
 use super::send::{notify, send_html};
 use super::{actions, keyboards};
 use crate::app::App;
@@ -36,13 +37,17 @@ pub enum Command {
     Stats,
     #[command(description = "choose the model for this chat (admins)")]
     Model(String),
+    #[command(description = "learned heuristics, with forget buttons (admins)")]
+    Heuristics,
+    #[command(description = "loaded skills and how often each matched (admins)")]
+    Skills,
 }
 
 impl Command {
     /// The least role that may use the command.
     fn min_role(&self) -> Role {
         match self {
-            Self::Model(_) => Role::Admin,
+            Self::Model(_) | Self::Heuristics | Self::Skills => Role::Admin,
             _ => Role::User,
         }
     }
@@ -167,6 +172,20 @@ pub async fn command(
             notify(&bot, app.send_policy, chat, &stats_text(&app, chat, role)).await;
         }
         Command::Model(id) => model_command(&bot, &app, chat, id.trim()).await?,
+        Command::Heuristics => {
+            let markup = actions::forget_keyboard(&app);
+            send_html(
+                &bot,
+                app.send_policy,
+                chat,
+                &heuristics_html(&app),
+                Some(markup),
+            )
+            .await?;
+        }
+        Command::Skills => {
+            notify(&bot, app.send_policy, chat, &skills_text(&app)).await;
+        }
     }
     Ok(())
 }
@@ -178,7 +197,7 @@ async fn model_command(bot: &Bot, app: &App, chat: ChatId, id: &str) -> HandlerR
         let markup = keyboards::models(&app.config.models, &current);
         let text = format!(
             "Model for this chat: <b>{}</b>. Choose another:",
-            super::render::escape_html(&current)
+            escape_html(&current)
         );
         send_html(bot, app.send_policy, chat, &text, Some(markup)).await?;
         return Ok(());
@@ -189,6 +208,59 @@ async fn model_command(bot: &Bot, app: &App, chat: ChatId, id: &str) -> HandlerR
     };
     notify(bot, app.send_policy, chat, &text).await;
     Ok(())
+}
+
+/// Characters of each heuristic `/heuristics` shows: with at most [`actions::MAX_LISTED`]
+/// entries, the list always fits one Telegram message.
+const LISTED_TEXT_CHARS: usize = 150;
+
+/// `/heuristics`: per skill (general first), ranked as injected, with confidence and uses.
+fn heuristics_html(app: &App) -> String {
+    let mut all = app.store.heuristics();
+    all.truncate(actions::MAX_LISTED);
+    if all.is_empty() {
+        return "No heuristics learned yet.".to_string();
+    }
+    crate::learning::heuristics::rank(&mut all);
+    all.sort_by(|a, b| a.skill.cmp(&b.skill));
+    let mut html = String::from("<b>Learned heuristics</b> (confidence, uses)\n");
+    let mut current: Option<Option<String>> = None;
+    for h in &all {
+        if current.as_ref() != Some(&h.skill) {
+            let title = h.skill.as_deref().unwrap_or("general");
+            html.push_str(&format!("\n<b>{}</b>\n", escape_html(title)));
+            current = Some(h.skill.clone());
+        }
+        html.push_str(&format!(
+            "#{} [{:.2}, {}×] {}\n",
+            h.id,
+            h.confidence,
+            h.uses,
+            escape_html(&keyboards::shorten(&h.text, LISTED_TEXT_CHARS))
+        ));
+    }
+    html
+}
+
+/// `/skills`: what is loaded and how often each skill matched a message.
+fn skills_text(app: &App) -> String {
+    let skills = app.learning.skills();
+    if skills.is_empty() {
+        return format!(
+            "No skills loaded (folder: {}).",
+            app.config.learning.skills_dir.display()
+        );
+    }
+    let mut text = String::from("Skills (times matched):\n");
+    for skill in skills {
+        text.push_str(&format!(
+            "• {} ({}): {}\n",
+            skill.name,
+            app.store.skill_matches(&skill.name),
+            skill.description
+        ));
+    }
+    text
 }
 
 fn help_text(role: Role) -> String {

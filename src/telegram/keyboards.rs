@@ -3,7 +3,7 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::actions::{CLEAR, SET_MODEL};
+use super::actions::{CLEAR, FEEDBACK, FORGET, SET_MODEL};
 use super::callback_data::{encode_action, encode_option};
 use crate::config::ModelConfig;
 
@@ -13,32 +13,66 @@ const BUTTON_TEXT_CHARS: usize = 40;
 /// Action of the mark left after an option was chosen; pressing it changes nothing.
 pub const CHOSEN_ACTION: &str = "chosen";
 
-/// One button per option (labels can be long), each naming ticket `id` and its index.
-pub fn options(ticket_id: &str, labels: &[String]) -> InlineKeyboardMarkup {
-    let rows = labels.iter().enumerate().filter_map(|(index, label)| {
-        let data = encode_option(&format!("{ticket_id}.{index}"), label)?;
+/// The keyboard under an answer: one row per option (labels can be long), each naming
+/// `<ticket id>.<index>`, then the 👍/👎 row of feedback ticket `feedback`.
+pub fn answer(options: Option<(&str, &[String])>, feedback: Option<&str>) -> InlineKeyboardMarkup {
+    let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
+    if let Some((ticket_id, labels)) = options {
+        rows.extend(labels.iter().enumerate().filter_map(|(index, label)| {
+            let data = encode_option(&format!("{ticket_id}.{index}"), label)?;
+            Some(vec![InlineKeyboardButton::callback(
+                button_text(label),
+                data,
+            )])
+        }));
+    }
+    rows.extend(feedback.and_then(feedback_row));
+    InlineKeyboardMarkup::new(rows)
+}
+
+/// The mark that replaces the options once one was chosen (the 👍/👎 row stays).
+pub fn chosen(label: &str, feedback: Option<&str>) -> InlineKeyboardMarkup {
+    let data = encode_action(CHOSEN_ACTION, "").unwrap_or_default();
+    let mut rows = vec![vec![InlineKeyboardButton::callback(
+        format!("✓ {}", button_text(label)),
+        data,
+    )]];
+    rows.extend(feedback.and_then(feedback_row));
+    InlineKeyboardMarkup::new(rows)
+}
+
+/// 👍 / 👎 for feedback ticket `id`: `__act__fb|<id>.u` and `.d`.
+fn feedback_row(id: &str) -> Option<Vec<InlineKeyboardButton>> {
+    let up = encode_action(FEEDBACK, &format!("{id}.u"))?;
+    let down = encode_action(FEEDBACK, &format!("{id}.d"))?;
+    Some(vec![
+        InlineKeyboardButton::callback("👍", up),
+        InlineKeyboardButton::callback("👎", down),
+    ])
+}
+
+/// One "forget" button per heuristic, for `/heuristics`.
+pub fn forget(heuristics: &[(u64, String)]) -> InlineKeyboardMarkup {
+    let rows = heuristics.iter().filter_map(|(id, text)| {
+        let data = encode_action(FORGET, &id.to_string())?;
         Some(vec![InlineKeyboardButton::callback(
-            button_text(label),
+            format!("🗑 #{id} {}", button_text(text)),
             data,
         )])
     });
     InlineKeyboardMarkup::new(rows)
 }
 
-/// The mark that replaces the options once one was chosen.
-pub fn chosen(label: &str) -> InlineKeyboardMarkup {
-    let data = encode_action(CHOSEN_ACTION, "").unwrap_or_default();
-    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(
-        format!("✓ {}", button_text(label)),
-        data,
-    )]])
+/// A label shortened for a button.
+pub fn button_text(label: &str) -> String {
+    shorten(label, BUTTON_TEXT_CHARS)
 }
 
-/// A label shortened for display, on a character boundary, with an ellipsis when cut.
-pub fn button_text(label: &str) -> String {
-    match label.char_indices().nth(BUTTON_TEXT_CHARS) {
-        Some((cut, _)) => format!("{}…", label[..cut].trim_end()),
-        None => label.to_string(),
+/// `text` cut to `max` characters on a character boundary, with an ellipsis when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
+        None => text.to_string(),
     }
 }
 

@@ -23,9 +23,6 @@ use crate::app::App;
 use crate::config::{Config, Role};
 use handlers::Command;
 
-/// How long running turns get to finish at shutdown before they are abandoned.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
 /// Every route of the bot, in one place.
 pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
@@ -90,6 +87,7 @@ pub struct Running {
 /// Starts the bot: opens the store, checks the token, registers commands, starts polling.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::new(config)?;
+    crate::learning::reflection::resume_pending(&app);
     let bot = bot(&app.config)?;
     let me = bot.get_me().await.map_err(|e| {
         anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
@@ -148,14 +146,29 @@ impl Running {
             }
         }
         let _ = self.dispatcher.await;
-        if !self.app.queues.drain(SHUTDOWN_GRACE).await {
+        let grace = Duration::from_secs(self.app.config.shutdown_grace_secs);
+        let deadline = tokio::time::Instant::now() + grace;
+        if !self.app.queues.drain(grace).await {
             tracing::warn!(
                 chats = self.app.queues.busy_chats(),
                 "turns still running at shutdown were abandoned"
             );
         }
+        // Reflections still running stay saved in sled and resume at the next start.
+        while self.app.learning.reflections_running() > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.app.queues.abort_all();
+        self.app.abort_background();
         if let Err(e) = self.app.store.flush() {
             tracing::error!(error = %e, "cannot flush the database");
+        }
+        // Aborted tasks let go of the app (and with it sled's lock) as they are cancelled;
+        // wait for that, so the database is closed when `stop` returns.
+        let released = tokio::time::Instant::now() + Duration::from_secs(2);
+        while Arc::strong_count(&self.app) > 1 && tokio::time::Instant::now() < released {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }

@@ -299,7 +299,7 @@ async fn in_groups_the_bot_answers_only_when_addressed() {
 
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(h.tg.messages_to(GROUP).len(), 5, "silence otherwise");
-    let requests = h.llm.requests();
+    let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 2);
     // History is per chat: the second request saw the first exchange in the group.
     assert!(

@@ -42,7 +42,7 @@ async fn a_context_overflow_drops_old_turns_retries_and_answers() {
             "turn {i} was answered"
         );
     }
-    let requests = h.llm.requests();
+    let requests = h.llm.agent_requests();
     let refused: Vec<&Value> = requests
         .iter()
         .filter(|r| prompt_chars(r) > 3_500)
@@ -91,7 +91,7 @@ async fn a_conversation_that_still_does_not_fit_suggests_clear() {
         "{text}"
     );
     // Trimmed once and retried once, no more.
-    assert_eq!(h.llm.requests().len(), 3);
+    assert_eq!(h.llm.agent_requests().len(), 3);
     // The bot keeps serving, with a valid history.
     h.tg.send_text(ALICE, "still there?");
     let sent = h.tg.wait_messages(ALICE, 3).await;
@@ -145,11 +145,17 @@ async fn every_request_carries_its_cap() {
     let h = Harness::start(llm).await;
     h.tg.send_text(ALICE, "hello");
     h.tg.wait_messages(ALICE, 1).await;
-    h.tg.wait_for(|_| (h.llm.requests().len() >= 2).then_some(()))
+    let (options, reflection) =
+        h.tg.wait_for(|_| {
+            let requests = h.llm.requests();
+            let options = requests.iter().find(|r| is_options_request(r))?.clone();
+            let reflection = requests.iter().find(|r| is_reflection_request(r))?.clone();
+            Some((options, reflection))
+        })
         .await;
-    let requests = h.llm.requests();
-    assert_eq!(requests[0]["max_tokens"], 1024, "answer cap");
-    assert_eq!(requests[1]["max_tokens"], 256, "extraction cap");
+    assert_eq!(h.llm.agent_requests()[0]["max_tokens"], 1024, "answer cap");
+    assert_eq!(options["max_tokens"], 256, "extraction cap");
+    assert_eq!(reflection["max_tokens"], 256, "reflection cap");
     h.stop().await;
 
     // Per model, and under the field OpenAI's reasoning models require.
@@ -180,7 +186,7 @@ async fn a_models_context_size_bounds_the_history_it_is_sent() {
         h.tg.send_text(ALICE, &format!("note {i}: {}", "y".repeat(1_500)));
         h.tg.wait_messages(ALICE, i + 1).await;
     }
-    for request in h.llm.requests() {
+    for request in h.llm.agent_requests() {
         // 4096 tokens minus the 1024 answer cap, at a conservative 3 bytes a token.
         assert!(
             prompt_chars(&request) < 3 * (4096 - 1024),
@@ -188,7 +194,7 @@ async fn a_models_context_size_bounds_the_history_it_is_sent() {
             prompt_chars(&request)
         );
     }
-    let last = h.llm.requests().pop().unwrap();
+    let last = h.llm.agent_requests().pop().unwrap();
     assert!(
         last["messages"].as_array().unwrap().len() > 2,
         "some history is still sent"

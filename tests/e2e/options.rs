@@ -48,6 +48,7 @@ async fn wait_keyboard(h: &Harness, chat: i64) -> (i64, Vec<(String, String)>) {
                 b["callback_data"].as_str().unwrap().to_string(),
             )
         })
+        .filter(|(_, data)| data.starts_with("__opt__"))
         .collect();
     (call.params["message_id"].as_i64().unwrap(), buttons)
 }
@@ -77,6 +78,15 @@ async fn options_appear_as_a_keyboard_on_the_answer() {
     for (_, data) in &buttons {
         assert!(data.starts_with("__opt__") && data.len() <= 64, "{data}");
     }
+    // The 👍/👎 row stays under the options.
+    let markup = &h.tg.calls("editMessageReplyMarkup")[0].params["reply_markup"]["inline_keyboard"];
+    let last_row = markup.as_array().unwrap().last().unwrap();
+    assert!(
+        last_row[0]["callback_data"]
+            .as_str()
+            .unwrap()
+            .starts_with("__act__fb|")
+    );
     // The fake Bot API rejects data over 64 bytes; nothing was rejected.
     assert!(h.tg.calls("editMessageReplyMarkup").iter().all(|c| c.ok));
     h.stop().await;
@@ -115,7 +125,12 @@ async fn pressing_a_long_non_ascii_option_sends_the_full_label_and_marks_the_cho
             .filter(|p| p["message_id"] == message_id)
             .collect();
     let mark = &marks.last().unwrap()["reply_markup"]["inline_keyboard"];
-    assert_eq!(mark.as_array().unwrap().len(), 1);
+    assert_eq!(
+        mark.as_array().unwrap().len(),
+        2,
+        "the mark, then the 👍/👎 row"
+    );
+    assert_eq!(mark[1][0]["text"], "👍");
     assert!(
         mark[0][0]["text"]
             .as_str()
@@ -219,6 +234,7 @@ async fn extraction_retries_after_prose_and_reuses_the_agent_request_exactly() {
         })
         .await,
         |config| {
+            config.learning.reflect = false;
             config.models[0].reasoning_effort = Some("low".into());
             config.models[0].provider_order = vec!["provider-a".into()];
         },

@@ -80,6 +80,7 @@ impl FakeLlm {
         };
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
+            .route("/v1/embeddings", post(embeddings))
             .with_state(fake.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         fake
@@ -95,11 +96,19 @@ impl FakeLlm {
         self.requests.lock().unwrap().clone()
     }
 
-    /// The agent's own requests (options extraction calls left out).
+    /// The agent's own requests (options and reflection calls left out).
     pub fn agent_requests(&self) -> Vec<Value> {
         self.requests()
             .into_iter()
-            .filter(|r| !is_options_request(r))
+            .filter(|r| !is_options_request(r) && !is_reflection_request(r))
+            .collect()
+    }
+
+    /// The reflection calls.
+    pub fn reflection_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(is_reflection_request)
             .collect()
     }
 
@@ -146,4 +155,42 @@ pub fn is_options_request(request: &Value) -> bool {
     let last = last_user_text(request);
     let prompt_start = &heurist::options::OPTIONS_PROMPT_TEMPLATE[..40];
     last.starts_with(prompt_start) || last == heurist::options::OPTIONS_RETRY_PROMPT
+}
+
+/// Whether a request is a reflection (its last user message is that prompt).
+pub fn is_reflection_request(request: &Value) -> bool {
+    use heurist::learning::heuristics::{
+        REFLECTION_EXTRACT_PROMPT_TEMPLATE, REFLECTION_RETRY_PROMPT,
+    };
+    let last = last_user_text(request);
+    last.starts_with(&REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40]) || last == REFLECTION_RETRY_PROMPT
+}
+
+/// Topics the fake embedding model knows, with the words that signal each.
+const TOPICS: &[&[&str]] = &[
+    &["time", "clock", "hour", "date", "calendar", "o'clock"],
+    &["web", "research", "fetch", "pages", "sources"],
+    &["write", "writing", "edit", "prose", "grammar"],
+];
+
+/// A fake `/v1/embeddings`: one dimension per topic, so "clock" and "time" are close although
+/// they share no word (what a real embedding model gives and BM25 cannot).
+async fn embeddings(body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap();
+    let data: Vec<Value> = request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let text = text.as_str().unwrap().to_lowercase();
+            let mut vector: Vec<f32> = TOPICS
+                .iter()
+                .map(|words| words.iter().filter(|w| text.contains(*w)).count() as f32)
+                .collect();
+            vector.push(0.1);
+            json!({"object": "embedding", "index": index, "embedding": vector})
+        })
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
 }

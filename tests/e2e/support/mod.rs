@@ -9,7 +9,7 @@ use std::path::Path;
 use heurist::{Config, Running};
 use tempfile::TempDir;
 
-pub use llm::{FakeLlm, Reply, is_options_request, last_user_text};
+pub use llm::{FakeLlm, Reply, is_options_request, is_reflection_request, last_user_text};
 pub use telegram::FakeTelegram;
 
 /// An allowed user (private chat id = user id).
@@ -21,9 +21,9 @@ pub const ADMIN: i64 = 9001;
 pub const STRANGER: i64 = 666;
 
 /// The configuration a deployment would get from these environment variables.
-pub fn config(tg: &FakeTelegram, llm_url: &str, data: &Path) -> Config {
+pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
     let mut config = Config::from_toml(None, Path::new("config/heurist.toml")).unwrap();
-    let data = data.display().to_string();
+    let data = data_dir.display().to_string();
     let tg_url = tg.url.clone();
     let llm_url = llm_url.to_string();
     config
@@ -43,6 +43,8 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data: &Path) -> Config {
     config.llm.retry_base_ms = 20;
     config.telegram.poll_timeout_secs = 1;
     config.tools.fetch_allow_private = true;
+    // Tests about learning bring their own skills; elsewhere none match by accident.
+    config.learning.skills_dir = data_dir.join("no-skills");
     config
 }
 
@@ -50,8 +52,11 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data: &Path) -> Config {
 pub struct Harness {
     pub tg: FakeTelegram,
     pub llm: FakeLlm,
-    pub dir: TempDir,
+    /// The sled directory, deleted when the harness is dropped.
+    _dir: TempDir,
     pub bot: Option<Running>,
+    /// The configuration the bot was started with (restarts reuse it).
+    pub config: Config,
 }
 
 impl Harness {
@@ -64,20 +69,24 @@ impl Harness {
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(&tg, &llm.url, dir.path());
         tweak(&mut config);
-        let bot = heurist::start(config).await.unwrap();
+        let bot = heurist::start(config.clone()).await.unwrap();
         Self {
             tg,
             llm,
-            dir,
+            _dir: dir,
             bot: Some(bot),
+            config,
         }
+    }
+
+    pub fn app(&self) -> &heurist::App {
+        self.bot.as_ref().unwrap().app()
     }
 
     /// Stops the bot gracefully and starts a new one on the same database.
     pub async fn restart(&mut self) {
         self.bot.take().unwrap().stop().await;
-        let config = config(&self.tg, &self.llm.url, self.dir.path());
-        self.bot = Some(heurist::start(config).await.unwrap());
+        self.bot = Some(heurist::start(self.config.clone()).await.unwrap());
     }
 
     pub async fn stop(mut self) {

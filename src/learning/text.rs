@@ -1,0 +1,262 @@
+//! Words, similarity and ranking: the pure text functions learning is built on.
+//!
+//! ```
+//! use heurist::learning::text::{text_similarity, words};
+//! assert_eq!(words("Prefer the registry, not GitHub!"), ["prefer", "the", "registry", "not", "github"]);
+//! assert!((text_similarity("Check the docs.", "check the DOCS") - 1.0).abs() < f32::EPSILON);
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+/// Lower-cased words with punctuation stripped: every character that is not alphanumeric
+/// separates words, so "Docs," and "docs" are the same word.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Word-set Jaccard similarity (Zeph's `text_similarity`), over [`words`], so case and
+/// punctuation do not make two identical heuristics look different. In `[0, 1]`; two empty
+/// texts are identical.
+pub fn text_similarity(a: &str, b: &str) -> f32 {
+    let a: HashSet<String> = words(a).into_iter().collect();
+    let b: HashSet<String> = words(b).into_iter().collect();
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let intersection = a.intersection(&b).count();
+    let union = a.union(&b).count();
+    #[allow(clippy::cast_precision_loss)]
+    let similarity = intersection as f32 / union as f32;
+    similarity
+}
+
+/// Words too common to say anything about which skill fits.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+    "get", "give", "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "know", "let", "like", "make", "me", "more", "most", "my",
+    "need", "no", "not", "now", "of", "on", "one", "only", "or", "other", "our", "out", "please",
+    "right", "say", "says", "she", "should", "so", "some", "tell", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "to", "up", "us", "use", "very",
+    "want", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
+    "would", "you", "your",
+];
+
+/// [`words`] without stopwords: the terms BM25 scores.
+pub fn terms(text: &str) -> Vec<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Okapi BM25 over a fixed set of documents.
+pub struct Bm25 {
+    docs: Vec<HashMap<String, usize>>,
+    lengths: Vec<usize>,
+    average_length: f32,
+    document_frequency: HashMap<String, usize>,
+}
+
+/// BM25's term-frequency saturation and length normalisation (the usual defaults).
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+
+impl Bm25 {
+    pub fn new<S: AsRef<str>>(documents: &[S]) -> Self {
+        let docs: Vec<HashMap<String, usize>> = documents
+            .iter()
+            .map(|d| {
+                let mut tf = HashMap::new();
+                for term in terms(d.as_ref()) {
+                    *tf.entry(term).or_insert(0) += 1;
+                }
+                tf
+            })
+            .collect();
+        let lengths: Vec<usize> = docs.iter().map(|tf| tf.values().sum()).collect();
+        #[allow(clippy::cast_precision_loss)]
+        let average_length = if lengths.is_empty() {
+            0.0
+        } else {
+            lengths.iter().sum::<usize>() as f32 / lengths.len() as f32
+        };
+        let mut document_frequency = HashMap::new();
+        for tf in &docs {
+            for term in tf.keys() {
+                *document_frequency.entry(term.clone()).or_insert(0) += 1;
+            }
+        }
+        Self {
+            docs,
+            lengths,
+            average_length,
+            document_frequency,
+        }
+    }
+
+    /// The score of every document for `query`, in document order.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        let n = self.docs.len() as f32;
+        let query: HashSet<String> = terms(query).into_iter().collect();
+        self.docs
+            .iter()
+            .zip(&self.lengths)
+            .map(|(tf, &length)| {
+                query
+                    .iter()
+                    .filter_map(|term| {
+                        let f = *tf.get(term)? as f32;
+                        let df = self.document_frequency[term] as f32;
+                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                        let norm = 1.0 - B + B * length as f32 / self.average_length.max(1.0);
+                        Some(idf * f * (K1 + 1.0) / (f + K1 * norm))
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+}
+
+/// Cosine similarity of two vectors (0 for mismatched or zero vectors).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() || a.is_empty() {
+        return 0.0;
+    }
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm =
+        a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|y| y * y).sum::<f32>().sqrt();
+    if norm == 0.0 { 0.0 } else { dot / norm }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenising() {
+        struct Case {
+            name: &'static str,
+            text: &'static str,
+            words: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "punctuation and case",
+                text: "Hello, World!",
+                words: &["hello", "world"],
+            },
+            Case {
+                name: "non-ascii",
+                text: "Grüße, МИР",
+                words: &["grüße", "мир"],
+            },
+            Case {
+                name: "hyphens split",
+                text: "web-research",
+                words: &["web", "research"],
+            },
+            Case {
+                name: "empty",
+                text: " ... ",
+                words: &[],
+            },
+        ];
+        for case in cases {
+            assert_eq!(words(case.text), case.words, "case {}", case.name);
+        }
+        assert_eq!(terms("What is the time in Tokyo?"), ["time", "tokyo"]);
+    }
+
+    #[test]
+    fn jaccard() {
+        struct Case {
+            name: &'static str,
+            a: &'static str,
+            b: &'static str,
+            expected: f32,
+        }
+        let cases = [
+            Case {
+                name: "identical",
+                a: "hello world",
+                b: "hello world",
+                expected: 1.0,
+            },
+            Case {
+                name: "case and punctuation ignored",
+                a: "Hello, world.",
+                b: "hello world",
+                expected: 1.0,
+            },
+            Case {
+                name: "disjoint",
+                a: "foo bar",
+                b: "baz qux",
+                expected: 0.0,
+            },
+            Case {
+                name: "partial",
+                a: "hello world",
+                b: "hello there",
+                expected: 1.0 / 3.0,
+            },
+            Case {
+                name: "both empty",
+                a: "",
+                b: "",
+                expected: 1.0,
+            },
+            Case {
+                name: "one empty",
+                a: "x",
+                b: "",
+                expected: 0.0,
+            },
+        ];
+        for case in cases {
+            assert!(
+                (text_similarity(case.a, case.b) - case.expected).abs() < 1e-6,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn bm25_ranks_the_relevant_document_first() {
+        let docs = [
+            "web research: fetch pages, read sources, cite urls",
+            "date and time: time zones, calendars, durations",
+            "writing help: edit prose, tone, grammar",
+        ];
+        let index = Bm25::new(&docs);
+        let scores = index.scores("What time is it in Tokyo? Which time zone?");
+        assert!(
+            scores[1] > 0.0 && scores[1] > scores[0] && scores[1] > scores[2],
+            "{scores:?}"
+        );
+        assert_eq!(
+            index.scores("the of and"),
+            vec![0.0; 3],
+            "stopwords score nothing"
+        );
+        // A repeated term saturates (k1) instead of growing without bound.
+        let one = Bm25::new(&["cat", "dog"]).scores("cat")[0];
+        let many = Bm25::new(&["cat cat cat cat cat cat", "dog"]).scores("cat")[0];
+        assert!(many > one && many < one * (K1 + 1.0) + 1e-3);
+    }
+
+    #[test]
+    fn cosine_similarity() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 1.0]), 0.0);
+        assert_eq!(cosine(&[1.0], &[1.0, 2.0]), 0.0);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
+    }
+}

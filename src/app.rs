@@ -13,6 +13,7 @@ use crate::agent::Agent;
 use crate::agent::tools::Tools;
 use crate::config::{Config, ModelConfig};
 use crate::learning::Learning;
+use crate::limits::Limits;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::queue::ChatQueues;
 use crate::store::Store;
@@ -23,6 +24,7 @@ pub struct App {
     pub store: Store,
     pub agent: Agent,
     pub learning: Learning,
+    pub limits: Limits,
     pub queues: ChatQueues,
     pub send_policy: SendPolicy,
     /// Background work (option buttons, reflections), aborted at the end of a shutdown.
@@ -42,6 +44,7 @@ impl App {
             store,
             agent,
             learning,
+            limits: Limits::new(config.limits.clone()),
             queues: ChatQueues::default(),
             background: Mutex::default(),
             config,

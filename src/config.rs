@@ -29,6 +29,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
     pub agent: AgentConfig,
+    pub limits: LimitsConfig,
     pub options: OptionsConfig,
     pub learning: LearningConfig,
     pub access: AccessConfig,
@@ -47,6 +48,9 @@ pub struct TelegramConfig {
     pub typing_interval_secs: u64,
     pub max_send_retries: u32,
     pub max_retry_after_secs: u64,
+    pub webhook_url: String,
+    pub webhook_listen: String,
+    pub webhook_secret: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -115,8 +119,18 @@ impl ModelConfig {
 pub struct AgentConfig {
     pub max_iterations: usize,
     pub history_tokens: usize,
+    pub max_tool_calls: usize,
+    pub max_tool_output_chars: usize,
     pub time_zone: String,
     pub system_prompt: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub turns_per_minute: usize,
+    pub daily_tokens: u64,
+    pub exempt_admins: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -228,6 +242,15 @@ impl Config {
             self.llm.base_url = url;
         }
         self.llm.api_key = set("OPENAI_API_KEY");
+        if let Some(url) = set("HEURIST_WEBHOOK_URL") {
+            self.telegram.webhook_url = url;
+        }
+        if let Some(listen) = set("HEURIST_WEBHOOK_LISTEN") {
+            self.telegram.webhook_listen = listen;
+        }
+        if let Some(secret) = set("HEURIST_WEBHOOK_SECRET") {
+            self.telegram.webhook_secret = secret;
+        }
         if let Some(dir) = set("HEURIST_DATA_DIR") {
             self.data_dir = PathBuf::from(dir);
         }
@@ -273,6 +296,28 @@ impl Config {
                 anyhow::anyhow!("TELOXIDE_API_URL / telegram.api_url is not a URL: {e}")
             })?;
         }
+        if !self.telegram.webhook_url.is_empty() {
+            reqwest::Url::parse(&self.telegram.webhook_url)
+                .map_err(|e| anyhow::anyhow!("HEURIST_WEBHOOK_URL is not a URL: {e}"))?;
+            self.telegram
+                .webhook_listen
+                .parse::<std::net::SocketAddr>()
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "HEURIST_WEBHOOK_LISTEN must be host:port, e.g. 127.0.0.1:8443: {e}"
+                    )
+                })?;
+        }
+        let secret = &self.telegram.webhook_secret;
+        if secret.len() > 256
+            || !secret
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            bail!(
+                "HEURIST_WEBHOOK_SECRET may only use A-Z, a-z, 0-9, _ and -, up to 256 characters"
+            );
+        }
         reqwest::Url::parse(&self.llm.base_url)
             .map_err(|e| anyhow::anyhow!("OPENAI_BASE_URL / llm.base_url is not a URL: {e}"))?;
         self.agent.time_zone.parse::<chrono_tz::Tz>().map_err(|_| {
@@ -285,6 +330,22 @@ impl Config {
             bail!("agent.max_iterations must be at least 1");
         }
         Ok(())
+    }
+
+    /// Strings that must never appear in logs or messages: the token (and its secret half, which
+    /// URLs may carry separately) and the API key.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut secrets = vec![self.token.clone()];
+        if let Some((_, secret)) = self.token.split_once(':') {
+            secrets.push(secret.to_string());
+        }
+        secrets.extend(self.llm.api_key.clone());
+        if !self.telegram.webhook_secret.is_empty() {
+            secrets.push(self.telegram.webhook_secret.clone());
+        }
+        // Very short strings would redact ordinary text; real secrets are long.
+        secrets.retain(|s| s.len() >= 8);
+        secrets
     }
 
     /// The role of a Telegram user: admins are allowed users too; everyone else is denied.

@@ -8,7 +8,9 @@ pub mod agent;
 pub mod app;
 pub mod config;
 pub mod learning;
+pub mod limits;
 pub mod llm;
+pub mod logging;
 pub mod options;
 pub mod queue;
 pub mod store;
@@ -18,6 +20,19 @@ pub mod turn;
 pub use app::App;
 pub use config::Config;
 pub use telegram::{Running, start};
+
+/// An error with its causes, one line: "error sending request: connection refused", or
+/// "redirect refused: 10.0.0.1 is not a public address" (reqwest keeps the cause in `source`).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
 
 /// Runs the bot until Ctrl-C or SIGTERM, then shuts down gracefully.
 pub async fn run(config: Config) -> anyhow::Result<()> {

@@ -2,16 +2,16 @@
 
 use std::process::ExitCode;
 
-use tracing_subscriber::EnvFilter;
+use heurist::logging;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = heurist::Config::load();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
+    let secrets = config
+        .as_ref()
+        .map(heurist::Config::secrets)
+        .unwrap_or_default();
+    logging::init(secrets.clone());
     let result = match config {
         Ok(config) => heurist::run(config).await,
         Err(e) => Err(e),
@@ -19,7 +19,8 @@ async fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("heurist: {e:#}");
+            // Errors can quote URLs that carry the token: redact here too.
+            eprintln!("heurist: {}", logging::redact(&format!("{e:#}"), &secrets));
             ExitCode::from(2)
         }
     }

@@ -19,6 +19,7 @@ use teloxide::prelude::*;
 use teloxide::types::MessageId;
 
 use crate::app::App;
+use crate::config::Role;
 use crate::learning::reflection::Prefix;
 use crate::llm::extraction::{ExtractionConfig, retry_extract_structured};
 use crate::store::{Choice, OptionTicket};
@@ -161,9 +162,21 @@ pub async fn press(
     app: Arc<App>,
     bot: Bot,
     query: CallbackQuery,
+    role: Role,
+    update: u32,
     ticket: Option<String>,
     label: String,
 ) -> anyhow::Result<()> {
+    // A press starts a turn: the same limits as a typed message, checked before the option is
+    // used up.
+    if let Some(refusal) = app
+        .limits
+        .check(query.from.id.0, role, &app.store)
+        .message()
+    {
+        bot.answer_callback_query(query.id).text(refusal).await?;
+        return Ok(());
+    }
     let chat = query.message.as_ref().map(|m| m.chat().id);
     let press = match (chat, ticket.as_deref().and_then(parse_ticket)) {
         (Some(chat), Some((id, index))) => decide(&app, chat, id, index, &label)?,
@@ -191,8 +204,13 @@ pub async fn press(
     {
         tracing::warn!(chat = chat.0, error = %e, "cannot mark the chosen option");
     }
-    app.queues
-        .enqueue(chat.0, turn::run(app.clone(), bot, chat, full_label));
+    let input = turn::TurnInput {
+        chat,
+        user: query.from.id.0,
+        update: Some(update),
+        text: full_label,
+    };
+    turn::accept(&app, bot, input).await;
     Ok(())
 }
 

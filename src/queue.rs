@@ -16,12 +16,21 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A queued job and its tag (the update it answers, if any).
+type Job = (Pin<Box<dyn Future<Output = ()> + Send>>, Option<u32>);
 
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
-    running: Option<AbortHandle>,
+    /// The running job and its tag.
+    running: Option<(AbortHandle, Option<u32>)>,
     worker: Option<AbortHandle>,
+}
+
+/// What [`ChatQueues::cancel`] stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Cancelled {
+    /// The tag the job was queued with.
+    pub tag: Option<u32>,
 }
 
 /// The per-chat lanes. Cheap to clone.
@@ -37,9 +46,14 @@ impl ChatQueues {
         self.lanes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a job behind the chat's earlier ones.
-    pub fn enqueue(&self, chat: i64, job: impl Future<Output = ()> + Send + 'static) {
-        let mut job: Job = Box::pin(job);
+    /// Queues a job behind the chat's earlier ones; `tag` comes back from [`Self::cancel`].
+    pub fn enqueue(
+        &self,
+        chat: i64,
+        tag: Option<u32>,
+        job: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let mut job: Job = (Box::pin(job), tag);
         let mut lanes = self.lanes();
         if let Some(lane) = lanes.get(&chat) {
             match lane.jobs.send(job) {
@@ -64,7 +78,7 @@ impl ChatQueues {
 
     async fn work(self, chat: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
         loop {
-            let job = {
+            let (job, tag) = {
                 let mut lanes = self.lanes();
                 match rx.try_recv() {
                     Ok(job) => job,
@@ -77,7 +91,7 @@ impl ChatQueues {
             };
             let task = tokio::spawn(job);
             if let Some(lane) = self.lanes().get_mut(&chat) {
-                lane.running = Some(task.abort_handle());
+                lane.running = Some((task.abort_handle(), tag));
             }
             if let Err(e) = task.await
                 && e.is_panic()
@@ -93,19 +107,11 @@ impl ChatQueues {
         }
     }
 
-    /// Aborts the chat's running job, if any; queued jobs still run. Says whether one ran.
-    pub fn cancel(&self, chat: i64) -> bool {
-        match self
-            .lanes()
-            .get_mut(&chat)
-            .and_then(|lane| lane.running.take())
-        {
-            Some(handle) => {
-                handle.abort();
-                true
-            }
-            None => false,
-        }
+    /// Aborts the chat's running job, if any; queued jobs still run.
+    pub fn cancel(&self, chat: i64) -> Option<Cancelled> {
+        let (handle, tag) = self.lanes().get_mut(&chat)?.running.take()?;
+        handle.abort();
+        Some(Cancelled { tag })
     }
 
     /// Aborts every running and queued job (the end of a shutdown's grace period).
@@ -113,6 +119,7 @@ impl ChatQueues {
         for (_, lane) in self.lanes().drain() {
             lane.running
                 .iter()
+                .map(|(handle, _)| handle)
                 .chain(&lane.worker)
                 .for_each(AbortHandle::abort);
         }
@@ -147,7 +154,7 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
             let log = log.clone();
-            queues.enqueue(1, async move {
+            queues.enqueue(1, None, async move {
                 tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
                 log.lock().unwrap().push(i);
             });
@@ -155,7 +162,7 @@ mod tests {
         // Another chat is not stuck behind chat 1.
         let other = Arc::new(AtomicUsize::new(0));
         let flag = other.clone();
-        queues.enqueue(2, async move {
+        queues.enqueue(2, None, async move {
             flag.store(1, Ordering::SeqCst);
         });
         tokio::time::sleep(Duration::from_millis(3)).await;
@@ -165,14 +172,14 @@ mod tests {
 
         let finished = Arc::new(AtomicUsize::new(0));
         let f = finished.clone();
-        queues.enqueue(3, async move {
+        queues.enqueue(3, Some(42), async move {
             tokio::time::sleep(Duration::from_secs(30)).await;
             f.store(1, Ordering::SeqCst);
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(queues.cancel(3));
+        assert_eq!(queues.cancel(3), Some(Cancelled { tag: Some(42) }));
         assert!(queues.drain(Duration::from_secs(1)).await);
         assert_eq!(finished.load(Ordering::SeqCst), 0);
-        assert!(!queues.cancel(3));
+        assert_eq!(queues.cancel(3), None);
     }
 }

@@ -15,6 +15,9 @@
 //! - `reflections`: key a big-endian id, value a JSON [`ReflectionJob`]: reflections not yet
 //!   done, resumed after a restart.
 //! - `skill_matches`: key a skill name, value a big-endian count.
+//! - `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]: every message that
+//!   starts a turn, recorded before the turn starts, so a crash never loses it and a re-delivered
+//!   update is never processed twice.
 //!
 //! # The history window and prompt caching
 //! The LLM sees the turns from `window_start` on. The window only moves when the stored turns
@@ -29,6 +32,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use sled::Transactional;
 
 use crate::learning::heuristics::Heuristic;
 use crate::llm::{ChatMessage, Usage, estimate_tokens};
@@ -49,6 +53,7 @@ pub struct Store {
     heuristics: sled::Tree,
     reflections: sled::Tree,
     skill_matches: sled::Tree,
+    inbox: sled::Tree,
 }
 
 /// One turn as stored.
@@ -57,6 +62,32 @@ pub struct StoredTurn {
     /// Estimated tokens of `messages`, computed once at write time.
     pub tokens: usize,
     pub messages: Vec<ChatMessage>,
+    /// The update that started the turn, if any (recovery finds the turn by it).
+    #[serde(default)]
+    pub update: Option<u32>,
+}
+
+/// Where an accepted update is on its way to an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InboxState {
+    /// Accepted; its turn has not been stored yet.
+    Pending,
+    /// Its turn is in the history; the answer may not have been sent.
+    Stored,
+    /// Answered (or cancelled, or refused): nothing left to do.
+    Answered,
+}
+
+/// An update that starts a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboxEntry {
+    pub chat: i64,
+    pub user: u64,
+    /// What the turn answers (a message's text, or a pressed option's full label).
+    pub text: String,
+    pub state: InboxState,
+    /// Unix seconds.
+    pub received: i64,
 }
 
 /// Per-chat state.
@@ -170,6 +201,7 @@ impl Store {
             heuristics: db.open_tree("heuristics")?,
             reflections: db.open_tree("reflections")?,
             skill_matches: db.open_tree("skill_matches")?,
+            inbox: db.open_tree("inbox")?,
             db,
         })
     }
@@ -177,6 +209,13 @@ impl Store {
     /// Writes everything to disk; called at shutdown.
     pub fn flush(&self) -> anyhow::Result<()> {
         self.db.flush()?;
+        Ok(())
+    }
+
+    /// Writes everything to disk without blocking the runtime. sled otherwise syncs every
+    /// 500 ms, and an accepted update must survive a `kill -9` right after it was accepted.
+    pub async fn flush_async(&self) -> anyhow::Result<()> {
+        self.db.flush_async().await?;
         Ok(())
     }
 
@@ -245,26 +284,101 @@ impl Store {
     }
 
     /// Appends a finished turn, unless the chat was cleared since `epoch` was read.
+    /// The turn record and the chat state are written in one sled transaction: a crash leaves
+    /// either both or neither.
     pub fn append_turn(
         &self,
         chat: i64,
         epoch: u64,
+        update: Option<u32>,
         messages: &[ChatMessage],
     ) -> anyhow::Result<bool> {
         let mut state = self.chat_state(chat);
         if state.epoch != epoch {
             return Ok(false);
         }
-        let turn = StoredTurn {
+        let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
             messages: messages.to_vec(),
-        };
+            update,
+        })?;
         let seq = state.next_seq;
         state.next_seq += 1;
-        self.history
-            .insert(turn_key(chat, seq), serde_json::to_vec(&turn)?)?;
-        self.put_chat_state(chat, &state)?;
+        let state = serde_json::to_vec(&state)?;
+        (&self.history, &self.chats)
+            .transaction(|(history, chats)| {
+                history.insert(&turn_key(chat, seq), turn.as_slice())?;
+                chats.insert(&chat_key(chat), state.as_slice())?;
+                Ok(())
+            })
+            .map_err(|e: sled::transaction::TransactionError<()>| anyhow::anyhow!("{e:?}"))?;
         Ok(true)
+    }
+
+    /// Records an update before its turn starts; `false` if it was seen before (Telegram
+    /// re-delivers updates after a crash), in which case it must not be processed again.
+    pub fn accept_update(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<bool> {
+        let swapped = self.inbox.compare_and_swap(
+            update.to_be_bytes(),
+            None as Option<&[u8]>,
+            Some(serde_json::to_vec(entry)?),
+        )?;
+        Ok(swapped.is_ok())
+    }
+
+    pub fn set_update_state(&self, update: u32, state: InboxState) -> anyhow::Result<()> {
+        Self::update_json(&self.inbox, &update.to_be_bytes(), |e: &mut InboxEntry| {
+            e.state = state;
+            true
+        })?;
+        Ok(())
+    }
+
+    /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.
+    pub fn unfinished_updates(&self) -> Vec<(u32, InboxEntry)> {
+        self.inbox
+            .iter()
+            .filter_map(|entry| {
+                let (key, value) = entry.ok()?;
+                let update = u32::from_be_bytes(key.as_ref().try_into().ok()?);
+                match serde_json::from_slice::<InboxEntry>(&value) {
+                    Ok(e) if e.state != InboxState::Answered => Some((update, e)),
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(update, error = %e, "skipping unreadable inbox record");
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Forgets answered updates received before `before` (unix seconds).
+    pub fn prune_inbox(&self, before: i64) -> anyhow::Result<usize> {
+        let mut pruned = 0;
+        for entry in self.inbox.iter() {
+            let (key, value) = entry?;
+            let old = serde_json::from_slice::<InboxEntry>(&value).map_or(true, |e| {
+                e.state == InboxState::Answered && e.received < before
+            });
+            if old {
+                self.inbox.remove(key)?;
+                pruned += 1;
+            }
+        }
+        Ok(pruned)
+    }
+
+    /// The answer of the stored turn that `update` started in `chat`, if it is still there.
+    pub fn stored_answer(&self, chat: i64, update: u32) -> Option<String> {
+        self.history
+            .scan_prefix(chat_key(chat))
+            .values()
+            .rev()
+            .filter_map(Result::ok)
+            .filter_map(|bytes| serde_json::from_slice::<StoredTurn>(&bytes).ok())
+            .find(|turn| turn.update == Some(update))
+            .and_then(|turn| turn.messages.last().map(|m| m.content().to_string()))
     }
 
     /// Forgets a chat's conversation (its settings stay) and invalidates turns in flight.
@@ -317,6 +431,30 @@ impl Store {
             })?;
         }
         Ok(())
+    }
+
+    /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget.
+    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
+        let key = user_day_key(user, chrono::Utc::now().date_naive());
+        let tokens = usage.prompt_tokens + usage.completion_tokens;
+        self.usage.fetch_and_update(key.as_bytes(), |old| {
+            let count = old
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_be_bytes);
+            Some((count + tokens).to_be_bytes().to_vec())
+        })?;
+        Ok(())
+    }
+
+    /// Tokens the user's turns used today (UTC).
+    pub fn user_tokens_today(&self, user: u64) -> u64 {
+        let key = user_day_key(user, chrono::Utc::now().date_naive());
+        self.usage
+            .get(key.as_bytes())
+            .ok()
+            .flatten()
+            .and_then(|b| b.as_ref().try_into().ok())
+            .map_or(0, u64::from_be_bytes)
     }
 
     /// Usage per model of one chat (`Some(chat)`) or of the whole bot (`None`).
@@ -505,6 +643,10 @@ impl Store {
     }
 }
 
+fn user_day_key(user: u64, day: chrono::NaiveDate) -> String {
+    format!("user:{user}:{day}")
+}
+
 fn base36(mut n: u64) -> String {
     const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     let mut out = Vec::new();
@@ -571,7 +713,9 @@ mod tests {
                     jumps += 1;
                 }
             }
-            store.append_turn(7, window.epoch, &turn(i, 300)).unwrap();
+            store
+                .append_turn(7, window.epoch, None, &turn(i, 300))
+                .unwrap();
             previous = Some(window.messages);
         }
         assert!(
@@ -585,10 +729,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let before = store.history(1, 1000).unwrap();
-        store.append_turn(1, before.epoch, &turn(0, 1)).unwrap();
+        store
+            .append_turn(1, before.epoch, None, &turn(0, 1))
+            .unwrap();
         store.set_chat_model(1, "m").unwrap();
         store.clear_history(1).unwrap();
-        assert!(!store.append_turn(1, before.epoch, &turn(1, 1)).unwrap());
+        assert!(
+            !store
+                .append_turn(1, before.epoch, None, &turn(1, 1))
+                .unwrap()
+        );
         let after = store.history(1, 1000).unwrap();
         assert!(after.messages.is_empty());
         assert_eq!(store.chat_model(1).as_deref(), Some("m"));
@@ -599,7 +749,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         for i in 0..3 {
-            store.append_turn(3, 0, &turn(i, 1)).unwrap();
+            store.append_turn(3, 0, None, &turn(i, 1)).unwrap();
         }
         store
             .history

@@ -14,13 +14,121 @@ use crate::app::App;
 use crate::learning::reflection;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
-use crate::store::{FeedbackTicket, ReflectionJob};
+use crate::store::{FeedbackTicket, InboxEntry, InboxState, ReflectionJob};
 use crate::telegram::keyboards;
 use crate::telegram::send::{Typing, send_markdown};
 
-/// Runs one turn for `text` in `chat`. Errors are logged and told to the user, never returned:
-/// the chat's queue goes on with the next message either way.
-pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
+/// What starts a turn.
+#[derive(Debug, Clone)]
+pub struct TurnInput {
+    pub chat: ChatId,
+    pub user: u64,
+    /// The update recorded in the inbox for this turn (`None` for turns without one).
+    pub update: Option<u32>,
+    /// The user's text, or a pressed option's full label.
+    pub text: String,
+}
+
+/// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
+/// seen before (Telegram re-delivers after a crash) and must not be answered again.
+pub async fn accept(app: &Arc<App>, bot: Bot, input: TurnInput) -> bool {
+    if let Some(update) = input.update {
+        let entry = InboxEntry {
+            chat: input.chat.0,
+            user: input.user,
+            text: input.text.clone(),
+            state: InboxState::Pending,
+            received: chrono::Utc::now().timestamp(),
+        };
+        match app.store.accept_update(update, &entry) {
+            Ok(true) => {
+                if let Err(e) = app.store.flush_async().await {
+                    tracing::error!(update, error = %e, "cannot flush the inbox");
+                }
+            }
+            Ok(false) => {
+                tracing::info!(update, "ignoring an update that was already accepted");
+                return false;
+            }
+            Err(e) => {
+                tracing::error!(update, error = %e, "cannot record the update; answering anyway")
+            }
+        }
+    }
+    app.queues
+        .enqueue(input.chat.0, input.update, run(app.clone(), bot, input));
+    true
+}
+
+/// At start-up: finishes what a crash interrupted. A turn that was not stored runs again; a
+/// stored turn whose answer may not have reached the user has its answer sent; answered
+/// updates older than a week are forgotten.
+pub async fn recover(app: &Arc<App>, bot: &Bot) {
+    const KEEP_SECS: i64 = 7 * 24 * 3600;
+    if let Err(e) = app
+        .store
+        .prune_inbox(chrono::Utc::now().timestamp() - KEEP_SECS)
+    {
+        tracing::warn!(error = %e, "cannot prune the inbox");
+    }
+    for (update, entry) in app.store.unfinished_updates() {
+        let chat = ChatId(entry.chat);
+        match app.store.stored_answer(entry.chat, update) {
+            Some(answer) => {
+                tracing::info!(
+                    update,
+                    chat = entry.chat,
+                    "sending an answer a crash held back"
+                );
+                if let Err(e) = send_markdown(bot, app.send_policy, chat, &answer, None).await {
+                    tracing::warn!(update, error = %e, "cannot send a recovered answer");
+                }
+                set_state(app, update, InboxState::Answered).await;
+            }
+            None if entry.state == InboxState::Pending => {
+                tracing::info!(
+                    update,
+                    chat = entry.chat,
+                    "resuming a turn a crash interrupted"
+                );
+                let input = TurnInput {
+                    chat,
+                    user: entry.user,
+                    update: Some(update),
+                    text: entry.text,
+                };
+                app.queues.enqueue(
+                    entry.chat,
+                    Some(update),
+                    run(app.clone(), bot.clone(), input),
+                );
+            }
+            // Stored, but the chat was cleared since: nothing left to send.
+            None => set_state(app, update, InboxState::Answered).await,
+        }
+    }
+}
+
+/// Marks an update's progress, on disk; failures are logged (recovery then redoes a little).
+pub async fn set_state(app: &App, update: u32, state: InboxState) {
+    let written = app.store.set_update_state(update, state);
+    if let Err(e) = match written {
+        Ok(()) => app.store.flush_async().await,
+        Err(e) => Err(e),
+    } {
+        tracing::warn!(update, error = %e, "cannot record an update's progress");
+    }
+}
+
+/// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
+/// goes on with the next message either way.
+pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
+    let TurnInput {
+        chat,
+        user,
+        update,
+        text,
+    } = input;
     let typing = Typing::start(bot.clone(), chat, app.typing_interval());
     let model = app.model_for(chat.0);
     let window = app
@@ -44,7 +152,7 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
     }
     match app
         .store
-        .append_turn(chat.0, window.epoch, &result.messages)
+        .append_turn(chat.0, window.epoch, update, &result.messages)
     {
         Ok(true) => {}
         Ok(false) => tracing::info!(
@@ -52,6 +160,12 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
             "chat was cleared during the turn; not stored"
         ),
         Err(e) => tracing::error!(chat = chat.0, error = %e, "cannot store the turn"),
+    }
+    if let Some(update) = update {
+        set_state(&app, update, InboxState::Stored).await;
+    }
+    if let Err(e) = app.store.record_user_tokens(user, result.usage) {
+        tracing::warn!(user, error = %e, "cannot record the user's token use");
     }
     if result.calls > 0
         && let Err(e) = app
@@ -102,6 +216,10 @@ pub async fn run(app: Arc<App>, bot: Bot, chat: ChatId, text: String) {
             Vec::new()
         }
     };
+    // Sent, or given up on after Telegram's retries: either way, not to be redone.
+    if let Some(update) = update {
+        set_state(&app, update, InboxState::Answered).await;
+    }
 
     // Follow-ups run in the background on the turn's own request prefix: they never delay it.
     let prefix = result.prefix();

@@ -205,7 +205,18 @@ impl Agent {
             for call in &completion.tool_calls {
                 tracing::debug!(tool = %call.function.name, "tool call");
                 result.tools_used.push(call.function.name.clone());
-                let output = self.tools.call(call).await;
+                let output = if result.tools_used.len() > self.config.max_tool_calls {
+                    format!(
+                        "{}this turn reached its limit of {} tool calls; answer with what you have",
+                        tools::ERROR_PREFIX,
+                        self.config.max_tool_calls
+                    )
+                } else {
+                    cap_output(
+                        self.tools.call(call).await,
+                        self.config.max_tool_output_chars,
+                    )
+                };
                 if output.starts_with(tools::ERROR_PREFIX) {
                     result.tool_errors += 1;
                 }
@@ -232,6 +243,16 @@ impl Agent {
         result.status = TurnStatus::LlmFailed(error);
         result
     }
+}
+
+/// Tool output cut to `max` characters, saying so, so one huge result cannot crowd out the
+/// conversation.
+fn cap_output(mut output: String, max: usize) -> String {
+    if let Some((cut, _)) = output.char_indices().nth(max) {
+        output.truncate(cut);
+        output.push_str(&format!("\n[output cut at {max} characters]"));
+    }
+    output
 }
 
 /// The oldest whole turns to drop so the history shrinks to at most half its estimated size:
@@ -296,6 +317,13 @@ mod tests {
             ChatMessage::user(format!("q{i} {}", "x".repeat(size))),
             ChatMessage::assistant(format!("a{i}")),
         ]
+    }
+
+    #[test]
+    fn tool_output_is_capped_on_a_char_boundary() {
+        assert_eq!(cap_output("short".into(), 10), "short");
+        let capped = cap_output("é".repeat(20), 5);
+        assert!(capped.starts_with("ééééé\n[output cut at 5 characters]"));
     }
 
     #[test]

@@ -78,6 +78,19 @@ pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
     }
 }
 
+/// Most redirect hops `fetch_url` follows.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Whether a redirect to `url` may be followed after `hops` earlier ones: within
+/// [`MAX_REDIRECTS`], and to a URL [`check_url`] accepts (the guarded resolver then checks the
+/// addresses of a host name).
+pub fn check_redirect(hops: usize, url: &Url, allow_private: bool) -> Result<(), String> {
+    if hops >= MAX_REDIRECTS {
+        return Err(format!("more than {MAX_REDIRECTS} redirects"));
+    }
+    check_url(url, allow_private).map_err(|why| format!("redirect refused: {why}"))
+}
+
 /// The fetch client's resolver: the system resolver, minus every non-public answer.
 pub struct PublicOnlyResolver;
 
@@ -104,14 +117,10 @@ pub fn guarded_client(
     timeout: std::time::Duration,
     allow_private: bool,
 ) -> reqwest::Result<reqwest::Client> {
-    const MAX_REDIRECTS: usize = 5;
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
-        if attempt.previous().len() >= MAX_REDIRECTS {
-            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
-        }
-        match check_url(attempt.url(), allow_private) {
+        match check_redirect(attempt.previous().len(), attempt.url(), allow_private) {
             Ok(()) => attempt.follow(),
-            Err(why) => attempt.error(format!("redirect refused: {why}")),
+            Err(why) => attempt.error(why),
         }
     });
     let mut builder = reqwest::Client::builder()
@@ -344,6 +353,75 @@ mod tests {
         }
         let loopback = Url::parse("http://127.0.0.1/").unwrap();
         assert!(check_url(&loopback, true).is_ok());
+    }
+
+    #[test]
+    fn redirects() {
+        struct Case {
+            name: &'static str,
+            hops: usize,
+            url: &'static str,
+            ok: bool,
+        }
+        let cases = [
+            Case {
+                name: "public target",
+                hops: 0,
+                url: "https://example.org/next",
+                ok: true,
+            },
+            Case {
+                name: "to loopback",
+                hops: 1,
+                url: "http://127.0.0.1/admin",
+                ok: false,
+            },
+            Case {
+                name: "to metadata service",
+                hops: 0,
+                url: "http://169.254.169.254/latest/meta-data/",
+                ok: false,
+            },
+            Case {
+                name: "to decimal loopback",
+                hops: 0,
+                url: "http://2130706433/",
+                ok: false,
+            },
+            Case {
+                name: "to private v6",
+                hops: 0,
+                url: "http://[fd00::1]/",
+                ok: false,
+            },
+            Case {
+                name: "to localhost name",
+                hops: 0,
+                url: "http://localhost/",
+                ok: false,
+            },
+            Case {
+                name: "to another scheme",
+                hops: 0,
+                url: "file:///etc/passwd",
+                ok: false,
+            },
+            Case {
+                name: "too many hops",
+                hops: 5,
+                url: "https://example.org/",
+                ok: false,
+            },
+        ];
+        for case in cases {
+            let url = Url::parse(case.url).unwrap();
+            assert_eq!(
+                check_redirect(case.hops, &url, false).is_ok(),
+                case.ok,
+                "case {}",
+                case.name
+            );
+        }
     }
 
     #[tokio::test]

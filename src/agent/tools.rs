@@ -93,7 +93,7 @@ impl Tools {
             .get(url)
             .send()
             .await
-            .map_err(|e| format!("fetch failed: {}", error_chain(&e)))?;
+            .map_err(|e| format!("fetch failed: {}", crate::error_chain(&e)))?;
         let status = response.status();
         let final_url = response.url().to_string();
         let is_html = response
@@ -136,7 +136,8 @@ async fn read_capped(response: reqwest::Response, cap: usize) -> Result<(Vec<u8>
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| format!("reading the body failed: {}", error_chain(&e)))?;
+        let chunk =
+            chunk.map_err(|e| format!("reading the body failed: {}", crate::error_chain(&e)))?;
         let room = cap - body.len();
         if chunk.len() >= room {
             body.extend_from_slice(&chunk[..room]);
@@ -145,18 +146,6 @@ async fn read_capped(response: reqwest::Response, cap: usize) -> Result<(Vec<u8>
         body.extend_from_slice(&chunk);
     }
     Ok((body, false))
-}
-
-/// An error with its causes, so "redirect refused: 10.0.0.1 is not a public address" survives.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn specs() -> Vec<ToolSpec> {

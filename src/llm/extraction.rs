@@ -236,4 +236,30 @@ mod tests {
             let _ = parse_fenced_json::<Options>(text);
         }
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(500))]
+
+            #[test]
+            fn the_parser_never_panics(text in "(```|json|\\{|\\}|\\[|\\]|\"|:|,|options|\\n|.){0,200}") {
+                let _ = parse_fenced_json::<Options>(&text);
+                let _ = parse_fenced_json::<serde_json::Value>(&text);
+            }
+
+            #[test]
+            fn options_wrapped_in_prose_are_found(
+                labels in prop::collection::vec("[^`]{0,20}", 0..5),
+                before in "[^{\\[`]{0,40}",
+                after in ".{0,40}",
+            ) {
+                let json = serde_json::json!({"options": labels}).to_string();
+                let parsed: Options = parse_fenced_json(&format!("{before}{json}{after}")).unwrap();
+                prop_assert_eq!(parsed.options, labels);
+            }
+        }
+    }
 }

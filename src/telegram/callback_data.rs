@@ -271,4 +271,37 @@ mod tests {
         assert_eq!(encode_option(&"t".repeat(60), "x"), None);
         assert_eq!(encode_action("clear", "").as_deref(), Some("__act__clear|"));
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(500))]
+
+            #[test]
+            fn options_fit_64_bytes_and_round_trip(ticket in "[a-z0-9.]{1,20}", label in ".{0,120}") {
+                let data = encode_option(&ticket, &label).unwrap();
+                prop_assert!(!data.is_empty() && data.len() <= MAX_CALLBACK_BYTES);
+                let (decoded_ticket, decoded_label) = decode_callback(&data).unwrap();
+                prop_assert_eq!(decoded_ticket.as_deref(), Some(ticket.as_str()));
+                prop_assert!(label.starts_with(&decoded_label));
+            }
+
+            #[test]
+            fn actions_fit_64_bytes_and_round_trip(action in "[a-z_]{1,20}", payload in ".{0,80}") {
+                let data = encode_action(&action, &payload).unwrap();
+                prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
+                let (decoded_action, decoded_payload) = decode_action(&data).unwrap();
+                prop_assert_eq!(decoded_action, action);
+                prop_assert!(payload.starts_with(&decoded_payload));
+            }
+
+            #[test]
+            fn decoding_arbitrary_data_never_panics(data in ".{0,100}") {
+                let _ = decode_callback(&data);
+                let _ = decode_action(&data);
+            }
+        }
+    }
 }

@@ -16,7 +16,7 @@ use super::send::{notify, send_html};
 use super::{actions, keyboards};
 use crate::app::App;
 use crate::config::Role;
-use crate::store::UsageTotals;
+use crate::store::{InboxState, UsageTotals};
 use crate::{options, turn};
 
 type HandlerResult = anyhow::Result<()>;
@@ -161,10 +161,15 @@ pub async fn command(
             notify(&bot, app.send_policy, chat, text).await;
         }
         Command::Cancel => {
-            let text = if app.queues.cancel(chat.0) {
-                "Stopped. Nothing of that request was kept."
-            } else {
-                "Nothing is running."
+            let text = match app.queues.cancel(chat.0) {
+                Some(cancelled) => {
+                    // A cancelled turn is finished business: recovery must not resume it.
+                    if let Some(update) = cancelled.tag {
+                        turn::set_state(&app, update, InboxState::Answered).await;
+                    }
+                    "Stopped. Nothing of that request was kept."
+                }
+                None => "Nothing is running.",
             };
             notify(&bot, app.send_policy, chat, text).await;
         }
@@ -297,16 +302,33 @@ fn stats_text(app: &App, chat: ChatId, role: Role) -> String {
 }
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
-pub async fn text(bot: Bot, app: Arc<App>, msg: Message, me: Me, text: String) -> HandlerResult {
+pub async fn text(
+    bot: Bot,
+    app: Arc<App>,
+    update: Update,
+    msg: Message,
+    me: Me,
+    role: Role,
+    text: String,
+) -> HandlerResult {
     let chat = msg.chat.id;
     if text.starts_with('/') {
         let reply = "I do not know that command. /help lists what I can do.";
         notify(&bot, app.send_policy, chat, reply).await;
         return Ok(());
     }
-    let text = without_mention(&text, &me);
-    app.queues
-        .enqueue(chat.0, turn::run(app.clone(), bot, chat, text));
+    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    if let Some(refusal) = app.limits.check(user, role, &app.store).message() {
+        notify(&bot, app.send_policy, chat, &refusal).await;
+        return Ok(());
+    }
+    let input = turn::TurnInput {
+        chat,
+        user,
+        update: Some(update.id.0),
+        text: without_mention(&text, &me),
+    };
+    turn::accept(&app, bot, input).await;
     Ok(())
 }
 
@@ -319,7 +341,12 @@ pub async fn non_text(bot: Bot, app: Arc<App>, msg: Message) -> HandlerResult {
 
 /// Every button press. Callback data can be forged, so the presser's role and the data are
 /// checked here on the server; every query is answered at once.
-pub async fn callback(bot: Bot, app: Arc<App>, query: CallbackQuery) -> HandlerResult {
+pub async fn callback(
+    bot: Bot,
+    app: Arc<App>,
+    update: Update,
+    query: CallbackQuery,
+) -> HandlerResult {
     let data = query.data.clone().unwrap_or_default();
     let role = app.config.role_of(query.from.id.0);
     if role == Role::Stranger {
@@ -333,7 +360,7 @@ pub async fn callback(bot: Bot, app: Arc<App>, query: CallbackQuery) -> HandlerR
         return Ok(());
     }
     if let Some((ticket, label)) = decode_callback(&data) {
-        return options::press(app, bot, query, ticket, label).await;
+        return options::press(app, bot, query, role, update.id.0, ticket, label).await;
     }
     let chat = query.message.as_ref().map(|m| m.chat().id);
     let outcome = match (decode_action(&data), chat) {

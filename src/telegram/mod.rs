@@ -14,13 +14,14 @@ pub mod send;
 use std::sync::Arc;
 use std::time::Duration;
 
+use teloxide::RequestError;
 use teloxide::dispatching::{ShutdownToken, UpdateHandler};
 use teloxide::prelude::*;
 use teloxide::types::{BotCommandScope, Me, Recipient};
-use teloxide::update_listeners::Polling;
+use teloxide::update_listeners::{Polling, UpdateListener, webhooks};
 
 use crate::app::App;
-use crate::config::{Config, Role};
+use crate::config::{Config, Role, TelegramConfig};
 use handlers::Command;
 
 /// Every route of the bot, in one place.
@@ -56,6 +57,25 @@ pub fn bot(config: &Config) -> anyhow::Result<Bot> {
     Ok(bot.set_api_url(reqwest::Url::parse(&config.telegram.api_url)?))
 }
 
+/// The webhook listener: an axum server on `webhook_listen` that answers 401 to any request
+/// without the secret token, registered with Telegram through setWebhook.
+async fn webhook(
+    bot: Bot,
+    config: &TelegramConfig,
+) -> anyhow::Result<impl UpdateListener<Err = std::convert::Infallible> + use<>> {
+    let address: std::net::SocketAddr = config.webhook_listen.parse()?;
+    let url = reqwest::Url::parse(&config.webhook_url)?;
+    let mut options = webhooks::Options::new(address, url);
+    if config.webhook_secret.is_empty() {
+        options.get_or_gen_secret_token();
+    } else {
+        options = options.secret_token(config.webhook_secret.clone());
+    }
+    webhooks::axum(bot, options)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))
+}
+
 /// Telegram's command menu: user commands for everyone, admin commands in admins' private
 /// chats. Only a menu: every command is checked again on the server.
 async fn register_commands(bot: &Bot, config: &Config) {
@@ -89,19 +109,19 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::new(config)?;
     crate::learning::reflection::resume_pending(&app);
     let bot = bot(&app.config)?;
-    let me = bot.get_me().await.map_err(|e| {
-        anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
+    let me = bot.get_me().await.map_err(|e| match e {
+        RequestError::Api(_) => {
+            anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
+        }
+        e => anyhow::anyhow!(
+            "cannot reach the Telegram Bot API (check the network and TELOXIDE_API_URL): {}",
+            crate::error_chain(&e)
+        ),
     })?;
     tracing::info!(username = %me.username(), "connected to Telegram");
     register_commands(&bot, &app.config).await;
-    let listener = Polling::builder(bot.clone())
-        .timeout(Duration::from_secs(
-            app.config.telegram.poll_timeout_secs.into(),
-        ))
-        .delete_webhook()
-        .await
-        .build();
-    let mut dispatcher = Dispatcher::builder(bot, schema())
+    crate::turn::recover(&app, &bot).await;
+    let mut dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![app.clone()])
         .default_handler(|update| async move {
             tracing::debug!(update_id = update.id.0, "update not handled");
@@ -109,14 +129,20 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .error_handler(LoggingErrorHandler::with_custom_text("a handler failed"))
         .build();
     let shutdown = dispatcher.shutdown_token();
-    let dispatcher = tokio::spawn(async move {
-        dispatcher
-            .dispatch_with_listener(
-                listener,
-                LoggingErrorHandler::with_custom_text("cannot get updates from Telegram"),
-            )
-            .await;
-    });
+    let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
+    let telegram = &app.config.telegram;
+    let dispatcher = if telegram.webhook_url.is_empty() {
+        let listener = Polling::builder(bot)
+            .timeout(Duration::from_secs(telegram.poll_timeout_secs.into()))
+            .delete_webhook()
+            .await
+            .build();
+        tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
+    } else {
+        let listener = webhook(bot, telegram).await?;
+        tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
+        tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
+    };
     Ok(Running {
         app,
         shutdown,

@@ -589,4 +589,72 @@ mod tests {
         assert!(render_parts("").is_empty());
         assert!(render_parts("  \n\n ").is_empty());
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Markdown-ish text: the constructs that interact in rendering and splitting.
+        fn markdown() -> impl Strategy<Value = String> {
+            let pieces = prop::sample::select(vec![
+                "**",
+                "*",
+                "_",
+                "~~",
+                "`",
+                "\n```rust\n",
+                "\n```\n",
+                "\n",
+                "\n\n",
+                "# ",
+                "- ",
+                "1. ",
+                "> ",
+                "[link](https://example.com/?a=1&b=2)",
+                "<b>",
+                "&amp;",
+                "&",
+                "<",
+                ">",
+                "\"",
+                "😀",
+                "é",
+                "漢",
+                " ",
+                "word",
+                "longerword",
+                "|a|b|\n|-|-|\n|1|2|\n",
+            ]);
+            prop::collection::vec(pieces, 0..400).prop_map(|p| p.concat())
+        }
+
+        fn squeeze(text: &str) -> String {
+            text.chars().filter(|c| !c.is_whitespace()).collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+
+            #[test]
+            fn parts_are_valid_bounded_and_keep_the_text(md in markdown(), limit in 64usize..600) {
+                let parts = render_parts_with_limit(&md, limit);
+                for part in &parts {
+                    prop_assert!(utf16_len(part) <= limit, "{} > {limit}", utf16_len(part));
+                    assert_valid(part);
+                }
+                let whole = render_parts_with_limit(&md, usize::MAX / 4);
+                let expected: String = whole.iter().map(|p| squeeze(&html_to_plain(p))).collect();
+                let got: String = parts.iter().map(|p| squeeze(&html_to_plain(p))).collect();
+                prop_assert_eq!(got, expected);
+            }
+
+            #[test]
+            fn arbitrary_text_never_breaks_the_renderer(text in ".{0,2000}") {
+                for part in render_parts(&text) {
+                    prop_assert!(utf16_len(&part) <= TELEGRAM_LIMIT);
+                    assert_valid(&part);
+                }
+            }
+        }
+    }
 }

@@ -4,6 +4,7 @@
 mod support;
 
 mod commands;
+mod durability;
 mod learning;
 mod limits;
 mod options;

@@ -108,3 +108,93 @@ pub async fn serve_html(html: &'static str) -> String {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     url
 }
+
+/// The real `heurist` binary as a deployment runs it: configured only through environment
+/// variables and a config file, logging to a file the test can read.
+pub struct BotProcess {
+    pub child: std::process::Child,
+    pub log: std::path::PathBuf,
+}
+
+impl BotProcess {
+    pub fn spawn(
+        tg: &FakeTelegram,
+        llm_url: &str,
+        data: &Path,
+        extra_env: &[(&str, &str)],
+    ) -> Self {
+        let config = data.join("test.toml");
+        std::fs::write(
+            &config,
+            "shutdown_grace_secs = 10\n[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n",
+        )
+        .unwrap();
+        let log = data.join(format!(
+            "bot-{}.log",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_heurist"));
+        command
+            .current_dir(data)
+            .env_clear()
+            .env("TELOXIDE_TOKEN", "123456:TEST-TOKEN")
+            .env("TELOXIDE_API_URL", &tg.url)
+            .env("OPENAI_BASE_URL", llm_url)
+            .env("HEURIST_DATA_DIR", data.join("db"))
+            .env("HEURIST_ALLOWED_USERS", format!("{ALICE},{BOB}"))
+            .env("HEURIST_CONFIG", &config)
+            .env("RUST_LOG", "debug")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        for (key, value) in extra_env {
+            command.env(key, value);
+        }
+        Self {
+            child: command.spawn().unwrap(),
+            log,
+        }
+    }
+
+    /// Sends SIGTERM, as a service manager does to stop the bot.
+    pub fn terminate(&self) {
+        let status = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit (at most `limit`), returning its exit code.
+    pub async fn wait(&mut self, limit: std::time::Duration) -> Option<i32> {
+        let until = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if std::time::Instant::now() > until {
+                let _ = self.child.kill();
+                panic!(
+                    "the bot did not exit within {limit:?}; log:\n{}",
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for BotProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

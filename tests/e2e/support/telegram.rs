@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -31,6 +31,8 @@ pub struct Call {
 #[derive(Default)]
 struct Inner {
     updates: Vec<Value>,
+    /// Every update ever queued, for re-delivery.
+    delivered: Vec<Value>,
     next_update_id: i64,
     next_message_id: i64,
     calls: Vec<Call>,
@@ -72,6 +74,7 @@ impl FakeTelegram {
         inner.next_message_id += 1;
         let mut update = body(update_id, message_id);
         update["update_id"] = json!(update_id);
+        inner.delivered.push(update.clone());
         inner.updates.push(update);
         drop(inner);
         self.notify.notify_waiters();
@@ -88,6 +91,21 @@ impl FakeTelegram {
         self.push_update(move |_, message_id| {
             json!({"message": message(message_id, chat, user_json(user), json!({"text": text}))})
         })
+    }
+
+    /// Delivers update `update_id` again, as Telegram does when a bot crashed before
+    /// confirming it.
+    pub fn redeliver(&self, update_id: i64) {
+        let mut inner = self.inner.lock().unwrap();
+        let update = inner
+            .delivered
+            .iter()
+            .find(|u| u["update_id"] == update_id)
+            .unwrap()
+            .clone();
+        inner.updates.push(update);
+        drop(inner);
+        self.notify.notify_waiters();
     }
 
     /// A text message in `chat` that replies to the bot's message `reply_to`.
@@ -224,7 +242,35 @@ fn bad_request(description: &str) -> (u16, Value) {
     )
 }
 
-async fn handle(State(fake): State<FakeTelegram>, uri: Uri, body: Bytes) -> Response {
+/// Form fields of a multipart body (teloxide sends `setWebhook` as multipart).
+fn multipart_fields(content_type: &str, body: &[u8]) -> Value {
+    let Some(boundary) = content_type.split("boundary=").nth(1) else {
+        return json!({});
+    };
+    let body = String::from_utf8_lossy(body);
+    let mut fields = serde_json::Map::new();
+    for part in body.split(&format!("--{}", boundary.trim_matches('"'))) {
+        let Some((head, value)) = part.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let Some(name) = head
+            .split("name=\"")
+            .nth(1)
+            .and_then(|n| n.split('"').next())
+        else {
+            continue;
+        };
+        fields.insert(name.to_string(), json!(value.trim_end_matches("\r\n")));
+    }
+    Value::Object(fields)
+}
+
+async fn handle(
+    State(fake): State<FakeTelegram>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     // Method names are case-insensitive; teloxide sends `SendMessage`, we record `sendMessage`.
     let raw = uri.path().rsplit('/').next().unwrap_or_default();
     let mut chars = raw.chars();
@@ -234,7 +280,13 @@ async fn handle(State(fake): State<FakeTelegram>, uri: Uri, body: Bytes) -> Resp
         .into_iter()
         .chain(chars)
         .collect();
-    let params: Value = if body.is_empty() {
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let params: Value = if content_type.starts_with("multipart/") {
+        multipart_fields(content_type, &body)
+    } else if body.is_empty() {
         json!({})
     } else {
         serde_json::from_slice(&body).unwrap_or(json!({}))

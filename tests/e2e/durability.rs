@@ -1,0 +1,360 @@
+//! Nothing lost, nobody in: crashes, shutdown, re-delivery, webhooks, budgets, hostile input.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn answers_to(tg: &FakeTelegram, chat: i64, text: &str) -> usize {
+    tg.messages_to(chat)
+        .iter()
+        .filter(|c| c.params["text"] == text)
+        .count()
+}
+
+#[tokio::test]
+async fn kill_9_mid_turn_then_restart_gives_exactly_one_answer() {
+    let slow = Arc::new(AtomicBool::new(true));
+    let flag = slow.clone();
+    let llm = FakeLlm::start(move |req, _| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(500, "not now");
+        }
+        let delay = if flag.load(Ordering::SeqCst) { 30 } else { 0 };
+        Reply::text("the one answer").after(Duration::from_secs(delay))
+    })
+    .await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);
+    tg.send_text(ALICE, "please answer once");
+    tg.wait_for(|_| (!llm.agent_requests().is_empty()).then_some(()))
+        .await;
+    bot.child.kill().unwrap(); // SIGKILL: no shutdown code runs.
+    bot.child.wait().unwrap();
+    assert!(tg.messages_to(ALICE).is_empty());
+
+    slow.store(false, Ordering::SeqCst);
+    let _bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);
+    tg.wait_messages(ALICE, 1).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(answers_to(&tg, ALICE, "the one answer"), 1);
+    assert_eq!(tg.messages_to(ALICE).len(), 1, "exactly one answer");
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_running_turn_finish_then_exits_0() {
+    let llm = FakeLlm::start(|req, _| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(500, "not now");
+        }
+        Reply::text("finished before exit").after(Duration::from_secs(2))
+    })
+    .await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);
+    tg.send_text(ALICE, "take your time");
+    tg.wait_for(|_| (!llm.agent_requests().is_empty()).then_some(()))
+        .await;
+    bot.terminate();
+    let code = bot.wait(Duration::from_secs(15)).await;
+    assert_eq!(code, Some(0), "log:\n{}", bot.logs());
+    assert_eq!(answers_to(&tg, ALICE, "finished before exit"), 1);
+    // Restarting does not answer it again.
+    let _bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);
+    tg.send_text(BOB, "ping");
+    tg.wait_messages(BOB, 1).await;
+    assert_eq!(answers_to(&tg, ALICE, "finished before exit"), 1);
+}
+
+#[tokio::test]
+async fn a_redelivered_update_is_not_processed_twice() {
+    let llm =
+        FakeLlm::start(|req, _| Reply::text(&format!("answer to {}", last_user_text(req)))).await;
+    let mut h = Harness::start_with(llm, |c| c.options.enabled = false).await;
+    let update = h.tg.send_text(ALICE, "only once");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.restart().await;
+    h.tg.redeliver(update);
+    h.tg.send_text(ALICE, "next");
+    h.tg.wait_messages(ALICE, 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(answers_to(&h.tg, ALICE, "answer to only once"), 1);
+    assert_eq!(
+        h.llm
+            .agent_requests()
+            .iter()
+            .filter(|r| last_user_text(r) == "only once")
+            .count(),
+        1
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_is_not_resumed_after_a_restart() {
+    let llm = FakeLlm::start(|req, _| {
+        let slow = last_user_text(req) == "slow";
+        Reply::text("late").after(Duration::from_secs(if slow { 30 } else { 0 }))
+    })
+    .await;
+    let mut h = Harness::start_with(llm, |c| c.options.enabled = false).await;
+    h.tg.send_text(ALICE, "slow");
+    h.tg.wait_for(|_| (!h.llm.agent_requests().is_empty()).then_some(()))
+        .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.restart().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        h.llm.agent_requests().len(),
+        1,
+        "the cancelled turn was not resumed"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn webhook_requests_need_the_secret_token() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = listener.local_addr().unwrap();
+    drop(listener);
+    let h = Harness::start_with(FakeLlm::answering("via webhook").await, move |c| {
+        c.telegram.webhook_url = "https://bot.example.com/telegram/hook".into();
+        c.telegram.webhook_listen = listen.to_string();
+        c.telegram.webhook_secret = "s3cret-Token_value".into();
+    })
+    .await;
+    let registered = h.tg.wait_for(|t| t.calls("setWebhook").pop()).await;
+    assert_eq!(
+        registered.params["url"],
+        "https://bot.example.com/telegram/hook"
+    );
+    assert_eq!(registered.params["secret_token"], "s3cret-Token_value");
+    assert!(
+        h.tg.calls("getUpdates").is_empty(),
+        "no polling in webhook mode"
+    );
+
+    let update = |id: i64, text: &str| {
+        json!({"update_id": id, "message": {
+            "message_id": id, "date": 1_700_000_000, "text": text,
+            "chat": {"id": ALICE, "type": "private", "first_name": "A"},
+            "from": crate::support::telegram::user_json(ALICE),
+        }})
+    };
+    // The webhook server binds in the background; wait until it accepts connections.
+    h.tg.wait_for(|_| std::net::TcpStream::connect(listen).ok())
+        .await;
+    let client = reqwest::Client::new();
+    let url = format!("http://{listen}/telegram/hook");
+    let post = |secret: Option<&str>, body: Value| {
+        let mut request = client.post(&url).json(&body);
+        if let Some(secret) = secret {
+            request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+        }
+        request.send()
+    };
+    assert_eq!(
+        post(None, update(1, "no secret")).await.unwrap().status(),
+        401
+    );
+    assert_eq!(
+        post(Some("wrong"), update(2, "wrong secret"))
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        post(Some("s3cret-Token_value"), update(3, "right secret"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].params["text"], "via webhook");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked: Vec<String> = h.llm.agent_requests().iter().map(last_user_text).collect();
+    assert_eq!(asked, ["right secret"]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_turn_rate_and_the_daily_budget_are_enforced_with_a_friendly_message() {
+    let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.limits.turns_per_minute = 2;
+    })
+    .await;
+    for text in ["one", "two", "three"] {
+        h.tg.send_text(ALICE, text);
+    }
+    let sent = h.tg.wait_messages(ALICE, 3).await;
+    let limited: Vec<&str> = sent
+        .iter()
+        .filter_map(|c| c.params["text"].as_str())
+        .filter(|t| t.contains("faster than I can answer"))
+        .collect();
+    assert_eq!(limited.len(), 1, "{sent:?}");
+    assert_eq!(h.llm.agent_requests().len(), 2);
+    // Admins are exempt.
+    for text in ["a", "b", "c"] {
+        h.tg.send_text(ADMIN, text);
+    }
+    h.tg.wait_messages(ADMIN, 3).await;
+    assert_eq!(h.llm.agent_requests().len(), 5);
+    h.stop().await;
+
+    // Each fake call reports 110 tokens; a budget of 150 allows two turns a day.
+    let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.limits.daily_tokens = 150;
+    })
+    .await;
+    for (i, text) in ["one", "two", "three"].iter().enumerate() {
+        h.tg.send_text(BOB, text);
+        h.tg.wait_messages(BOB, i + 1).await;
+    }
+    let last = h.tg.messages_to(BOB).pop().unwrap();
+    assert!(
+        last.params["text"]
+            .as_str()
+            .unwrap()
+            .contains("today's budget of 150 tokens")
+    );
+    assert_eq!(h.llm.agent_requests().len(), 2);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn fetch_url_never_reaches_private_addresses() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().fallback(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { "internal admin page" }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mut targets = vec![
+        format!("http://127.0.0.1:{port}/"),
+        format!("http://2130706433:{port}/"),
+        format!("http://0177.0.0.1:{port}/"),
+        format!("http://0x7f.0.0.1:{port}/"),
+        format!("http://[::ffff:127.0.0.1]:{port}/"),
+        format!("http://[::1]:{port}/"),
+        format!("http://localhost:{port}/"),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://10.0.0.1/".to_string(),
+        "http://100.64.0.1/".to_string(),
+        "http://224.0.0.1/".to_string(),
+    ];
+    // A DNS name (not "localhost") that resolves to a private address, where the machine has one.
+    let host = std::fs::read_to_string("/etc/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if !host.is_empty()
+        && tokio::net::lookup_host((host.as_str(), 0))
+            .await
+            .is_ok_and(|mut a| a.all(|a| !heurist::agent::net_guard::is_public_ip(a.ip())))
+    {
+        targets.push(format!("http://{host}:{port}/"));
+    }
+    let count = targets.len();
+    let urls = targets.clone();
+    let llm = FakeLlm::start(move |req, i| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(400, "no");
+        }
+        match urls.get(i) {
+            Some(url) => Reply::tool_call(&format!("c{i}"), "fetch_url", json!({"url": url})),
+            None => Reply::text("done"),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.tools.fetch_allow_private = false;
+        c.agent.max_iterations = 20;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "fetch the internal pages");
+    h.tg.wait_messages(ALICE, 1).await;
+    let last = h.llm.agent_requests().pop().unwrap();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), count);
+    for (url, result) in targets.iter().zip(&results) {
+        assert!(
+            result.starts_with("error: ") && result.contains("public"),
+            "{url}: {result}"
+        );
+    }
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "the private server was never reached"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn secrets_never_reach_logs_or_users() {
+    const KEY: &str = "sk-SECRET-API-KEY-0123456789";
+    let llm =
+        FakeLlm::start(|_, _| Reply::error(401, &format!("Incorrect API key provided: {KEY}")))
+            .await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[("OPENAI_API_KEY", KEY)]);
+    tg.send_text(ALICE, "hello");
+    let sent = tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].params["text"].as_str().unwrap();
+    assert!(
+        shown.contains("HTTP 401") && !shown.contains(KEY),
+        "{shown}"
+    );
+    bot.terminate();
+    bot.wait(Duration::from_secs(15)).await;
+    // Also a run that cannot reach Telegram at all (errors quote the URL with the token).
+    let dead = FakeLlm::down_url().await;
+    let mut offline = BotProcess::spawn(
+        &tg,
+        &dead,
+        dir.path(),
+        &[("TELOXIDE_API_URL", &dead.replace("/v1", ""))],
+    );
+    assert_eq!(offline.wait(Duration::from_secs(30)).await, Some(2));
+
+    for logs in [bot.logs(), offline.logs()] {
+        assert!(
+            logs.contains("DEBUG") || logs.contains("heurist:"),
+            "logs were captured:\n{logs}"
+        );
+        for secret in ["123456:TEST-TOKEN", "TEST-TOKEN", KEY] {
+            assert!(!logs.contains(secret), "{secret} leaked:\n{logs}");
+        }
+    }
+    assert!(
+        offline.logs().contains("cannot reach the Telegram Bot API"),
+        "{}",
+        offline.logs()
+    );
+}

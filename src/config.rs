@@ -46,6 +46,10 @@ pub struct TelegramConfig {
     pub api_url: String,
     pub poll_timeout_secs: u32,
     pub typing_interval_secs: u64,
+    pub chat_interval_ms: u64,
+    pub global_per_second: u32,
+    pub streaming: bool,
+    pub max_image_bytes: u32,
     pub max_send_retries: u32,
     pub max_retry_after_secs: u64,
     pub webhook_url: String,
@@ -98,6 +102,9 @@ pub struct ModelConfig {
     /// This model's context window in tokens, if known.
     #[serde(default)]
     pub context_tokens: Option<usize>,
+    /// The model reads images: photos (with their caption) are sent to it.
+    #[serde(default)]
+    pub vision: bool,
 }
 
 impl ModelConfig {
@@ -110,6 +117,7 @@ impl ModelConfig {
             allow_fallbacks: None,
             max_tokens: None,
             context_tokens: None,
+            vision: false,
         }
     }
 }

@@ -138,7 +138,7 @@ pub async fn attach(
         }
     };
     let markup = keyboards::answer(Some((&id, &ticket.labels)), ticket.feedback.as_deref());
-    let edited = with_retry(app.send_policy, "editMessageReplyMarkup", || {
+    let edited = with_retry(&app.send_policy, chat, "editMessageReplyMarkup", || {
         bot.edit_message_reply_markup(chat, message_id)
             .reply_markup(markup.clone())
             .send()
@@ -195,7 +195,7 @@ pub async fn press(
     let full_label = ticket.labels[index].clone();
     let mark = keyboards::chosen(&full_label, ticket.feedback.as_deref());
     let message_id = MessageId(ticket.message_id);
-    if let Err(e) = with_retry(app.send_policy, "editMessageReplyMarkup", || {
+    if let Err(e) = with_retry(&app.send_policy, chat, "editMessageReplyMarkup", || {
         bot.edit_message_reply_markup(chat, message_id)
             .reply_markup(mark.clone())
             .send()
@@ -209,6 +209,7 @@ pub async fn press(
         user: query.from.id.0,
         update: Some(update),
         text: full_label,
+        image: None,
     };
     turn::accept(&app, bot, input).await;
     Ok(())

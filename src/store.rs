@@ -85,6 +85,9 @@ pub struct InboxEntry {
     pub user: u64,
     /// What the turn answers (a message's text, or a pressed option's full label).
     pub text: String,
+    /// A photo's Telegram `file_id`, for vision-capable models.
+    #[serde(default)]
+    pub image: Option<String>,
     pub state: InboxState,
     /// Unix seconds.
     pub received: i64,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use teloxide::prelude::*;
 
-use crate::agent::TurnStatus;
+use crate::agent::{AgentEvent, TurnStatus};
 use crate::app::App;
 use crate::learning::reflection;
 use crate::llm::{ChatMessage, LlmError};
@@ -17,6 +17,7 @@ use crate::options;
 use crate::store::{FeedbackTicket, InboxEntry, InboxState, ReflectionJob};
 use crate::telegram::keyboards;
 use crate::telegram::send::{Typing, send_markdown};
+use crate::telegram::{media, stream};
 
 /// What starts a turn.
 #[derive(Debug, Clone)]
@@ -27,6 +28,8 @@ pub struct TurnInput {
     pub update: Option<u32>,
     /// The user's text, or a pressed option's full label.
     pub text: String,
+    /// A photo's Telegram `file_id` (downloaded in the turn, so a resumed turn can fetch it).
+    pub image: Option<String>,
 }
 
 /// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
@@ -37,6 +40,7 @@ pub async fn accept(app: &Arc<App>, bot: Bot, input: TurnInput) -> bool {
             chat: input.chat.0,
             user: input.user,
             text: input.text.clone(),
+            image: input.image.clone(),
             state: InboxState::Pending,
             received: chrono::Utc::now().timestamp(),
         };
@@ -80,7 +84,7 @@ pub async fn recover(app: &Arc<App>, bot: &Bot) {
                     chat = entry.chat,
                     "sending an answer a crash held back"
                 );
-                if let Err(e) = send_markdown(bot, app.send_policy, chat, &answer, None).await {
+                if let Err(e) = send_markdown(bot, &app.send_policy, chat, &answer, None).await {
                     tracing::warn!(update, error = %e, "cannot send a recovered answer");
                 }
                 set_state(app, update, InboxState::Answered).await;
@@ -96,6 +100,7 @@ pub async fn recover(app: &Arc<App>, bot: &Bot) {
                     user: entry.user,
                     update: Some(update),
                     text: entry.text,
+                    image: entry.image,
                 };
                 app.queues.enqueue(
                     entry.chat,
@@ -128,6 +133,7 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
         user,
         update,
         text,
+        image,
     } = input;
     let typing = Typing::start(bot.clone(), chat, app.typing_interval());
     let model = app.model_for(chat.0);
@@ -140,20 +146,36 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
         });
     let context = app.learning.context_for(&text, &window.messages).await;
     let prompt = prompt(&app, window.messages);
+    let user_message = user_message(&app, &bot, context.user_content(&text), image).await;
+    let (events, live) = if app.config.telegram.streaming {
+        let (events, live) = stream::start(app.clone(), bot.clone(), chat);
+        (Some(events), Some(live))
+    } else {
+        (None, None)
+    };
     let result = app
         .agent
-        .run(&model, prompt, &context.user_content(&text))
+        .run(&model, prompt, user_message, events.as_ref())
         .await;
+    if let Some(events) = events {
+        let _ = events.send(AgentEvent::Finished);
+    }
+    let live = match live {
+        Some(handle) => handle.await.ok().flatten(),
+        None => None,
+    };
 
     if result.dropped_turns > 0
         && let Err(e) = app.store.skip_turns(chat.0, result.dropped_turns)
     {
         tracing::warn!(chat = chat.0, error = %e, "cannot move the history window");
     }
-    match app
-        .store
-        .append_turn(chat.0, window.epoch, update, &result.messages)
-    {
+    let stored: Vec<ChatMessage> = result
+        .messages
+        .iter()
+        .map(ChatMessage::without_images)
+        .collect();
+    match app.store.append_turn(chat.0, window.epoch, update, &stored) {
         Ok(true) => {}
         Ok(false) => tracing::info!(
             chat = chat.0,
@@ -209,12 +231,15 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
             .as_deref()
             .map(|id| keyboards::answer(None, Some(id)))
     };
-    let sent = match send_markdown(&bot, app.send_policy, chat, &result.answer, markup).await {
-        Ok(ids) => ids,
-        Err(e) => {
-            tracing::error!(chat = chat.0, error = %e, "cannot send the answer");
-            Vec::new()
-        }
+    let sent = match live.filter(|live| !live.is_empty()) {
+        Some(live) => stream::finish(&app, &bot, chat, live, &result.answer, markup).await,
+        None => match send_markdown(&bot, &app.send_policy, chat, &result.answer, markup).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(chat = chat.0, error = %e, "cannot send the answer");
+                Vec::new()
+            }
+        },
     };
     // Sent, or given up on after Telegram's retries: either way, not to be redone.
     if let Some(update) = update {
@@ -238,6 +263,23 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
         ));
     }
     reflection::spawn(&app, job, prefix);
+}
+
+/// The user message the model gets: the text, with the photo as a `data:` URL if there is one
+/// (a photo that cannot be fetched is mentioned, so the model can say it did not see it).
+async fn user_message(app: &App, bot: &Bot, content: String, image: Option<String>) -> ChatMessage {
+    let Some(file_id) = image else {
+        return ChatMessage::user(content);
+    };
+    match media::download_image(bot, &file_id, app.config.telegram.max_image_bytes).await {
+        Ok(url) => ChatMessage::user_with_image(content, url),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot fetch a photo");
+            ChatMessage::user(format!(
+                "{content}\n[a photo was attached but could not be fetched: {e}]"
+            ))
+        }
+    }
 }
 
 /// The request prefix of every turn: the constant system message, then the history window.

@@ -15,9 +15,47 @@ use std::ops::Range;
 
 use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
 use crate::llm::{
-    ChatMessage, ChatRequest, LlmClient, LlmError, ProviderRouting, Usage, estimate_tokens,
+    ChatMessage, ChatRequest, LlmClient, LlmError, ProviderRouting, ToolCall, Usage,
+    estimate_tokens,
 };
 use tools::Tools;
+
+/// What the agent reports while it works, for a live display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A new LLM call starts: text shown so far belonged to the previous one.
+    CallStarted,
+    /// A piece of answer text, as it streams in.
+    Text(String),
+    /// A tool starts running: a short line for the user ("🔎 fetching example.com…").
+    Progress(String),
+    /// The turn is over (sent by the turn, not the agent; a live display that never sees it
+    /// knows the turn was stopped).
+    Finished,
+}
+
+/// Where a turn's [`AgentEvent`]s go.
+pub type Events = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+
+/// The progress line shown while `call` runs.
+pub fn progress_line(call: &ToolCall) -> String {
+    match call.function.name.as_str() {
+        "current_time" => "🕒 checking the time…".to_string(),
+        "fetch_url" => {
+            let host = serde_json::from_str::<serde_json::Value>(&call.function.arguments)
+                .ok()
+                .and_then(|args| {
+                    args["url"]
+                        .as_str()
+                        .and_then(|u| reqwest::Url::parse(u).ok())
+                })
+                .and_then(|url| url.host_str().map(str::to_string))
+                .unwrap_or_else(|| "a page".to_string());
+            format!("🔎 fetching {host}…")
+        }
+        other => format!("⚙️ running {other}…"),
+    }
+}
 
 /// How a turn ended; the learning step and the user-facing text depend on it.
 #[derive(Debug)]
@@ -130,6 +168,7 @@ impl Agent {
             max_tokens: None,
             max_completion_tokens: None,
             stream: false,
+            stream_options: None,
         };
         request.set_completion_cap(self.answer_cap(model), self.max_tokens_field);
         request
@@ -139,13 +178,14 @@ impl Agent {
     ///
     /// A context overflow is not a dead end: the oldest whole turns of the history are dropped
     /// (see [`oldest_turns_to_drop`]) and the call is retried once.
+    /// With `events`, answers are streamed and progress is reported as it happens.
     pub async fn run(
         &self,
         model: &ModelConfig,
         prompt: Vec<ChatMessage>,
-        text: &str,
+        user: ChatMessage,
+        events: Option<&Events>,
     ) -> TurnResult {
-        let user = ChatMessage::user(text);
         let mut conversation = prompt;
         let mut turn_start = conversation.len();
         conversation.push(user.clone());
@@ -164,7 +204,7 @@ impl Agent {
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
             let request = self.request(model, conversation.clone());
-            let completion = match self.llm.complete(&request).await {
+            let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
                 Err(LlmError::ContextOverflow { message }) => {
                     let (turns, range) = oldest_turns_to_drop(&conversation[..turn_start]);
@@ -204,6 +244,9 @@ impl Agent {
             }
             for call in &completion.tool_calls {
                 tracing::debug!(tool = %call.function.name, "tool call");
+                if let Some(events) = events {
+                    let _ = events.send(AgentEvent::Progress(progress_line(call)));
+                }
                 result.tools_used.push(call.function.name.clone());
                 let output = if result.tools_used.len() > self.config.max_tool_calls {
                     format!(
@@ -233,6 +276,25 @@ impl Agent {
         result.status = TurnStatus::IterationCap;
         result.messages = conversation.split_off(turn_start);
         result
+    }
+
+    /// One LLM call; streamed (text reported as it arrives) when someone is watching.
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        events: Option<&Events>,
+    ) -> Result<crate::llm::Completion, LlmError> {
+        match events {
+            Some(events) => {
+                let _ = events.send(AgentEvent::CallStarted);
+                self.llm
+                    .complete_streaming(request, |text| {
+                        let _ = events.send(AgentEvent::Text(text.to_string()));
+                    })
+                    .await
+            }
+            None => self.llm.complete(request).await,
+        }
     }
 
     /// Ends a turn whose LLM call failed: the user's message stays in the history, followed by

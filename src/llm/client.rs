@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde::Deserialize;
 
-use super::{ChatRequest, Completion, ToolCall, Usage};
+use futures_util::StreamExt;
+
+use super::{ChatRequest, Completion, StreamOptions, ToolCall, Usage};
 use crate::config::LlmConfig;
 
 /// Longest piece of a provider's error text we carry around (and may show a user).
@@ -37,6 +39,8 @@ pub struct LlmClient {
     /// Base URL without a trailing slash, e.g. `http://localhost:11434/v1`.
     base_url: String,
     api_key: Option<String>,
+    /// Limit of a whole non-streaming request.
+    request_timeout: Duration,
     max_retries: u32,
     retry_base: Duration,
     retry_budget: Duration,
@@ -53,13 +57,15 @@ enum Failure {
 
 impl LlmClient {
     pub fn new(config: &LlmConfig) -> anyhow::Result<Self> {
+        let request_timeout = Duration::from_secs(config.request_timeout_secs);
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.request_timeout_secs))
+            .read_timeout(request_timeout)
             .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
             .build()?;
         Ok(Self {
             http,
             base_url: config.base_url.trim_end_matches('/').to_string(),
+            request_timeout,
             api_key: config.api_key.clone(),
             max_retries: config.max_retries,
             retry_base: Duration::from_millis(config.retry_base_ms),
@@ -69,14 +75,62 @@ impl LlmClient {
 
     /// Runs one completion, retrying transient failures within the retry budget.
     pub async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        let body = self.post("chat/completions", request).await?;
-        parse_completion(&body)
+        let response = self.post("chat/completions", request, false).await?;
+        parse_completion(&self.body(response).await?)
+    }
+
+    /// Runs one completion with `stream: true`, calling `on_text` with each piece of answer
+    /// text as it arrives (server-sent events, tool-call deltas assembled). A server that
+    /// answers with a plain JSON completion instead is handled too: `on_text` is then not called.
+    pub async fn complete_streaming(
+        &self,
+        request: &ChatRequest,
+        mut on_text: impl FnMut(&str) + Send,
+    ) -> Result<Completion, LlmError> {
+        let mut request = request.clone();
+        request.stream = true;
+        request.stream_options = Some(StreamOptions {
+            include_usage: true,
+        });
+        let response = self.post("chat/completions", &request, true).await?;
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !is_sse {
+            return parse_completion(&self.body(response).await?);
+        }
+        let mut stream = response.bytes_stream();
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut completion = StreamAccumulator::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| LlmError::Unavailable {
+                attempts: 1,
+                last: self.redact(format!(
+                    "the stream broke off: {}",
+                    describe_transport_error(e)
+                )),
+            })?;
+            buffer.extend_from_slice(&chunk);
+            while let Some(newline) = buffer.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=newline).collect();
+                if completion.feed_line(&String::from_utf8_lossy(&line), &mut on_text)? {
+                    return Ok(completion.finish());
+                }
+            }
+        }
+        if !buffer.is_empty() {
+            completion.feed_line(&String::from_utf8_lossy(&buffer), &mut on_text)?;
+        }
+        Ok(completion.finish())
     }
 
     /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order.
     pub async fn embed(&self, model: &str, inputs: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         let request = serde_json::json!({"model": model, "input": inputs});
-        let body = self.post("embeddings", &request).await?;
+        let response = self.post("embeddings", &request, false).await?;
+        let body = self.body(response).await?;
         let mut wire: WireEmbeddings = serde_json::from_str(&body)
             .map_err(|e| LlmError::Malformed(format!("embeddings: {e}")))?;
         wire.data.sort_by_key(|d| d.index);
@@ -90,16 +144,30 @@ impl LlmClient {
         Ok(wire.data.into_iter().map(|d| d.embedding).collect())
     }
 
+    /// A successful response's body.
+    async fn body(&self, response: reqwest::Response) -> Result<String, LlmError> {
+        response.text().await.map_err(|e| LlmError::Unavailable {
+            attempts: 1,
+            last: self.redact(describe_transport_error(e)),
+        })
+    }
+
     /// POSTs JSON to `path` under the base URL, retrying transient failures within the retry
-    /// budget; returns the body of the successful response.
-    async fn post(&self, path: &str, request: &impl serde::Serialize) -> Result<String, LlmError> {
+    /// budget; returns the successful response, its body unread. A streaming request has no
+    /// overall time limit, only the per-read one (a long answer may stream for minutes).
+    async fn post(
+        &self,
+        path: &str,
+        request: &impl serde::Serialize,
+        streaming: bool,
+    ) -> Result<reqwest::Response, LlmError> {
         let url = format!("{}/{path}", self.base_url);
         let started = Instant::now();
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let (reason, retry_after) = match self.attempt(&url, request).await {
-                Ok(body) => return Ok(body),
+            let (reason, retry_after) = match self.attempt(&url, request, streaming).await {
+                Ok(response) => return Ok(response),
                 Err(Failure::Final(e)) => return Err(e),
                 Err(Failure::Retry {
                     reason,
@@ -129,8 +197,16 @@ impl LlmClient {
         }
     }
 
-    async fn attempt(&self, url: &str, request: &impl serde::Serialize) -> Result<String, Failure> {
+    async fn attempt(
+        &self,
+        url: &str,
+        request: &impl serde::Serialize,
+        streaming: bool,
+    ) -> Result<reqwest::Response, Failure> {
         let mut builder = self.http.post(url).json(request);
+        if !streaming {
+            builder = builder.timeout(self.request_timeout);
+        }
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
@@ -139,14 +215,14 @@ impl LlmClient {
             retry_after: None,
         })?;
         let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
         let retry_after = retry_after(response.headers());
         let body = response.text().await.map_err(|e| Failure::Retry {
             reason: self.redact(describe_transport_error(e)),
             retry_after: None,
         })?;
-        if status.is_success() {
-            return Ok(body);
-        }
         let message = self.redact(provider_error_message(&body));
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             Err(Failure::Retry {
@@ -285,6 +361,119 @@ struct WirePromptDetails {
     cached_tokens: Option<u64>,
 }
 
+/// Assembles a streamed completion from its server-sent events.
+#[derive(Default)]
+pub(crate) struct StreamAccumulator {
+    content: String,
+    tool_calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+impl StreamAccumulator {
+    /// Feeds one SSE line; returns `true` at `data: [DONE]`. Text deltas go to `on_text`;
+    /// `"content": null` (llama.cpp's first chunk) and comments are skipped.
+    pub(crate) fn feed_line(
+        &mut self,
+        line: &str,
+        on_text: &mut impl FnMut(&str),
+    ) -> Result<bool, LlmError> {
+        let Some(data) = line.trim_end_matches(['\r', '\n']).strip_prefix("data:") else {
+            return Ok(false);
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let chunk: serde_json::Value = serde_json::from_str(data)
+            .map_err(|e| LlmError::Malformed(format!("stream chunk: {e}")))?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("error in stream");
+            return Err(LlmError::Unavailable {
+                attempts: 1,
+                last: message.chars().take(ERROR_SNIPPET_CHARS).collect(),
+            });
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null())
+            && let Ok(wire) = serde_json::from_value::<WireUsage>(usage.clone())
+        {
+            self.usage = wire.into();
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(false);
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(|r| r.as_str()) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        let delta = &choice["delta"];
+        if let Some(text) = delta.get("content").and_then(|c| c.as_str())
+            && !text.is_empty()
+        {
+            self.content.push_str(text);
+            on_text(text);
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let index = call.get("index").and_then(|i| i.as_u64()).unwrap_or(0) as usize;
+            while self.tool_calls.len() <= index {
+                self.tool_calls.push(ToolCall {
+                    id: String::new(),
+                    kind: "function".to_string(),
+                    function: super::FunctionCall {
+                        name: String::new(),
+                        arguments: String::new(),
+                    },
+                });
+            }
+            let slot = &mut self.tool_calls[index];
+            if let Some(id) = call.get("id").and_then(|v| v.as_str()) {
+                slot.id = id.to_string();
+            }
+            let function = &call["function"];
+            if let Some(name) = function.get("name").and_then(|v| v.as_str()) {
+                slot.function.name.push_str(name);
+            }
+            if let Some(arguments) = function.get("arguments").and_then(|v| v.as_str()) {
+                slot.function.arguments.push_str(arguments);
+            }
+        }
+        Ok(false)
+    }
+
+    pub(crate) fn finish(self) -> Completion {
+        Completion {
+            content: self.content,
+            tool_calls: self.tool_calls,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            cached_tokens: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(u.prompt_cache_hit_tokens)
+                .unwrap_or(0),
+        }
+    }
+}
+
 fn parse_completion(body: &str) -> Result<Completion, LlmError> {
     let wire: WireResponse = serde_json::from_str(body).map_err(|e| {
         LlmError::Malformed(format!(
@@ -297,18 +486,7 @@ fn parse_completion(body: &str) -> Result<Completion, LlmError> {
         .into_iter()
         .next()
         .ok_or_else(|| LlmError::Malformed("the response has no choices".to_string()))?;
-    let usage = wire
-        .usage
-        .map(|u| Usage {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-            cached_tokens: u
-                .prompt_tokens_details
-                .and_then(|d| d.cached_tokens)
-                .or(u.prompt_cache_hit_tokens)
-                .unwrap_or(0),
-        })
-        .unwrap_or_default();
+    let usage = wire.usage.map(Usage::from).unwrap_or_default();
     Ok(Completion {
         content: choice.message.content.unwrap_or_default(),
         tool_calls: choice.message.tool_calls.unwrap_or_default(),
@@ -416,6 +594,59 @@ mod tests {
         assert_eq!(c.tool_calls.len(), 1);
         assert_eq!(c.usage.cached_tokens, 8);
         assert_eq!(c.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn a_stream_assembles_text_tool_calls_and_usage() {
+        let lines = [
+            r#"data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#,
+            ": keep-alive comment",
+            "",
+            r#"data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"content":"lo"}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"fetch_url","arguments":""}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"url\":"}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"https://e.com\"}"}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+            "data: [DONE]",
+        ];
+        let mut acc = StreamAccumulator::default();
+        let mut seen = String::new();
+        let mut done = false;
+        for line in lines {
+            done = acc.feed_line(line, &mut |t| seen.push_str(t)).unwrap();
+        }
+        assert!(done);
+        assert_eq!(seen, "Hello");
+        let c = acc.finish();
+        assert_eq!(c.content, "Hello");
+        assert_eq!(c.tool_calls[0].id, "c1");
+        assert_eq!(c.tool_calls[0].function.name, "fetch_url");
+        assert_eq!(
+            c.tool_calls[0].function.arguments,
+            r#"{"url":"https://e.com"}"#
+        );
+        assert_eq!(c.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(
+            c.usage,
+            Usage {
+                prompt_tokens: 5,
+                completion_tokens: 2,
+                cached_tokens: 4
+            }
+        );
+    }
+
+    #[test]
+    fn stream_errors_and_garbage_are_errors_not_panics() {
+        let mut acc = StreamAccumulator::default();
+        assert!(acc.feed_line("data: {not json", &mut |_| {}).is_err());
+        assert!(
+            acc.feed_line(r#"data: {"error":{"message":"boom"}}"#, &mut |_| {})
+                .is_err()
+        );
+        assert!(!acc.feed_line("event: ping", &mut |_| {}).unwrap());
     }
 
     #[test]

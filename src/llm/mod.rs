@@ -28,7 +28,7 @@ pub enum ChatMessage {
         content: String,
     },
     User {
-        content: String,
+        content: UserContent,
     },
     Assistant {
         #[serde(default, deserialize_with = "null_as_empty")]
@@ -51,7 +51,41 @@ impl ChatMessage {
 
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
-            content: content.into(),
+            content: UserContent::Text(content.into()),
+        }
+    }
+
+    /// A user message with an image (a `data:` URL), for vision-capable models.
+    pub fn user_with_image(text: impl Into<String>, image_url: impl Into<String>) -> Self {
+        Self::User {
+            content: UserContent::Parts(vec![
+                ContentPart::Text { text: text.into() },
+                ContentPart::ImageUrl {
+                    image_url: ImageUrl {
+                        url: image_url.into(),
+                    },
+                },
+            ]),
+        }
+    }
+
+    /// The message with images replaced by a placeholder: what the history keeps (an image
+    /// is sent once, with the turn it came with, not with every later request).
+    pub fn without_images(&self) -> Self {
+        match self {
+            Self::User {
+                content: UserContent::Parts(parts),
+            } => {
+                let images = parts
+                    .iter()
+                    .filter(|p| matches!(p, ContentPart::ImageUrl { .. }))
+                    .count();
+                Self::user(format!(
+                    "{}\n[{images} image(s) were attached here]",
+                    self.content()
+                ))
+            }
+            other => other.clone(),
         }
     }
 
@@ -72,12 +106,49 @@ impl ChatMessage {
     /// The text of the message (empty for an assistant message that only calls tools).
     pub fn content(&self) -> &str {
         match self {
+            Self::User { content } => content.text(),
             Self::System { content }
-            | Self::User { content }
             | Self::Assistant { content, .. }
             | Self::Tool { content, .. } => content,
         }
     }
+}
+
+/// A user message's content: plain text (serialised as a string, byte-identical to a text-only
+/// API), or content parts with images.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl UserContent {
+    /// The text (of the first text part).
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Text(text) => text,
+            Self::Parts(parts) => parts
+                .iter()
+                .find_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::ImageUrl { .. } => None,
+                })
+                .unwrap_or(""),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
 }
 
 /// A function call the model asked for.
@@ -157,6 +228,14 @@ pub struct ChatRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<u32>,
     pub stream: bool,
+    /// With `stream`, asks for `usage` in the last chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
 }
 
 impl ChatRequest {
@@ -262,6 +341,31 @@ mod tests {
         assert_eq!(json["content"], "");
         let back: ChatMessage = serde_json::from_value(json).unwrap();
         assert_eq!(back, msg);
+    }
+
+    #[test]
+    fn image_parts_serialise_as_openai_content_parts_and_stay_out_of_history() {
+        let msg = ChatMessage::user_with_image("what is this?", "data:image/jpeg;base64,AAAA");
+        let json = serde_json::to_value(&msg).unwrap();
+        assert_eq!(
+            json["content"][0],
+            serde_json::json!({"type": "text", "text": "what is this?"})
+        );
+        assert_eq!(
+            json["content"][1]["image_url"]["url"],
+            "data:image/jpeg;base64,AAAA"
+        );
+        assert_eq!(serde_json::from_value::<ChatMessage>(json).unwrap(), msg);
+        let kept = msg.without_images();
+        assert_eq!(
+            kept.content(),
+            "what is this?\n[1 image(s) were attached here]"
+        );
+        assert_eq!(
+            serde_json::to_string(&ChatMessage::user("hi")).unwrap(),
+            r#"{"role":"user","content":"hi"}"#,
+            "text stays a plain string"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub const SET_MODEL: &str = "set_model";
 pub const CLEAR: &str = "clear";
 pub const FEEDBACK: &str = "fb";
 pub const FORGET: &str = "forget";
+pub const STOP: &str = "stop";
 
 /// What a press did: the toast to show, and the keyboard to put in place of the pressed one.
 pub struct Outcome {
@@ -84,6 +85,20 @@ pub fn decide(app: &Arc<App>, role: Role, chat: ChatId, action: &str, payload: &
             Ok(Ok(true)) => Outcome::done("Forgotten".to_string(), Some(forget_keyboard(app))),
             Ok(Ok(false)) | Err(_) => Outcome::refuse("That heuristic is gone already"),
             Ok(Err(e)) => Outcome::refuse(&format!("Cannot forget it: {e}")),
+        },
+        STOP => match app.queues.cancel(chat.0) {
+            Some(cancelled) => {
+                if let Some(update) = cancelled.tag {
+                    // Recovery must not resume a stopped turn.
+                    let app = app.clone();
+                    tokio::spawn(async move {
+                        crate::turn::set_state(&app, update, crate::store::InboxState::Answered)
+                            .await;
+                    });
+                }
+                Outcome::done("Stopped".to_string(), None)
+            }
+            None => Outcome::refuse("Nothing is running"),
         },
         keyboards::CHOSEN_ACTION => Outcome::done("Already chosen".to_string(), None),
         _ => Outcome::refuse(EXPIRED),
@@ -186,7 +201,7 @@ pub async fn update_keyboard(
     message: MessageId,
     markup: InlineKeyboardMarkup,
 ) {
-    let edited = with_retry(app.send_policy, "editMessageReplyMarkup", || {
+    let edited = with_retry(&app.send_policy, chat, "editMessageReplyMarkup", || {
         bot.edit_message_reply_markup(chat, message)
             .reply_markup(markup.clone())
             .send()

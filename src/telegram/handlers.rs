@@ -13,7 +13,7 @@ use teloxide::utils::command::BotCommands;
 use super::callback_data::{decode_action, decode_callback};
 use super::render::escape_html;
 use super::send::{notify, send_html};
-use super::{actions, keyboards};
+use super::{actions, keyboards, media};
 use crate::app::App;
 use crate::config::Role;
 use crate::store::{InboxState, UsageTotals};
@@ -129,7 +129,7 @@ pub async fn refuse_stranger(bot: Bot, app: Arc<App>, msg: Message) -> HandlerRe
          To let you in, the owner adds it to HEURIST_ALLOWED_USERS and restarts the bot.",
         user.id.0
     );
-    notify(&bot, app.send_policy, msg.chat.id, &text).await;
+    notify(&bot, &app.send_policy, msg.chat.id, &text).await;
     Ok(())
 }
 
@@ -145,7 +145,7 @@ pub async fn command(
         tracing::info!(user = ?msg.from.as_ref().map(|u| u.id.0), command = ?cmd, "refused a command for admins");
         notify(
             &bot,
-            app.send_policy,
+            &app.send_policy,
             chat,
             "Sorry, only the bot's admins can do that.",
         )
@@ -154,11 +154,11 @@ pub async fn command(
     }
     match cmd {
         Command::Start | Command::Help => {
-            notify(&bot, app.send_policy, chat, &help_text(role)).await;
+            notify(&bot, &app.send_policy, chat, &help_text(role)).await;
         }
         Command::Clear => {
             let text = actions::clear(&app, chat);
-            notify(&bot, app.send_policy, chat, text).await;
+            notify(&bot, &app.send_policy, chat, text).await;
         }
         Command::Cancel => {
             let text = match app.queues.cancel(chat.0) {
@@ -171,17 +171,17 @@ pub async fn command(
                 }
                 None => "Nothing is running.",
             };
-            notify(&bot, app.send_policy, chat, text).await;
+            notify(&bot, &app.send_policy, chat, text).await;
         }
         Command::Stats => {
-            notify(&bot, app.send_policy, chat, &stats_text(&app, chat, role)).await;
+            notify(&bot, &app.send_policy, chat, &stats_text(&app, chat, role)).await;
         }
         Command::Model(id) => model_command(&bot, &app, chat, id.trim()).await?,
         Command::Heuristics => {
             let markup = actions::forget_keyboard(&app);
             send_html(
                 &bot,
-                app.send_policy,
+                &app.send_policy,
                 chat,
                 &heuristics_html(&app),
                 Some(markup),
@@ -189,7 +189,7 @@ pub async fn command(
             .await?;
         }
         Command::Skills => {
-            notify(&bot, app.send_policy, chat, &skills_text(&app)).await;
+            notify(&bot, &app.send_policy, chat, &skills_text(&app)).await;
         }
     }
     Ok(())
@@ -204,14 +204,14 @@ async fn model_command(bot: &Bot, app: &App, chat: ChatId, id: &str) -> HandlerR
             "Model for this chat: <b>{}</b>. Choose another:",
             escape_html(&current)
         );
-        send_html(bot, app.send_policy, chat, &text, Some(markup)).await?;
+        send_html(bot, &app.send_policy, chat, &text, Some(markup)).await?;
         return Ok(());
     }
     let text = match actions::set_model(app, chat, id) {
         Ok(model) => format!("Model for this chat: {model}"),
         Err(e) => e.to_string(),
     };
-    notify(bot, app.send_policy, chat, &text).await;
+    notify(bot, &app.send_policy, chat, &text).await;
     Ok(())
 }
 
@@ -314,12 +314,12 @@ pub async fn text(
     let chat = msg.chat.id;
     if text.starts_with('/') {
         let reply = "I do not know that command. /help lists what I can do.";
-        notify(&bot, app.send_policy, chat, reply).await;
+        notify(&bot, &app.send_policy, chat, reply).await;
         return Ok(());
     }
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
     if let Some(refusal) = app.limits.check(user, role, &app.store).message() {
-        notify(&bot, app.send_policy, chat, &refusal).await;
+        notify(&bot, &app.send_policy, chat, &refusal).await;
         return Ok(());
     }
     let input = turn::TurnInput {
@@ -327,15 +327,52 @@ pub async fn text(
         user,
         update: Some(update.id.0),
         text: without_mention(&text, &me),
+        image: None,
     };
     turn::accept(&app, bot, input).await;
     Ok(())
 }
 
-/// Photos, stickers, voice notes and the like: a polite answer, no LLM call.
-pub async fn non_text(bot: Bot, app: Arc<App>, msg: Message) -> HandlerResult {
-    let reply = "I can only read text messages for now. Please send your request as text.";
-    notify(&bot, app.send_policy, msg.chat.id, reply).await;
+/// Photos go to a vision-capable model as a turn (the caption is the request). Photos for
+/// other models, stickers, voice notes and the like get a polite answer and no LLM call.
+pub async fn non_text(
+    bot: Bot,
+    app: Arc<App>,
+    update: Update,
+    msg: Message,
+    me: Me,
+    role: Role,
+) -> HandlerResult {
+    let chat = msg.chat.id;
+    let max_bytes = app.config.telegram.max_image_bytes;
+    let photo = msg
+        .photo()
+        .and_then(|sizes| media::pick_photo(sizes, max_bytes));
+    let reply = match photo {
+        Some(photo) if app.model_for(chat.0).vision => {
+            let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+            if let Some(refusal) = app.limits.check(user, role, &app.store).message() {
+                notify(&bot, &app.send_policy, chat, &refusal).await;
+                return Ok(());
+            }
+            let caption = msg.caption().map(|c| without_mention(c, &me));
+            let input = turn::TurnInput {
+                chat,
+                user,
+                update: Some(update.id.0),
+                text: caption.unwrap_or_else(|| "What is in this image?".to_string()),
+                image: Some(photo.file.id.0.clone()),
+            };
+            turn::accept(&app, bot, input).await;
+            return Ok(());
+        }
+        Some(_) => {
+            "This chat's model cannot see images. Please describe the picture in text, or ask an \
+             admin to switch to a model that can."
+        }
+        None => "I can only read text messages and photos. Please send your request as text.",
+    };
+    notify(&bot, &app.send_policy, chat, reply).await;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::actions::{CLEAR, FEEDBACK, FORGET, SET_MODEL};
+use super::actions::{CLEAR, FEEDBACK, FORGET, SET_MODEL, STOP};
 use super::callback_data::{encode_action, encode_option};
 use crate::config::ModelConfig;
 
@@ -97,6 +97,12 @@ pub fn models(models: &[ModelConfig], current: &str) -> InlineKeyboardMarkup {
         )])
     });
     InlineKeyboardMarkup::new(rows)
+}
+
+/// The Stop button under a streaming answer.
+pub fn stop() -> InlineKeyboardMarkup {
+    let data = encode_action(STOP, "").unwrap_or_default();
+    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("⏹ Stop", data)]])
 }
 
 /// A single "clear history" button.

@@ -8,8 +8,11 @@ pub mod actions;
 pub mod callback_data;
 pub mod handlers;
 pub mod keyboards;
+pub mod limiter;
+pub mod media;
 pub mod render;
 pub mod send;
+pub mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;

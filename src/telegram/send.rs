@@ -15,14 +15,19 @@ use teloxide::RequestError;
 use teloxide::prelude::*;
 use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode};
 
+use std::sync::Arc;
+
+use super::limiter::Limiter;
 use super::render::{html_to_plain, render_parts};
 use crate::config::TelegramConfig;
 
-/// How Telegram requests are retried; from `[telegram]` in the config.
-#[derive(Debug, Clone, Copy)]
+/// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
+/// clone; clones share the limiter.
+#[derive(Clone)]
 pub struct SendPolicy {
     pub max_retries: u32,
     pub max_retry_after: Duration,
+    pub limiter: Arc<Limiter>,
 }
 
 impl SendPolicy {
@@ -30,13 +35,19 @@ impl SendPolicy {
         Self {
             max_retries: config.max_send_retries,
             max_retry_after: Duration::from_secs(config.max_retry_after_secs),
+            limiter: Arc::new(Limiter::new(
+                Duration::from_millis(config.chat_interval_ms),
+                config.global_per_second,
+            )),
         }
     }
 }
 
-/// Runs a Telegram request, waiting out 429s and retrying connection failures.
+/// Runs a Telegram request to `chat` in its paced slot, waiting out 429s (and pushing the
+/// chat's next slot back) and retrying connection failures.
 pub async fn with_retry<T, F, Fut>(
-    policy: SendPolicy,
+    policy: &SendPolicy,
+    chat: ChatId,
     what: &str,
     mut request: F,
 ) -> Result<T, RequestError>
@@ -46,13 +57,17 @@ where
 {
     let mut attempt = 0;
     loop {
+        policy.limiter.acquire(chat.0).await;
         let error = match request().await {
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
         attempt += 1;
         let wait = match &error {
-            RequestError::RetryAfter(seconds) => seconds.duration(),
+            RequestError::RetryAfter(seconds) => {
+                policy.limiter.penalize(chat.0, seconds.duration());
+                seconds.duration()
+            }
             RequestError::Network(e) if e.is_connect() => {
                 Duration::from_millis(500 * u64::from(attempt))
             }
@@ -70,12 +85,12 @@ where
 /// Sends one HTML part; if Telegram cannot parse it, sends its plain text instead.
 pub async fn send_html(
     bot: &Bot,
-    policy: SendPolicy,
+    policy: &SendPolicy,
     chat: ChatId,
     html: &str,
     markup: Option<InlineKeyboardMarkup>,
 ) -> Result<Message, RequestError> {
-    let sent = with_retry(policy, "sendMessage", || {
+    let sent = with_retry(policy, chat, "sendMessage", || {
         let mut request = bot.send_message(chat, html).parse_mode(ParseMode::Html);
         if let Some(markup) = markup.clone() {
             request = request.reply_markup(markup);
@@ -87,7 +102,7 @@ pub async fn send_html(
         Err(RequestError::Api(ApiError::CantParseEntities(reason))) => {
             tracing::warn!(%reason, "Telegram refused our HTML; sending plain text");
             let plain = html_to_plain(html);
-            with_retry(policy, "sendMessage", || {
+            with_retry(policy, chat, "sendMessage", || {
                 let mut request = bot.send_message(chat, plain.as_str());
                 if let Some(markup) = markup.clone() {
                     request = request.reply_markup(markup);
@@ -100,11 +115,51 @@ pub async fn send_html(
     }
 }
 
+/// Replaces message `id`'s text with an HTML part and its keyboard (`None` removes it: an
+/// explicit empty keyboard, so a Stop button goes even when the text is unchanged), with
+/// the plain-text fallback. "Not modified" counts as done; a message that is gone is sent anew.
+/// Returns the id of the message that now shows the part.
+pub async fn edit_html(
+    bot: &Bot,
+    policy: &SendPolicy,
+    chat: ChatId,
+    id: MessageId,
+    html: &str,
+    markup: Option<InlineKeyboardMarkup>,
+) -> Result<MessageId, RequestError> {
+    let markup = markup.unwrap_or_default();
+    let edit = |text: String, parse: bool| {
+        let markup = markup.clone();
+        async move {
+            with_retry(policy, chat, "editMessageText", || {
+                let mut request = bot.edit_message_text(chat, id, text.clone());
+                if parse {
+                    request = request.parse_mode(ParseMode::Html);
+                }
+                request.reply_markup(markup.clone()).send()
+            })
+            .await
+        }
+    };
+    let mut outcome = edit(html.to_string(), true).await;
+    if let Err(RequestError::Api(ApiError::CantParseEntities(reason))) = &outcome {
+        tracing::warn!(%reason, "Telegram refused our HTML in an edit; using plain text");
+        outcome = edit(html_to_plain(html), false).await;
+    }
+    match outcome {
+        Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(id),
+        Err(RequestError::Api(ApiError::MessageToEditNotFound)) => {
+            Ok(send_html(bot, policy, chat, html, Some(markup)).await?.id)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Sends a Markdown answer as one or more messages; the keyboard goes on the last part.
 /// Returns the ids of the messages sent.
 pub async fn send_markdown(
     bot: &Bot,
-    policy: SendPolicy,
+    policy: &SendPolicy,
     chat: ChatId,
     markdown: &str,
     markup: Option<InlineKeyboardMarkup>,
@@ -123,8 +178,8 @@ pub async fn send_markdown(
 }
 
 /// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
-pub async fn notify(bot: &Bot, policy: SendPolicy, chat: ChatId, text: &str) {
-    let sent = with_retry(policy, "sendMessage", || {
+pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
+    let sent = with_retry(policy, chat, "sendMessage", || {
         bot.send_message(chat, text).send()
     })
     .await;

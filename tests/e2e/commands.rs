@@ -50,7 +50,8 @@ async fn model_keyboard(h: &Harness, chat: i64, nth: usize) -> (i64, Vec<(String
 #[tokio::test]
 async fn admins_switch_the_model_of_one_chat_with_buttons() {
     let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
-        c.options.enabled = false
+        c.options.enabled = false;
+        c.learning.reflect = false;
     })
     .await;
     h.tg.send_text(ADMIN, "/model");
@@ -102,7 +103,8 @@ async fn admins_switch_the_model_of_one_chat_with_buttons() {
 #[tokio::test]
 async fn non_admins_and_forged_actions_change_nothing() {
     let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
-        c.options.enabled = false
+        c.options.enabled = false;
+        c.learning.reflect = false;
     })
     .await;
     h.tg.send_text(ALICE, "/model");
@@ -139,7 +141,8 @@ async fn non_admins_and_forged_actions_change_nothing() {
 #[tokio::test]
 async fn an_admin_can_switch_with_an_argument() {
     let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
-        c.options.enabled = false
+        c.options.enabled = false;
+        c.learning.reflect = false;
     })
     .await;
     h.tg.send_text(ADMIN, &format!("/model {OTHER_MODEL}"));
@@ -157,7 +160,8 @@ async fn an_admin_can_switch_with_an_argument() {
 #[tokio::test]
 async fn the_clear_button_empties_the_next_requests_history() {
     let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
-        c.options.enabled = false
+        c.options.enabled = false;
+        c.learning.reflect = false;
     })
     .await;
     h.tg.send_text(ALICE, "remember 7");
@@ -222,7 +226,8 @@ async fn cancel_stops_a_slow_turn_without_writing_history() {
 #[tokio::test]
 async fn stats_and_help_depend_on_the_role() {
     let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
-        c.options.enabled = false
+        c.options.enabled = false;
+        c.learning.reflect = false;
     })
     .await;
     h.tg.send_text(ALICE, "hello");

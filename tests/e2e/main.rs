@@ -9,3 +9,4 @@ mod learning;
 mod limits;
 mod options;
 mod skeleton;
+mod streaming;

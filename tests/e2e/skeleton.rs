@@ -298,7 +298,7 @@ async fn non_text_messages_get_a_polite_answer_and_no_llm_call() {
         sent[0].params["text"]
             .as_str()
             .unwrap()
-            .contains("only read text")
+            .contains("cannot see images")
     );
     assert!(h.llm.requests().is_empty());
     h.stop().await;

@@ -11,12 +11,15 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 pub struct Reply {
     pub status: u16,
     pub body: Value,
     pub delay: Duration,
+    /// Server-sent events to stream instead of `body`, one every `gap`.
+    pub events: Option<(Vec<Value>, Duration)>,
 }
 
 impl Reply {
@@ -42,6 +45,7 @@ impl Reply {
                 "usage": {"prompt_tokens": 100, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 60}},
             }),
             delay: Duration::ZERO,
+            events: None,
         }
     }
 
@@ -50,6 +54,48 @@ impl Reply {
             status,
             body: json!({"error": {"message": message}}),
             delay: Duration::ZERO,
+            events: None,
+        }
+    }
+
+    /// Streams `text` in `pieces` chunks, one every `gap` (llama.cpp-style: a first chunk with
+    /// `content: null`, usage at the end).
+    pub fn streamed(text: &str, pieces: usize, gap: Duration) -> Self {
+        let chars: Vec<char> = text.chars().collect();
+        let size = chars.len().div_ceil(pieces.max(1)).max(1);
+        let mut events = vec![
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null}}]}),
+        ];
+        for chunk in chars.chunks(size) {
+            let piece: String = chunk.iter().collect();
+            events.push(json!({"choices": [{"index": 0, "delta": {"content": piece}}]}));
+        }
+        events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+        events
+            .push(json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10}}));
+        Self {
+            status: 200,
+            body: Value::Null,
+            delay: Duration::ZERO,
+            events: Some((events, gap)),
+        }
+    }
+
+    /// A tool call streamed in fragments, as OpenAI sends it.
+    pub fn streamed_tool_call(id: &str, name: &str, arguments: Value) -> Self {
+        let arguments = arguments.to_string();
+        let (a, b) = arguments.split_at(arguments.len() / 2);
+        let events = vec![
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": b}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ];
+        Self {
+            status: 200,
+            body: Value::Null,
+            delay: Duration::ZERO,
+            events: Some((events, Duration::from_millis(20))),
         }
     }
 
@@ -130,6 +176,23 @@ async fn handle(State(fake): State<FakeLlm>, body: Bytes) -> Response {
     };
     let reply = (fake.responder)(&request, index);
     tokio::time::sleep(reply.delay).await;
+    if let Some((events, gap)) = reply.events {
+        let stream = futures_util::stream::iter(events.into_iter().map(Some).chain([None])).then(
+            move |event| async move {
+                tokio::time::sleep(gap).await;
+                let line = match event {
+                    Some(event) => format!("data: {event}\n\n"),
+                    None => "data: [DONE]\n\n".to_string(),
+                };
+                Ok::<_, std::convert::Infallible>(line)
+            },
+        );
+        return (
+            [("content-type", "text/event-stream")],
+            axum::body::Body::from_stream(stream),
+        )
+            .into_response();
+    }
     (
         StatusCode::from_u16(reply.status).unwrap(),
         axum::Json(reply.body),

@@ -43,6 +43,9 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
     config.llm.retry_base_ms = 20;
     config.telegram.poll_timeout_secs = 1;
     config.tools.fetch_allow_private = true;
+    // Tests of the non-streaming path and fast pacing; the streaming tests turn both back.
+    config.telegram.streaming = false;
+    config.telegram.chat_interval_ms = 20;
     // Tests about learning bring their own skills; elsewhere none match by accident.
     config.learning.skills_dir = data_dir.join("no-skills");
     config

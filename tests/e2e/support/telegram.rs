@@ -38,6 +38,14 @@ struct Inner {
     calls: Vec<Call>,
     /// Forced answers per method, used before normal handling: (HTTP status, body).
     scripted: HashMap<String, VecDeque<(u16, Value)>>,
+    /// What each chat shows: message id → current text.
+    screen: HashMap<i64, std::collections::BTreeMap<i64, String>>,
+    /// When set, sends and edits to one chat closer together than this get 429, as Telegram's
+    /// flood control answers.
+    chat_rate: Option<Duration>,
+    last_in_chat: HashMap<i64, Instant>,
+    /// 429s answered because of `chat_rate`.
+    pub flood_refusals: usize,
 }
 
 #[derive(Clone)]
@@ -119,8 +127,20 @@ impl FakeTelegram {
 
     /// A photo (no text) from `user`.
     pub fn send_photo(&self, user: i64) -> i64 {
+        self.send_photo_with_caption(user, None)
+    }
+
+    /// A photo from `user`, in two sizes, with an optional caption.
+    pub fn send_photo_with_caption(&self, user: i64, caption: Option<&str>) -> i64 {
+        let caption = caption.map(str::to_string);
         self.push_update(move |_, message_id| {
-            let photo = json!({"photo": [{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1}]});
+            let mut photo = json!({"photo": [
+                {"file_id": "small", "file_unique_id": "us", "width": 90, "height": 90, "file_size": 4},
+                {"file_id": "large", "file_unique_id": "ul", "width": 800, "height": 800, "file_size": 4},
+            ]});
+            if let Some(caption) = caption {
+                photo["caption"] = json!(caption);
+            }
             json!({"message": message(message_id, user, user_json(user), photo)})
         })
     }
@@ -140,6 +160,51 @@ impl FakeTelegram {
             }})
         });
         query_id
+    }
+
+    /// Enforces at most one send or edit per `interval` per chat, answering 429 otherwise.
+    pub fn enforce_chat_rate(&self, interval: Duration) {
+        self.inner.lock().unwrap().chat_rate = Some(interval);
+    }
+
+    pub fn flood_refusals(&self) -> usize {
+        self.inner.lock().unwrap().flood_refusals
+    }
+
+    /// The user deletes a message (the bot's next edit of it finds nothing).
+    pub fn delete_on_screen(&self, chat: i64, message_id: i64) {
+        self.inner
+            .lock()
+            .unwrap()
+            .screen
+            .entry(chat)
+            .or_default()
+            .remove(&message_id);
+    }
+
+    /// The texts `chat` currently shows, oldest message first.
+    pub fn screen(&self, chat: i64) -> Vec<String> {
+        self.screen_with_keyboards(chat)
+            .into_iter()
+            .map(|(text, _)| text)
+            .collect()
+    }
+
+    /// The texts and keyboards (`callback_data`s, comma-separated) `chat` currently shows.
+    pub fn screen_with_keyboards(&self, chat: i64) -> Vec<(String, String)> {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .screen
+            .get(&chat)
+            .map(|m| {
+                m.values()
+                    .map(|s| {
+                        let (text, keyboard) = s.split_once('\u{0}').unwrap();
+                        (text.to_string(), keyboard.to_string())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The next call of `method` gets this HTTP status and body instead of success.
@@ -231,6 +296,20 @@ fn message(message_id: i64, chat: i64, from: Value, content: Value) -> Value {
     msg
 }
 
+/// A keyboard as the callback data of its buttons; none and empty are the same.
+fn keyboard_of(markup: &Value) -> String {
+    markup["inline_keyboard"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
 fn ok(result: Value) -> (u16, Value) {
     (200, json!({"ok": true, "result": result}))
 }
@@ -272,6 +351,14 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     // Method names are case-insensitive; teloxide sends `SendMessage`, we record `sendMessage`.
+    if uri.path().starts_with("/file/") {
+        // A file download: the bytes of a tiny JPEG header, whatever the path.
+        return (
+            StatusCode::OK,
+            Bytes::from_static(&[0xFF, 0xD8, 0xFF, 0xE0]),
+        )
+            .into_response();
+    }
     let raw = uri.path().rsplit('/').next().unwrap_or_default();
     let mut chars = raw.chars();
     let method: String = chars
@@ -351,11 +438,41 @@ async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
 }
 
 fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
+    let chat = params["chat_id"].as_i64().unwrap_or_default();
+    if let Some(interval) = inner.chat_rate
+        && matches!(
+            method,
+            "sendMessage" | "editMessageText" | "editMessageReplyMarkup"
+        )
+    {
+        let now = Instant::now();
+        if inner
+            .last_in_chat
+            .get(&chat)
+            .is_some_and(|&last| now.duration_since(last) < interval)
+        {
+            inner.flood_refusals += 1;
+            return (
+                429,
+                json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1", "parameters": {"retry_after": 1}}),
+            );
+        }
+        inner.last_in_chat.insert(chat, now);
+    }
     match method {
+        "deleteMessage" => {
+            let id = params["message_id"].as_i64().unwrap_or_default();
+            inner.screen.entry(chat).or_default().remove(&id);
+            ok(json!(true))
+        }
         "getMe" => ok(json!({
             "id": BOT_ID, "is_bot": true, "first_name": "Heurist", "username": BOT_USERNAME,
             "can_join_groups": true, "can_read_all_group_messages": false,
             "supports_inline_queries": false, "has_main_web_app": false,
+        })),
+        "getFile" => ok(json!({
+            "file_id": params["file_id"], "file_unique_id": "u", "file_size": 4,
+            "file_path": format!("photos/{}.jpg", params["file_id"].as_str().unwrap_or("x")),
         })),
         "getWebhookInfo" => {
             ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
@@ -368,13 +485,26 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             if let Err(e) = check_markup(&params["reply_markup"]) {
                 return bad_request(&e);
             }
-            let chat = params["chat_id"].as_i64().unwrap_or_default();
             let message_id = if method == "sendMessage" {
                 inner.next_message_id += 1;
                 inner.next_message_id
             } else {
                 params["message_id"].as_i64().unwrap_or_default()
             };
+            let screen = inner.screen.entry(chat).or_default();
+            if method == "editMessageText" && !screen.contains_key(&message_id) {
+                return bad_request("message to edit not found");
+            }
+            // Telegram compares text and keyboard: only an edit that changes neither is refused.
+            let shown = format!("{text}\u{0}{}", keyboard_of(&params["reply_markup"]));
+            if method == "editMessageText"
+                && screen.get(&message_id).map(String::as_str) == Some(shown.as_str())
+            {
+                return bad_request(
+                    "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+                );
+            }
+            screen.insert(message_id, shown);
             let mut content = json!({"text": text});
             if params["reply_markup"].is_object() {
                 content["reply_markup"] = params["reply_markup"].clone();

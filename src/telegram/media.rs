@@ -1,0 +1,47 @@
+//! Images from Telegram for vision-capable models: the photo size to fetch, and the download
+//! as a `data:` URL the model can read.
+
+use base64::Engine;
+use teloxide::net::Download;
+use teloxide::prelude::*;
+use teloxide::types::{FileId, PhotoSize};
+
+/// The largest size of a photo that is at most `max_bytes` (Telegram lists sizes smallest
+/// first), or the smallest if none is small enough.
+pub fn pick_photo(sizes: &[PhotoSize], max_bytes: u32) -> Option<&PhotoSize> {
+    sizes
+        .iter()
+        .filter(|p| p.file.size <= max_bytes)
+        .max_by_key(|p| p.file.size)
+        .or_else(|| sizes.iter().min_by_key(|p| p.file.size))
+}
+
+/// Downloads file `file_id` (refusing more than `max_bytes`) as a base64 `data:` URL.
+pub async fn download_image(bot: &Bot, file_id: &str, max_bytes: u32) -> anyhow::Result<String> {
+    let file = bot.get_file(FileId(file_id.to_string())).await?;
+    if file.size > max_bytes {
+        anyhow::bail!(
+            "the image has {} bytes, more than the {max_bytes} allowed",
+            file.size
+        );
+    }
+    let mut bytes: Vec<u8> = Vec::with_capacity(file.size as usize);
+    bot.download_file(&file.path, &mut bytes).await?;
+    if bytes.len() > max_bytes as usize {
+        anyhow::bail!("the image has more than the {max_bytes} bytes allowed");
+    }
+    let mime = match file
+        .path
+        .rsplit('.')
+        .next()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("png") => "image/png",
+        Some("webp") => "image/webp",
+        Some("gif") => "image/gif",
+        _ => "image/jpeg",
+    };
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    Ok(format!("data:{mime};base64,{data}"))
+}

@@ -1,0 +1,194 @@
+//! Live replies: the answer grows in place while the model streams it.
+//!
+//! A turn with streaming on hands its [`AgentEvent`]s to [`start`]. The first text (or tool
+//! progress line) is sent at once; after that the display is edited at most once per
+//! `chat_interval_ms` (every send and edit also goes through the per-chat limiter, so flood
+//! control never triggers). Past 4096 UTF-16 units the display moves on to a new message. The
+//! last message carries a Stop button. When the turn is done, [`finish`] edits the messages
+//! into the properly rendered answer (tool progress removed) with its keyboard; if the turn was
+//! stopped instead, the display says so.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use teloxide::prelude::*;
+use teloxide::types::{InlineKeyboardMarkup, MessageId};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::keyboards;
+use super::render::render_parts;
+use super::send::{edit_html, send_html, with_retry};
+use crate::agent::{AgentEvent, Events};
+use crate::app::App;
+
+/// One message of the live display.
+#[derive(Debug, Clone)]
+struct Shown {
+    id: MessageId,
+    html: String,
+    stop: bool,
+}
+
+/// What the live display left on screen when the turn finished.
+#[derive(Debug, Default)]
+pub struct Live {
+    shown: Vec<Shown>,
+}
+
+/// Starts a live display for a turn in `chat`; the turn sends its events (and, when done,
+/// [`AgentEvent::Finished`]) through the returned sender, then awaits the handle.
+pub fn start(app: Arc<App>, bot: Bot, chat: ChatId) -> (Events, JoinHandle<Option<Live>>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (tx, tokio::spawn(run(app, bot, chat, rx)))
+}
+
+async fn run(
+    app: Arc<App>,
+    bot: Bot,
+    chat: ChatId,
+    mut events: mpsc::UnboundedReceiver<AgentEvent>,
+) -> Option<Live> {
+    let interval = Duration::from_millis(app.config.telegram.chat_interval_ms);
+    let mut live = Live::default();
+    let mut text = String::new();
+    let mut progress: Option<String> = None;
+    let mut dirty = false;
+    let mut next_flush = Instant::now();
+    let finished = loop {
+        let event = if dirty {
+            tokio::select! {
+                event = events.recv() => event,
+                () = tokio::time::sleep_until(next_flush) => {
+                    live.show(&app, &bot, chat, &display(&text, progress.as_deref())).await;
+                    next_flush = Instant::now() + interval;
+                    dirty = false;
+                    continue;
+                }
+            }
+        } else {
+            events.recv().await
+        };
+        match event {
+            Some(AgentEvent::CallStarted) => text.clear(),
+            Some(AgentEvent::Text(piece)) => {
+                text.push_str(&piece);
+                progress = None;
+                dirty = true;
+            }
+            Some(AgentEvent::Progress(line)) => {
+                progress = Some(line);
+                dirty = true;
+            }
+            Some(AgentEvent::Finished) => break true,
+            None => break false,
+        }
+    };
+    if finished {
+        return Some(live);
+    }
+    // The turn was stopped (its future dropped): say so where the user is looking.
+    if let Some(last) = live.shown.last() {
+        let html = format!("{}\n\n⏹ Stopped.", last.html);
+        let _ = edit_html(&bot, &app.send_policy, chat, last.id, &html, None).await;
+    }
+    None
+}
+
+/// The streamed text with the current tool's progress line under it.
+fn display(text: &str, progress: Option<&str>) -> String {
+    match progress {
+        Some(line) if text.trim().is_empty() => line.to_string(),
+        Some(line) => format!("{text}\n\n_{line}_"),
+        None => text.to_string(),
+    }
+}
+
+impl Live {
+    pub fn is_empty(&self) -> bool {
+        self.shown.is_empty()
+    }
+
+    /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
+    /// the Stop button on the last one only.
+    async fn show(&mut self, app: &App, bot: &Bot, chat: ChatId, markdown: &str) {
+        let parts = render_parts(markdown);
+        let last = parts.len().saturating_sub(1);
+        for (i, html) in parts.into_iter().enumerate() {
+            let stop = i == last;
+            let markup = stop.then(keyboards::stop);
+            match self.shown.get_mut(i) {
+                Some(shown) if shown.html == html && shown.stop == stop => {}
+                Some(shown) => {
+                    match edit_html(bot, &app.send_policy, chat, shown.id, &html, markup).await {
+                        Ok(id) => *shown = Shown { id, html, stop },
+                        Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
+                    }
+                }
+                None => match send_html(bot, &app.send_policy, chat, &html, markup).await {
+                    Ok(message) => self.shown.push(Shown {
+                        id: message.id,
+                        html,
+                        stop,
+                    }),
+                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
+                },
+            }
+        }
+    }
+}
+
+/// Turns the live display into the final answer: each part of the rendered `markdown` edited
+/// into place (or sent), the keyboard on the last, leftover live messages deleted. Returns
+/// the ids of the messages that show the answer.
+pub async fn finish(
+    app: &App,
+    bot: &Bot,
+    chat: ChatId,
+    live: Live,
+    markdown: &str,
+    markup: Option<InlineKeyboardMarkup>,
+) -> Vec<MessageId> {
+    let mut parts = render_parts(markdown);
+    if parts.is_empty() {
+        parts.push("…".to_string());
+    }
+    let last = parts.len() - 1;
+    let mut ids = Vec::with_capacity(parts.len());
+    for (i, html) in parts.iter().enumerate() {
+        let markup = if i == last { markup.clone() } else { None };
+        let shown = match live.shown.get(i) {
+            Some(shown) => edit_html(bot, &app.send_policy, chat, shown.id, html, markup).await,
+            None => send_html(bot, &app.send_policy, chat, html, markup)
+                .await
+                .map(|m| m.id),
+        };
+        match shown {
+            Ok(id) => ids.push(id),
+            Err(e) => tracing::error!(chat = chat.0, error = %e, "cannot show the answer"),
+        }
+    }
+    for extra in live.shown.iter().skip(parts.len()) {
+        let deleted = with_retry(&app.send_policy, chat, "deleteMessage", || {
+            bot.delete_message(chat, extra.id).send()
+        })
+        .await;
+        if let Err(e) = deleted {
+            tracing::debug!(chat = chat.0, error = %e, "cannot delete a leftover live message");
+        }
+    }
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_sits_under_the_text() {
+        assert_eq!(display("", Some("🔎 fetching a…")), "🔎 fetching a…");
+        assert_eq!(display("Hi", Some("🔎 x")), "Hi\n\n_🔎 x_");
+        assert_eq!(display("Hi", None), "Hi");
+    }
+}

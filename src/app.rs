@@ -27,6 +27,8 @@ pub struct App {
     pub limits: Limits,
     pub queues: ChatQueues,
     pub send_policy: SendPolicy,
+    /// Bounds the turns running at once across all chats.
+    pub turn_slots: tokio::sync::Semaphore,
     /// Background work (option buttons, reflections), aborted at the end of a shutdown.
     background: Mutex<JoinSet<()>>,
 }
@@ -34,7 +36,7 @@ pub struct App {
 impl App {
     /// Opens the database and builds the clients; fails with a message naming what to fix.
     pub fn new(config: Config) -> anyhow::Result<Arc<Self>> {
-        let store = Store::open(&config.data_dir)?;
+        let store = Store::open_with_cache(&config.data_dir, config.cache_bytes)?;
         let llm = LlmClient::new(&config.llm)?;
         let tools = Tools::new(&config.tools, &config.agent.time_zone)?;
         let learning = Learning::new(config.learning.clone(), store.clone(), llm.clone());
@@ -47,6 +49,7 @@ impl App {
             limits: Limits::new(config.limits.clone()),
             queues: ChatQueues::default(),
             background: Mutex::default(),
+            turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
             config,
         }))
     }

@@ -25,6 +25,7 @@ const DEFAULT_CONFIG_PATH: &str = "config/heurist.toml";
 pub struct Config {
     pub data_dir: PathBuf,
     pub shutdown_grace_secs: u64,
+    pub cache_bytes: u64,
     pub telegram: TelegramConfig,
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
@@ -127,6 +128,7 @@ impl ModelConfig {
 pub struct AgentConfig {
     pub max_iterations: usize,
     pub history_tokens: usize,
+    pub max_concurrent_turns: usize,
     pub max_tool_calls: usize,
     pub max_tool_output_chars: usize,
     pub time_zone: String,

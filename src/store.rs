@@ -29,6 +29,8 @@
 //! A record that cannot be read is skipped with a warning naming its key; it never blocks a chat.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -54,6 +56,9 @@ pub struct Store {
     reflections: sled::Tree,
     skill_matches: sled::Tree,
     inbox: sled::Tree,
+    /// Flush requests made so far, and the highest one a finished flush covers.
+    flush_requests: Arc<AtomicU64>,
+    flush_lock: Arc<tokio::sync::Mutex<u64>>,
 }
 
 /// One turn as stored.
@@ -186,15 +191,24 @@ fn turn_key(chat: i64, seq: u64) -> [u8; 16] {
 }
 
 impl Store {
-    /// Opens (or creates) the database in `dir`.
+    /// Opens (or creates) the database in `dir`, with sled's default page cache (1 GB).
     pub fn open(dir: &Path) -> anyhow::Result<Self> {
-        let db = sled::open(dir).with_context(|| {
-            format!(
-                "cannot open the database in {} (is another Heurist running on it? \
+        Self::open_with_cache(dir, 1 << 30)
+    }
+
+    /// Opens (or creates) the database in `dir`; sled's page cache holds at most `cache_bytes`.
+    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> anyhow::Result<Self> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .open()
+            .with_context(|| {
+                format!(
+                    "cannot open the database in {} (is another Heurist running on it? \
                  set HEURIST_DATA_DIR to another directory)",
-                dir.display()
-            )
-        })?;
+                    dir.display()
+                )
+            })?;
         Ok(Self {
             history: db.open_tree("history")?,
             chats: db.open_tree("chats")?,
@@ -205,6 +219,8 @@ impl Store {
             reflections: db.open_tree("reflections")?,
             skill_matches: db.open_tree("skill_matches")?,
             inbox: db.open_tree("inbox")?,
+            flush_requests: Arc::default(),
+            flush_lock: Arc::default(),
             db,
         })
     }
@@ -215,10 +231,24 @@ impl Store {
         Ok(())
     }
 
-    /// Writes everything to disk without blocking the runtime. sled otherwise syncs every
-    /// 500 ms, and an accepted update must survive a `kill -9` right after it was accepted.
+    /// Writes everything written so far to disk, without blocking the runtime. sled otherwise
+    /// syncs every 500 ms, and an accepted update must survive a `kill -9` right after it.
+    ///
+    /// sled's own `flush_async` deadlocks when called concurrently (sled issue #1308, fixed
+    /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
+    /// and callers that arrive while it runs share the next one (group commit: under load, one
+    /// fsync serves many turns).
     pub async fn flush_async(&self) -> anyhow::Result<()> {
-        self.db.flush_async().await?;
+        let ticket = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut flushed_upto = self.flush_lock.lock().await;
+        if *flushed_upto >= ticket {
+            return Ok(());
+        }
+        // Every request numbered up to here was made before this flush starts.
+        let upto = self.flush_requests.load(Ordering::SeqCst);
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush()).await??;
+        *flushed_upto = upto;
         Ok(())
     }
 
@@ -233,23 +263,34 @@ impl Store {
     }
 
     /// The turns the LLM should see, within `budget_tokens`; moves the window when exceeded.
+    ///
+    /// Reads backwards from the newest turn and stops once past the budget, so a chat with a
+    /// long stored history costs no more than its window (plus one turn) to load.
     pub fn history(&self, chat: i64, budget_tokens: usize) -> anyhow::Result<HistoryWindow> {
         let mut state = self.chat_state(chat);
         let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
+        let mut total = 0;
         for entry in self
             .history
             .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
+            .rev()
         {
             let (key, value) = entry?;
             let seq = u64::from_be_bytes(key[8..16].try_into()?);
             match serde_json::from_slice::<StoredTurn>(&value) {
-                Ok(turn) => turns.push((seq, turn)),
+                Ok(turn) => {
+                    total += turn.tokens;
+                    turns.push((seq, turn));
+                    if total > budget_tokens {
+                        break;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(chat, seq, error = %e, "skipping unreadable history record")
                 }
             }
         }
-        let mut total: usize = turns.iter().map(|(_, t)| t.tokens).sum();
+        turns.reverse();
         if total > budget_tokens {
             let target = budget_tokens * TRIM_TO_NUMERATOR / TRIM_TO_DENOMINATOR;
             let drop = turns
@@ -761,6 +802,30 @@ mod tests {
         store.chats.insert(chat_key(4), b"{".to_vec()).unwrap();
         assert_eq!(store.history(3, 1000).unwrap().messages.len(), 4);
         assert!(store.history(4, 1000).unwrap().messages.is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_flushes_complete_and_are_coalesced() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut tasks = Vec::new();
+        for t in 0..20u64 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..50u64 {
+                    store
+                        .history
+                        .insert((t * 1000 + i).to_be_bytes(), vec![0u8; 64])
+                        .unwrap();
+                    store.flush_async().await.unwrap();
+                }
+            }));
+        }
+        // With sled's own flush_async this hangs (sled #1308).
+        let all = futures_util::future::join_all(tasks);
+        tokio::time::timeout(std::time::Duration::from_secs(30), all)
+            .await
+            .expect("concurrent flushes must not deadlock");
     }
 
     #[test]

@@ -34,8 +34,13 @@ pub struct TurnInput {
 
 /// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
 /// seen before (Telegram re-delivers after a crash) and must not be answered again.
+///
+/// The turn is queued first and the inbox flushed while it starts: teloxide confirms updates
+/// to Telegram on its own schedule, not when a handler returns, so waiting for the flush before
+/// starting would only add an fsync to every answer's latency.
 pub async fn accept(app: &Arc<App>, bot: Bot, input: TurnInput) -> bool {
-    if let Some(update) = input.update {
+    let update = input.update;
+    if let Some(update) = update {
         let entry = InboxEntry {
             chat: input.chat.0,
             user: input.user,
@@ -45,11 +50,7 @@ pub async fn accept(app: &Arc<App>, bot: Bot, input: TurnInput) -> bool {
             received: chrono::Utc::now().timestamp(),
         };
         match app.store.accept_update(update, &entry) {
-            Ok(true) => {
-                if let Err(e) = app.store.flush_async().await {
-                    tracing::error!(update, error = %e, "cannot flush the inbox");
-                }
-            }
+            Ok(true) => {}
             Ok(false) => {
                 tracing::info!(update, "ignoring an update that was already accepted");
                 return false;
@@ -60,7 +61,10 @@ pub async fn accept(app: &Arc<App>, bot: Bot, input: TurnInput) -> bool {
         }
     }
     app.queues
-        .enqueue(input.chat.0, input.update, run(app.clone(), bot, input));
+        .enqueue(input.chat.0, update, run(app.clone(), bot, input));
+    if let Err(e) = app.store.flush_async().await {
+        tracing::error!(error = %e, "cannot flush the inbox");
+    }
     true
 }
 
@@ -114,13 +118,16 @@ pub async fn recover(app: &Arc<App>, bot: &Bot) {
     }
 }
 
-/// Marks an update's progress, on disk; failures are logged (recovery then redoes a little).
+/// Marks an update's progress; `Answered` is flushed to disk (with the turn's history written
+/// before it), so a crash right after an answer does not send it again. Failures are logged:
+/// recovery then redoes a little.
 pub async fn set_state(app: &App, update: u32, state: InboxState) {
     let written = app.store.set_update_state(update, state);
-    if let Err(e) = match written {
-        Ok(()) => app.store.flush_async().await,
-        Err(e) => Err(e),
-    } {
+    let flushed = match written {
+        Ok(()) if state == InboxState::Answered => app.store.flush_async().await,
+        other => other,
+    };
+    if let Err(e) = flushed {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
 }
@@ -135,6 +142,10 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
         text,
         image,
     } = input;
+    // The semaphore is never closed, so acquiring only waits.
+    let Ok(_slot) = app.turn_slots.acquire().await else {
+        return;
+    };
     let typing = Typing::start(bot.clone(), chat, app.typing_interval());
     let model = app.model_for(chat.0);
     let window = app
@@ -241,9 +252,12 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
             }
         },
     };
-    // Sent, or given up on after Telegram's retries: either way, not to be redone.
+    // Sent, or given up on after Telegram's retries: either way, not to be redone. Recorded
+    // (and flushed) in the background, so the chat's next message does not wait for an fsync.
     if let Some(update) = update {
-        set_state(&app, update, InboxState::Answered).await;
+        let app = app.clone();
+        app.clone()
+            .spawn(async move { set_state(&app, update, InboxState::Answered).await });
     }
 
     // Follow-ups run in the background on the turn's own request prefix: they never delay it.

@@ -203,7 +203,8 @@ impl Agent {
 
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
-            let request = self.request(model, conversation.clone());
+            let mut request = self.request(model, conversation.clone());
+            request.set_streaming(events.is_some());
             let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
                 Err(LlmError::ContextOverflow { message }) => {

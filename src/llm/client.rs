@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use futures_util::StreamExt;
 
-use super::{ChatRequest, Completion, StreamOptions, ToolCall, Usage};
+use super::{ChatRequest, Completion, ToolCall, Usage};
 use crate::config::LlmConfig;
 
 /// Longest piece of a provider's error text we carry around (and may show a user).
@@ -79,20 +79,20 @@ impl LlmClient {
         parse_completion(&self.body(response).await?)
     }
 
-    /// Runs one completion with `stream: true`, calling `on_text` with each piece of answer
-    /// text as it arrives (server-sent events, tool-call deltas assembled). A server that
-    /// answers with a plain JSON completion instead is handled too: `on_text` is then not called.
+    /// Runs one completion of a request with `stream: true` (see
+    /// [`ChatRequest::set_streaming`]), calling `on_text` with each piece of answer text as it
+    /// arrives (server-sent events, tool-call deltas assembled). A server that answers with a
+    /// plain JSON completion instead is handled too: `on_text` is then not called.
     pub async fn complete_streaming(
         &self,
         request: &ChatRequest,
         mut on_text: impl FnMut(&str) + Send,
     ) -> Result<Completion, LlmError> {
-        let mut request = request.clone();
-        request.stream = true;
-        request.stream_options = Some(StreamOptions {
-            include_usage: true,
-        });
-        let response = self.post("chat/completions", &request, true).await?;
+        debug_assert!(
+            request.stream,
+            "complete_streaming needs a streaming request"
+        );
+        let response = self.post("chat/completions", request, true).await?;
         let is_sse = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)

@@ -54,8 +54,7 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
     request.messages = history.to_vec();
     request.set_completion_cap(config.max_tokens, config.max_tokens_field);
     // Parsed whole, so never streamed (the stream flag is not part of the cached prefix).
-    request.stream = false;
-    request.stream_options = None;
+    request.set_streaming(false);
     if !extraction_prompt.is_empty() {
         request.messages.push(ChatMessage::user(extraction_prompt));
     }

@@ -239,6 +239,14 @@ pub struct StreamOptions {
 }
 
 impl ChatRequest {
+    /// Asks for (or stops asking for) a streamed answer, with usage in the last chunk.
+    pub fn set_streaming(&mut self, stream: bool) {
+        self.stream = stream;
+        self.stream_options = stream.then_some(StreamOptions {
+            include_usage: true,
+        });
+    }
+
     /// Caps the completion at `tokens`, in the field `field` names.
     pub fn set_completion_cap(&mut self, tokens: u32, field: MaxTokensField) {
         let (cap, other) = match field {

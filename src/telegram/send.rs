@@ -191,9 +191,14 @@ pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
 /// Shows "typing…" until dropped (Telegram clears the action after about five seconds).
 pub struct Typing(tokio::task::JoinHandle<()>);
 
+/// An answer ready sooner than this needs no "typing…" (which would cost a Telegram request
+/// on every turn, on the path of fast answers).
+const TYPING_DELAY: Duration = Duration::from_millis(300);
+
 impl Typing {
     pub fn start(bot: Bot, chat: ChatId, every: Duration) -> Self {
         Self(tokio::spawn(async move {
+            tokio::time::sleep(TYPING_DELAY).await;
             loop {
                 if let Err(e) = bot.send_chat_action(chat, ChatAction::Typing).await {
                     tracing::debug!(chat = chat.0, error = %e, "typing action failed");

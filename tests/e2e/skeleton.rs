@@ -13,7 +13,11 @@ fn messages(request: &Value) -> &Vec<Value> {
 
 #[tokio::test]
 async fn a_reply_reaches_the_right_chat_as_html() {
-    let h = Harness::start(FakeLlm::answering("Hi **Alice** <3").await).await;
+    // An LLM that takes a moment, so "typing…" shows while it works.
+    let llm =
+        FakeLlm::start(|_, _| Reply::text("Hi **Alice** <3").after(Duration::from_millis(600)))
+            .await;
+    let h = Harness::start(llm).await;
     h.tg.send_text(ALICE, "hello");
     let sent = h.tg.wait_messages(ALICE, 1).await;
     assert_eq!(sent[0].params["text"], "Hi <b>Alice</b> &lt;3");
@@ -42,6 +46,16 @@ async fn a_reply_reaches_the_right_chat_as_html() {
     );
     let commands = h.tg.calls("setMyCommands");
     assert_eq!(commands.len(), 2, "the users' menu and the admin's");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_instant_answer_needs_no_typing_action() {
+    let h = Harness::start(FakeLlm::answering("quick").await).await;
+    h.tg.send_text(ALICE, "hello");
+    h.tg.wait_messages(ALICE, 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.tg.calls("sendChatAction").is_empty());
     h.stop().await;
 }
 

@@ -1,3 +1,6 @@
+// Shared by tests/e2e and benches/pipeline, each of which uses only a part.
+#![allow(dead_code)]
+
 //! What every end-to-end test needs: fake servers, a temporary sled directory, and the real
 //! bot configured through its public environment-variable contract.
 
@@ -120,18 +123,29 @@ pub struct BotProcess {
 }
 
 impl BotProcess {
+    /// Config for tests: fast LLM retries, no skills.
+    pub const TEST_TOML: &str =
+        "[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n";
+
     pub fn spawn(
         tg: &FakeTelegram,
         llm_url: &str,
         data: &Path,
         extra_env: &[(&str, &str)],
     ) -> Self {
+        Self::spawn_with(tg, llm_url, data, extra_env, Self::TEST_TOML)
+    }
+
+    /// Spawns with `toml` as the config file (over the shipped defaults).
+    pub fn spawn_with(
+        tg: &FakeTelegram,
+        llm_url: &str,
+        data: &Path,
+        extra_env: &[(&str, &str)],
+        toml: &str,
+    ) -> Self {
         let config = data.join("test.toml");
-        std::fs::write(
-            &config,
-            "shutdown_grace_secs = 10\n[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n",
-        )
-        .unwrap();
+        std::fs::write(&config, toml).unwrap();
         let log = data.join(format!(
             "bot-{}.log",
             std::time::SystemTime::now()

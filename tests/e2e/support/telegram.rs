@@ -46,6 +46,12 @@ struct Inner {
     last_in_chat: HashMap<i64, Instant>,
     /// 429s answered because of `chat_rate`.
     pub flood_refusals: usize,
+    /// When each update was handed to the bot by getUpdates.
+    delivered_at: HashMap<i64, Instant>,
+    /// When each (chat, text) was first sent successfully: an index for `wait_text`.
+    sent_texts: HashMap<(i64, String), Instant>,
+    /// When the first getUpdates request arrived.
+    first_poll: Option<Instant>,
 }
 
 #[derive(Clone)]
@@ -53,6 +59,8 @@ pub struct FakeTelegram {
     pub url: String,
     inner: Arc<Mutex<Inner>>,
     notify: Arc<Notify>,
+    /// Woken on every call the bot makes (waiters then look at what arrived).
+    called: Arc<Notify>,
 }
 
 impl FakeTelegram {
@@ -66,6 +74,7 @@ impl FakeTelegram {
             url: String::new(),
             inner,
             notify: Arc::new(Notify::new()),
+            called: Arc::new(Notify::new()),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -160,6 +169,40 @@ impl FakeTelegram {
             }})
         });
         query_id
+    }
+
+    /// When getUpdates handed `update_id` to the bot.
+    pub fn delivered_at(&self, update_id: i64) -> Option<Instant> {
+        self.inner
+            .lock()
+            .unwrap()
+            .delivered_at
+            .get(&update_id)
+            .copied()
+    }
+
+    /// When the first getUpdates request arrived (not when its long poll was answered).
+    pub fn first_poll(&self) -> Option<Instant> {
+        self.inner.lock().unwrap().first_poll
+    }
+
+    /// Waits (event-driven, up to `limit`) until `chat` was sent `text`; returns when it was.
+    pub async fn wait_text(&self, chat: i64, text: &str, limit: Duration) -> Option<Instant> {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let called = self.called.notified();
+            if let Some(at) = self.sent_at(chat, text) {
+                return Some(at);
+            }
+            if tokio::time::timeout_at(until, called).await.is_err() {
+                return self.sent_at(chat, text);
+            }
+        }
+    }
+
+    fn sent_at(&self, chat: i64, text: &str) -> Option<Instant> {
+        let inner = self.inner.lock().unwrap();
+        inner.sent_texts.get(&(chat, text.to_string())).copied()
     }
 
     /// Enforces at most one send or edit per `interval` per chat, answering 429 otherwise.
@@ -393,6 +436,13 @@ async fn handle(
         } else {
             body.clone()
         };
+        if status == 200 && method == "sendMessage" {
+            let key = (
+                params["chat_id"].as_i64().unwrap_or_default(),
+                params["text"].as_str().unwrap_or_default().to_string(),
+            );
+            inner.sent_texts.entry(key).or_insert_with(Instant::now);
+        }
         inner.calls.push(Call {
             method,
             params,
@@ -402,10 +452,16 @@ async fn handle(
         });
         (status, body)
     };
+    fake.called.notify_waiters();
     (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
 }
 
 async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
+    fake.inner
+        .lock()
+        .unwrap()
+        .first_poll
+        .get_or_insert_with(Instant::now);
     let offset = params["offset"].as_i64().unwrap_or(0);
     let until = Instant::now() + Duration::from_millis(250);
     loop {
@@ -423,6 +479,11 @@ async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
                 .cloned()
                 .collect();
             if !ready.is_empty() || Instant::now() >= until {
+                let now = Instant::now();
+                for update in &ready {
+                    let id = update["update_id"].as_i64().unwrap();
+                    inner.delivered_at.entry(id).or_insert(now);
+                }
                 inner.calls.push(Call {
                     method: "getUpdates".into(),
                     params,

@@ -1,0 +1,464 @@
+//! What a turn costs Heurist itself, and how that scales with chats and history.
+//!
+//! Runs the real `heurist` binary against an in-process fake Telegram Bot API and a
+//! zero-latency fake LLM on 127.0.0.1, with options extraction and reflection on and
+//! Telegram's rate limits lifted (so the bot, not Telegram, is the ceiling). Each chat sends
+//! its next message when the previous answer arrived. Reported per scenario:
+//!
+//! - turns/s through the pipeline;
+//! - bot CPU time per turn (user + system time of the bot process, all threads);
+//! - p50/p99 added latency: from getUpdates handing the update to the bot to the answer's
+//!   sendMessage (the fake LLM answers at once, so this is the bot's own time);
+//! - peak RSS of the bot process, and its idle RSS after start-up;
+//! - sled size per 1,000 turns; start-up time from spawn to the first getUpdates.
+//!
+//! Then token discipline over a scripted 10-turn conversation: how much of each request is a
+//! byte-identical prefix of the previous one (agent calls), or of its agent call (options
+//! extraction and reflection).
+//!
+//! `cargo bench --bench pipeline` runs the full set (under a minute on 2 cores);
+//! `-- --smoke` a tiny one (CI runs it so this cannot rot).
+
+#[path = "../tests/e2e/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use heurist::llm::ChatMessage;
+use serde_json::{Value, json};
+use support::telegram::FakeTelegram;
+use support::{
+    BotProcess, FakeLlm, Reply, is_options_request, is_reflection_request, last_user_text,
+};
+
+/// Telegram's limits lifted, shipped skills on, everything else as deployed.
+const BENCH_TOML: &str = "\
+[telegram]
+chat_interval_ms = 0
+global_per_second = 1000000
+[limits]
+turns_per_minute = 0
+";
+
+struct Scenario {
+    name: String,
+    chats: usize,
+    messages: usize,
+    /// Turns already stored per chat before the run.
+    history: usize,
+    /// Extra chats stored (never written to during the run).
+    stored_chats: usize,
+    /// Pause between an answer and the chat's next message.
+    think: Duration,
+}
+
+struct Figures {
+    turns: usize,
+    turns_per_sec: f64,
+    cpu_per_turn: Duration,
+    p50: Duration,
+    p99: Duration,
+    idle_rss_kb: u64,
+    peak_rss_kb: u64,
+    sled_kb_per_1000: f64,
+    startup: Duration,
+}
+
+fn zero_latency_llm() -> impl Fn(&Value, usize) -> Reply + Send + Sync + 'static {
+    |req, i| {
+        if is_options_request(req) {
+            Reply::text(r#"{"options": ["Tell me more", "Thanks"]}"#)
+        } else if is_reflection_request(req) {
+            let tips = [
+                "Answer the question first, then details",
+                "Quote the user's numbers back",
+                "Prefer short paragraphs",
+            ];
+            Reply::text(
+                &json!({"heuristics": [{"text": tips[i % 3], "skill_name": null}]}).to_string(),
+            )
+        } else {
+            Reply::text(&format!(
+                "re: {}",
+                last_user_text(req)
+                    .rsplit("\n\n")
+                    .next()
+                    .unwrap_or_default()
+            ))
+        }
+    }
+}
+
+/// Stores `turns` turns in each of `chats` chats (ids from `first`), as the bot would have.
+fn prefill(db: &Path, first: i64, chats: usize, turns: usize) {
+    let store = heurist::store::Store::open(db).unwrap();
+    for chat in first..first + chats as i64 {
+        for t in 0..turns {
+            let messages = [
+                ChatMessage::user(format!("earlier question {t} about something specific")),
+                ChatMessage::assistant(format!(
+                    "An earlier answer {t}, a couple of sentences long, as answers are."
+                )),
+            ];
+            store.append_turn(chat, 0, None, &messages).unwrap();
+        }
+    }
+    store.flush().unwrap();
+}
+
+fn proc_status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// User + system CPU time of a process (all threads), from /proc/<pid>/stat.
+fn cpu_time(pid: u32) -> Duration {
+    const TICKS_PER_SEC: u64 = 100; // USER_HZ on Linux
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Duration::from_millis(ticks * 1000 / TICKS_PER_SEC)
+}
+
+fn dir_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn run(scenario: &Scenario) -> Figures {
+    let tg = FakeTelegram::start().await;
+    let llm = FakeLlm::start(zero_latency_llm()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    const FIRST_CHAT: i64 = 1001;
+    if scenario.history > 0 {
+        prefill(&db, FIRST_CHAT, scenario.chats, scenario.history);
+    }
+    if scenario.stored_chats > 0 {
+        prefill(&db, 1_000_000, scenario.stored_chats, 2);
+    }
+    let size_before = dir_size(&db);
+    let users = (FIRST_CHAT..FIRST_CHAT + scenario.chats as i64)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let spawned = Instant::now();
+    let mut bot = BotProcess::spawn_with(
+        &tg,
+        &llm.url,
+        dir.path(),
+        &[("HEURIST_ALLOWED_USERS", &users), ("RUST_LOG", "warn")],
+        BENCH_TOML,
+    );
+    let pid = bot.child.id();
+    let startup = loop {
+        if let Some(at) = tg.first_poll() {
+            break at.duration_since(spawned);
+        }
+        assert!(
+            spawned.elapsed() < Duration::from_secs(30),
+            "the bot did not start:\n{}",
+            bot.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_rss_kb = proc_status_kb(pid, "VmRSS:");
+    let cpu_before = cpu_time(pid);
+
+    let started = Instant::now();
+    let mut drivers = Vec::new();
+    for chat in FIRST_CHAT..FIRST_CHAT + scenario.chats as i64 {
+        let tg = tg.clone();
+        let messages = scenario.messages;
+        let think = scenario.think;
+        drivers.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(messages);
+            for m in 0..messages {
+                let text = format!("chat {chat} message {m}: what do you think?");
+                let update = tg.send_text(chat, &text);
+                let answered = tg
+                    .wait_text(chat, &format!("re: {text}"), Duration::from_secs(60))
+                    .await
+                    .expect("an answer");
+                latencies.push(answered.duration_since(tg.delivered_at(update).unwrap()));
+                tokio::time::sleep(think).await;
+            }
+            latencies
+        }));
+    }
+    let mut latencies: Vec<Duration> = Vec::new();
+    for driver in drivers {
+        latencies.extend(driver.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    // Let the background work (options, reflections) finish before reading CPU and memory.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    let peak_rss_kb = proc_status_kb(pid, "VmHWM:");
+    bot.terminate();
+    bot.wait(Duration::from_secs(20)).await;
+    let turns = latencies.len();
+    latencies.sort();
+    let grown = dir_size(&db).saturating_sub(size_before);
+    Figures {
+        turns,
+        turns_per_sec: turns as f64 / elapsed.as_secs_f64(),
+        cpu_per_turn: cpu / turns.max(1) as u32,
+        p50: percentile(&latencies, 0.50),
+        p99: percentile(&latencies, 0.99),
+        idle_rss_kb,
+        peak_rss_kb,
+        sled_kb_per_1000: grown as f64 / 1024.0 / turns.max(1) as f64 * 1000.0,
+        startup,
+    }
+}
+
+/// A request's prompt as providers cache it: the tool schemas (rendered before the
+/// conversation), then the messages.
+fn prompt_bytes(request: &Value) -> String {
+    format!(
+        "{}{}",
+        request["tools"],
+        request["messages"].to_string().trim_end_matches(']')
+    )
+}
+
+/// How two requests' prompts overlap: (share of `earlier` that `later` repeats byte for byte
+/// at its start, share of `later` that is that common prefix).
+fn overlap(earlier: &Value, later: &Value) -> (f64, f64) {
+    let (a, b) = (prompt_bytes(earlier), prompt_bytes(later));
+    let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    (
+        common as f64 / a.len() as f64,
+        common as f64 / b.len() as f64,
+    )
+}
+
+/// Mean and minimum of a list of shares.
+fn stats(shares: &[f64]) -> (f64, f64) {
+    let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+    (mean, shares.iter().copied().fold(1.0, f64::min))
+}
+
+/// Prompt-cache figures of a scripted 10-turn conversation: for agent calls against the
+/// previous agent call, and for options and reflection calls against their agent call,
+/// (reuse mean, reuse min, cached-share mean, cached-share min).
+async fn token_discipline() -> [(f64, f64, f64, f64); 3] {
+    let tg = FakeTelegram::start().await;
+    let llm = FakeLlm::start(zero_latency_llm()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut bot = BotProcess::spawn_with(
+        &tg,
+        &llm.url,
+        dir.path(),
+        &[("RUST_LOG", "warn")],
+        BENCH_TOML,
+    );
+    let questions = [
+        "What time is it in Tokyo?",
+        "Summarize https://example.com/article for me",
+        "Now make it shorter",
+        "Proofread: their going to the park tomorow",
+        "Research which sources say Rust is fast",
+        "Thanks! What else should I know?",
+        "Convert 9am Berlin to New York time",
+        "Write a haiku about sled",
+        "Explain BM25 briefly",
+        "Goodbye",
+    ];
+    for q in questions {
+        tg.send_text(support::ALICE, q);
+        tg.wait_text(support::ALICE, &format!("re: {q}"), Duration::from_secs(30))
+            .await
+            .expect("an answer");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    bot.terminate();
+    bot.wait(Duration::from_secs(20)).await;
+    let requests = llm.requests();
+    let agent: Vec<&Value> = requests
+        .iter()
+        .filter(|r| !is_options_request(r) && !is_reflection_request(r))
+        .collect();
+    let summary = |pairs: Vec<(f64, f64)>| {
+        let (reuse, share): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
+        let (reuse_mean, reuse_min) = stats(&reuse);
+        let (share_mean, share_min) = stats(&share);
+        (reuse_mean, reuse_min, share_mean, share_min)
+    };
+    let follow_ups = |pick: fn(&Value) -> bool| {
+        requests
+            .iter()
+            .filter(|r| pick(r))
+            .filter_map(|r| {
+                // Its agent call: the agent request whose messages it extends.
+                let messages = r["messages"].as_array()?;
+                let call = agent
+                    .iter()
+                    .rev()
+                    .find(|a| messages.starts_with(a["messages"].as_array().unwrap()))?;
+                Some(overlap(call, r))
+            })
+            .collect::<Vec<_>>()
+    };
+    [
+        summary(agent.windows(2).map(|w| overlap(w[0], w[1])).collect()),
+        summary(follow_ups(is_options_request)),
+        summary(follow_ups(is_reflection_request)),
+    ]
+}
+
+#[tokio::main]
+async fn main() {
+    let smoke = std::env::args().any(|a| a == "--smoke");
+    let scenarios: Vec<Scenario> = if smoke {
+        vec![Scenario {
+            name: "smoke: 3 chats × 2".into(),
+            chats: 3,
+            messages: 2,
+            history: 10,
+            stored_chats: 20,
+            think: Duration::ZERO,
+        }]
+    } else {
+        vec![
+            Scenario {
+                name: "1 chat × 100 msgs, 20 ms pauses".into(),
+                chats: 1,
+                messages: 100,
+                history: 0,
+                stored_chats: 0,
+                think: Duration::from_millis(20),
+            },
+            Scenario {
+                name: "10 chats × 20 msgs".into(),
+                chats: 10,
+                messages: 20,
+                history: 0,
+                stored_chats: 0,
+                think: Duration::ZERO,
+            },
+            Scenario {
+                name: "100 chats × 10 msgs".into(),
+                chats: 100,
+                messages: 10,
+                history: 0,
+                stored_chats: 0,
+                think: Duration::ZERO,
+            },
+            Scenario {
+                name: "1,000 chats × 3 msgs".into(),
+                chats: 1000,
+                messages: 3,
+                history: 0,
+                stored_chats: 0,
+                think: Duration::ZERO,
+            },
+            Scenario {
+                name: "50 chats, 10-turn history".into(),
+                chats: 50,
+                messages: 5,
+                history: 10,
+                stored_chats: 0,
+                think: Duration::ZERO,
+            },
+            Scenario {
+                name: "50 chats, 500-turn history".into(),
+                chats: 50,
+                messages: 5,
+                history: 500,
+                stored_chats: 0,
+                think: Duration::ZERO,
+            },
+            Scenario {
+                name: "100 chats, 10,000 stored chats".into(),
+                chats: 100,
+                messages: 5,
+                history: 2,
+                stored_chats: 10_000,
+                think: Duration::ZERO,
+            },
+        ]
+    };
+    println!(
+        "| scenario | turns | turns/s | CPU/turn | p50 added | p99 added | idle RSS | peak RSS | sled/1k turns | start-up |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for scenario in &scenarios {
+        let f = run(scenario).await;
+        println!(
+            "| {} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} MB | {:.1} MB | {:.0} KB | {} ms |",
+            scenario.name,
+            f.turns,
+            f.turns_per_sec,
+            f.cpu_per_turn.as_secs_f64() * 1000.0,
+            f.p50.as_secs_f64() * 1000.0,
+            f.p99.as_secs_f64() * 1000.0,
+            f.idle_rss_kb as f64 / 1024.0,
+            f.peak_rss_kb as f64 / 1024.0,
+            f.sled_kb_per_1000,
+            f.startup.as_millis(),
+        );
+    }
+    let [agent, options, reflection] = token_discipline().await;
+    println!();
+    println!(
+        "Prompt caching over a scripted 10-turn conversation (tools + messages, byte for byte):"
+    );
+    println!(
+        "| requests | reuse of the earlier request (mean / min) | cached share of the later request (mean / min) |"
+    );
+    println!("|---|---|---|");
+    for (name, (reuse_mean, reuse_min, share_mean, share_min)) in [
+        ("agent call vs the previous agent call", agent),
+        ("options extraction vs its agent call", options),
+        ("reflection vs its agent call", reflection),
+    ] {
+        println!(
+            "| {name} | {:.1}% / {:.1}% | {:.1}% / {:.1}% |",
+            reuse_mean * 100.0,
+            reuse_min * 100.0,
+            share_mean * 100.0,
+            share_min * 100.0
+        );
+    }
+    if smoke {
+        for (reuse_mean, reuse_min, _, _) in [agent, options, reflection] {
+            assert!(
+                reuse_min > 0.999 && reuse_mean > 0.999,
+                "requests must extend earlier ones byte for byte"
+            );
+        }
+        println!("\n1 passed, 0 failed");
+    }
+}

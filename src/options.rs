@@ -24,7 +24,7 @@ use crate::learning::reflection::Prefix;
 use crate::llm::extraction::{ExtractionConfig, retry_extract_structured};
 use crate::store::{Choice, OptionTicket};
 use crate::telegram::keyboards;
-use crate::telegram::send::with_retry;
+use crate::telegram::send::edit_keyboard;
 use crate::turn;
 
 /// The extraction prompt. Placeholder: `{max_count}`.
@@ -138,15 +138,15 @@ pub async fn attach(
         }
     };
     let markup = keyboards::answer(Some((&id, &ticket.labels)), ticket.feedback.as_deref());
-    let edited = with_retry(&app.send_policy, chat, "editMessageReplyMarkup", || {
-        bot.edit_message_reply_markup(chat, message_id)
-            .reply_markup(markup.clone())
-            .send()
-    })
+    edit_keyboard(
+        &bot,
+        &app.send_policy,
+        chat,
+        message_id,
+        markup,
+        "attach option buttons",
+    )
     .await;
-    if let Err(e) = edited {
-        tracing::warn!(chat = chat.0, error = %e, "cannot attach option buttons");
-    }
 }
 
 /// What a press may do, decided on the server.
@@ -195,15 +195,15 @@ pub async fn press(
     let full_label = ticket.labels[index].clone();
     let mark = keyboards::chosen(&full_label, ticket.feedback.as_deref());
     let message_id = MessageId(ticket.message_id);
-    if let Err(e) = with_retry(&app.send_policy, chat, "editMessageReplyMarkup", || {
-        bot.edit_message_reply_markup(chat, message_id)
-            .reply_markup(mark.clone())
-            .send()
-    })
-    .await
-    {
-        tracing::warn!(chat = chat.0, error = %e, "cannot mark the chosen option");
-    }
+    edit_keyboard(
+        &bot,
+        &app.send_policy,
+        chat,
+        message_id,
+        mark,
+        "mark the chosen option",
+    )
+    .await;
     let input = turn::TurnInput {
         chat,
         user: query.from.id.0,

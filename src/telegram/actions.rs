@@ -5,12 +5,11 @@
 //! update, if any, follows.
 
 use teloxide::prelude::*;
-use teloxide::types::{InlineKeyboardMarkup, MessageId};
+use teloxide::types::InlineKeyboardMarkup;
 
 use std::sync::Arc;
 
 use super::keyboards;
-use super::send::with_retry;
 use crate::app::App;
 use crate::config::Role;
 use crate::learning::reflection;
@@ -190,24 +189,5 @@ pub fn clear(app: &App, chat: ChatId) -> &'static str {
             tracing::error!(chat = chat.0, error = %e, "cannot clear history");
             "Sorry, I could not clear the history. Please try again."
         }
-    }
-}
-
-/// Replaces the keyboard of the pressed message; failures are logged.
-pub async fn update_keyboard(
-    app: &App,
-    bot: &Bot,
-    chat: ChatId,
-    message: MessageId,
-    markup: InlineKeyboardMarkup,
-) {
-    let edited = with_retry(&app.send_policy, chat, "editMessageReplyMarkup", || {
-        bot.edit_message_reply_markup(chat, message)
-            .reply_markup(markup.clone())
-            .send()
-    })
-    .await;
-    if let Err(e) = edited {
-        tracing::debug!(chat = chat.0, error = %e, "cannot update the keyboard");
     }
 }

@@ -12,7 +12,7 @@ use teloxide::utils::command::BotCommands;
 
 use super::callback_data::{decode_action, decode_callback};
 use super::render::escape_html;
-use super::send::{notify, send_html};
+use super::send::{edit_keyboard, notify, send_html};
 use super::{actions, keyboards, media};
 use crate::app::App;
 use crate::config::Role;
@@ -317,20 +317,43 @@ pub async fn text(
         notify(&bot, &app.send_policy, chat, reply).await;
         return Ok(());
     }
+    start_turn(
+        &app,
+        bot,
+        &update,
+        &msg,
+        role,
+        without_mention(&text, &me),
+        None,
+    )
+    .await;
+    Ok(())
+}
+
+/// Starts a turn for `msg` (within the user's limits, else a friendly refusal).
+async fn start_turn(
+    app: &Arc<App>,
+    bot: Bot,
+    update: &Update,
+    msg: &Message,
+    role: Role,
+    text: String,
+    image: Option<String>,
+) {
+    let chat = msg.chat.id;
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
     if let Some(refusal) = app.limits.check(user, role, &app.store).message() {
         notify(&bot, &app.send_policy, chat, &refusal).await;
-        return Ok(());
+        return;
     }
     let input = turn::TurnInput {
         chat,
         user,
         update: Some(update.id.0),
-        text: without_mention(&text, &me),
-        image: None,
+        text,
+        image,
     };
-    turn::accept(&app, bot, input).await;
-    Ok(())
+    turn::accept(app, bot, input).await;
 }
 
 /// Photos go to a vision-capable model as a turn (the caption is the request). Photos for
@@ -350,20 +373,10 @@ pub async fn non_text(
         .and_then(|sizes| media::pick_photo(sizes, max_bytes));
     let reply = match photo {
         Some(photo) if app.model_for(chat.0).vision => {
-            let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-            if let Some(refusal) = app.limits.check(user, role, &app.store).message() {
-                notify(&bot, &app.send_policy, chat, &refusal).await;
-                return Ok(());
-            }
             let caption = msg.caption().map(|c| without_mention(c, &me));
-            let input = turn::TurnInput {
-                chat,
-                user,
-                update: Some(update.id.0),
-                text: caption.unwrap_or_else(|| "What is in this image?".to_string()),
-                image: Some(photo.file.id.0.clone()),
-            };
-            turn::accept(&app, bot, input).await;
+            let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
+            let image = Some(photo.file.id.0.clone());
+            start_turn(&app, bot, &update, &msg, role, text, image).await;
             return Ok(());
         }
         Some(_) => {
@@ -413,7 +426,16 @@ pub async fn callback(
         .text(outcome.toast)
         .await?;
     if let (Some(markup), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
-        actions::update_keyboard(&app, &bot, message.chat().id, message.id(), markup).await;
+        let (chat, id) = (message.chat().id, message.id());
+        edit_keyboard(
+            &bot,
+            &app.send_policy,
+            chat,
+            id,
+            markup,
+            "update the keyboard",
+        )
+        .await;
     }
     Ok(())
 }

@@ -155,6 +155,26 @@ pub async fn edit_html(
     }
 }
 
+/// Replaces the keyboard of message `id`; failures are logged with `what`.
+pub async fn edit_keyboard(
+    bot: &Bot,
+    policy: &SendPolicy,
+    chat: ChatId,
+    id: MessageId,
+    markup: InlineKeyboardMarkup,
+    what: &str,
+) {
+    let edited = with_retry(policy, chat, "editMessageReplyMarkup", || {
+        bot.edit_message_reply_markup(chat, id)
+            .reply_markup(markup.clone())
+            .send()
+    })
+    .await;
+    if let Err(e) = edited {
+        tracing::warn!(chat = chat.0, error = %e, "cannot {what}");
+    }
+}
+
 /// Sends a Markdown answer as one or more messages; the keyboard goes on the last part.
 /// Returns the ids of the messages sent.
 pub async fn send_markdown(

@@ -118,6 +118,31 @@ pub async fn recover(app: &Arc<App>, bot: &Bot) {
     }
 }
 
+/// Stops the turn running in `chat` (/cancel, ⏹ Stop); says whether one was running. Its
+/// future is dropped before it wrote any history, and its update is marked done in the
+/// background, so recovery never resumes a stopped turn.
+pub fn cancel(app: &Arc<App>, chat: ChatId) -> bool {
+    let Some(cancelled) = app.queues.cancel(chat.0) else {
+        return false;
+    };
+    if let Some(update) = cancelled.tag {
+        // Written now (an in-memory sled write), flushed in the background; a shutdown's final
+        // flush persists it too.
+        match app.store.set_update_state(update, InboxState::Answered) {
+            Ok(()) => {
+                let store = app.store.clone();
+                app.spawn(async move {
+                    if let Err(e) = store.flush_async().await {
+                        tracing::warn!(error = %e, "cannot flush a cancelled update's state");
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(update, error = %e, "cannot mark a cancelled update done"),
+        }
+    }
+    true
+}
+
 /// Marks an update's progress; `Answered` is flushed to disk (with the turn's history written
 /// before it), so a crash right after an answer does not send it again. Failures are logged:
 /// recovery then redoes a little.

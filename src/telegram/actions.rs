@@ -85,20 +85,8 @@ pub fn decide(app: &Arc<App>, role: Role, chat: ChatId, action: &str, payload: &
             Ok(Ok(false)) | Err(_) => Outcome::refuse("That heuristic is gone already"),
             Ok(Err(e)) => Outcome::refuse(&format!("Cannot forget it: {e}")),
         },
-        STOP => match app.queues.cancel(chat.0) {
-            Some(cancelled) => {
-                if let Some(update) = cancelled.tag {
-                    // Recovery must not resume a stopped turn.
-                    let app = app.clone();
-                    tokio::spawn(async move {
-                        crate::turn::set_state(&app, update, crate::store::InboxState::Answered)
-                            .await;
-                    });
-                }
-                Outcome::done("Stopped".to_string(), None)
-            }
-            None => Outcome::refuse("Nothing is running"),
-        },
+        STOP if crate::turn::cancel(app, chat) => Outcome::done("Stopped".to_string(), None),
+        STOP => Outcome::refuse("Nothing is running"),
         keyboards::CHOSEN_ACTION => Outcome::done("Already chosen".to_string(), None),
         _ => Outcome::refuse(EXPIRED),
     }

@@ -16,7 +16,7 @@ use super::send::{edit_keyboard, notify, send_html};
 use super::{actions, keyboards, media};
 use crate::app::App;
 use crate::config::Role;
-use crate::store::{InboxState, UsageTotals};
+use crate::store::UsageTotals;
 use crate::{options, turn};
 
 type HandlerResult = anyhow::Result<()>;
@@ -161,15 +161,10 @@ pub async fn command(
             notify(&bot, &app.send_policy, chat, text).await;
         }
         Command::Cancel => {
-            let text = match app.queues.cancel(chat.0) {
-                Some(cancelled) => {
-                    // A cancelled turn is finished business: recovery must not resume it.
-                    if let Some(update) = cancelled.tag {
-                        turn::set_state(&app, update, InboxState::Answered).await;
-                    }
-                    "Stopped. Nothing of that request was kept."
-                }
-                None => "Nothing is running.",
+            let text = if turn::cancel(&app, chat) {
+                "Stopped. Nothing of that request was kept."
+            } else {
+                "Nothing is running."
             };
             notify(&bot, &app.send_policy, chat, text).await;
         }

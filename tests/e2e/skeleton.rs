@@ -305,14 +305,15 @@ async fn html_telegram_refuses_is_resent_as_plain_text() {
 
 #[tokio::test]
 async fn non_text_messages_get_a_polite_answer_and_no_llm_call() {
+    // Photos are covered with the vision tests; here, what is neither text nor photo.
     let h = Harness::start(FakeLlm::answering("x").await).await;
-    h.tg.send_photo(ALICE);
+    h.tg.send_voice(ALICE);
     let sent = h.tg.wait_messages(ALICE, 1).await;
     assert!(
         sent[0].params["text"]
             .as_str()
             .unwrap()
-            .contains("cannot see images")
+            .contains("I can only read text messages and photos")
     );
     assert!(h.llm.requests().is_empty());
     h.stop().await;

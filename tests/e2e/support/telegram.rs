@@ -134,9 +134,12 @@ impl FakeTelegram {
         })
     }
 
-    /// A photo (no text) from `user`.
-    pub fn send_photo(&self, user: i64) -> i64 {
-        self.send_photo_with_caption(user, None)
+    /// A voice note from `user` (neither text nor photo).
+    pub fn send_voice(&self, user: i64) -> i64 {
+        self.push_update(move |_, message_id| {
+            let voice = json!({"voice": {"file_id": "v", "file_unique_id": "uv", "duration": 2}});
+            json!({"message": message(message_id, user, user_json(user), voice)})
+        })
     }
 
     /// A photo from `user`, in two sizes, with an optional caption.

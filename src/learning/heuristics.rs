@@ -1,10 +1,9 @@
-//! ERL heuristics: the reflection prompt, its JSON shape, the `## Learned Heuristics` block,
-//! and the rules for storing, reinforcing, ranking and evicting heuristics.
+//! Heuristics: the reflection prompt, its JSON shape, the `## Learned Heuristics` block, and
+//! the rules for storing, reinforcing, ranking and evicting heuristics.
 //!
-//! Re-expresses zeph-skills' `erl.rs`, keeping its prompt, JSON shape and section format, and
-//! fixing its gaps: words are compared lower-cased without punctuation; a duplicate reinforces
-//! the existing heuristic instead of being dropped silently; confidence moves with use and
-//! feedback; and each skill keeps at most a fixed number, evicting the least confident.
+//! Words are compared lower-cased without punctuation; a duplicate reinforces the existing
+//! heuristic instead of being stored twice; confidence moves with use and feedback; and the
+//! store keeps a bounded number, evicting the least useful.
 //!
 //! ```
 //! use heurist::learning::heuristics::{build_reflection_extract_prompt, format_heuristics_section};
@@ -30,7 +29,8 @@ pub struct HeuristicEntry {
     pub skill_name: Option<String>,
 }
 
-/// Prompt template for ERL heuristic extraction (Zeph's, verbatim).
+/// Prompt template for heuristic extraction. This text and its JSON shape are a contract
+/// (the seed's prompt): additions go after it, never into it.
 ///
 /// Placeholders: `{task_summary}`, `{tool_calls}`, `{outcome}`, substituted by
 /// [`build_reflection_extract_prompt`].
@@ -53,7 +53,7 @@ That was not the JSON I asked for. Respond with only \
 {\"heuristics\": [{\"text\": \"string\", \"skill_name\": \"string or null\"}, ...]}, \
 without tool calls or any other text.";
 
-/// Builds an ERL reflection prompt.
+/// Builds a reflection prompt.
 #[must_use]
 pub fn build_reflection_extract_prompt(
     task_summary: &str,

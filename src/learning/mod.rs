@@ -1,5 +1,6 @@
 //! Reflective learning: skills matched to each message, heuristics learned from finished tasks
-//! (ERL), injected into later prompts, and tuned by users' 👍/👎.
+//! (experiential reflective learning: after a task, the model names what would help next
+//! time), injected into later prompts, and tuned by users' 👍/👎.
 //!
 //! # Where the learned block lives, and why
 //! Matched skills' instructions and the `## Learned Heuristics` sections are prepended to the
@@ -20,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::config::LearningConfig;
+use crate::config::{LearningConfig, LlmConfig, MaxTokensField};
 use crate::llm::{ChatMessage, LlmClient};
 use crate::store::Store;
 use heuristics::{
@@ -75,9 +76,12 @@ pub struct Learning {
     /// Serialises read-modify-write of heuristics (reflections run concurrently).
     writing: Mutex<()>,
     /// Bounds concurrent reflections.
-    pub(crate) reflection_slots: Semaphore,
+    reflection_slots: Semaphore,
     /// Reflections started and not finished.
-    pub(crate) reflections_running: AtomicUsize,
+    reflections_running: AtomicUsize,
+    /// Completion cap of reflection calls, and the field it goes in.
+    max_tokens_reflection: u32,
+    max_tokens_field: MaxTokensField,
 }
 
 fn now() -> i64 {
@@ -85,7 +89,12 @@ fn now() -> i64 {
 }
 
 impl Learning {
-    pub fn new(config: LearningConfig, store: Store, llm: LlmClient) -> Self {
+    pub fn new(
+        config: LearningConfig,
+        llm_config: &LlmConfig,
+        store: Store,
+        llm: LlmClient,
+    ) -> Self {
         let skills = skills::load_skills(&config.skills_dir);
         let documents: Vec<String> = skills
             .iter()
@@ -101,6 +110,8 @@ impl Learning {
             skill_vectors: OnceCell::new(),
             writing: Mutex::new(()),
             reflections_running: AtomicUsize::new(0),
+            max_tokens_reflection: llm_config.max_tokens_reflection,
+            max_tokens_field: llm_config.max_tokens_field,
         }
     }
 

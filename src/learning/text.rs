@@ -17,7 +17,7 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Word-set Jaccard similarity (Zeph's `text_similarity`), over [`words`], so case and
+/// Word-set Jaccard similarity (shared words over all distinct words), over [`words`], so case and
 /// punctuation do not make two identical heuristics look different. In `[0, 1]`; two empty
 /// texts are identical.
 pub fn text_similarity(a: &str, b: &str) -> f32 {

@@ -1,13 +1,16 @@
 //! The two callback-data formats of Heurist's inline buttons, and Telegram's 64-byte limit.
 //!
-//! - Options: `__opt__<ticket>|<label>` (mahbot's format). The ticket names a sled record that
+//! - Options: `__opt__<ticket>|<label>`. The ticket (`<id>.<index>`) names a sled record that
 //!   holds the chat, the answer's message and the full labels; the label in the data is only a
 //!   prefix, cut on a UTF-8 boundary so the whole string fits 64 bytes. The full label comes
 //!   from the record, so a long or non-ASCII label never breaks the keyboard.
 //! - Actions: `__act__<action>|<payload>`, payloads short by construction (model *keys*, not
 //!   slugs).
 //!
-//! Callback data comes from the client and can be forged: decoding only parses; every caller
+//! On top of the two formats, [`OptionPress`] and [`Action`] are what the dispatcher's schema
+//! routes on: one branch per action.
+//!
+//! Callback data comes from the client and can be forged: decoding only parses; every route
 //! checks the record and the presser's role on the server.
 //!
 //! ```
@@ -93,6 +96,99 @@ pub fn cut_to_bytes(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// A press of an option button: option `index` of ticket `ticket`, whose button carried
+/// `label` (a prefix of the full label, which the ticket holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionPress {
+    pub ticket: String,
+    pub index: usize,
+    pub label: String,
+}
+
+impl OptionPress {
+    /// The data of option `index` of ticket `ticket`; `None` if it cannot fit (see
+    /// [`encode_option`]).
+    #[must_use]
+    pub fn encode(ticket: &str, index: usize, label: &str) -> Option<String> {
+        encode_option(&format!("{ticket}.{index}"), label)
+    }
+
+    /// The press that [`decode_callback`]'s output names; `None` without a `<id>.<index>`
+    /// ticket.
+    #[must_use]
+    pub fn from_decoded((ticket, label): (Option<String>, String)) -> Option<Self> {
+        let (id, index) = ticket?
+            .rsplit_once('.')
+            .map(|(id, i)| (id.to_string(), i.parse()))?;
+        Some(Self {
+            ticket: id,
+            index: index.ok()?,
+            label,
+        })
+    }
+}
+
+/// What an action button does. Payloads are short by construction (model *keys*, not slugs;
+/// ticket ids; heuristic ids), so every action fits 64 bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Switch the chat to the configured model whose key this is.
+    SetModel(String),
+    /// Forget this chat's conversation.
+    Clear,
+    /// 👍 (`up`) or 👎 on the answer of feedback ticket `ticket`.
+    Feedback { ticket: String, up: bool },
+    /// Forget a learned heuristic.
+    Forget(u64),
+    /// Stop the turn being worked on.
+    Stop,
+    /// The mark of an option already chosen: pressing it changes nothing.
+    Chosen,
+}
+
+impl Action {
+    /// The button data; `None` if it cannot fit 64 bytes (a programming error).
+    #[must_use]
+    pub fn encode(&self) -> Option<String> {
+        match self {
+            Self::SetModel(key) => encode_action("set_model", key),
+            Self::Clear => encode_action("clear", ""),
+            Self::Feedback { ticket, up } => {
+                encode_action("fb", &format!("{ticket}.{}", if *up { "u" } else { "d" }))
+            }
+            Self::Forget(id) => encode_action("forget", &id.to_string()),
+            Self::Stop => encode_action("stop", ""),
+            Self::Chosen => encode_action("chosen", ""),
+        }
+    }
+
+    /// The action that [`decode_action`]'s output names; `None` for anything that is not a
+    /// well-formed action.
+    #[must_use]
+    pub fn from_decoded(action: &str, payload: String) -> Option<Self> {
+        Some(match action {
+            "set_model" => Self::SetModel(payload),
+            "clear" => Self::Clear,
+            "fb" => {
+                let (ticket, vote) = payload.rsplit_once('.')?;
+                let up = match vote {
+                    "u" => true,
+                    "d" => false,
+                    _ => return None,
+                };
+                Self::Feedback {
+                    ticket: ticket.to_string(),
+                    up,
+                }
+            }
+            "forget" => Self::Forget(payload.parse().ok()?),
+            "stop" => Self::Stop,
+            "chosen" => Self::Chosen,
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -298,9 +394,33 @@ mod tests {
             }
 
             #[test]
+            fn typed_routes_round_trip(ticket in "[a-z0-9]{1,16}", index in 0usize..10, label in ".{0,80}", id in any::<u64>()) {
+                let data = OptionPress::encode(&ticket, index, &label).unwrap();
+                prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
+                let press = OptionPress::from_decoded(decode_callback(&data).unwrap()).unwrap();
+                prop_assert_eq!((press.ticket.as_str(), press.index), (ticket.as_str(), index));
+                prop_assert!(label.starts_with(&press.label));
+                for action in [
+                    Action::SetModel(ticket.clone()),
+                    Action::Clear,
+                    Action::Feedback { ticket: ticket.clone(), up: index % 2 == 0 },
+                    Action::Forget(id),
+                    Action::Stop,
+                    Action::Chosen,
+                ] {
+                    let data = action.encode().unwrap();
+                    prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
+                    let (name, payload) = decode_action(&data).unwrap();
+                    prop_assert_eq!(Action::from_decoded(&name, payload), Some(action));
+                }
+            }
+
+            #[test]
             fn decoding_arbitrary_data_never_panics(data in ".{0,100}") {
                 let _ = decode_callback(&data);
                 let _ = decode_action(&data);
+                let _ = decode_callback(&data).map(OptionPress::from_decoded);
+                let _ = decode_action(&data).map(|(a, p)| Action::from_decoded(&a, p));
             }
         }
     }

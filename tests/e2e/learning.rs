@@ -42,7 +42,7 @@ async fn learning_llm(reflect: impl Fn() -> Reply + Send + Sync + 'static) -> Fa
 
 async fn wait_heuristics(h: &Harness, count: usize) -> Vec<Heuristic> {
     h.tg.wait_for(|_| {
-        let all = h.app().store.heuristics();
+        let all = h.app().store().heuristics();
         (all.len() >= count).then_some(all)
     })
     .await
@@ -124,7 +124,7 @@ async fn a_learned_heuristic_reaches_another_chats_prompt_and_survives_a_restart
     assert_eq!(bob["messages"][0], agent["messages"][0]);
 
     h.restart().await;
-    assert_eq!(h.app().store.heuristics(), wait_heuristics(&h, 1).await);
+    assert_eq!(h.app().store().heuristics(), wait_heuristics(&h, 1).await);
     h.tg.send_text(ALICE, "and to Sydney?");
     h.tg.wait_messages(ALICE, 2).await;
     let again = h
@@ -161,9 +161,15 @@ async fn a_near_duplicate_reinforces_instead_of_being_stored_twice() {
     h.tg.send_text(ALICE, "second task");
     h.tg.wait_messages(ALICE, 2).await;
     let reinforced =
-        h.tg.wait_for(|_| h.app().store.heuristics().into_iter().find(|x| x.uses == 2))
-            .await;
-    assert_eq!(h.app().store.heuristics().len(), 1);
+        h.tg.wait_for(|_| {
+            h.app()
+                .store()
+                .heuristics()
+                .into_iter()
+                .find(|x| x.uses == 2)
+        })
+        .await;
+    assert_eq!(h.app().store().heuristics().len(), 1);
     assert_eq!(reinforced.text, TIP, "the known wording stays");
     assert!(reinforced.confidence > 0.5);
     h.stop().await;
@@ -175,8 +181,8 @@ async fn feedback_changes_confidence_ordering_and_injection() {
         c.learning.max_injected = 1
     })
     .await;
-    let store = &h.app().store;
-    let learning = &h.app().learning;
+    let store = h.app().store();
+    let learning = h.app().learning();
     learning
         .learn(vec![
             serde_json::from_value(json!({"text": "alpha heuristic first", "skill_name": null}))
@@ -273,13 +279,13 @@ async fn feedback_changes_confidence_ordering_and_injection() {
 async fn admins_list_and_forget_heuristics() {
     let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;
     h.app()
-        .learning
+        .learning()
         .learn(vec![
             serde_json::from_value(json!({"text": "cite sources <always>", "skill_name": null}))
                 .unwrap(),
         ])
         .unwrap();
-    let id = h.app().store.heuristics()[0].id;
+    let id = h.app().store().heuristics()[0].id;
     h.tg.send_text(ALICE, "/heuristics");
     assert!(
         h.tg.wait_messages(ALICE, 1).await[0].params["text"]
@@ -306,13 +312,13 @@ async fn admins_list_and_forget_heuristics() {
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "Sorry, only the bot's admins can do that."
     );
-    assert_eq!(h.app().store.heuristics().len(), 1);
+    assert_eq!(h.app().store().heuristics().len(), 1);
     let query = h.tg.press(ADMIN, ADMIN, message, &forget);
     assert_eq!(
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "Forgotten"
     );
-    assert!(h.app().store.heuristics().is_empty());
+    assert!(h.app().store().heuristics().is_empty());
     h.tg.send_text(ALICE, "anything");
     h.tg.wait_messages(ALICE, 2).await;
     assert!(!user_content(&h.llm.agent_requests()[0]).contains("cite sources"));
@@ -372,7 +378,7 @@ async fn skills_match_the_right_message_and_carry_their_own_heuristics() {
     // that skill's section, and the skill's instructions are not repeated in the same window.
     h.tg.wait_for(|_| {
         h.app()
-            .store
+            .store()
             .heuristics()
             .into_iter()
             .find(|x| x.skill.as_deref() == Some("date-time"))
@@ -482,7 +488,13 @@ async fn a_reflection_interrupted_by_shutdown_resumes_after_restart() {
     let learned = wait_heuristics(&h, 1).await;
     assert_eq!(learned[0].text, TIP);
     // The resumed job is done and gone.
-    h.tg.wait_for(|_| h.app().store.pending_reflections().is_empty().then_some(()))
-        .await;
+    h.tg.wait_for(|_| {
+        h.app()
+            .store()
+            .pending_reflections()
+            .is_empty()
+            .then_some(())
+    })
+    .await;
     h.stop().await;
 }

@@ -12,9 +12,11 @@
 //! window.
 
 pub mod heuristics;
+pub mod index;
 pub mod reflection;
 pub mod skills;
 pub mod text;
+pub mod utility;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -88,12 +88,17 @@ pub struct TurnResult {
     pub last_request: Option<ChatRequest>,
     /// Oldest history turns dropped after a context overflow (the store's window follows).
     pub dropped_turns: usize,
+    /// The final answer reached the completion cap and was cut off.
+    pub cut_off: bool,
 }
 
 impl TurnResult {
     /// How the task went, in the words the reflection prompt gets.
     pub fn outcome(&self) -> String {
         match &self.status {
+            TurnStatus::Answered if self.cut_off => {
+                "failure: the answer was cut off at the length limit".to_string()
+            }
             TurnStatus::Answered if self.tool_errors == 0 => "success".to_string(),
             TurnStatus::Answered => format!(
                 "failure: {} tool call(s) failed, though an answer was given",
@@ -104,6 +109,17 @@ impl TurnResult {
             }
             TurnStatus::LlmFailed(e) => format!("failure: the language model failed ({e})"),
         }
+    }
+
+    /// Whether the turn's context took in text a third party wrote: every tool but the clock
+    /// returns such text (web pages, search results, MCP tool output).
+    pub fn external_content(&self) -> bool {
+        self.tools_used.iter().any(|tool| tool != "current_time")
+    }
+
+    /// Whether the task went well: answered, whole, with every tool call working.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
     }
 
     /// The turn's final messages as a prefix for follow-up calls: its last request, and that
@@ -199,6 +215,7 @@ impl Agent {
             tool_errors: 0,
             last_request: None,
             dropped_turns: 0,
+            cut_off: false,
         };
 
         let mut iterations = 0;
@@ -235,6 +252,7 @@ impl Agent {
                     completion.content.clone()
                 };
                 if completion.was_cut_off() {
+                    result.cut_off = true;
                     result.answer.push_str(&format!(
                         "\n\n_(Cut off: the answer reached the limit of {} tokens. Ask me to continue.)_",
                         self.answer_cap(model)

@@ -3,21 +3,25 @@
 //! A job is saved in sled before it runs ([`Learning::plan_reflection`]) and removed when it is
 //! done ([`Learning::reflect`]), so a job that a shutdown interrupted is resumed at the next
 //! start. Right after a turn the reflection extends the turn's own request (same parameters,
-//! the turn's messages as prefix), so the provider's prompt cache serves most of it; a resumed
-//! job, whose turn is gone, is given a prefix of the system prompt only by its caller.
-//! At most `max_concurrent_reflections` run at a time.
+//! the turn's messages as prefix, so the provider's prompt cache serves it up to the first
+//! learned block), with every block of injected skills and heuristics taken out, so the model
+//! cannot learn back what it was told. A resumed job, whose turn is gone, and a 👎, which
+//! rates one answer, are given their prefix by the caller. At most
+//! `max_concurrent_reflections` run at a time.
 
 use std::sync::atomic::Ordering;
 
-use super::Learning;
-use super::heuristics::{
-    REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_extract_prompt,
-};
+use super::heuristics::{REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt};
+use super::{Learning, Source, without_context};
+use crate::llm::ChatMessage;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
 pub const TASK_SUMMARY_CHARS: usize = 512;
+
+/// A rated answer kept for a 👎's reflection is cut to this many characters.
+pub const RATED_ANSWER_CHARS: usize = 2000;
 
 /// Attempts when the model answers a reflection with prose instead of JSON.
 const MAX_ATTEMPTS: usize = 2;
@@ -34,6 +38,26 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.reflections_running.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// `messages` as the reflection sees them: user messages without the learned block (and
+/// without images, which the reflection does not need to pay for again).
+fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    messages
+        .iter()
+        .map(|m| match m {
+            ChatMessage::User { .. } => {
+                let plain = m.without_images();
+                let text = without_context(plain.content());
+                if text.len() == plain.content().len() {
+                    plain
+                } else {
+                    ChatMessage::user(text)
+                }
+            }
+            _ => m.clone(),
+        })
+        .collect()
 }
 
 impl Learning {
@@ -75,9 +99,10 @@ impl Learning {
         } else {
             job.tools.join(", ")
         };
-        let prompt = build_reflection_extract_prompt(&job.task, &tools, &job.outcome);
+        let skills: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+        let prompt = build_reflection_prompt(&job.task, &tools, &job.outcome, &skills);
         let extraction = retry_extract_structured::<ReflectionResult>(
-            &history,
+            &without_learned_blocks(&history),
             &prompt,
             REFLECTION_RETRY_PROMPT,
             ExtractionConfig {
@@ -100,10 +125,14 @@ impl Learning {
         {
             tracing::warn!(error = %e, "cannot record usage");
         }
+        let source = Source {
+            outcome: job.outcome.clone(),
+            external: job.external,
+        };
         match extraction.result {
             Ok(result) => {
                 let entries = result.heuristics.into_iter().take(3).collect();
-                match self.learn(entries) {
+                match self.learn(entries, &source).await {
                     Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
                     Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
                 }

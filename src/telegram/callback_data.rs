@@ -130,6 +130,36 @@ impl OptionPress {
     }
 }
 
+/// The admin lists that page: `/heuristics`, `/heuristics pending`, `/skills`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    Heuristics,
+    Pending,
+    Skills,
+}
+
+impl List {
+    fn code(self) -> char {
+        match self {
+            Self::Heuristics => 'h',
+            Self::Pending => 'p',
+            Self::Skills => 's',
+        }
+    }
+
+    /// `h3` → (Heuristics, 3).
+    fn parse(text: &str) -> Option<(Self, u32)> {
+        let mut chars = text.chars();
+        let list = match chars.next()? {
+            'h' => Self::Heuristics,
+            'p' => Self::Pending,
+            's' => Self::Skills,
+            _ => return None,
+        };
+        Some((list, chars.as_str().parse().ok()?))
+    }
+}
+
 /// What an action button does. Payloads are short by construction (model *keys*, not slugs;
 /// ticket ids; heuristic ids), so every action fits 64 bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,8 +170,12 @@ pub enum Action {
     Clear,
     /// 👍 (`up`) or 👎 on the answer of feedback ticket `ticket`.
     Feedback { ticket: String, up: bool },
-    /// Forget a learned heuristic.
-    Forget(u64),
+    /// Show page `page` of an admin list.
+    Page { list: List, page: u32 },
+    /// Approve a pending heuristic, then show page `page` of `list` again.
+    Approve { id: u64, list: List, page: u32 },
+    /// Forget a learned heuristic, then show page `page` of `list` again.
+    Forget { id: u64, list: List, page: u32 },
     /// Stop the turn being worked on.
     Stop,
     /// The mark of an option already chosen: pressing it changes nothing.
@@ -158,7 +192,13 @@ impl Action {
             Self::Feedback { ticket, up } => {
                 encode_action("fb", &format!("{ticket}.{}", if *up { "u" } else { "d" }))
             }
-            Self::Forget(id) => encode_action("forget", &id.to_string()),
+            Self::Page { list, page } => encode_action("page", &format!("{}{page}", list.code())),
+            Self::Approve { id, list, page } => {
+                encode_action("approve", &format!("{id}.{}{page}", list.code()))
+            }
+            Self::Forget { id, list, page } => {
+                encode_action("forget", &format!("{id}.{}{page}", list.code()))
+            }
             Self::Stop => encode_action("stop", ""),
             Self::Chosen => encode_action("chosen", ""),
         }
@@ -183,7 +223,20 @@ impl Action {
                     up,
                 }
             }
-            "forget" => Self::Forget(payload.parse().ok()?),
+            "page" => {
+                let (list, page) = List::parse(&payload)?;
+                Self::Page { list, page }
+            }
+            "approve" | "forget" => {
+                let (id, place) = payload.split_once('.').unwrap_or((&payload, "h0"));
+                let (list, page) = List::parse(place)?;
+                let id = id.parse().ok()?;
+                if action == "approve" {
+                    Self::Approve { id, list, page }
+                } else {
+                    Self::Forget { id, list, page }
+                }
+            }
             "stop" => Self::Stop,
             "chosen" => Self::Chosen,
             _ => return None,
@@ -404,7 +457,9 @@ mod tests {
                     Action::SetModel(ticket.clone()),
                     Action::Clear,
                     Action::Feedback { ticket: ticket.clone(), up: index % 2 == 0 },
-                    Action::Forget(id),
+                    Action::Forget { id, list: List::Pending, page: 999 },
+                    Action::Approve { id, list: List::Heuristics, page: 0 },
+                    Action::Page { list: List::Skills, page: 12 },
                     Action::Stop,
                     Action::Chosen,
                 ] {

@@ -21,8 +21,10 @@ pub enum Command {
     Stats,
     #[command(description = "choose the model for this chat (admins)")]
     Model(String),
-    #[command(description = "learned heuristics, with forget buttons (admins)")]
-    Heuristics,
+    #[command(
+        description = "learned heuristics; \"/heuristics pending\": those to approve (admins)"
+    )]
+    Heuristics(String),
     #[command(description = "loaded skills and how often each matched (admins)")]
     Skills,
 }
@@ -31,7 +33,7 @@ impl Command {
     /// The least role that may use the command.
     pub fn min_role(&self) -> Role {
         match self {
-            Self::Model(_) | Self::Heuristics | Self::Skills => Role::Admin,
+            Self::Model(_) | Self::Heuristics(_) | Self::Skills => Role::Admin,
             _ => Role::User,
         }
     }

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use teloxide::prelude::*;
 use teloxide::types::Me;
 
-use super::callback_data::OptionPress;
+use super::callback_data::{List, OptionPress};
 use super::commands::Command;
 use super::keyboards::model_key;
 use super::outbox::Outbox;
 use super::render::escape_html;
-use super::send::{notify, send_html};
+use super::send::{edit_html, notify, send_html};
 use super::{keyboards, media, views};
 use crate::app::App;
 use crate::config::Role;
@@ -131,19 +131,14 @@ pub async fn command(
             notify(bot, policy, chat, &views::stats_text(&app, chat.0, role)).await;
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
-        Command::Heuristics => {
-            let markup = keyboards::markup(&actions::forget_keyboard(&app));
-            send_html(
-                bot,
-                policy,
-                chat,
-                &views::heuristics_html(&app),
-                Some(markup),
-            )
-            .await?;
+        Command::Heuristics(which) => {
+            let pending = which.trim().eq_ignore_ascii_case("pending");
+            let page = views::heuristics_page(&app, pending, 0);
+            send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
         }
         Command::Skills => {
-            notify(bot, policy, chat, &views::skills_text(&app)).await;
+            let page = views::skills_page(&app, 0);
+            send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
         }
     }
     Ok(())
@@ -366,17 +361,74 @@ pub async fn feedback_pressed(
     answer_press(&bot, &tg, &query, outcome).await
 }
 
-/// 🗑 under `/heuristics` (admins).
+/// ◀ ▶ under an admin list.
+pub async fn page_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    role: Role,
+    (list, page): (List, u32),
+) -> HandlerResult {
+    let outcome = if role < Role::Admin {
+        Outcome::refuse(ADMINS_ONLY)
+    } else {
+        Outcome::done("", None)
+    };
+    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+}
+
+/// ✅ Approve under `/heuristics` (admins).
+pub async fn approve_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let outcome = actions::approve(&app, role, id);
+    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+}
+
+/// 🗑 Forget under `/heuristics` (admins).
 pub async fn forget_pressed(
     bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
     role: Role,
-    id: u64,
+    (id, list, page): (u64, List, u32),
 ) -> HandlerResult {
     let outcome = actions::forget(&app, role, id);
-    answer_press(&bot, &tg, &query, outcome).await
+    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+}
+
+/// Answers a press on an admin list, then (unless it was refused) edits the list's message
+/// into page `page` as it is now, so the message always shows the current state.
+async fn review_press(
+    bot: &Bot,
+    app: &App,
+    tg: &Arc<Outbox>,
+    query: &CallbackQuery,
+    outcome: Outcome,
+    list: List,
+    page: u32,
+) -> HandlerResult {
+    let refused = outcome.refused;
+    answer_press(bot, tg, query, outcome).await?;
+    if refused {
+        return Ok(());
+    }
+    if let Some(message) = query.message.as_ref() {
+        let page = views::list_page(app, list, page as usize);
+        let (chat, id) = (message.chat().id, message.id());
+        let edited = edit_html(bot, tg.policy(), chat, id, &page.html, Some(page.keyboard)).await;
+        if let Err(e) = edited {
+            tracing::warn!(chat = chat.0, error = %e, "cannot update an admin list");
+        }
+    }
+    Ok(())
 }
 
 /// ⏹ Stop under a streaming answer.
@@ -411,9 +463,12 @@ async fn answer_press(
     if outcome.refused {
         tracing::info!(user = query.from.id.0, data = ?query.data, toast = %outcome.toast, "button press refused");
     }
-    bot.answer_callback_query(query.id.clone())
-        .text(outcome.toast)
-        .await?;
+    let answer = bot.answer_callback_query(query.id.clone());
+    if outcome.toast.is_empty() {
+        answer.await?;
+    } else {
+        answer.text(outcome.toast).await?;
+    }
     if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
         let out: Out = tg.clone();
         out.set_keyboard(message.chat().id.0, message.id().0, keyboard)

@@ -34,16 +34,6 @@ pub fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
                 .map(|b| vec![b])
             })
             .collect(),
-        Keyboard::Forget(heuristics) => heuristics
-            .iter()
-            .filter_map(|(id, text)| {
-                button(
-                    &format!("🗑 #{id} {}", button_text(text)),
-                    &Action::Forget(*id),
-                )
-                .map(|b| vec![b])
-            })
-            .collect(),
     };
     InlineKeyboardMarkup::new(rows)
 }
@@ -84,7 +74,7 @@ fn feedback_row(ticket: &str) -> Option<Vec<InlineKeyboardButton>> {
 
 /// A button that performs `action`; `None` if its data cannot fit (logged: a programming
 /// error, never the user's).
-fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
+pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
     let Some(data) = action.encode() else {
         tracing::error!(
             ?action,

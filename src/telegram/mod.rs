@@ -58,7 +58,11 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(dptree::case![Action::SetModel(key)].endpoint(handlers::set_model_pressed))
         .branch(dptree::case![Action::Clear].endpoint(handlers::clear_pressed))
         .branch(dptree::case![Action::Feedback { ticket, up }].endpoint(handlers::feedback_pressed))
-        .branch(dptree::case![Action::Forget(id)].endpoint(handlers::forget_pressed))
+        .branch(dptree::case![Action::Page { list, page }].endpoint(handlers::page_pressed))
+        .branch(
+            dptree::case![Action::Approve { id, list, page }].endpoint(handlers::approve_pressed),
+        )
+        .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
         .branch(dptree::case![Action::Stop].endpoint(handlers::stop_pressed))
         .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed));
     let options =

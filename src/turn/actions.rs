@@ -13,9 +13,6 @@ use crate::app::App;
 use crate::config::Role;
 use crate::store::{InboxState, ReflectionJob};
 
-/// At most this many heuristics are listed by `/heuristics` (one message, one keyboard).
-pub const MAX_LISTED: usize = 20;
-
 /// The toast of a press whose data names nothing live (an expired, forged or unknown button).
 pub const EXPIRED: &str = "This option has expired";
 
@@ -141,7 +138,7 @@ pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
                     ..ticket.job
                 };
                 if let Some(id) = app.learning().plan_reflection(&job) {
-                    let prefix = super::bare_prefix(app, &job.model);
+                    let prefix = super::bare_prefix(app, &job);
                     let app2 = app.clone();
                     app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
                 }
@@ -158,16 +155,16 @@ pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
     }
 }
 
-/// The forget buttons of the heuristics `/heuristics` lists.
-pub fn forget_keyboard(app: &App) -> Keyboard {
-    Keyboard::Forget(
-        app.store()
-            .heuristics()
-            .into_iter()
-            .take(MAX_LISTED)
-            .map(|h| (h.id, h.text))
-            .collect(),
-    )
+/// An Approve button pressed: approve pending heuristic `id` (admins only).
+pub fn approve(app: &App, role: Role, id: u64) -> Outcome {
+    if role < Role::Admin {
+        return Outcome::refuse(ADMINS_ONLY);
+    }
+    match app.learning().approve(id) {
+        Ok(true) => Outcome::done("Approved: it can be used from now on", None),
+        Ok(false) => Outcome::refuse("That heuristic is not waiting for approval"),
+        Err(e) => Outcome::refuse(format!("Cannot approve it: {e}")),
+    }
 }
 
 /// A forget button pressed: forget heuristic `id` (admins only).
@@ -176,7 +173,7 @@ pub fn forget(app: &App, role: Role, id: u64) -> Outcome {
         return Outcome::refuse(ADMINS_ONLY);
     }
     match app.learning().forget(id) {
-        Ok(true) => Outcome::done("Forgotten", Some(forget_keyboard(app))),
+        Ok(true) => Outcome::done("Forgotten", None),
         Ok(false) => Outcome::refuse("That heuristic is gone already"),
         Err(e) => Outcome::refuse(format!("Cannot forget it: {e}")),
     }

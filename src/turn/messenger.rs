@@ -28,8 +28,6 @@ pub enum Keyboard {
         models: Vec<String>,
         current: String,
     },
-    /// One forget button per listed heuristic: id and text.
-    Forget(Vec<(u64, String)>),
 }
 
 /// The option buttons of an answer.

@@ -92,7 +92,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
     }
     for (id, job) in app.learning().pending_reflections() {
         tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
-        let prefix = bare_prefix(app, &job.model);
+        let prefix = bare_prefix(app, &job);
         let app2 = app.clone();
         app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
     }
@@ -183,9 +183,17 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         None => Live::default(),
     };
 
-    // Store: the whole turn, then what it cost.
+    // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     store_turn(&app, &input, window.epoch, &model.id, &result);
     drop(typing);
+    let answered = matches!(result.status, TurnStatus::Answered);
+    if !matches!(result.status, TurnStatus::LlmFailed(_))
+        && let Err(e) = app
+            .learning()
+            .record_outcome(&context.heuristics, result.succeeded())
+    {
+        tracing::warn!(chat, error = %e, "cannot score the heuristics a turn carried");
+    }
 
     // Show: the answer with 👍/👎 (or a way out of an overflowing conversation).
     let job = ReflectionJob {
@@ -194,14 +202,23 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         task: reflection::task_summary(&input.text),
         tools: result.tools_used.clone(),
         outcome: result.outcome(),
+        external: result.external_content(),
+        answer: None,
     };
-    let answered = matches!(result.status, TurnStatus::Answered);
     let feedback = (answered && app.config().learning.feedback_buttons)
         .then(|| {
+            let rated: String = result
+                .answer
+                .chars()
+                .take(reflection::RATED_ANSWER_CHARS)
+                .collect();
             let ticket = FeedbackTicket {
                 chat,
                 heuristics: context.heuristics.clone(),
-                job: job.clone(),
+                job: ReflectionJob {
+                    answer: Some(rated),
+                    ..job.clone()
+                },
                 vote: None,
             };
             app.store()
@@ -317,15 +334,20 @@ async fn attach_options(app: &App, out: &Out, answer: options::Answer, prefix: &
     out.set_keyboard(chat, message, keyboard).await;
 }
 
-/// The prefix a reflection without its turn extends: the system prompt alone, with the
-/// parameters of `model` (or the default model, if it is no longer configured).
-fn bare_prefix(app: &App, model: &str) -> Prefix {
+/// The prefix a reflection without its turn extends, with the parameters of the job's model
+/// (or the default model, if it is no longer configured): the system prompt, and for a 👎
+/// the request and the answer it rated.
+fn bare_prefix(app: &App, job: &ReflectionJob) -> Prefix {
     let model = app
         .config()
-        .model(model)
+        .model(&job.model)
         .cloned()
         .unwrap_or_else(|| app.config().default_model().clone());
-    let messages = vec![app.agent().system_message()];
+    let mut messages = vec![app.agent().system_message()];
+    if let Some(answer) = &job.answer {
+        messages.push(ChatMessage::user(job.task.clone()));
+        messages.push(ChatMessage::assistant(answer.clone()));
+    }
     (app.agent().request(&model, messages.clone()), messages)
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use crate::agent::Agent;
+use crate::agent::mcp::Mcp;
 use crate::agent::tools::Tools;
 use crate::config::{Config, ModelConfig};
 use crate::learning::Learning;
@@ -38,7 +39,8 @@ impl App {
     pub fn new(config: Config) -> anyhow::Result<Arc<Self>> {
         let store = Store::open_with_cache(&config.data_dir, config.cache_bytes)?;
         let llm = LlmClient::new(&config.llm)?;
-        let tools = Tools::new(&config.tools, &config.agent.time_zone)?;
+        let tools =
+            Tools::new(&config.tools, &config.agent.time_zone)?.with_mcp(Mcp::start(&config.mcp));
         let learning = Learning::new(config.learning.clone(), store.clone(), llm.clone());
         let agent = Agent::new(llm, tools, &config);
         Ok(Arc::new(Self {

@@ -189,9 +189,10 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
     } else {
         (None, None)
     };
+    let role = app.config.role_of(user);
     let result = app
         .agent
-        .run(&model, prompt, user_message, events.as_ref())
+        .run(&model, prompt, user_message, events.as_ref(), role)
         .await;
     if let Some(events) = events {
         let _ = events.send(AgentEvent::Finished);

@@ -88,7 +88,8 @@ async fn run(app: &App, job: &ReflectionJob, prefix: Option<Prefix>) {
         .unwrap_or_else(|| app.config.default_model().clone());
     let (template, history) = prefix.unwrap_or_else(|| {
         let messages = vec![app.agent.system_message()];
-        (app.agent.request(&model, messages.clone()), messages)
+        let role = crate::config::Role::User;
+        (app.agent.request(&model, messages.clone(), role), messages)
     });
     let tools = if job.tools.is_empty() {
         "none".to_string()

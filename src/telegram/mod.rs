@@ -110,6 +110,8 @@ pub struct Running {
 /// Starts the bot: opens the store, checks the token, registers commands, starts polling.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::new(config)?;
+    // MCP servers list their tools before the first turn is taken.
+    app.agent.tools().ready().await;
     crate::learning::reflection::resume_pending(&app);
     let bot = bot(&app.config)?;
     let me = bot.get_me().await.map_err(|e| match e {

@@ -13,7 +13,7 @@ use teloxide::utils::command::BotCommands;
 use super::callback_data::{decode_action, decode_callback};
 use super::render::escape_html;
 use super::send::{edit_keyboard, notify, send_html};
-use super::{actions, keyboards, media};
+use super::{actions, keyboards, media, tool_list};
 use crate::app::App;
 use crate::config::Role;
 use crate::store::UsageTotals;
@@ -41,13 +41,15 @@ pub enum Command {
     Heuristics,
     #[command(description = "loaded skills and how often each matched (admins)")]
     Skills,
+    #[command(description = "tools, their sources and MCP servers' status (admins)")]
+    Tools,
 }
 
 impl Command {
     /// The least role that may use the command.
     fn min_role(&self) -> Role {
         match self {
-            Self::Model(_) | Self::Heuristics | Self::Skills => Role::Admin,
+            Self::Model(_) | Self::Heuristics | Self::Skills | Self::Tools => Role::Admin,
             _ => Role::User,
         }
     }
@@ -185,6 +187,12 @@ pub async fn command(
         }
         Command::Skills => {
             notify(&bot, &app.send_policy, chat, &skills_text(&app)).await;
+        }
+        Command::Tools => {
+            let catalog = app.agent.tools().catalog();
+            for part in tool_list::render(&catalog, chrono::Utc::now()) {
+                notify(&bot, &app.send_policy, chat, &part).await;
+            }
         }
     }
     Ok(())

@@ -13,6 +13,7 @@ pub mod media;
 pub mod render;
 pub mod send;
 pub mod stream;
+pub mod tool_list;
 
 use std::sync::Arc;
 use std::time::Duration;

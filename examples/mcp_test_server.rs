@@ -2,7 +2,7 @@
 //! the tests start it as a child process, as a deployment starts any MCP server.
 //!
 //! Its tools exercise what the bot must cope with: `echo` (a round trip), `env` (what the
-//! child process was given), `sleep` (a call that outlives its timeout), `fail` (an `is_error`
+//! child process was given, and its pid), `sleep` (a call that outlives its timeout), `fail` (an `is_error`
 //! result), `crash` (the server dies mid-call), `mixed` (text, an image and structured
 //! content) and `read.file` (a name that needs sanitising).
 //!
@@ -95,7 +95,7 @@ impl ServerHandler for TestServer {
                 let mut vars: Vec<String> =
                     std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
                 vars.sort();
-                text(vars.join("\n"))
+                text(format!("pid: {}\n{}", std::process::id(), vars.join("\n")))
             }
             "sleep" => {
                 let secs = arg("secs").as_f64().unwrap_or(1.0);
@@ -125,6 +125,8 @@ impl ServerHandler for TestServer {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // A line on stderr, which the bot logs under the server's name.
+    eprintln!("mcp_test_server started");
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) != Some("--http") {
         let running = TestServer.serve(rmcp::transport::stdio()).await?;

@@ -400,8 +400,13 @@ async fn the_child_gets_only_its_env_and_path_and_home_never_the_bots_secrets() 
     ] {
         assert!(!env.contains(secret), "{secret} leaked into {env}");
     }
-    let up = bot
-        .logs()
+    let logs = bot.logs();
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("probe") && l.contains("MCP server says: mcp_test_server started")),
+        "the child's stderr is logged under its name"
+    );
+    let up = logs
         .lines()
         .find(|line| line.contains("MCP server is up"))
         .map(str::to_string);
@@ -409,4 +414,27 @@ async fn the_child_gets_only_its_env_and_path_and_home_never_the_bots_secrets() 
         up.as_deref().is_some_and(|line| line.contains("probe")),
         "start-up is logged with the server's name: {up:?}"
     );
+
+    // A stopped bot leaves no server behind.
+    let pid = env
+        .lines()
+        .find_map(|l| l.strip_prefix("pid: "))
+        .expect("the server reports its pid")
+        .to_string();
+    let mut bot = bot;
+    bot.terminate();
+    assert_eq!(bot.wait(Duration::from_secs(15)).await, Some(0));
+    let alive = || {
+        std::process::Command::new("kill")
+            .args(["-0", &pid])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while alive() && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(), "MCP server {pid} outlived the bot");
 }

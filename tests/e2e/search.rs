@@ -12,18 +12,21 @@ use serde_json::{Value, json};
 use crate::support::mcp::{tool_names, tool_results};
 use crate::support::*;
 
+/// The query strings the fake received, in order.
+type Queries = Arc<Mutex<Vec<HashMap<String, String>>>>;
+
 /// A SearXNG JSON API under `/searx` (instances are often behind a path prefix) that records
 /// each query; the query "forbidden" gets the 403 of an instance without the json format.
 struct FakeSearxng {
     /// Base URL, as `tools.searxng_url` takes it.
     url: String,
-    queries: Arc<Mutex<Vec<HashMap<String, String>>>>,
+    queries: Queries,
 }
 
 impl FakeSearxng {
     async fn start() -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let queries: Arc<Mutex<Vec<HashMap<String, String>>>> = Arc::default();
+        let queries: Queries = Arc::default();
         let app = axum::Router::new()
             .route("/searx/search", axum::routing::get(search))
             .with_state(queries.clone());
@@ -34,7 +37,7 @@ impl FakeSearxng {
 }
 
 async fn search(
-    State(queries): State<Arc<Mutex<Vec<HashMap<String, String>>>>>,
+    State(queries): State<Queries>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     queries.lock().unwrap().push(query.clone());

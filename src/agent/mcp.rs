@@ -138,7 +138,7 @@ pub enum ServerStatus {
 
 impl Mcp {
     /// Starts a supervisor per server (inside the bot's runtime); see [`Mcp::ready`].
-    pub fn start(config: &McpConfig) -> Self {
+    pub(crate) fn start(config: &McpConfig) -> Self {
         let base = Duration::from_millis(config.retry_base_ms.max(1));
         let max = Duration::from_secs(config.retry_max_secs.max(1));
         let mut servers: Vec<Arc<Server>> = config
@@ -166,7 +166,7 @@ impl Mcp {
 
     /// Returns once every server's first start has finished, up or not (each is bounded by
     /// its `timeout_secs`), so the first turns are offered the tools of the servers that work.
-    pub async fn ready(&self) {
+    pub(crate) async fn ready(&self) {
         for server in &self.inner.servers {
             let mut state = server.state.subscribe();
             // The sender lives as long as `server`: waiting cannot fail.
@@ -177,7 +177,7 @@ impl Mcp {
     }
 
     /// The specs of the tools a turn of `role` is offered, sorted by name.
-    pub fn specs(&self, role: Role) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self, role: Role) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
             .inner
             .servers
@@ -198,7 +198,7 @@ impl Mcp {
 
     /// Runs the MCP tool `name`, or `None` if no server of `role`'s turns has a tool by that
     /// name (the caller then answers as for any unknown tool).
-    pub async fn call(&self, name: &str, arguments: &str, role: Role) -> Option<ToolOutput> {
+    pub(crate) async fn call(&self, name: &str, arguments: &str, role: Role) -> Option<ToolOutput> {
         let servers = || {
             self.inner
                 .servers
@@ -233,7 +233,7 @@ impl Mcp {
     }
 
     /// Every MCP tool offered to admins (so every one) and every server's status.
-    pub fn catalog(&self) -> Catalog {
+    pub(crate) fn catalog(&self) -> Catalog {
         let mut tools = Vec::new();
         let mut servers = Vec::new();
         for server in &self.inner.servers {

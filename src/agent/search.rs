@@ -16,14 +16,14 @@ use crate::config::ToolsConfig;
 use crate::llm::ToolSpec;
 
 /// The tool's name, as offered to the model.
-pub const NAME: &str = "web_search";
+pub(crate) const NAME: &str = "web_search";
 
 /// Largest SearXNG answer read: a page of results is a few tens of kilobytes.
 const MAX_BODY_BYTES: usize = 2_000_000;
 
 /// A configured SearXNG instance and the caps on what one search returns.
 #[derive(Clone)]
-pub struct WebSearch {
+pub(crate) struct WebSearch {
     client: reqwest::Client,
     endpoint: reqwest::Url,
     max_results: usize,
@@ -52,7 +52,7 @@ struct Answer {
 
 impl WebSearch {
     /// The tool for `config`, or `None` when no instance is configured (then it is not offered).
-    pub fn new(config: &ToolsConfig) -> anyhow::Result<Option<Self>> {
+    pub(crate) fn new(config: &ToolsConfig) -> anyhow::Result<Option<Self>> {
         if config.searxng_url.is_empty() {
             return Ok(None);
         }
@@ -75,7 +75,7 @@ impl WebSearch {
     }
 
     /// The schema offered to the model.
-    pub fn spec() -> ToolSpec {
+    pub(crate) fn spec() -> ToolSpec {
         ToolSpec::function(
             NAME,
             "Search the web and get the top results (title, URL, snippet). Read a result's page \
@@ -92,7 +92,7 @@ impl WebSearch {
     }
 
     /// `GET <searxng>/search?q=…&format=json`, formatted for the model; errors as text.
-    pub async fn search(&self, query: &str) -> Result<String, String> {
+    pub(crate) async fn search(&self, query: &str) -> Result<String, String> {
         let query = query.trim();
         if query.is_empty() {
             return Err("web_search needs a non-empty query".to_string());

@@ -12,7 +12,7 @@ const MESSAGE_LIMIT: usize = 4096;
 const ERROR_CHARS: usize = 300;
 
 /// The listing, split on line boundaries into messages Telegram accepts.
-pub fn render(catalog: &Catalog, now: DateTime<Utc>) -> Vec<String> {
+pub(crate) fn render(catalog: &Catalog, now: DateTime<Utc>) -> Vec<String> {
     let mut lines = vec!["Tools (offered in the turns of the roles shown):".to_string()];
     for tool in &catalog.tools {
         let source = match &tool.server {

@@ -166,9 +166,22 @@ pub struct LearningConfig {
     pub max_concurrent_reflections: usize,
     pub dedup_threshold: f32,
     pub max_injected: usize,
-    pub max_per_skill: usize,
-    pub min_confidence: f32,
+    pub min_relevance: f32,
+    pub min_utility: f32,
+    pub max_heuristics: usize,
+    pub review: Review,
+    pub show_used: bool,
     pub feedback_buttons: bool,
+}
+
+/// Which new heuristics wait for an admin's approval before they are injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Review {
+    /// Those learned from turns whose context held text a third party wrote.
+    External,
+    All,
+    None,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -166,6 +166,14 @@ pub struct ReflectionJob {
     pub task: String,
     pub tools: Vec<String>,
     pub outcome: String,
+    /// The task's context held content from outside the bot (web pages, search results, MCP
+    /// tool output): what it teaches waits for review.
+    #[serde(default)]
+    pub external: bool,
+    /// The answer a 👎 rated, cut to 2,000 characters: the reflection reads the request and
+    /// this answer instead of the turn's whole request.
+    #[serde(default)]
+    pub answer: Option<String>,
 }
 
 /// What pressing an option did.

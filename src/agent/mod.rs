@@ -91,15 +91,20 @@ pub struct TurnResult {
     pub last_request: Option<ChatRequest>,
     /// Oldest history turns dropped after a context overflow (the store's window follows).
     pub dropped_turns: usize,
+    /// The final answer reached the completion cap and was cut off.
+    pub cut_off: bool,
     /// A tool returned content a third party wrote (a web page, search results, an MCP
-    /// server's answer): what is learned from this turn is not to be trusted unreviewed.
-    pub external_content: bool,
+    /// server's answer); see [`TurnResult::external_content`].
+    pub read_external: bool,
 }
 
 impl TurnResult {
     /// How the task went, in the words the reflection prompt gets.
     pub fn outcome(&self) -> String {
         match &self.status {
+            TurnStatus::Answered if self.cut_off => {
+                "failure: the answer was cut off at the length limit".to_string()
+            }
             TurnStatus::Answered if self.tool_errors == 0 => "success".to_string(),
             TurnStatus::Answered => format!(
                 "failure: {} tool call(s) failed, though an answer was given",
@@ -110,6 +115,18 @@ impl TurnResult {
             }
             TurnStatus::LlmFailed(e) => format!("failure: the language model failed ({e})"),
         }
+    }
+
+    /// Whether the turn's context took in text a third party wrote (web pages, search
+    /// results, MCP tool output), as the tools that returned it flagged it: a refused fetch or
+    /// a timed-out call brought nothing in.
+    pub fn external_content(&self) -> bool {
+        self.read_external
+    }
+
+    /// Whether the task went well: answered, whole, with every tool call working.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
     }
 
     /// The turn's final messages as a prefix for follow-up calls: its last request, and that
@@ -217,7 +234,8 @@ impl Agent {
             tool_errors: 0,
             last_request: None,
             dropped_turns: 0,
-            external_content: false,
+            cut_off: false,
+            read_external: false,
         };
 
         let mut iterations = 0;
@@ -254,6 +272,7 @@ impl Agent {
                     completion.content.clone()
                 };
                 if completion.was_cut_off() {
+                    result.cut_off = true;
                     result.answer.push_str(&format!(
                         "\n\n_(Cut off: the answer reached the limit of {} tokens. Ask me to continue.)_",
                         self.answer_cap(model)
@@ -276,7 +295,7 @@ impl Agent {
                     )
                 } else {
                     let output = self.tools.call(call, role).await;
-                    result.external_content |= output.external;
+                    result.read_external |= output.external;
                     cap_output(output.text, self.config.max_tool_output_chars)
                 };
                 if output.starts_with(tools::ERROR_PREFIX) {

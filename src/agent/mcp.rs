@@ -27,7 +27,7 @@ use rmcp::{Peer, ServiceError, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, watch};
 
-use super::tools::{ERROR_PREFIX, ToolOutput};
+use super::output::{ERROR_PREFIX, ToolOutput};
 use crate::config::{McpConfig, McpServerConfig, Role};
 use crate::llm::ToolSpec;
 
@@ -303,10 +303,7 @@ impl Server {
         let limit = Duration::from_secs(self.config.timeout_secs);
         // Dropping the call at the deadline tells the server it was cancelled.
         match tokio::time::timeout(limit, connection.peer.call_tool(params)).await {
-            Ok(Ok(result)) => ToolOutput {
-                text: result_text(name, &result),
-                external: true,
-            },
+            Ok(Ok(result)) => ToolOutput::third_party(result_text(name, &result)),
             Ok(Err(e)) => {
                 let broken = matches!(
                     e,
@@ -609,10 +606,7 @@ fn parse_arguments(arguments: &str) -> Result<Option<JsonObject>, String> {
 
 /// An error the bot itself reports (not the server's words): not external content.
 fn own_error(message: String) -> ToolOutput {
-    ToolOutput {
-        text: format!("{ERROR_PREFIX}{message}"),
-        external: false,
-    }
+    ToolOutput::own(format!("{ERROR_PREFIX}{message}"))
 }
 
 /// A call's result as the model reads it: text as text, structured content as JSON text

@@ -10,6 +10,7 @@
 pub mod html_text;
 pub mod mcp;
 pub mod net_guard;
+pub mod output;
 pub mod search;
 pub mod tools;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::tools::read_capped;
+use super::output::read_capped;
 use crate::config::ToolsConfig;
 use crate::llm::ToolSpec;
 

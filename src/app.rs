@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Agent;
+use crate::agent::mcp::Mcp;
 use crate::agent::tools::Tools;
 use crate::background::Background;
 use crate::config::{Config, ModelConfig};
@@ -36,7 +37,8 @@ impl App {
     pub fn new(config: Config) -> anyhow::Result<Arc<Self>> {
         let store = Store::open_with_cache(&config.data_dir, config.cache_bytes)?;
         let llm = LlmClient::new(&config.llm)?;
-        let tools = Tools::new(&config.tools, &config.agent.time_zone)?;
+        let tools =
+            Tools::new(&config.tools, &config.agent.time_zone)?.with_mcp(Mcp::start(&config.mcp));
         let learning = Learning::new(
             config.learning.clone(),
             &config.llm,

@@ -760,10 +760,10 @@ mod tests {
                 ),
                 "windows start at a turn boundary"
             );
-            if let Some(prev) = &previous {
-                if !window.messages.starts_with(prev) {
-                    jumps += 1;
-                }
+            if let Some(prev) = &previous
+                && !window.messages.starts_with(prev)
+            {
+                jumps += 1;
             }
             store
                 .append_turn(7, window.epoch, None, &turn(i, 300))

@@ -27,13 +27,15 @@ pub enum Command {
     Heuristics(String),
     #[command(description = "loaded skills and how often each matched (admins)")]
     Skills,
+    #[command(description = "tools, their sources and MCP servers' status (admins)")]
+    Tools,
 }
 
 impl Command {
     /// The least role that may use the command.
     pub fn min_role(&self) -> Role {
         match self {
-            Self::Model(_) | Self::Heuristics(_) | Self::Skills => Role::Admin,
+            Self::Model(_) | Self::Heuristics(_) | Self::Skills | Self::Tools => Role::Admin,
             _ => Role::User,
         }
     }

@@ -17,7 +17,7 @@ use super::keyboards::model_key;
 use super::outbox::Outbox;
 use super::render::escape_html;
 use super::send::{edit_html, notify, send_html};
-use super::{keyboards, media, views};
+use super::{keyboards, media, tool_list, views};
 use crate::app::App;
 use crate::config::Role;
 use crate::options::{self, Press};
@@ -139,6 +139,12 @@ pub async fn command(
         Command::Skills => {
             let page = views::skills_page(&app, 0);
             send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
+        }
+        Command::Tools => {
+            let catalog = app.agent().tools().catalog();
+            for part in tool_list::render(&catalog, chrono::Utc::now()) {
+                notify(bot, policy, chat, &part).await;
+            }
         }
     }
     Ok(())

@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod render;
 pub mod send;
 pub mod stream;
+pub mod tool_list;
 pub mod views;
 
 use std::sync::Arc;
@@ -147,6 +148,8 @@ pub struct Running {
 /// previous run left, starts taking updates.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::new(config)?;
+    // MCP servers list their tools before the first turn is taken.
+    app.agent().tools().ready().await;
     let bot = bot(app.config())?;
     let me = bot.get_me().await.map_err(|e| match e {
         RequestError::Api(_) => {

@@ -171,9 +171,10 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     } else {
         (None, None)
     };
+    let role = app.config().role_of(input.user);
     let result = app
         .agent()
-        .run(&model, prompt, user_message, events.as_ref())
+        .run(&model, prompt, user_message, events.as_ref(), role)
         .await;
     if let Some(events) = events {
         let _ = events.send(AgentEvent::Finished);
@@ -348,7 +349,11 @@ fn bare_prefix(app: &App, job: &ReflectionJob) -> Prefix {
         messages.push(ChatMessage::user(job.task.clone()));
         messages.push(ChatMessage::assistant(answer.clone()));
     }
-    (app.agent().request(&model, messages.clone()), messages)
+    let role = crate::config::Role::User;
+    (
+        app.agent().request(&model, messages.clone(), role),
+        messages,
+    )
 }
 
 /// The user message the model gets: the text, with the photo as a `data:` URL if there is one

@@ -7,6 +7,8 @@ mod commands;
 mod durability;
 mod learning;
 mod limits;
+mod mcp;
 mod options;
+mod search;
 mod skeleton;
 mod streaming;

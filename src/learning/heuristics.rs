@@ -14,7 +14,7 @@
 //! assert!(section.starts_with("## Learned Heuristics"));
 //! ```
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// The LLM's reply to [`REFLECTION_EXTRACT_PROMPT_TEMPLATE`].
 #[derive(Debug, Clone, Deserialize)]
@@ -81,21 +81,9 @@ pub fn format_heuristics_section(heuristics: &[String]) -> String {
     out
 }
 
-/// A stored heuristic.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Heuristic {
-    pub id: u64,
-    /// The skill it belongs to; `None` for a general heuristic.
-    pub skill: Option<String>,
-    pub text: String,
-    /// In `[0, 1]`; starts at [`INITIAL_CONFIDENCE`].
-    pub confidence: f32,
-    /// How often it was learned again (reinforced).
-    pub uses: u32,
-    /// Unix seconds.
-    pub created: i64,
-    pub updated: i64,
-}
+/// The stored record; it lives with its sled tree, and is named here too because the rules
+/// below are about it.
+pub use crate::store::Heuristic;
 
 /// Confidence of a newly learned heuristic.
 pub const INITIAL_CONFIDENCE: f32 = 0.5;

@@ -249,6 +249,7 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
                 heuristics: context.heuristics.clone(),
                 job: job.clone(),
                 vote: None,
+                changes: 0,
             };
             app.store
                 .create_feedback(&ticket)

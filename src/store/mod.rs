@@ -9,7 +9,7 @@
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
 //!   it and a re-delivered update is never processed twice.
-//! - `tickets.rs`, trees `tickets` and `feedback`: key a short base-36 id, value
+//! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
 //! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
@@ -47,7 +47,7 @@ pub use chats::ChatState;
 pub use history::{HistoryWindow, StoredTurn};
 pub use inbox::{InboxEntry, InboxState};
 pub use learning::{Heuristic, ReflectionJob};
-pub use tickets::{Choice, FeedbackTicket, OptionTicket};
+pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
 pub use usage::UsageTotals;
 
 /// The sled database and its trees. Cheap to clone.
@@ -298,6 +298,7 @@ mod tests {
             heuristics: vec![],
             job,
             vote: None,
+            changes: 0,
         }
     }
 
@@ -465,7 +466,7 @@ mod tests {
                 let _ = store.user_tokens_today(9);
                 let _ = store.ticket(&ticket);
                 let _ = store.choose_option(&ticket, 0).unwrap();
-                let _ = store.vote(&feedback, true).unwrap();
+                let _ = store.vote(&feedback, CHAT, true, 1).unwrap();
 
                 // Every writer works over garbage, or leaves it as it is.
                 store.record_usage(CHAT, "m", 1, 1, usage).unwrap();

@@ -1,6 +1,7 @@
 //! The `tickets` and `feedback` trees: what the buttons under an answer act on. Callback data
-//! comes from the client and can be forged, so a button carries only a ticket id, and every
-//! press is one atomic update that checks the ticket first.
+//! comes from the client and can be forged, so a button carries only a ticket id, and the id is
+//! random (64 bits from the operating system's CSPRNG): a user cannot reach another chat's
+//! ticket by counting. Every press is one atomic update that checks the ticket first.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +11,11 @@ use super::{Store, read_json, update_json};
 /// The trees' names in sled.
 pub(super) const OPTIONS_TREE: &str = "tickets";
 pub(super) const FEEDBACK_TREE: &str = "feedback";
+
+/// Length of every ticket id: a random `u64` in base 36, zero-padded (36^13 > 2^64). Callback
+/// data has room for it: `__opt__<id>.<index>|` leaves at least 40 of Telegram's 64 bytes for
+/// the label.
+pub const TICKET_ID_CHARS: usize = 13;
 
 /// The option buttons under one answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +44,9 @@ pub struct FeedbackTicket {
     pub job: ReflectionJob,
     /// `Some(true)` after 👍, `Some(false)` after 👎.
     pub vote: Option<bool>,
+    /// How often the vote was changed (a change of mind is allowed a bounded number of times).
+    #[serde(default)]
+    pub changes: u8,
 }
 
 /// What pressing an option did.
@@ -51,13 +60,43 @@ pub enum Choice {
     Unknown,
 }
 
+/// What pressing 👍 or 👎 did.
+#[derive(Debug, PartialEq)]
+pub enum Vote {
+    /// This press recorded the vote. The ticket as it was before: its `vote` is `None` for a
+    /// first vote, and the replaced vote for a change of mind.
+    Recorded(FeedbackTicket),
+    /// The same vote again, or a change with no change left: nothing changed.
+    AlreadyVoted,
+    /// No such ticket in the chat the press came from (unknown, unreadable or another
+    /// chat's): nothing changed. One answer for all, so a press learns nothing about other chats.
+    Unknown,
+}
+
+/// What a press does to a ticket; decided inside the atomic update, from the ticket it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    First,
+    Change,
+    AlreadyVoted,
+    OtherChat,
+}
+
+/// The pure rule behind [`Store::vote`]: only the ticket's own chat may vote; a first vote is
+/// recorded; a different vote replaces it while fewer than `changes_allowed` changes were made.
+fn judge(ticket: &FeedbackTicket, chat: i64, up: bool, changes_allowed: u8) -> Verdict {
+    match ticket.vote {
+        _ if ticket.chat != chat => Verdict::OtherChat,
+        None => Verdict::First,
+        Some(vote) if vote != up && ticket.changes < changes_allowed => Verdict::Change,
+        Some(_) => Verdict::AlreadyVoted,
+    }
+}
+
 impl Store {
-    /// Stores a ticket and returns its short id (base 36 of sled's monotonic id generator).
+    /// Stores a ticket under a new random id and returns the id.
     pub fn create_ticket(&self, ticket: &OptionTicket) -> anyhow::Result<String> {
-        let id = base36(self.db.generate_id()?);
-        self.tickets
-            .insert(id.as_bytes(), serde_json::to_vec(ticket)?)?;
-        Ok(id)
+        insert_new(&self.tickets, &serde_json::to_vec(ticket)?)
     }
 
     pub fn ticket(&self, id: &str) -> Option<OptionTicket> {
@@ -86,60 +125,108 @@ impl Store {
         })
     }
 
+    /// Stores a feedback ticket under a new random id and returns the id.
     pub fn create_feedback(&self, ticket: &FeedbackTicket) -> anyhow::Result<String> {
-        let id = base36(self.db.generate_id()?);
-        self.feedback
-            .insert(id.as_bytes(), serde_json::to_vec(ticket)?)?;
-        Ok(id)
+        insert_new(&self.feedback, &serde_json::to_vec(ticket)?)
     }
 
-    /// Records a vote once; returns the ticket as it was (its `vote` set means: already voted).
-    pub fn vote(&self, id: &str, up: bool) -> anyhow::Result<Option<FeedbackTicket>> {
-        update_json(
+    /// Records 👍 (`up`) or 👎 pressed in `chat` on feedback ticket `id`. The chat check and
+    /// the vote are one atomic update: a press from another chat changes nothing, not even
+    /// the vote state. A vote can be changed `changes_allowed` times.
+    pub fn vote(&self, id: &str, chat: i64, up: bool, changes_allowed: u8) -> anyhow::Result<Vote> {
+        let mut verdict = Verdict::OtherChat;
+        let before = update_json(
             &self.feedback,
             FEEDBACK_TREE,
             id.as_bytes(),
             |t: &mut FeedbackTicket| {
-                let fresh = t.vote.is_none();
-                if fresh {
-                    t.vote = Some(up);
+                verdict = judge(t, chat, up, changes_allowed);
+                match verdict {
+                    Verdict::First => t.vote = Some(up),
+                    Verdict::Change => {
+                        t.vote = Some(up);
+                        t.changes += 1;
+                    }
+                    Verdict::AlreadyVoted | Verdict::OtherChat => return false,
                 }
-                fresh
+                true
             },
-        )
+        )?;
+        Ok(match (before, verdict) {
+            (Some(ticket), Verdict::First | Verdict::Change) => Vote::Recorded(ticket),
+            (Some(_), Verdict::AlreadyVoted) => Vote::AlreadyVoted,
+            (None, _) | (Some(_), Verdict::OtherChat) => Vote::Unknown,
+        })
     }
 }
 
-fn base36(mut n: u64) -> String {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = Vec::new();
+/// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
+/// ticket) is drawn again rather than overwritten.
+fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
     loop {
-        out.push(DIGITS[(n % 36) as usize]);
-        n /= 36;
-        if n == 0 {
-            break;
+        let id = random_id()?;
+        if tree
+            .compare_and_swap(id.as_bytes(), None as Option<&[u8]>, Some(value))?
+            .is_ok()
+        {
+            return Ok(id);
         }
     }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A new ticket id: 64 bits from the operating system's CSPRNG.
+fn random_id() -> anyhow::Result<String> {
+    let n = getrandom::u64().map_err(|e| anyhow::anyhow!("no random numbers: {e}"))?;
+    Ok(base36(n))
+}
+
+/// `n` in base 36, zero-padded to [`TICKET_ID_CHARS`].
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = [b'0'; TICKET_ID_CHARS];
+    for digit in out.iter_mut().rev() {
+        *digit = DIGITS[(n % 36) as usize];
+        n /= 36;
+    }
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_ticket_is_chosen_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let ticket = OptionTicket {
+    fn option_ticket() -> OptionTicket {
+        OptionTicket {
             chat: 1,
             message_id: 5,
             labels: vec!["a".into(), "b".into()],
             epoch: 0,
             chosen: None,
             feedback: None,
-        };
+        }
+    }
+
+    fn feedback_ticket(chat: i64) -> FeedbackTicket {
+        FeedbackTicket {
+            chat,
+            heuristics: vec![3],
+            job: ReflectionJob {
+                chat,
+                model: "m".into(),
+                task: "t".into(),
+                tools: vec![],
+                outcome: "success".into(),
+            },
+            vote: None,
+            changes: 0,
+        }
+    }
+
+    #[test]
+    fn a_ticket_is_chosen_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let ticket = option_ticket();
         let id = store.create_ticket(&ticket).unwrap();
         let other = store.create_ticket(&ticket).unwrap();
         assert_ne!(id, other);
@@ -148,5 +235,237 @@ mod tests {
         assert_eq!(store.choose_option(&id, 0).unwrap(), Choice::AlreadyChosen);
         assert_eq!(store.ticket(&id).unwrap().chosen, Some(1));
         assert_eq!(store.choose_option("nope", 0).unwrap(), Choice::Unknown);
+    }
+
+    #[test]
+    fn ticket_ids_are_random_fixed_length_and_distinct() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let ids: Vec<String> = (0..500)
+            .map(|i| {
+                if i % 2 == 0 {
+                    store.create_ticket(&option_ticket()).unwrap()
+                } else {
+                    store.create_feedback(&feedback_ticket(1)).unwrap()
+                }
+            })
+            .collect();
+        let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+        for id in &ids {
+            assert_eq!(id.len(), TICKET_ID_CHARS, "{id}");
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+            );
+        }
+        // A counter would give increasing ids, each a neighbour of the last.
+        assert!(
+            ids.windows(2).any(|w| w[0] > w[1]),
+            "ids are in creation order"
+        );
+        assert!(
+            !ids.windows(2).all(|w| w[0][..6] == w[1][..6]),
+            "ids share a prefix"
+        );
+    }
+
+    #[test]
+    fn base36_is_fixed_width_and_covers_u64() {
+        struct Case {
+            name: &'static str,
+            n: u64,
+            id: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "zero is padded",
+                n: 0,
+                id: "0000000000000",
+            },
+            Case {
+                name: "one digit",
+                n: 35,
+                id: "000000000000z",
+            },
+            Case {
+                name: "the largest id still fits",
+                n: u64::MAX,
+                id: "3w5e11264sgsf",
+            },
+        ];
+        for case in cases {
+            assert_eq!(base36(case.n), case.id, "case {}", case.name);
+        }
+    }
+
+    #[test]
+    fn judge_follows_the_vote_rules() {
+        struct Case {
+            name: &'static str,
+            vote: Option<bool>,
+            changes: u8,
+            chat: i64,
+            up: bool,
+            changes_allowed: u8,
+            verdict: Verdict,
+        }
+        let cases = [
+            Case {
+                name: "first vote",
+                vote: None,
+                changes: 0,
+                chat: 1,
+                up: true,
+                changes_allowed: 0,
+                verdict: Verdict::First,
+            },
+            Case {
+                name: "another chat, even on a fresh ticket",
+                vote: None,
+                changes: 0,
+                chat: 2,
+                up: true,
+                changes_allowed: 1,
+                verdict: Verdict::OtherChat,
+            },
+            Case {
+                name: "the same vote again",
+                vote: Some(true),
+                changes: 0,
+                chat: 1,
+                up: true,
+                changes_allowed: 1,
+                verdict: Verdict::AlreadyVoted,
+            },
+            Case {
+                name: "a change of mind, when changes are not allowed",
+                vote: Some(true),
+                changes: 0,
+                chat: 1,
+                up: false,
+                changes_allowed: 0,
+                verdict: Verdict::AlreadyVoted,
+            },
+            Case {
+                name: "a change of mind, once",
+                vote: Some(true),
+                changes: 0,
+                chat: 1,
+                up: false,
+                changes_allowed: 1,
+                verdict: Verdict::Change,
+            },
+            Case {
+                name: "a second change of mind",
+                vote: Some(false),
+                changes: 1,
+                chat: 1,
+                up: true,
+                changes_allowed: 1,
+                verdict: Verdict::AlreadyVoted,
+            },
+        ];
+        for case in cases {
+            let ticket = FeedbackTicket {
+                vote: case.vote,
+                changes: case.changes,
+                ..feedback_ticket(1)
+            };
+            assert_eq!(
+                judge(&ticket, case.chat, case.up, case.changes_allowed),
+                case.verdict,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_forged_vote_from_another_chat_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = store.create_feedback(&feedback_ticket(1)).unwrap();
+        let stored = store.feedback.get(&id).unwrap();
+        assert_eq!(store.vote(&id, 2, false, 1).unwrap(), Vote::Unknown);
+        assert_eq!(
+            store.feedback.get(&id).unwrap(),
+            stored,
+            "not even the vote state"
+        );
+        assert_eq!(
+            store.vote("0000000000000", 1, true, 1).unwrap(),
+            Vote::Unknown
+        );
+        // The ticket's own chat can still vote, once.
+        assert_eq!(
+            store.vote(&id, 1, true, 0).unwrap(),
+            Vote::Recorded(feedback_ticket(1))
+        );
+        assert_eq!(store.vote(&id, 2, false, 1).unwrap(), Vote::Unknown);
+        assert_eq!(store.vote(&id, 1, false, 0).unwrap(), Vote::AlreadyVoted);
+    }
+
+    #[test]
+    fn a_vote_can_be_changed_as_often_as_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = store.create_feedback(&feedback_ticket(1)).unwrap();
+        assert!(matches!(
+            store.vote(&id, 1, true, 1).unwrap(),
+            Vote::Recorded(FeedbackTicket { vote: None, .. })
+        ));
+        assert!(matches!(
+            store.vote(&id, 1, false, 1).unwrap(),
+            Vote::Recorded(FeedbackTicket {
+                vote: Some(true),
+                changes: 0,
+                ..
+            })
+        ));
+        assert_eq!(store.vote(&id, 1, true, 1).unwrap(), Vote::AlreadyVoted);
+        let stored: FeedbackTicket =
+            serde_json::from_slice(&store.feedback.get(&id).unwrap().unwrap()).unwrap();
+        assert_eq!((stored.vote, stored.changes), (Some(false), 1));
+    }
+
+    #[test]
+    fn concurrent_votes_record_exactly_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for _ in 0..50 {
+            let id = store.create_feedback(&feedback_ticket(1)).unwrap();
+            let barrier = std::sync::Barrier::new(4);
+            let recorded = std::thread::scope(|s| {
+                let presses: Vec<_> = (0..4)
+                    .map(|i| {
+                        let (store, id, barrier) = (&store, &id, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            store.vote(id, 1, i % 2 == 0, 0).unwrap()
+                        })
+                    })
+                    .collect();
+                presses
+                    .into_iter()
+                    .map(|p| p.join().unwrap())
+                    .filter(|vote| matches!(vote, Vote::Recorded(_)))
+                    .count()
+            });
+            assert_eq!(recorded, 1);
+        }
+    }
+
+    #[test]
+    fn feedback_tickets_from_before_changes_existed_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let old = r#"{"chat":1,"heuristics":[],"job":{"chat":1,"model":"m","task":"t",
+            "tools":[],"outcome":"success"},"vote":null}"#;
+        store.feedback.insert("old", old).unwrap();
+        assert!(matches!(
+            store.vote("old", 1, true, 0).unwrap(),
+            Vote::Recorded(_)
+        ));
     }
 }

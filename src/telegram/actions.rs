@@ -13,7 +13,7 @@ use super::keyboards;
 use crate::app::App;
 use crate::config::Role;
 use crate::learning::reflection;
-use crate::store::ReflectionJob;
+use crate::store::{ReflectionJob, Vote};
 
 /// Toast for data that names nothing live.
 pub const EXPIRED: &str = "This option has expired";
@@ -107,12 +107,11 @@ fn feedback(app: &Arc<App>, chat: ChatId, payload: &str) -> Outcome {
     }) else {
         return Outcome::refuse(EXPIRED);
     };
-    match app.store.vote(id, up) {
-        Ok(Some(ticket)) if ticket.chat != chat.0 => Outcome::refuse(EXPIRED),
-        Ok(Some(ticket)) if ticket.vote.is_some() => {
-            Outcome::refuse("You already rated this answer")
-        }
-        Ok(Some(ticket)) => {
+    // A vote is final: no change of mind allowed.
+    match app.store.vote(id, chat.0, up, 0) {
+        Ok(Vote::Unknown) => Outcome::refuse(EXPIRED),
+        Ok(Vote::AlreadyVoted) => Outcome::refuse("You already rated this answer"),
+        Ok(Vote::Recorded(ticket)) => {
             if let Err(e) = app.learning.feedback(&ticket.heuristics, up) {
                 tracing::error!(error = %e, "cannot apply feedback");
             }
@@ -133,7 +132,6 @@ fn feedback(app: &Arc<App>, chat: ChatId, payload: &str) -> Outcome {
                 None,
             )
         }
-        Ok(None) => Outcome::refuse(EXPIRED),
         Err(e) => Outcome::refuse(&format!("Cannot record that: {e}")),
     }
 }

@@ -269,6 +269,33 @@ async fn feedback_changes_confidence_ordering_and_injection() {
     h.stop().await;
 }
 
+/// A 👎 forged from another chat on an answer nobody rated yet changes nothing: the answer's own
+/// chat can still rate it. The button names an unguessable ticket id.
+#[tokio::test]
+async fn a_vote_forged_from_another_chat_does_not_use_up_the_vote() {
+    let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;
+    h.tg.send_text(ALICE, "one");
+    let (message, up, down) = feedback_buttons(&h, ALICE, 1).await;
+    let id = up
+        .strip_prefix("__act__fb|")
+        .and_then(|rest| rest.strip_suffix(".u"))
+        .unwrap();
+    assert_eq!(id.len(), heurist::store::TICKET_ID_CHARS, "{up}");
+    assert!(down.ends_with(&format!("{id}.d")));
+
+    let query = h.tg.press(BOB, BOB, message, &down);
+    assert_eq!(
+        h.tg.wait_for(|_| answered(&h, &query)).await["text"],
+        "This option has expired"
+    );
+    let query = h.tg.press(ALICE, ALICE, message, &up);
+    assert_eq!(
+        h.tg.wait_for(|_| answered(&h, &query)).await["text"],
+        "Thanks!"
+    );
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn admins_list_and_forget_heuristics() {
     let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;

@@ -129,6 +129,7 @@ pub async fn attach(
         epoch,
         chosen: None,
         feedback,
+        created: chrono::Utc::now().timestamp(),
     };
     let id = match app.store.create_ticket(&ticket) {
         Ok(id) => id,

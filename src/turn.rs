@@ -250,6 +250,7 @@ pub async fn run(app: Arc<App>, bot: Bot, input: TurnInput) {
                 job: job.clone(),
                 vote: None,
                 changes: 0,
+                created: chrono::Utc::now().timestamp(),
             };
             app.store
                 .create_feedback(&ticket)

@@ -26,8 +26,8 @@
 //!
 //! # Unreadable records
 //! A record or key that cannot be read is skipped with a warning naming its tree and key; it
-//! never blocks a chat and never panics. Pruning the inbox removes unreadable entries along
-//! with old ones.
+//! never blocks a chat and never panics. [`Store::prune`] removes unreadable inbox entries and
+//! tickets along with old ones.
 
 mod chats;
 mod history;
@@ -66,6 +66,14 @@ pub struct Store {
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
     flush_lock: Arc<tokio::sync::Mutex<u64>>,
+}
+
+/// What one [`Store::prune`] removed, per tree.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PruneReport {
+    pub inbox: usize,
+    pub tickets: usize,
+    pub feedback: usize,
 }
 
 impl Store {
@@ -128,6 +136,19 @@ impl Store {
         tokio::task::spawn_blocking(move || db.flush()).await??;
         *flushed_upto = upto;
         Ok(())
+    }
+
+    /// Bounds the storage that grows with every turn: removes answered inbox entries received
+    /// before `older_than_unix` (unix seconds) and option and feedback tickets created before
+    /// it, with the unreadable records of those trees. A pending or stored inbox entry is never
+    /// removed: its turn is not finished. A button whose ticket was pruned answers "expired".
+    pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
+        let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
+        Ok(PruneReport {
+            inbox: self.prune_inbox(older_than_unix)?,
+            tickets,
+            feedback,
+        })
     }
 }
 
@@ -289,6 +310,7 @@ mod tests {
             epoch: 0,
             chosen: None,
             feedback: None,
+            created: 1,
         }
     }
 
@@ -299,6 +321,7 @@ mod tests {
             job,
             vote: None,
             changes: 0,
+            created: 1,
         }
     }
 
@@ -486,13 +509,85 @@ mod tests {
                 store
                     .set_update_state(UPDATE, InboxState::Answered)
                     .unwrap();
-                store.prune_inbox(i64::MAX).unwrap();
+                store.prune(i64::MAX).unwrap();
+                prop_assert!(store.ticket(&ticket).is_none());
                 if !matches!(target, Target::Inbox | Target::InboxKey) {
                     prop_assert!(store.unfinished_updates().is_empty());
                 }
                 Ok(())
             })
             .unwrap();
+    }
+
+    fn option_ticket_at(created: i64) -> OptionTicket {
+        OptionTicket {
+            created,
+            ..good_ticket()
+        }
+    }
+
+    fn feedback_ticket_at(created: i64) -> FeedbackTicket {
+        FeedbackTicket {
+            created,
+            ..good_feedback(ReflectionJob {
+                chat: CHAT,
+                model: "m".into(),
+                task: "t".into(),
+                tools: vec![],
+                outcome: "success".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn prune_removes_old_tickets_and_answered_inbox_entries_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let old_option = store.create_ticket(&option_ticket_at(10)).unwrap();
+        let new_option = store.create_ticket(&option_ticket_at(100)).unwrap();
+        let old_feedback = store.create_feedback(&feedback_ticket_at(10)).unwrap();
+        let new_feedback = store.create_feedback(&feedback_ticket_at(100)).unwrap();
+        store.feedback.insert("garbage", "{").unwrap();
+        for (update, state) in [
+            (1, InboxState::Answered),
+            (2, InboxState::Pending),
+            (3, InboxState::Stored),
+        ] {
+            let entry = InboxEntry {
+                chat: 1,
+                user: 1,
+                text: "hi".into(),
+                image: None,
+                state,
+                received: 10,
+            };
+            store.accept_update(update, &entry).unwrap();
+        }
+        assert_eq!(
+            store.prune(50).unwrap(),
+            PruneReport {
+                inbox: 1,
+                tickets: 1,
+                feedback: 2
+            }
+        );
+        assert!(store.ticket(&old_option).is_none());
+        assert!(store.ticket(&new_option).is_some());
+        assert_eq!(
+            store.vote(&old_feedback, CHAT, true, 0).unwrap(),
+            Vote::Unknown
+        );
+        assert!(matches!(
+            store.vote(&new_feedback, CHAT, true, 0).unwrap(),
+            Vote::Recorded(_)
+        ));
+        let left: Vec<u32> = store.unfinished_updates().iter().map(|(u, _)| *u).collect();
+        assert_eq!(
+            left,
+            vec![2, 3],
+            "a pending or stored update is never pruned"
+        );
+        assert_eq!(store.prune(50).unwrap(), PruneReport::default());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::learning::ReflectionJob;
-use super::{Store, read_json, update_json};
+use super::{Store, prune_json, read_json, update_json};
 
 /// The trees' names in sled.
 pub(super) const OPTIONS_TREE: &str = "tickets";
@@ -32,6 +32,10 @@ pub struct OptionTicket {
     /// The answer's feedback ticket, whose 👍/👎 row stays beside the options.
     #[serde(default)]
     pub feedback: Option<String>,
+    /// Unix seconds; [`Store::prune`] removes old tickets. Tickets stored before this field
+    /// existed read as 0, the oldest, so the first prune removes them.
+    #[serde(default)]
+    pub created: i64,
 }
 
 /// What 👍/👎 under one answer act on.
@@ -47,6 +51,9 @@ pub struct FeedbackTicket {
     /// How often the vote was changed (a change of mind is allowed a bounded number of times).
     #[serde(default)]
     pub changes: u8,
+    /// Unix seconds, as in [`OptionTicket::created`].
+    #[serde(default)]
+    pub created: i64,
 }
 
 /// What pressing an option did.
@@ -68,7 +75,7 @@ pub enum Vote {
     Recorded(FeedbackTicket),
     /// The same vote again, or a change with no change left: nothing changed.
     AlreadyVoted,
-    /// No such ticket in the chat the press came from (unknown, unreadable or another
+    /// No such ticket in the chat the press came from (unknown, pruned, unreadable or another
     /// chat's): nothing changed. One answer for all, so a press learns nothing about other chats.
     Unknown,
 }
@@ -158,6 +165,18 @@ impl Store {
             (None, _) | (Some(_), Verdict::OtherChat) => Vote::Unknown,
         })
     }
+
+    /// Removes option and feedback tickets created before `before` (unix seconds), and
+    /// unreadable ones; returns how many of each went.
+    pub(super) fn prune_tickets(&self, before: i64) -> anyhow::Result<(usize, usize)> {
+        let options = prune_json(&self.tickets, OPTIONS_TREE, |t: &OptionTicket| {
+            t.created < before
+        })?;
+        let feedback = prune_json(&self.feedback, FEEDBACK_TREE, |t: &FeedbackTicket| {
+            t.created < before
+        })?;
+        Ok((options, feedback))
+    }
 }
 
 /// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
@@ -195,7 +214,7 @@ fn base36(mut n: u64) -> String {
 mod tests {
     use super::*;
 
-    fn option_ticket() -> OptionTicket {
+    fn option_ticket(created: i64) -> OptionTicket {
         OptionTicket {
             chat: 1,
             message_id: 5,
@@ -203,10 +222,11 @@ mod tests {
             epoch: 0,
             chosen: None,
             feedback: None,
+            created,
         }
     }
 
-    fn feedback_ticket(chat: i64) -> FeedbackTicket {
+    fn feedback_ticket(chat: i64, created: i64) -> FeedbackTicket {
         FeedbackTicket {
             chat,
             heuristics: vec![3],
@@ -219,6 +239,7 @@ mod tests {
             },
             vote: None,
             changes: 0,
+            created,
         }
     }
 
@@ -226,7 +247,7 @@ mod tests {
     fn a_ticket_is_chosen_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let ticket = option_ticket();
+        let ticket = option_ticket(1);
         let id = store.create_ticket(&ticket).unwrap();
         let other = store.create_ticket(&ticket).unwrap();
         assert_ne!(id, other);
@@ -244,9 +265,9 @@ mod tests {
         let ids: Vec<String> = (0..500)
             .map(|i| {
                 if i % 2 == 0 {
-                    store.create_ticket(&option_ticket()).unwrap()
+                    store.create_ticket(&option_ticket(1)).unwrap()
                 } else {
-                    store.create_feedback(&feedback_ticket(1)).unwrap()
+                    store.create_feedback(&feedback_ticket(1, 1)).unwrap()
                 }
             })
             .collect();
@@ -370,7 +391,7 @@ mod tests {
             let ticket = FeedbackTicket {
                 vote: case.vote,
                 changes: case.changes,
-                ..feedback_ticket(1)
+                ..feedback_ticket(1, 1)
             };
             assert_eq!(
                 judge(&ticket, case.chat, case.up, case.changes_allowed),
@@ -385,7 +406,7 @@ mod tests {
     fn a_forged_vote_from_another_chat_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let id = store.create_feedback(&feedback_ticket(1)).unwrap();
+        let id = store.create_feedback(&feedback_ticket(1, 1)).unwrap();
         let stored = store.feedback.get(&id).unwrap();
         assert_eq!(store.vote(&id, 2, false, 1).unwrap(), Vote::Unknown);
         assert_eq!(
@@ -400,7 +421,7 @@ mod tests {
         // The ticket's own chat can still vote, once.
         assert_eq!(
             store.vote(&id, 1, true, 0).unwrap(),
-            Vote::Recorded(feedback_ticket(1))
+            Vote::Recorded(feedback_ticket(1, 1))
         );
         assert_eq!(store.vote(&id, 2, false, 1).unwrap(), Vote::Unknown);
         assert_eq!(store.vote(&id, 1, false, 0).unwrap(), Vote::AlreadyVoted);
@@ -410,7 +431,7 @@ mod tests {
     fn a_vote_can_be_changed_as_often_as_allowed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let id = store.create_feedback(&feedback_ticket(1)).unwrap();
+        let id = store.create_feedback(&feedback_ticket(1, 1)).unwrap();
         assert!(matches!(
             store.vote(&id, 1, true, 1).unwrap(),
             Vote::Recorded(FeedbackTicket { vote: None, .. })
@@ -434,7 +455,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         for _ in 0..50 {
-            let id = store.create_feedback(&feedback_ticket(1)).unwrap();
+            let id = store.create_feedback(&feedback_ticket(1, 1)).unwrap();
             let barrier = std::sync::Barrier::new(4);
             let recorded = std::thread::scope(|s| {
                 let presses: Vec<_> = (0..4)
@@ -457,9 +478,12 @@ mod tests {
     }
 
     #[test]
-    fn feedback_tickets_from_before_changes_existed_still_read() {
+    fn tickets_from_before_created_existed_still_read() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
+        let old = r#"{"chat":1,"message_id":5,"labels":["a"],"epoch":0,"chosen":null}"#;
+        store.tickets.insert("old", old).unwrap();
+        assert_eq!(store.ticket("old").unwrap().created, 0);
         let old = r#"{"chat":1,"heuristics":[],"job":{"chat":1,"model":"m","task":"t",
             "tools":[],"outcome":"success"},"vote":null}"#;
         store.feedback.insert("old", old).unwrap();

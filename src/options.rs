@@ -135,6 +135,7 @@ pub async fn extract(
         epoch,
         chosen: None,
         feedback,
+        created: chrono::Utc::now().timestamp(),
     };
     match store.create_ticket(&ticket) {
         Ok(id) => Some(Attached {

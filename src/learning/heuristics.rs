@@ -13,10 +13,11 @@
 //! assert!(section.starts_with("## Learned Heuristics"));
 //! ```
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::text::contains_personal_data;
 use super::utility::{Age, Evidence, utility};
+pub use crate::store::{Heuristic, Origin, ReviewState};
 
 /// The LLM's reply to [`REFLECTION_EXTRACT_PROMPT_TEMPLATE`].
 #[derive(Debug, Clone, Deserialize)]
@@ -114,64 +115,6 @@ pub fn format_heuristics_section(heuristics: &[String]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// A stored heuristic, with where it came from and what happened to the answers it shaped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Heuristic {
-    pub id: u64,
-    /// The skill it belongs to; `None` for a general heuristic.
-    pub skill: Option<String>,
-    pub text: String,
-    /// How often it was learned (1, plus once for each time a trusted task taught it again).
-    pub uses: u32,
-    /// Whether it may be injected yet.
-    #[serde(default)]
-    pub review: ReviewState,
-    /// How the task it was learned from went, and whether that task read outside content.
-    #[serde(default)]
-    pub origin: Origin,
-    /// Turns whose prompt carried it, and how those turns went.
-    #[serde(default)]
-    pub injected: u32,
-    #[serde(default)]
-    pub successes: u32,
-    #[serde(default)]
-    pub failures: u32,
-    /// 👍 and 👎 on answers that carried it.
-    #[serde(default)]
-    pub up: u32,
-    #[serde(default)]
-    pub down: u32,
-    /// Unix seconds; 0 for never.
-    #[serde(default)]
-    pub last_injected: i64,
-    /// Unix seconds.
-    pub created: i64,
-    pub updated: i64,
-    /// Its embedding, computed once when stored (when an embeddings model is configured).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vector: Option<Vec<f32>>,
-}
-
-/// Whether a heuristic may be injected.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ReviewState {
-    #[default]
-    Approved,
-    /// Learned from a task that read text a third party wrote (or review is "all"): stored,
-    /// never injected until an admin approves it.
-    Pending,
-}
-
-/// Where a heuristic came from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Origin {
-    /// The outcome of the task it was learned from, as the reflection prompt said it.
-    pub outcome: String,
-    /// That task's context held content from outside the bot (web pages, search results,
-    /// MCP tool results).
-    pub external: bool,
 }
 
 impl Heuristic {

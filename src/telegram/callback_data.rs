@@ -421,6 +421,40 @@ mod tests {
         assert_eq!(encode_action("clear", "").as_deref(), Some("__act__clear|"));
     }
 
+    #[test]
+    fn the_longest_ticket_ids_fit_with_room_for_the_label() {
+        struct Case {
+            name: &'static str,
+            data: Option<String>,
+            kept_tail: &'static str,
+        }
+        let id = "z".repeat(crate::store::TICKET_ID_CHARS);
+        let cases = [
+            Case {
+                name: "option button with a two-digit index: 40 bytes of label",
+                data: encode_option(&format!("{id}.10"), &"x".repeat(100)),
+                kept_tail: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            },
+            Case {
+                name: "feedback button: the whole payload",
+                data: Action::Feedback {
+                    ticket: id.clone(),
+                    up: false,
+                }
+                .encode(),
+                kept_tail: "zzzzzzzzzzzzz.d",
+            },
+        ];
+        for case in cases {
+            let data = case
+                .data
+                .unwrap_or_else(|| panic!("case {}: does not fit", case.name));
+            assert!(data.len() <= MAX_CALLBACK_BYTES, "case {}", case.name);
+            let (_, tail) = data.split_once('|').unwrap();
+            assert_eq!(tail, case.kept_tail, "case {}", case.name);
+        }
+    }
+
     mod properties {
         use super::*;
         use proptest::prelude::*;

@@ -16,7 +16,7 @@ use super::commands::Command;
 use super::keyboards::model_key;
 use super::outbox::Outbox;
 use super::render::escape_html;
-use super::send::{edit_html, notify, send_html};
+use super::send::{edit_html, edit_keyboard, notify, send_html};
 use super::{keyboards, media, tool_list, views};
 use crate::app::App;
 use crate::config::Role;
@@ -364,7 +364,25 @@ pub async fn feedback_pressed(
     (ticket, up): (String, bool),
 ) -> HandlerResult {
     let outcome = actions::feedback(&app, chat.0, &ticket, up);
-    answer_press(&bot, &tg, &query, outcome).await
+    let refused = outcome.refused;
+    answer_press(&bot, &tg, &query, outcome).await?;
+    // The vote shows in the keyboard (the rest of it, options included, stays as it is).
+    let message = query.message.as_ref().and_then(|m| m.regular_message());
+    if let (false, Some(message)) = (refused, message)
+        && let Some(markup) = message.reply_markup()
+    {
+        let marked = keyboards::with_vote(markup, &ticket, up);
+        edit_keyboard(
+            tg.bot(),
+            tg.policy(),
+            chat,
+            message.id,
+            marked,
+            "show the vote",
+        )
+        .await;
+    }
+    Ok(())
 }
 
 /// ◀ ▶ under an admin list.

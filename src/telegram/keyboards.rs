@@ -1,7 +1,7 @@
 //! Inline keyboards: the domain's [`Keyboard`] as Telegram buttons. Every button's callback
 //! data is built by [`super::callback_data`], so it always fits Telegram's 64 bytes.
 
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
 use super::callback_data::{Action, OptionPress};
 use crate::turn::{Keyboard, Options};
@@ -58,6 +58,31 @@ fn option_rows(options: &Options) -> Vec<Vec<InlineKeyboardButton>> {
             .into_iter()
             .collect(),
     }
+}
+
+/// `markup` with the vote on feedback ticket `ticket` shown: `👍 ✓` (or `👎 ✓`) on the pressed
+/// button, the other one plain, so the user sees the vote and can still change it.
+pub fn with_vote(markup: &InlineKeyboardMarkup, ticket: &str, up: bool) -> InlineKeyboardMarkup {
+    let data = |up| {
+        Action::Feedback {
+            ticket: ticket.to_string(),
+            up,
+        }
+        .encode()
+    };
+    let (up_data, down_data) = (data(true), data(false));
+    let mut marked = markup.clone();
+    for button in marked.inline_keyboard.iter_mut().flatten() {
+        let InlineKeyboardButtonKind::CallbackData(data) = &button.kind else {
+            continue;
+        };
+        if Some(data) == up_data.as_ref() {
+            button.text = if up { "👍 ✓" } else { "👍" }.to_string();
+        } else if Some(data) == down_data.as_ref() {
+            button.text = if up { "👎" } else { "👎 ✓" }.to_string();
+        }
+    }
+    marked
 }
 
 /// 👍 / 👎 for feedback ticket `ticket`.

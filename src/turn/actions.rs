@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::Keyboard;
 use crate::app::App;
 use crate::config::Role;
-use crate::store::{InboxState, ReflectionJob};
+use crate::store::{InboxState, ReflectionJob, Vote};
 
 /// The toast of a press whose data names nothing live (an expired, forged or unknown button).
 pub const EXPIRED: &str = "This option has expired";
@@ -120,39 +120,46 @@ pub fn choose_model(app: &App, role: Role, chat: i64, id: Option<&str>) -> Outco
     }
 }
 
-/// 👍 or 👎 on an answer: once per answer, only in its own chat. 👎 also starts a reflection on
-/// the task with outcome "failure", so the bot learns what went wrong.
+/// How often a vote on an answer may be changed.
+const VOTE_CHANGES: u8 = 1;
+
+/// 👍 or 👎 on an answer, only in its own chat; a vote can be changed once. It scores the
+/// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
+/// with outcome "failure", so the bot learns what went wrong.
 pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
-    match app.store().vote(ticket, up) {
-        Ok(Some(ticket)) if ticket.chat != chat => Outcome::refuse(EXPIRED),
-        Ok(Some(ticket)) if ticket.vote.is_some() => {
-            Outcome::refuse("You already rated this answer")
-        }
-        Ok(Some(ticket)) => {
-            if let Err(e) = app.learning().feedback(&ticket.heuristics, up) {
-                tracing::error!(error = %e, "cannot apply feedback");
-            }
-            if !up {
-                let job = ReflectionJob {
-                    outcome: "failure (the user rated the answer 👎)".to_string(),
-                    ..ticket.job
-                };
-                if let Some(id) = app.learning().plan_reflection(&job) {
-                    let prefix = super::bare_prefix(app, &job);
-                    let app2 = app.clone();
-                    app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
-                }
-            }
-            let toast = if up {
-                "Thanks!"
-            } else {
-                "Thanks, I will learn from it."
-            };
-            Outcome::done(toast, None)
-        }
-        Ok(None) => Outcome::refuse(EXPIRED),
-        Err(e) => Outcome::refuse(format!("Cannot record that: {e}")),
+    let ticket = match app.store().vote(ticket, chat, up, VOTE_CHANGES) {
+        Ok(Vote::Recorded(ticket)) => ticket,
+        Ok(Vote::AlreadyVoted) => return Outcome::refuse("You already rated this answer"),
+        Ok(Vote::Unknown) => return Outcome::refuse(EXPIRED),
+        Err(e) => return Outcome::refuse(format!("Cannot record that: {e}")),
+    };
+    let first = ticket.vote.is_none();
+    let scored = if first {
+        app.learning().feedback(&ticket.heuristics, up)
+    } else {
+        app.learning().change_vote(&ticket.heuristics, up)
+    };
+    if let Err(e) = scored {
+        tracing::error!(error = %e, "cannot apply feedback");
     }
+    if !up {
+        let job = ReflectionJob {
+            outcome: "failure (the user rated the answer 👎)".to_string(),
+            ..ticket.job
+        };
+        if let Some(id) = app.learning().plan_reflection(&job) {
+            let prefix = super::bare_prefix(app, &job);
+            let app2 = app.clone();
+            app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
+        }
+    }
+    let toast = match (first, up) {
+        (true, true) => "Thanks!",
+        (true, false) => "Thanks, I will learn from it.",
+        (false, true) => "Changed to 👍",
+        (false, false) => "Changed to 👎: I will learn from it.",
+    };
+    Outcome::done(toast, None)
 }
 
 /// An Approve button pressed: approve pending heuristic `id` (admins only).

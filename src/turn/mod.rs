@@ -221,6 +221,8 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                     ..job.clone()
                 },
                 vote: None,
+                changes: 0,
+                created: chrono::Utc::now().timestamp(),
             };
             app.store()
                 .create_feedback(&ticket)

@@ -396,8 +396,38 @@ async fn outcomes_and_feedback_score_the_heuristics_an_answer_carried() {
             .iter()
             .any(|m| m["role"] == "user" && m["content"] == "a recipe for pancakes")
     );
-    // A second vote on the same answer changes nothing.
+    // The vote shows in the keyboard.
+    let marked =
+        h.tg.wait_for(|t| {
+            t.calls("editMessageReplyMarkup")
+                .into_iter()
+                .find(|c| c.params["message_id"] == message)
+        })
+        .await;
+    let row = marked.params["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (row[0]["text"].as_str(), row[1]["text"].as_str()),
+        (Some("👍"), Some("👎 ✓"))
+    );
+    // The same vote again changes nothing; a change of mind is taken once.
+    let query = h.tg.press(ALICE, ALICE, message, &down);
+    assert_eq!(
+        h.tg.wait_for(|_| answered(&h, &query)).await["text"],
+        "You already rated this answer"
+    );
     let query = h.tg.press(ALICE, ALICE, message, &up);
+    assert_eq!(
+        h.tg.wait_for(|_| answered(&h, &query)).await["text"],
+        "Changed to 👍"
+    );
+    let changed = by_text(&h, "Name the unit");
+    assert_eq!((changed.up, changed.down), (1, 0), "the 👎 was taken back");
+    let query = h.tg.press(ALICE, ALICE, message, &down);
     assert_eq!(
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "You already rated this answer"
@@ -408,12 +438,13 @@ async fn outcomes_and_feedback_score_the_heuristics_an_answer_carried() {
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "This option has expired"
     );
-    assert_eq!(by_text(&h, "Name the unit").up, 0);
+    assert_eq!(by_text(&h, "Name the unit").up, 1);
 
     // Proven bad: after more 👎 it is no longer injected where it would fit.
     let id = by_text(&h, "Name the unit").id;
-    h.app().learning().feedback(&[id], false).unwrap();
-    h.app().learning().feedback(&[id], false).unwrap();
+    for _ in 0..8 {
+        h.app().learning().feedback(&[id], false).unwrap();
+    }
     assert!(ask(&h, BOB, 1, "a recipe for waffles").await.is_empty());
     h.stop().await;
 }
@@ -518,6 +549,33 @@ async fn a_planted_instruction_stays_pending_until_an_admin_approves_it() {
     assert_eq!(
         ask(&h, BOB, 2, "which deployment toolkit is best?").await,
         [planted]
+    );
+    h.stop().await;
+}
+
+/// A 👎 forged from another chat on an answer nobody rated yet changes nothing: the answer's own
+/// chat can still rate it. The button names an unguessable ticket id.
+#[tokio::test]
+async fn a_vote_forged_from_another_chat_does_not_use_up_the_vote() {
+    let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;
+    h.tg.send_text(ALICE, "one");
+    let (message, up, down) = feedback_buttons(&h, ALICE, 1).await;
+    let id = up
+        .strip_prefix("__act__fb|")
+        .and_then(|rest| rest.strip_suffix(".u"))
+        .unwrap();
+    assert_eq!(id.len(), heurist::store::TICKET_ID_CHARS, "{up}");
+    assert!(down.ends_with(&format!("{id}.d")));
+
+    let query = h.tg.press(BOB, BOB, message, &down);
+    assert_eq!(
+        h.tg.wait_for(|_| answered(&h, &query)).await["text"],
+        "This option has expired"
+    );
+    let query = h.tg.press(ALICE, ALICE, message, &up);
+    assert_eq!(
+        h.tg.wait_for(|_| answered(&h, &query)).await["text"],
+        "Thanks!"
     );
     h.stop().await;
 }

@@ -40,6 +40,8 @@ struct Inner {
     scripted: HashMap<String, VecDeque<(u16, Value)>>,
     /// What each chat shows: message id → current text.
     screen: HashMap<i64, std::collections::BTreeMap<i64, String>>,
+    /// The inline keyboard each message shows now: (chat, message id) → reply_markup.
+    markups: HashMap<(i64, i64), Value>,
     /// When set, sends and edits to one chat closer together than this get 429, as Telegram's
     /// flood control answers.
     chat_rate: Option<Duration>,
@@ -159,16 +161,25 @@ impl FakeTelegram {
 
     /// A press of an inline button with `data` under the bot's message `message_id`.
     pub fn press(&self, user: i64, chat: i64, message_id: i64, data: &str) -> String {
-        let query_id = format!("cq{}", self.inner.lock().unwrap().next_update_id);
+        let (query_id, markup) = {
+            let inner = self.inner.lock().unwrap();
+            let markup = inner.markups.get(&(chat, message_id)).cloned();
+            (format!("cq{}", inner.next_update_id), markup)
+        };
         let id = query_id.clone();
         let data = data.to_string();
+        // The message as Telegram hands it back: with the keyboard it shows now.
+        let mut content = json!({"text": "answer"});
+        if let Some(markup) = markup.filter(Value::is_object) {
+            content["reply_markup"] = markup;
+        }
         self.push_update(move |_, _| {
             json!({"callback_query": {
                 "id": id,
                 "from": user_json(user),
                 "chat_instance": "ci",
                 "data": data,
-                "message": message(message_id, chat, bot_json(), json!({"text": "answer"})),
+                "message": message(message_id, chat, bot_json(), content),
             }})
         });
         query_id
@@ -569,6 +580,9 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
                 );
             }
             screen.insert(message_id, shown);
+            inner
+                .markups
+                .insert((chat, message_id), params["reply_markup"].clone());
             let mut content = json!({"text": text});
             if params["reply_markup"].is_object() {
                 content["reply_markup"] = params["reply_markup"].clone();
@@ -581,6 +595,9 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             }
             let chat = params["chat_id"].as_i64().unwrap_or_default();
             let message_id = params["message_id"].as_i64().unwrap_or_default();
+            inner
+                .markups
+                .insert((chat, message_id), params["reply_markup"].clone());
             ok(message(
                 message_id,
                 chat,

@@ -1,0 +1,438 @@
+//! The `history` tree: every stored turn of every chat, and the window of it the LLM sees.
+//!
+//! # The history window and prompt caching
+//! The LLM sees the turns from `window_start` on. The window only moves when the stored turns
+//! exceed the token budget, and then it jumps forward far enough (to three quarters of the
+//! budget) that the next several turns again share a byte-identical prefix. Moving it a turn at a
+//! time would change the prompt's beginning on every turn and defeat providers' prompt caches.
+//! Only whole turns drop, so a tool result never loses its call.
+//!
+//! # Clear epochs
+//! A turn reads the chat's epoch with its history and is stored only if no `/clear` bumped the
+//! epoch meanwhile; the check and the write are one sled transaction. The window only moves
+//! forward, so a window computed before a clear can never bring cleared turns back.
+
+use serde::{Deserialize, Serialize};
+use sled::Transactional;
+use sled::transaction::ConflictableTransactionError;
+
+use super::chats::{self, chat_key};
+use super::{Store, decode_json};
+use crate::llm::{ChatMessage, estimate_tokens};
+
+/// The tree's name in sled.
+pub(super) const TREE: &str = "history";
+
+/// How far the window jumps when the budget is exceeded: to this share of the budget.
+const TRIM_TO_NUMERATOR: usize = 3;
+const TRIM_TO_DENOMINATOR: usize = 4;
+
+/// One turn as stored.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StoredTurn {
+    /// Estimated tokens of `messages`, computed once at write time.
+    pub tokens: usize,
+    pub messages: Vec<ChatMessage>,
+    /// The update that started the turn, if any (recovery finds the turn by it).
+    #[serde(default)]
+    pub update: Option<u32>,
+}
+
+/// The history the LLM sees, and the epoch it was read in.
+#[derive(Debug, Default)]
+pub struct HistoryWindow {
+    pub messages: Vec<ChatMessage>,
+    pub epoch: u64,
+}
+
+/// `chat_id ‖ seq`, big-endian, so one chat's turns are one ordered range.
+pub(super) fn turn_key(chat: i64, seq: u64) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&chat.to_be_bytes());
+    key[8..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// The sequence number in a turn key; `None` for a key of another length.
+fn seq_of(key: &[u8]) -> Option<u64> {
+    let key: [u8; 16] = key.try_into().ok()?;
+    let mut seq = [0u8; 8];
+    seq.copy_from_slice(&key[8..]);
+    Some(u64::from_be_bytes(seq))
+}
+
+/// Drops the oldest whole turns of `turns` (oldest first, `total` tokens in all) once they
+/// exceed `budget_tokens`, down to three quarters of it. Returns the new window start if the
+/// window moves: the first kept turn, or `next_seq` when none is kept.
+fn trim_window(
+    turns: &mut Vec<(u64, StoredTurn)>,
+    mut total: usize,
+    budget_tokens: usize,
+    next_seq: u64,
+) -> Option<u64> {
+    if total <= budget_tokens {
+        return None;
+    }
+    let target = budget_tokens * TRIM_TO_NUMERATOR / TRIM_TO_DENOMINATOR;
+    let drop = turns
+        .iter()
+        .take_while(|(_, t)| {
+            let over = total > target;
+            if over {
+                total -= t.tokens;
+            }
+            over
+        })
+        .count();
+    turns.drain(..drop);
+    Some(turns.first().map_or(next_seq, |(seq, _)| *seq))
+}
+
+impl Store {
+    /// The turns the LLM should see, within `budget_tokens`; moves the window when exceeded.
+    ///
+    /// Reads backwards from the newest turn and stops once past the budget, so a chat with a
+    /// long stored history costs no more than its window (plus one turn) to load.
+    pub fn history(&self, chat: i64, budget_tokens: usize) -> anyhow::Result<HistoryWindow> {
+        let state = self.chat_state(chat);
+        let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
+        let mut total = 0;
+        for entry in self
+            .history
+            .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
+            .rev()
+        {
+            let (key, value) = entry?;
+            let Some(seq) = seq_of(&key) else {
+                tracing::warn!(
+                    chat,
+                    ?key,
+                    "skipping a history record with an unreadable key"
+                );
+                continue;
+            };
+            if let Some(turn) = decode_json::<StoredTurn>(TREE, &key, &value) {
+                total += turn.tokens;
+                turns.push((seq, turn));
+                if total > budget_tokens {
+                    break;
+                }
+            }
+        }
+        turns.reverse();
+        if let Some(start) = trim_window(&mut turns, total, budget_tokens, state.next_seq) {
+            self.move_window(chat, start)?;
+        }
+        Ok(HistoryWindow {
+            messages: turns.into_iter().flat_map(|(_, t)| t.messages).collect(),
+            epoch: state.epoch,
+        })
+    }
+
+    /// Moves the history window past its `count` oldest turns (after a context overflow).
+    pub fn skip_turns(&self, chat: i64, count: usize) -> anyhow::Result<()> {
+        let state = self.chat_state(chat);
+        let next = self
+            .history
+            .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
+            .keys()
+            .filter_map(|key| match key {
+                Ok(key) => seq_of(&key).map(Ok),
+                Err(e) => Some(Err(e)),
+            })
+            .nth(count)
+            .transpose()?;
+        self.move_window(chat, next.unwrap_or(state.next_seq))
+    }
+
+    /// Moves the window start to `start`, atomically and only forward: a window computed from
+    /// a state that a clear or another move has overtaken changes nothing.
+    fn move_window(&self, chat: i64, start: u64) -> anyhow::Result<()> {
+        self.update_chat_state(chat, |state| {
+            state.window_start = state.window_start.max(start);
+        })
+    }
+
+    /// Appends a finished turn, unless the chat was cleared since `epoch` was read.
+    /// The epoch check, the turn record and the chat state are one sled transaction: a clear
+    /// lands wholly before (the turn is refused) or after (the turn is cleared), and a crash
+    /// leaves either both records or neither.
+    pub fn append_turn(
+        &self,
+        chat: i64,
+        epoch: u64,
+        update: Option<u32>,
+        messages: &[ChatMessage],
+    ) -> anyhow::Result<bool> {
+        let turn = serde_json::to_vec(&StoredTurn {
+            tokens: estimate_tokens(messages),
+            messages: messages.to_vec(),
+            update,
+        })?;
+        let stored = (&self.history, &self.chats).transaction(|(history, states)| {
+            let mut state = chats::read_in(states, chat)?;
+            if state.epoch != epoch {
+                return Ok(false);
+            }
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            let state = serde_json::to_vec(&state).map_err(ConflictableTransactionError::Abort)?;
+            history.insert(&turn_key(chat, seq), turn.as_slice())?;
+            states.insert(&chat_key(chat), state)?;
+            Ok(true)
+        })?;
+        Ok(stored)
+    }
+
+    /// The answer of the stored turn that `update` started in `chat`, if it is still there.
+    pub fn stored_answer(&self, chat: i64, update: u32) -> Option<String> {
+        self.history
+            .scan_prefix(chat_key(chat))
+            .rev()
+            .filter_map(Result::ok)
+            .filter_map(|(key, bytes)| decode_json::<StoredTurn>(TREE, &key, &bytes))
+            .find(|turn| turn.update == Some(update))
+            .and_then(|turn| turn.messages.last().map(|m| m.content().to_string()))
+    }
+
+    /// Forgets a chat's conversation (its settings stay) and invalidates turns in flight.
+    ///
+    /// The epoch bump and the window move are one transaction; the turns before the new window
+    /// are removed after it. A turn stored after the clear starts at or past the new window, so
+    /// it is never removed, and a turn stored before it is never seen again.
+    pub fn clear_history(&self, chat: i64) -> anyhow::Result<()> {
+        let cleared_below = self.update_chat_state(chat, |state| {
+            state.window_start = state.next_seq;
+            state.epoch += 1;
+            state.window_start
+        })?;
+        for key in self
+            .history
+            .range(turn_key(chat, 0)..turn_key(chat, cleared_below))
+            .keys()
+        {
+            self.history.remove(key?)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    fn turn(i: usize, size: usize) -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::user(format!("q{i} {}", "x".repeat(size))),
+            ChatMessage::assistant(format!("a{i}")),
+        ]
+    }
+
+    #[test]
+    fn window_jumps_by_whole_turns_and_then_stays_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let per_turn = estimate_tokens(&turn(0, 300));
+        let budget = per_turn * 4;
+        let mut previous: Option<Vec<ChatMessage>> = None;
+        let mut jumps = 0;
+        for i in 0..12 {
+            let window = store.history(7, budget).unwrap();
+            assert!(estimate_tokens(&window.messages) <= budget);
+            assert!(
+                matches!(
+                    window.messages.first(),
+                    None | Some(ChatMessage::User { .. })
+                ),
+                "windows start at a turn boundary"
+            );
+            if let Some(prev) = &previous
+                && !window.messages.starts_with(prev)
+            {
+                jumps += 1;
+            }
+            store
+                .append_turn(7, window.epoch, None, &turn(i, 300))
+                .unwrap();
+            previous = Some(window.messages);
+        }
+        assert!(
+            (1..=4).contains(&jumps),
+            "the prefix changed on {jumps} of 12 turns"
+        );
+    }
+
+    #[test]
+    fn trim_window_drops_whole_oldest_turns_to_three_quarters() {
+        struct Case {
+            name: &'static str,
+            tokens: &'static [usize],
+            budget: usize,
+            start: Option<u64>,
+            kept: &'static [u64],
+        }
+        let cases = [
+            Case {
+                name: "within budget: the window stays",
+                tokens: &[10, 10, 10],
+                budget: 30,
+                start: None,
+                kept: &[0, 1, 2],
+            },
+            Case {
+                name: "over budget: down to three quarters",
+                tokens: &[10, 10, 10, 10],
+                budget: 30,
+                start: Some(2),
+                kept: &[2, 3],
+            },
+            Case {
+                name: "one huge turn: nothing kept, window at next_seq",
+                tokens: &[100],
+                budget: 30,
+                start: Some(9),
+                kept: &[],
+            },
+        ];
+        for case in cases {
+            let mut turns: Vec<(u64, StoredTurn)> = (0u64..)
+                .zip(case.tokens)
+                .map(|(seq, &tokens)| {
+                    let turn = StoredTurn {
+                        tokens,
+                        messages: vec![],
+                        update: None,
+                    };
+                    (seq, turn)
+                })
+                .collect();
+            let total = case.tokens.iter().sum();
+            let start = trim_window(&mut turns, total, case.budget, 9);
+            assert_eq!(start, case.start, "case {}", case.name);
+            let kept: Vec<u64> = turns.iter().map(|(seq, _)| *seq).collect();
+            assert_eq!(kept, case.kept, "case {}", case.name);
+        }
+    }
+
+    #[test]
+    fn clear_empties_and_invalidates_turns_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let before = store.history(1, 1000).unwrap();
+        store
+            .append_turn(1, before.epoch, None, &turn(0, 1))
+            .unwrap();
+        store.set_chat_model(1, "m").unwrap();
+        store.clear_history(1).unwrap();
+        assert!(
+            !store
+                .append_turn(1, before.epoch, None, &turn(1, 1))
+                .unwrap()
+        );
+        let after = store.history(1, 1000).unwrap();
+        assert!(after.messages.is_empty());
+        assert_eq!(store.chat_model(1).as_deref(), Some("m"));
+        assert_eq!(store.history.scan_prefix(chat_key(1)).count(), 0);
+    }
+
+    #[test]
+    fn unreadable_records_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..3 {
+            store.append_turn(3, 0, None, &turn(i, 1)).unwrap();
+        }
+        store
+            .history
+            .insert(turn_key(3, 1), b"not json".to_vec())
+            .unwrap();
+        // A key inside the chat's range that is not a turn key.
+        let mut short = chat_key(3).to_vec();
+        short.push(1);
+        store.history.insert(short, b"{}".to_vec()).unwrap();
+        store.chats.insert(chat_key(4), b"{".to_vec()).unwrap();
+        assert_eq!(store.history(3, 1000).unwrap().messages.len(), 4);
+        assert!(store.history(4, 1000).unwrap().messages.is_empty());
+        store.skip_turns(3, 1).unwrap();
+        assert_eq!(store.history(3, 1000).unwrap().messages.len(), 2);
+    }
+
+    #[test]
+    fn skipped_turns_leave_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..4 {
+            store.append_turn(2, 0, None, &turn(i, 1)).unwrap();
+        }
+        store.skip_turns(2, 3).unwrap();
+        assert_eq!(store.history(2, 1000).unwrap().messages, turn(3, 1));
+        store.skip_turns(2, 10).unwrap();
+        assert!(store.history(2, 1000).unwrap().messages.is_empty());
+        assert!(store.append_turn(2, 0, None, &turn(4, 1)).unwrap());
+        assert_eq!(store.history(2, 1000).unwrap().messages, turn(4, 1));
+    }
+
+    /// `/clear`, `/model`, a finishing turn and a window move, released together: none of the
+    /// four may undo another. The turn lands before the clear (and is cleared) or is refused,
+    /// never after it with the old epoch; no cleared turn comes back.
+    #[test]
+    fn concurrent_clear_model_turn_and_window_move_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let chat = 9;
+        for round in 0..200u64 {
+            // Enough stored turns that a small budget moves the window.
+            for i in 0..4 {
+                let epoch = store.chat_state(chat).epoch;
+                assert!(store.append_turn(chat, epoch, None, &turn(i, 200)).unwrap());
+            }
+            let before = store.chat_state(chat);
+            let model = format!("m{round}");
+            let barrier = Barrier::new(4);
+            let stored = std::thread::scope(|s| {
+                s.spawn(|| {
+                    barrier.wait();
+                    store.clear_history(chat).unwrap();
+                });
+                s.spawn(|| {
+                    barrier.wait();
+                    store.set_chat_model(chat, &model).unwrap();
+                });
+                s.spawn(|| {
+                    barrier.wait();
+                    store.history(chat, 100).unwrap();
+                });
+                let turn = s.spawn(|| {
+                    barrier.wait();
+                    store
+                        .append_turn(chat, before.epoch, None, &turn(99, 1))
+                        .unwrap()
+                });
+                turn.join().unwrap()
+            });
+            let after = store.chat_state(chat);
+            assert_eq!(after.epoch, before.epoch + 1, "round {round}: clear lost");
+            assert_eq!(
+                after.model.as_deref(),
+                Some(model.as_str()),
+                "round {round}: model switch lost"
+            );
+            let expected_next = before.next_seq + u64::from(stored);
+            assert_eq!(after.next_seq, expected_next, "round {round}: turn count");
+            assert_eq!(
+                after.window_start, after.next_seq,
+                "round {round}: the window moved back"
+            );
+            assert!(
+                store.history(chat, usize::MAX).unwrap().messages.is_empty(),
+                "round {round}: a turn survived the clear or came back"
+            );
+            assert_eq!(
+                store.history.scan_prefix(chat_key(chat)).count(),
+                0,
+                "round {round}: a turn was written after the clear with the old epoch"
+            );
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The learning trees: `heuristics` (what the bot learned), `reflections` (reflections saved
+//! before they run, so a restart resumes them) and `skill_matches` (how often each skill was
+//! picked for a turn). The rules for learning live in `crate::learning`; this file only keeps
+//! the records.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Store, decode_count, decode_json};
+
+/// The trees' names in sled.
+pub(super) const HEURISTICS_TREE: &str = "heuristics";
+pub(super) const REFLECTIONS_TREE: &str = "reflections";
+pub(super) const SKILL_MATCHES_TREE: &str = "skill_matches";
+
+/// A stored heuristic, with where it came from and what happened to the answers it shaped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Heuristic {
+    pub id: u64,
+    /// The skill it belongs to; `None` for a general heuristic.
+    pub skill: Option<String>,
+    pub text: String,
+    /// How often it was learned (1, plus once for each time a trusted task taught it again).
+    pub uses: u32,
+    /// Whether it may be injected yet.
+    #[serde(default)]
+    pub review: ReviewState,
+    /// How the task it was learned from went, and whether that task read outside content.
+    #[serde(default)]
+    pub origin: Origin,
+    /// Turns whose prompt carried it, and how those turns went.
+    #[serde(default)]
+    pub injected: u32,
+    #[serde(default)]
+    pub successes: u32,
+    #[serde(default)]
+    pub failures: u32,
+    /// 👍 and 👎 on answers that carried it.
+    #[serde(default)]
+    pub up: u32,
+    #[serde(default)]
+    pub down: u32,
+    /// Unix seconds; 0 for never.
+    #[serde(default)]
+    pub last_injected: i64,
+    /// Unix seconds.
+    pub created: i64,
+    pub updated: i64,
+    /// Its embedding, computed once when stored (when an embeddings model is configured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<Vec<f32>>,
+}
+
+/// Whether a heuristic may be injected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReviewState {
+    #[default]
+    Approved,
+    /// Learned from a task that read text a third party wrote (or review is "all"): stored,
+    /// never injected until an admin approves it.
+    Pending,
+}
+
+/// Where a heuristic came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The outcome of the task it was learned from, as the reflection prompt said it.
+    pub outcome: String,
+    /// That task's context held content from outside the bot (web pages, search results,
+    /// MCP tool results).
+    pub external: bool,
+}
+
+/// A reflection to run: the task, the tools it used and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReflectionJob {
+    pub chat: i64,
+    pub model: String,
+    /// The user's request, cut to 512 characters.
+    pub task: String,
+    pub tools: Vec<String>,
+    pub outcome: String,
+    /// The task's context held content from outside the bot (web pages, search results, MCP
+    /// tool output): what it teaches waits for review.
+    #[serde(default)]
+    pub external: bool,
+    /// The answer a 👎 rated, cut to 2,000 characters: the reflection reads the request and
+    /// this answer instead of the turn's whole request.
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+impl Store {
+    /// Every stored heuristic, in id order.
+    pub fn heuristics(&self) -> Vec<Heuristic> {
+        self.heuristics
+            .iter()
+            .filter_map(|entry| match entry {
+                Ok((key, value)) => decode_json(HEURISTICS_TREE, &key, &value),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read heuristics");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    pub fn new_heuristic_id(&self) -> anyhow::Result<u64> {
+        Ok(self.db.generate_id()?)
+    }
+
+    pub fn put_heuristic(&self, heuristic: &Heuristic) -> anyhow::Result<()> {
+        self.heuristics
+            .insert(heuristic.id.to_be_bytes(), serde_json::to_vec(heuristic)?)?;
+        Ok(())
+    }
+
+    /// Removes a heuristic; says whether it existed.
+    pub fn delete_heuristic(&self, id: u64) -> anyhow::Result<bool> {
+        Ok(self.heuristics.remove(id.to_be_bytes())?.is_some())
+    }
+
+    /// Persists a reflection before it runs, so a restart can resume it.
+    pub fn save_reflection(&self, job: &ReflectionJob) -> anyhow::Result<u64> {
+        let id = self.db.generate_id()?;
+        self.reflections
+            .insert(id.to_be_bytes(), serde_json::to_vec(job)?)?;
+        Ok(id)
+    }
+
+    pub fn finish_reflection(&self, id: u64) -> anyhow::Result<()> {
+        self.reflections.remove(id.to_be_bytes())?;
+        Ok(())
+    }
+
+    /// Reflections saved but not finished (a previous run stopped first). An unreadable job
+    /// can never run, so it is dropped.
+    pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
+        self.reflections
+            .iter()
+            .filter_map(Result::ok)
+            .filter_map(|(key, value)| {
+                let id = u64::from_be_bytes(key.as_ref().try_into().ok()?);
+                let job = decode_json(REFLECTIONS_TREE, &key, &value);
+                if job.is_none() {
+                    let _ = self.reflections.remove(&key);
+                }
+                Some((id, job?))
+            })
+            .collect()
+    }
+
+    pub fn count_skill_match(&self, skill: &str) -> anyhow::Result<()> {
+        self.skill_matches
+            .fetch_and_update(skill.as_bytes(), |old| {
+                let count = decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), old);
+                Some((count + 1).to_be_bytes().to_vec())
+            })?;
+        Ok(())
+    }
+
+    pub fn skill_matches(&self, skill: &str) -> u64 {
+        let bytes = self.skill_matches.get(skill.as_bytes()).ok().flatten();
+        decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), bytes.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(task: &str) -> ReflectionJob {
+        ReflectionJob {
+            chat: 1,
+            model: "m".into(),
+            task: task.into(),
+            tools: vec![],
+            outcome: "success".into(),
+            external: false,
+            answer: None,
+        }
+    }
+
+    #[test]
+    fn unreadable_learning_records_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let heuristic = Heuristic {
+            id: store.new_heuristic_id().unwrap(),
+            skill: None,
+            text: "check the units".into(),
+            uses: 1,
+
+            review: ReviewState::Approved,
+
+            origin: Origin::default(),
+
+            injected: 0,
+
+            successes: 0,
+
+            failures: 0,
+
+            up: 0,
+
+            down: 0,
+
+            last_injected: 0,
+
+            created: 1,
+
+            updated: 1,
+
+            vector: None,
+        };
+        store.put_heuristic(&heuristic).unwrap();
+        store
+            .heuristics
+            .insert(u64::MAX.to_be_bytes(), "{")
+            .unwrap();
+        assert_eq!(store.heuristics(), vec![heuristic]);
+
+        let kept = store.save_reflection(&job("kept")).unwrap();
+        store
+            .reflections
+            .insert(u64::MAX.to_be_bytes(), "[")
+            .unwrap();
+        assert_eq!(store.pending_reflections(), vec![(kept, job("kept"))]);
+        assert_eq!(store.reflections.len(), 1, "the unreadable job is dropped");
+
+        store.skill_matches.insert("weather", "odd").unwrap();
+        assert_eq!(store.skill_matches("weather"), 0);
+        store.count_skill_match("weather").unwrap();
+        store.count_skill_match("weather").unwrap();
+        assert_eq!(store.skill_matches("weather"), 2);
+    }
+}

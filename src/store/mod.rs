@@ -1,0 +1,641 @@
+//! The one place that talks to sled: one [`Store`] handle over nine trees, one file per area.
+//!
+//! - `history.rs`, tree `history`: key `chat_id ‖ seq` (big-endian), value a JSON
+//!   [`StoredTurn`]: every message of one turn (user, assistant tool calls, tool results,
+//!   answer). Append-only, written when a turn completes, so a turn is either wholly in the
+//!   history or not at all. Also the history window the LLM sees, and `/clear`.
+//! - `chats.rs`, tree `chats`: key `chat_id`, value a JSON [`ChatState`]: the history window,
+//!   the clear epoch and the chat's chosen model.
+//! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
+//!   every message that starts a turn, recorded before the turn starts, so a crash never loses
+//!   it and a re-delivered update is never processed twice.
+//! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
+//!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
+//!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
+//! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
+//!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
+//!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
+//! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
+//!   [`UsageTotals`]) and `user:<id>:<day>` (value a big-endian token count).
+//!
+//! # Atomic changes
+//! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
+//! a button press never undo one another: chat state changes run in a sled transaction (together
+//! with the history tree when a turn is appended), other JSON records go through
+//! a compare-and-swap loop (`update_json`), counters through sled's `fetch_and_update`.
+//!
+//! # Unreadable records
+//! A record or key that cannot be read is skipped with a warning naming its tree and key; it
+//! never blocks a chat and never panics. [`Store::prune`] removes unreadable inbox entries and
+//! tickets along with old ones.
+
+mod chats;
+mod history;
+mod inbox;
+mod learning;
+mod tickets;
+mod usage;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Context;
+use serde::{Serialize, de::DeserializeOwned};
+
+pub use chats::ChatState;
+pub use history::{HistoryWindow, StoredTurn};
+pub use inbox::{InboxEntry, InboxState};
+pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
+pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
+pub use usage::UsageTotals;
+
+/// The sled database and its trees. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    history: sled::Tree,
+    chats: sled::Tree,
+    usage: sled::Tree,
+    tickets: sled::Tree,
+    feedback: sled::Tree,
+    heuristics: sled::Tree,
+    reflections: sled::Tree,
+    skill_matches: sled::Tree,
+    inbox: sled::Tree,
+    /// Flush requests made so far, and the highest one a finished flush covers.
+    flush_requests: Arc<AtomicU64>,
+    flush_lock: Arc<tokio::sync::Mutex<u64>>,
+}
+
+/// What one [`Store::prune`] removed, per tree.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PruneReport {
+    pub inbox: usize,
+    pub tickets: usize,
+    pub feedback: usize,
+}
+
+impl Store {
+    /// Opens (or creates) the database in `dir`, with sled's default page cache (1 GB).
+    pub fn open(dir: &Path) -> anyhow::Result<Self> {
+        Self::open_with_cache(dir, 1 << 30)
+    }
+
+    /// Opens (or creates) the database in `dir`; sled's page cache holds at most `cache_bytes`.
+    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> anyhow::Result<Self> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .open()
+            .with_context(|| {
+                format!(
+                    "cannot open the database in {} (is another Heurist running on it? \
+                 set HEURIST_DATA_DIR to another directory)",
+                    dir.display()
+                )
+            })?;
+        Ok(Self {
+            history: db.open_tree(history::TREE)?,
+            chats: db.open_tree(chats::TREE)?,
+            usage: db.open_tree(usage::TREE)?,
+            tickets: db.open_tree(tickets::OPTIONS_TREE)?,
+            feedback: db.open_tree(tickets::FEEDBACK_TREE)?,
+            heuristics: db.open_tree(learning::HEURISTICS_TREE)?,
+            reflections: db.open_tree(learning::REFLECTIONS_TREE)?,
+            skill_matches: db.open_tree(learning::SKILL_MATCHES_TREE)?,
+            inbox: db.open_tree(inbox::TREE)?,
+            flush_requests: Arc::default(),
+            flush_lock: Arc::default(),
+            db,
+        })
+    }
+
+    /// Writes everything to disk; called at shutdown.
+    pub fn flush(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Writes everything written so far to disk, without blocking the runtime. sled otherwise
+    /// syncs every 500 ms, and an accepted update must survive a `kill -9` right after it.
+    ///
+    /// sled's own `flush_async` deadlocks when called concurrently (sled issue #1308, fixed
+    /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
+    /// and callers that arrive while it runs share the next one (group commit: under load, one
+    /// fsync serves many turns).
+    pub async fn flush_async(&self) -> anyhow::Result<()> {
+        let ticket = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut flushed_upto = self.flush_lock.lock().await;
+        if *flushed_upto >= ticket {
+            return Ok(());
+        }
+        // Every request numbered up to here was made before this flush starts.
+        let upto = self.flush_requests.load(Ordering::SeqCst);
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush()).await??;
+        *flushed_upto = upto;
+        Ok(())
+    }
+
+    /// Bounds the storage that grows with every turn: removes answered inbox entries received
+    /// before `older_than_unix` (unix seconds) and option and feedback tickets created before
+    /// it, with the unreadable records of those trees. A pending or stored inbox entry is never
+    /// removed: its turn is not finished. A button whose ticket was pruned answers "expired".
+    pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
+        let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
+        Ok(PruneReport {
+            inbox: self.prune_inbox(older_than_unix)?,
+            tickets,
+            feedback,
+        })
+    }
+}
+
+/// Decodes a JSON record; an unreadable one is logged with its tree and key and is `None`.
+fn decode_json<T: DeserializeOwned>(tree: &str, key: &[u8], bytes: &[u8]) -> Option<T> {
+    match serde_json::from_slice(bytes) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            tracing::warn!(tree, key = %show_key(key), error = %e, "skipping unreadable record");
+            None
+        }
+    }
+}
+
+/// A key as a log shows it: printable ASCII as is (ticket ids, usage keys), anything else in hex.
+fn show_key(key: &[u8]) -> String {
+    if key.iter().all(|b| b.is_ascii_graphic()) {
+        String::from_utf8_lossy(key).into_owned()
+    } else {
+        key.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Decodes a big-endian `u64` counter; a missing one is 0, an unreadable one is logged and 0.
+fn decode_count(tree: &str, key: &[u8], bytes: Option<&[u8]>) -> u64 {
+    let Some(bytes) = bytes else {
+        return 0;
+    };
+    match <[u8; 8]>::try_from(bytes) {
+        Ok(bytes) => u64::from_be_bytes(bytes),
+        Err(_) => {
+            tracing::warn!(tree, key = %show_key(key), len = bytes.len(), "unreadable counter counts as 0");
+            0
+        }
+    }
+}
+
+/// Reads a JSON record; a missing or unreadable one is `None` (an unreadable one is logged).
+fn read_json<T: DeserializeOwned>(tree: &sled::Tree, name: &str, key: &[u8]) -> Option<T> {
+    match tree.get(key) {
+        Ok(bytes) => decode_json(name, key, &bytes?),
+        Err(e) => {
+            tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
+            None
+        }
+    }
+}
+
+/// Applies `change` to the JSON record at `key` atomically (sled retries the closure on
+/// contention, so `change` must only edit the record it is given). Returns the record as it
+/// was, or `None` if it is missing or unreadable; `change` returns whether to write.
+fn update_json<T>(
+    tree: &sled::Tree,
+    name: &str,
+    key: &[u8],
+    mut change: impl FnMut(&mut T) -> bool,
+) -> anyhow::Result<Option<T>>
+where
+    T: Clone + Serialize + DeserializeOwned,
+{
+    let mut before = None;
+    tree.fetch_and_update(key, |old| {
+        // Returning `None` would delete the key: a missing record stays missing, an
+        // unreadable one stays as it is.
+        let old = old?;
+        let Some(mut record) = decode_json::<T>(name, key, old) else {
+            before = None;
+            return Some(old.to_vec());
+        };
+        before = Some(record.clone());
+        if change(&mut record) {
+            serde_json::to_vec(&record)
+                .ok()
+                .or_else(|| Some(old.to_vec()))
+        } else {
+            Some(old.to_vec())
+        }
+    })?;
+    Ok(before)
+}
+
+/// Removes the records of `tree` that `expired` says are old, and the unreadable ones; returns
+/// how many went. A record rewritten while this runs is left for the next prune.
+fn prune_json<T: DeserializeOwned>(
+    tree: &sled::Tree,
+    name: &str,
+    expired: impl Fn(&T) -> bool,
+) -> anyhow::Result<usize> {
+    let mut pruned = 0;
+    for entry in tree.iter() {
+        let (key, value) = entry?;
+        let old = decode_json::<T>(name, &key, &value).is_none_or(|record| expired(&record));
+        if old
+            && tree
+                .compare_and_swap(&key, Some(&value), None as Option<&[u8]>)?
+                .is_ok()
+        {
+            pruned += 1;
+        }
+    }
+    Ok(pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Garbage in every tree: each reader skips what it cannot read and still serves the good
+    //! records beside it.
+
+    use super::*;
+    use crate::llm::{ChatMessage, Usage};
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    const CHAT: i64 = 5;
+    const UPDATE: u32 = 77;
+
+    /// Valid records of every tree; any of them is garbage in another tree.
+    fn samples() -> Vec<Vec<u8>> {
+        let job = ReflectionJob {
+            chat: CHAT,
+            model: "m".into(),
+            task: "t".into(),
+            tools: vec![],
+            outcome: "success".into(),
+            external: false,
+            answer: None,
+        };
+        let values = [
+            serde_json::to_vec(&StoredTurn {
+                tokens: 3,
+                messages: vec![ChatMessage::user("q")],
+                update: Some(1),
+            }),
+            serde_json::to_vec(&ChatState::default()),
+            serde_json::to_vec(&good_entry()),
+            serde_json::to_vec(&good_ticket()),
+            serde_json::to_vec(&good_feedback(job.clone())),
+            serde_json::to_vec(&good_heuristic()),
+            serde_json::to_vec(&job),
+            serde_json::to_vec(&UsageTotals::default()),
+        ];
+        values.into_iter().map(Result::unwrap).collect()
+    }
+
+    fn good_entry() -> InboxEntry {
+        InboxEntry {
+            chat: CHAT,
+            user: 1,
+            text: "hello".into(),
+            image: None,
+            state: InboxState::Pending,
+            received: 1,
+        }
+    }
+
+    fn good_ticket() -> OptionTicket {
+        OptionTicket {
+            chat: CHAT,
+            message_id: 1,
+            labels: vec!["a".into()],
+            epoch: 0,
+            chosen: None,
+            feedback: None,
+            created: 1,
+        }
+    }
+
+    fn good_feedback(job: ReflectionJob) -> FeedbackTicket {
+        FeedbackTicket {
+            chat: CHAT,
+            heuristics: vec![],
+            job,
+            vote: None,
+            changes: 0,
+            created: 1,
+        }
+    }
+
+    fn good_heuristic() -> Heuristic {
+        Heuristic {
+            id: 1,
+            skill: None,
+            text: "a good heuristic".into(),
+            uses: 1,
+
+            review: ReviewState::Approved,
+
+            origin: Origin::default(),
+
+            injected: 0,
+
+            successes: 0,
+
+            failures: 0,
+
+            up: 0,
+
+            down: 0,
+
+            last_injected: 0,
+
+            created: 1,
+
+            updated: 1,
+
+            vector: None,
+        }
+    }
+
+    /// Arbitrary bytes, JSON of the wrong shape, and valid records cut short or of another tree.
+    fn garbage() -> impl Strategy<Value = Vec<u8>> {
+        let samples = samples();
+        let cut = samples.clone();
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..80),
+            "[\\[\\]{}\":,.0-9a-z_ -]{0,40}".prop_map(String::into_bytes),
+            (0..cut.len(), any::<prop::sample::Index>())
+                .prop_map(move |(i, at)| cut[i][..at.index(cut[i].len())].to_vec()),
+            prop::sample::select(samples),
+        ]
+    }
+
+    /// Where garbage goes: a tree, and a key suffix for trees whose keys are decoded.
+    #[derive(Debug, Clone, Copy)]
+    enum Target {
+        History,
+        HistoryKey,
+        Chats,
+        Inbox,
+        InboxKey,
+        Tickets,
+        Feedback,
+        Heuristics,
+        Reflections,
+        ReflectionsKey,
+        SkillMatches,
+        Usage,
+        UserTokens,
+    }
+
+    const TARGETS: [Target; 13] = [
+        Target::History,
+        Target::HistoryKey,
+        Target::Chats,
+        Target::Inbox,
+        Target::InboxKey,
+        Target::Tickets,
+        Target::Feedback,
+        Target::Heuristics,
+        Target::Reflections,
+        Target::ReflectionsKey,
+        Target::SkillMatches,
+        Target::Usage,
+        Target::UserTokens,
+    ];
+
+    fn reset(store: &Store) -> (String, String) {
+        for tree in [
+            &store.history,
+            &store.chats,
+            &store.usage,
+            &store.tickets,
+            &store.feedback,
+            &store.heuristics,
+            &store.reflections,
+            &store.skill_matches,
+            &store.inbox,
+        ] {
+            tree.clear().unwrap();
+        }
+        store
+            .append_turn(CHAT, 0, Some(UPDATE), &[ChatMessage::user("kept")])
+            .unwrap();
+        assert!(store.accept_update(UPDATE, &good_entry()).unwrap());
+        store.put_heuristic(&good_heuristic()).unwrap();
+        let job = ReflectionJob {
+            chat: CHAT,
+            model: "m".into(),
+            task: "kept".into(),
+            tools: vec![],
+            outcome: "success".into(),
+            external: false,
+            answer: None,
+        };
+        store.save_reflection(&job).unwrap();
+        store.count_skill_match("skill").unwrap();
+        let ticket = store.create_ticket(&good_ticket()).unwrap();
+        let feedback = store.create_feedback(&good_feedback(job)).unwrap();
+        (ticket, feedback)
+    }
+
+    #[test]
+    fn garbage_in_any_tree_is_skipped_and_never_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let usage = Usage {
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            cached_tokens: 0,
+        };
+        let mut runner = TestRunner::new(Config::with_cases(256));
+        let cases = (
+            prop::sample::select(TARGETS.to_vec()),
+            // Key lengths the trees decode (4: inbox, 8: a seq or an id) would make a valid key.
+            proptest::collection::vec(any::<u8>(), 0..20)
+                .prop_filter("an unreadable key", |s| s.len() != 4 && s.len() != 8),
+            garbage(),
+        );
+        runner
+            .run(&cases, |(target, suffix, bytes)| {
+                let (ticket, feedback) = reset(&store);
+                let today = usage::user_day_key(9, chrono::Utc::now().date_naive());
+                let (tree, key): (&sled::Tree, Vec<u8>) = match target {
+                    Target::History => (&store.history, history::turn_key(CHAT, 1).to_vec()),
+                    Target::HistoryKey => {
+                        let mut key = chats::chat_key(CHAT).to_vec();
+                        key.extend(&suffix);
+                        (&store.history, key)
+                    }
+                    Target::Chats => (&store.chats, chats::chat_key(CHAT).to_vec()),
+                    Target::Inbox => (&store.inbox, (UPDATE + 1).to_be_bytes().to_vec()),
+                    Target::InboxKey => (&store.inbox, suffix.clone()),
+                    Target::Tickets => (&store.tickets, ticket.clone().into_bytes()),
+                    Target::Feedback => (&store.feedback, feedback.clone().into_bytes()),
+                    Target::Heuristics => (&store.heuristics, 2u64.to_be_bytes().to_vec()),
+                    Target::Reflections => (&store.reflections, u64::MAX.to_be_bytes().to_vec()),
+                    Target::ReflectionsKey => (&store.reflections, suffix.clone()),
+                    Target::SkillMatches => (&store.skill_matches, b"skill".to_vec()),
+                    Target::Usage => (&store.usage, b"chat:5:m".to_vec()),
+                    Target::UserTokens => (&store.usage, today.into_bytes()),
+                };
+                tree.insert(key, bytes).unwrap();
+
+                // Every reader answers; the good records beside the garbage still read.
+                let state = store.chat_state(CHAT);
+                let window = store.history(CHAT, 10_000).unwrap();
+                if !matches!(target, Target::Chats | Target::HistoryKey | Target::History) {
+                    prop_assert_eq!(window.messages.len(), 1);
+                }
+                store.skip_turns(CHAT, 0).unwrap();
+                let _ = store.stored_answer(CHAT, UPDATE);
+                let _ = store.chat_model(CHAT);
+                if !matches!(target, Target::Inbox | Target::InboxKey) {
+                    prop_assert!(store.unfinished_updates().iter().any(|(u, _)| *u == UPDATE));
+                }
+                prop_assert!(
+                    store
+                        .heuristics()
+                        .iter()
+                        .any(|h| h.text == "a good heuristic")
+                );
+                prop_assert!(
+                    store
+                        .pending_reflections()
+                        .iter()
+                        .any(|(_, j)| j.task == "kept")
+                );
+                let _ = store.skill_matches("skill");
+                let _ = store.usage(Some(CHAT));
+                let _ = store.usage(None);
+                let _ = store.user_tokens_today(9);
+                let _ = store.ticket(&ticket);
+                let _ = store.choose_option(&ticket, 0).unwrap();
+                let _ = store.vote(&feedback, CHAT, true, 1).unwrap();
+
+                // Every writer works over garbage, or leaves it as it is.
+                store.record_usage(CHAT, "m", 1, 1, usage).unwrap();
+                store.record_user_tokens(9, usage).unwrap();
+                store.count_skill_match("skill").unwrap();
+                store.set_chat_model(CHAT, "n").unwrap();
+                prop_assert_eq!(store.chat_model(CHAT), Some("n".to_string()));
+                let epoch = store.chat_state(CHAT).epoch;
+                prop_assert_eq!(epoch, state.epoch);
+                prop_assert!(
+                    store
+                        .append_turn(CHAT, epoch, None, &[ChatMessage::user("more")])
+                        .unwrap()
+                );
+                store.clear_history(CHAT).unwrap();
+                prop_assert!(store.history(CHAT, 10_000).unwrap().messages.is_empty());
+                store
+                    .set_update_state(UPDATE, InboxState::Answered)
+                    .unwrap();
+                store.prune(i64::MAX).unwrap();
+                prop_assert!(store.ticket(&ticket).is_none());
+                if !matches!(target, Target::Inbox | Target::InboxKey) {
+                    prop_assert!(store.unfinished_updates().is_empty());
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    fn option_ticket_at(created: i64) -> OptionTicket {
+        OptionTicket {
+            created,
+            ..good_ticket()
+        }
+    }
+
+    fn feedback_ticket_at(created: i64) -> FeedbackTicket {
+        FeedbackTicket {
+            created,
+            ..good_feedback(ReflectionJob {
+                chat: CHAT,
+                model: "m".into(),
+                task: "t".into(),
+                tools: vec![],
+                outcome: "success".into(),
+                external: false,
+                answer: None,
+            })
+        }
+    }
+
+    #[test]
+    fn prune_removes_old_tickets_and_answered_inbox_entries_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let old_option = store.create_ticket(&option_ticket_at(10)).unwrap();
+        let new_option = store.create_ticket(&option_ticket_at(100)).unwrap();
+        let old_feedback = store.create_feedback(&feedback_ticket_at(10)).unwrap();
+        let new_feedback = store.create_feedback(&feedback_ticket_at(100)).unwrap();
+        store.feedback.insert("garbage", "{").unwrap();
+        for (update, state) in [
+            (1, InboxState::Answered),
+            (2, InboxState::Pending),
+            (3, InboxState::Stored),
+        ] {
+            let entry = InboxEntry {
+                chat: 1,
+                user: 1,
+                text: "hi".into(),
+                image: None,
+                state,
+                received: 10,
+            };
+            store.accept_update(update, &entry).unwrap();
+        }
+        assert_eq!(
+            store.prune(50).unwrap(),
+            PruneReport {
+                inbox: 1,
+                tickets: 1,
+                feedback: 2
+            }
+        );
+        assert!(store.ticket(&old_option).is_none());
+        assert!(store.ticket(&new_option).is_some());
+        assert_eq!(
+            store.vote(&old_feedback, CHAT, true, 0).unwrap(),
+            Vote::Unknown
+        );
+        assert!(matches!(
+            store.vote(&new_feedback, CHAT, true, 0).unwrap(),
+            Vote::Recorded(_)
+        ));
+        let left: Vec<u32> = store.unfinished_updates().iter().map(|(u, _)| *u).collect();
+        assert_eq!(
+            left,
+            vec![2, 3],
+            "a pending or stored update is never pruned"
+        );
+        assert_eq!(store.prune(50).unwrap(), PruneReport::default());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_flushes_complete_and_are_coalesced() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut tasks = Vec::new();
+        for t in 0..20u64 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..50u64 {
+                    store
+                        .history
+                        .insert((t * 1000 + i).to_be_bytes(), vec![0u8; 64])
+                        .unwrap();
+                    store.flush_async().await.unwrap();
+                }
+            }));
+        }
+        // With sled's own flush_async this hangs (sled #1308).
+        let all = futures_util::future::join_all(tasks);
+        tokio::time::timeout(std::time::Duration::from_secs(30), all)
+            .await
+            .expect("concurrent flushes must not deadlock");
+    }
+}

@@ -1,0 +1,148 @@
+//! The `usage` tree: token and call totals per chat and model and for the whole bot (what
+//! `/stats` shows), and each user's tokens per UTC day (what the daily budget checks).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Store, decode_count, decode_json};
+use crate::llm::Usage;
+
+/// The tree's name in sled.
+pub(super) const TREE: &str = "usage";
+
+/// Usage counters for one model (in one chat, or bot-wide).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    pub turns: u64,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cached_tokens: u64,
+}
+
+/// The key of a user's token count on one UTC day.
+pub(super) fn user_day_key(user: u64, day: chrono::NaiveDate) -> String {
+    format!("user:{user}:{day}")
+}
+
+impl Store {
+    /// Adds usage to the chat's and the bot's totals for `model`; `turns` is 1 for an agent
+    /// turn and 0 for follow-up calls (extraction, reflection) that belong to one. An
+    /// unreadable total starts again from zero.
+    pub fn record_usage(
+        &self,
+        chat: i64,
+        model: &str,
+        turns: u64,
+        calls: u32,
+        usage: Usage,
+    ) -> anyhow::Result<()> {
+        for key in [format!("chat:{chat}:{model}"), format!("all:{model}")] {
+            self.usage.fetch_and_update(key.as_bytes(), |old| {
+                let mut totals: UsageTotals = old
+                    .and_then(|bytes| decode_json(TREE, key.as_bytes(), bytes))
+                    .unwrap_or_default();
+                totals.turns += turns;
+                totals.calls += u64::from(calls);
+                totals.prompt_tokens += usage.prompt_tokens;
+                totals.completion_tokens += usage.completion_tokens;
+                totals.cached_tokens += usage.cached_tokens;
+                serde_json::to_vec(&totals).ok()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget.
+    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
+        let key = user_day_key(user, chrono::Utc::now().date_naive());
+        let tokens = usage.prompt_tokens + usage.completion_tokens;
+        self.usage.fetch_and_update(key.as_bytes(), |old| {
+            let count = decode_count(TREE, key.as_bytes(), old);
+            Some((count + tokens).to_be_bytes().to_vec())
+        })?;
+        Ok(())
+    }
+
+    /// Tokens the user's turns used today (UTC).
+    pub fn user_tokens_today(&self, user: u64) -> u64 {
+        let key = user_day_key(user, chrono::Utc::now().date_naive());
+        let bytes = self.usage.get(key.as_bytes()).ok().flatten();
+        decode_count(TREE, key.as_bytes(), bytes.as_deref())
+    }
+
+    /// Usage per model of one chat (`Some(chat)`) or of the whole bot (`None`).
+    pub fn usage(&self, chat: Option<i64>) -> Vec<(String, UsageTotals)> {
+        let prefix = match chat {
+            Some(chat) => format!("chat:{chat}:"),
+            None => "all:".to_string(),
+        };
+        self.usage
+            .scan_prefix(prefix.as_bytes())
+            .filter_map(Result::ok)
+            .filter_map(|(key, value)| {
+                let model = String::from_utf8_lossy(key.get(prefix.len()..)?).into_owned();
+                let totals = decode_json(TREE, &key, &value)?;
+                Some((model, totals))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_is_summed_per_chat_and_bot() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let u = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: 5,
+        };
+        store.record_usage(1, "m", 1, 2, u).unwrap();
+        store.record_usage(2, "m", 1, 1, u).unwrap();
+        let chat = store.usage(Some(1));
+        assert_eq!(
+            chat,
+            vec![(
+                "m".to_string(),
+                UsageTotals {
+                    turns: 1,
+                    calls: 2,
+                    prompt_tokens: 10,
+                    completion_tokens: 2,
+                    cached_tokens: 5
+                }
+            )]
+        );
+        assert_eq!(store.usage(None)[0].1.turns, 2);
+    }
+
+    #[test]
+    fn unreadable_totals_are_skipped_and_start_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let u = Usage {
+            prompt_tokens: 3,
+            completion_tokens: 1,
+            cached_tokens: 0,
+        };
+        store.usage.insert("chat:1:bad", "{").unwrap();
+        store.record_usage(1, "good", 1, 1, u).unwrap();
+        assert_eq!(
+            store.usage(Some(1)).len(),
+            1,
+            "the unreadable total is skipped"
+        );
+        store.record_usage(1, "bad", 1, 1, u).unwrap();
+        assert_eq!(store.usage(Some(1)).len(), 2);
+
+        let today = user_day_key(7, chrono::Utc::now().date_naive());
+        store.usage.insert(today.as_bytes(), "x").unwrap();
+        assert_eq!(store.user_tokens_today(7), 0);
+        store.record_user_tokens(7, u).unwrap();
+        assert_eq!(store.user_tokens_today(7), 4);
+    }
+}

@@ -310,7 +310,14 @@ async fn user_message(app: &App, bot: &Bot, content: String, image: Option<Strin
     let Some(file_id) = image else {
         return ChatMessage::user(content);
     };
-    match media::download_image(bot, &file_id, app.config.telegram.max_image_bytes).await {
+    match media::download_image(
+        bot,
+        &app.send_policy,
+        &file_id,
+        app.config.telegram.max_image_bytes,
+    )
+    .await
+    {
         Ok(url) => ChatMessage::user_with_image(content, url),
         Err(e) => {
             tracing::warn!(error = %e, "cannot fetch a photo");

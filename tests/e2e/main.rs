@@ -8,5 +8,6 @@ mod durability;
 mod learning;
 mod limits;
 mod options;
+mod pacing;
 mod skeleton;
 mod streaming;

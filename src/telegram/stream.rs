@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::keyboards;
-use super::render::render_parts;
+use super::render::{render_partial, render_parts};
 use super::send::{edit_html, send_html, with_retry};
 use crate::agent::{AgentEvent, Events};
 use crate::app::App;
@@ -113,7 +113,7 @@ impl Live {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, app: &App, bot: &Bot, chat: ChatId, markdown: &str) {
-        let parts = render_parts(markdown);
+        let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
             let stop = i == last;

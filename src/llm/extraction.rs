@@ -1,6 +1,6 @@
 //! Structured extraction: ask the model, in the same conversation, for a JSON value.
 //!
-//! Re-expresses mahbot's `retry_extract_structured`. The extraction request is the agent's own
+//! [`retry_extract_structured`] is the one way to do it. The extraction request is the agent's own
 //! last request with only `messages` extended: model, temperature, reasoning effort, provider
 //! routing and tools are *the same value*, not rebuilt, so they are byte-identical, and the
 //! messages begin with exactly the agent call's messages. Providers key their prompt caches on
@@ -22,6 +22,10 @@ use crate::config::MaxTokensField;
 
 /// How much of the last raw reply a failure quotes.
 const SNIPPET_CHARS: usize = 300;
+
+/// The request a follow-up call extends: the turn's last request, and its messages followed
+/// by the answer.
+pub type Prefix = (ChatRequest, Vec<ChatMessage>);
 
 /// What to reuse and how hard to try.
 pub struct ExtractionConfig<'a> {

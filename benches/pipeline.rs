@@ -36,6 +36,7 @@ use support::{
 const BENCH_TOML: &str = "\
 [telegram]
 chat_interval_ms = 0
+group_interval_ms = 0
 global_per_second = 1000000
 [limits]
 turns_per_minute = 0

@@ -50,6 +50,8 @@ pub struct TelegramConfig {
     pub poll_timeout_secs: u32,
     pub typing_interval_secs: u64,
     pub chat_interval_ms: u64,
+    /// Spacing in groups, supergroups and channels (negative chat ids).
+    pub group_interval_ms: u64,
     pub global_per_second: u32,
     pub streaming: bool,
     pub max_image_bytes: u32,

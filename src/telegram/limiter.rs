@@ -1,68 +1,234 @@
-//! Pacing of everything Heurist sends or edits, so Telegram's flood control never triggers.
+//! Pacing of everything Heurist sends or edits, so Telegram's flood control never triggers and
+//! no chat waits for another.
 //!
-//! Telegram allows about one message per second per chat and about thirty per second per bot,
-//! and counts edits like sends. teloxide's `Throttle` adaptor queues sends but lets edits
-//! through, which a streamed answer (one edit a second) would turn into 429s; so every send and
-//! edit reserves a slot here instead: the next free slot of its chat, no earlier than the next
-//! free global slot. Slots are reserved in call order (fair), and a `retry_after` from Telegram
-//! pushes the chat's next slot back.
+//! Telegram allows about one message per second in a private chat, about twenty per minute in
+//! a group, and about thirty per second per bot, and counts edits like sends. teloxide's
+//! `Throttle` adaptor queues sends but lets edits through, which a streamed answer (one edit a
+//! second) would turn into 429s; so every send and edit takes a slot here instead.
+//!
+//! A call first waits for its chat's turn (calls of one chat go in call order) and for the
+//! chat's next slot, and only *then* takes the next global slot. The global cursor therefore
+//! only ever holds calls that are due now: a chat whose next slot lies seconds ahead (a long
+//! answer in parts, a group's three-second spacing, a `retry_after` penalty) does not push
+//! back any other chat. A penalty applies to the scope Telegram refused: a 429 on a chat's
+//! request delays that chat only, a 429 on a call without a chat pauses every call.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use std::time::Duration;
+//! use heurist::telegram::limiter::{Limiter, Pacing, Scope};
+//! let limiter = Limiter::new(Pacing {
+//!     private: Duration::from_secs(1),
+//!     group: Duration::from_secs(3),
+//!     global_per_second: 30,
+//! });
+//! let turn = limiter.acquire(Scope::Chat(42)).await; // chat 42 may call Telegram now
+//! drop(turn); // the chat's next call may queue up behind this one's slot
+//! # }
+//! ```
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
-/// Chats whose next slot lies this far in the past are forgotten (the map stays small).
-const FORGET_AFTER: Duration = Duration::from_secs(60);
+/// The map of chats is swept for idle entries only when it has grown to twice its size after
+/// the last sweep, and never below this: sweeps cost O(1) per call on average.
+const MIN_SWEEP_AT: usize = 256;
 
+/// No wait is longer than a year, whatever Telegram's `retry_after` or the config say, so the
+/// clock arithmetic can never overflow.
+const LONGEST_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Whose budget a call spends, and whom a 429 on it slows down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A call to one chat (send, edit, delete): paced per chat and globally.
+    Chat(i64),
+    /// A call to no chat (e.g. `getFile`): paced globally only.
+    Bot,
+}
+
+/// Telegram's pacing rules, from `[telegram]` in the config.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    /// Spacing of calls within one private chat (positive chat id).
+    pub private: Duration,
+    /// Spacing of calls within one group, supergroup or channel (negative chat id).
+    pub group: Duration,
+    /// All calls of the bot together, per second.
+    pub global_per_second: u32,
+}
+
+/// The one pacer of a bot's Telegram calls; shared by every task that sends or edits.
 pub struct Limiter {
-    per_chat: Duration,
+    pacing: Pacing,
+    /// Spacing of global slots.
     global: Duration,
     state: Mutex<State>,
 }
 
 struct State {
-    chats: HashMap<i64, Instant>,
+    chats: HashMap<i64, Chat>,
+    /// The next free global slot; in the past when the bot is idle.
     global_next: Instant,
+    /// `chats.len()` at which the next sweep runs.
+    sweep_at: usize,
+}
+
+struct Chat {
+    /// Held by the chat's call being paced; tokio's mutex is fair, so calls go in call order.
+    line: Arc<tokio::sync::Mutex<()>>,
+    /// The chat's next call may go no earlier (spacing after the last call, or a penalty).
+    next: Instant,
+}
+
+impl Chat {
+    /// Nobody is in line and nothing is owed: the entry says nothing an absent one would not.
+    fn is_idle(&self, now: Instant) -> bool {
+        Arc::strong_count(&self.line) == 1 && self.next <= now
+    }
+}
+
+/// A call's place in its chat's line, from [`Limiter::acquire`]: the chat's later calls wait
+/// until it is dropped, so a call that is retried keeps its place.
+pub struct Turn<'a> {
+    limiter: &'a Limiter,
+    scope: Scope,
+    _line: Option<OwnedMutexGuard<()>>,
+}
+
+impl Turn<'_> {
+    /// Waits for another slot of the same scope, for a retry of the call.
+    pub async fn next_slot(&mut self) {
+        self.limiter.slot(self.scope).await;
+    }
 }
 
 impl Limiter {
-    /// `per_chat`: spacing within one chat; `global_per_second`: all chats together.
-    pub fn new(per_chat: Duration, global_per_second: u32) -> Self {
+    pub fn new(pacing: Pacing) -> Self {
+        let pacing = Pacing {
+            private: pacing.private.min(LONGEST_WAIT),
+            group: pacing.group.min(LONGEST_WAIT),
+            ..pacing
+        };
         Self {
-            per_chat,
-            global: Duration::from_secs(1) / global_per_second.max(1),
+            pacing,
+            global: Duration::from_secs(1) / pacing.global_per_second.max(1),
             state: Mutex::new(State {
                 chats: HashMap::new(),
                 global_next: Instant::now(),
+                sweep_at: MIN_SWEEP_AT,
             }),
         }
     }
 
-    /// Waits for `chat`'s next slot (reserving it).
-    pub async fn acquire(&self, chat: i64) {
-        let slot = {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
-            if state.chats.len() > 1024 {
-                state.chats.retain(|_, next| *next + FORGET_AFTER > now);
+    /// Waits for the call's turn in its chat and then for a slot; the call may go when this
+    /// returns, and the chat's next call waits until the returned [`Turn`] is dropped.
+    pub async fn acquire(&self, scope: Scope) -> Turn<'_> {
+        let line = match scope {
+            Scope::Chat(chat) => {
+                let line = self.with_state(|state, now| {
+                    state.sweep(now);
+                    let entry = state.chats.entry(chat).or_insert_with(|| Chat {
+                        line: Arc::default(),
+                        next: now,
+                    });
+                    entry.line.clone()
+                });
+                Some(line.lock_owned().await)
             }
-            let chat_next = state.chats.get(&chat).copied().unwrap_or(now).max(now);
-            let slot = chat_next.max(state.global_next);
-            state.chats.insert(chat, slot + self.per_chat);
-            state.global_next = slot + self.global;
-            slot
+            Scope::Bot => None,
         };
-        tokio::time::sleep_until(slot).await;
+        self.slot(scope).await;
+        Turn {
+            limiter: self,
+            scope,
+            _line: line,
+        }
     }
 
-    /// Telegram said "retry after": nothing more for `chat` until then.
-    pub fn penalize(&self, chat: i64, retry_after: Duration) {
+    /// Telegram said "retry after": nothing more in `scope` until then (for [`Scope::Bot`],
+    /// nothing more at all).
+    pub fn penalize(&self, scope: Scope, retry_after: Duration) {
+        self.with_state(|state, now| {
+            let until = now + retry_after.min(LONGEST_WAIT);
+            match scope {
+                Scope::Chat(chat) => {
+                    let entry = state.chats.entry(chat).or_insert_with(|| Chat {
+                        line: Arc::default(),
+                        next: until,
+                    });
+                    entry.next = entry.next.max(until);
+                }
+                Scope::Bot => state.global_next = state.global_next.max(until),
+            }
+        });
+    }
+
+    /// Waits until the chat's next slot has come, then reserves the next global slot of that
+    /// moment and waits for it.
+    async fn slot(&self, scope: Scope) {
+        loop {
+            let wait = self.with_state(|state, now| {
+                if let Scope::Chat(chat) = scope
+                    && let Some(entry) = state.chats.get(&chat)
+                    && entry.next > now
+                {
+                    // Not yet due; a penalty may still move the slot while we sleep.
+                    return Err(entry.next);
+                }
+                let slot = state.global_next.max(now);
+                state.global_next = slot + self.global;
+                if let Scope::Chat(chat) = scope {
+                    let spacing = self.spacing(chat);
+                    let entry = state.chats.entry(chat).or_insert_with(|| Chat {
+                        line: Arc::default(),
+                        next: now,
+                    });
+                    entry.next = entry.next.max(slot + spacing);
+                }
+                Ok(slot)
+            });
+            match wait {
+                Ok(slot) => return tokio::time::sleep_until(slot).await,
+                Err(due) => tokio::time::sleep_until(due).await,
+            }
+        }
+    }
+
+    /// Groups, supergroups and channels have negative ids and a slower pace than private chats.
+    fn spacing(&self, chat: i64) -> Duration {
+        if chat < 0 {
+            self.pacing.group
+        } else {
+            self.pacing.private
+        }
+    }
+
+    fn with_state<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> T {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let until = Instant::now() + retry_after;
-        let next = state.chats.entry(chat).or_insert(until);
-        *next = (*next).max(until);
+        f(&mut state, Instant::now())
+    }
+
+    /// How many chats the limiter remembers (tests check that it forgets idle ones).
+    #[cfg(test)]
+    fn remembered_chats(&self) -> usize {
+        self.with_state(|state, _| state.chats.len())
+    }
+}
+
+impl State {
+    /// Forgets idle chats once the map has doubled since the last sweep.
+    fn sweep(&mut self, now: Instant) {
+        if self.chats.len() < self.sweep_at {
+            return;
+        }
+        self.chats.retain(|_, chat| !chat.is_idle(now));
+        self.sweep_at = (self.chats.len() * 2).max(MIN_SWEEP_AT);
     }
 }
 
@@ -70,35 +236,367 @@ impl Limiter {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn slots_are_spaced_per_chat_and_globally() {
-        let limiter = Limiter::new(Duration::from_secs(1), 10);
-        let start = Instant::now();
-        limiter.acquire(1).await;
-        limiter.acquire(1).await;
-        limiter.acquire(1).await;
-        assert_eq!(
-            start.elapsed(),
-            Duration::from_secs(2),
-            "one per second in a chat"
-        );
+    const PRIVATE: Duration = Duration::from_secs(1);
+    const GROUP: Duration = Duration::from_secs(3);
+    /// The paused clock wakes sleepers on whole milliseconds, so a slot may go this much late.
+    const TICK: Duration = Duration::from_millis(1);
 
-        let start = Instant::now();
-        for chat in 10..20 {
-            limiter.acquire(chat).await;
+    fn limiter(global_per_second: u32) -> Arc<Limiter> {
+        Arc::new(Limiter::new(Pacing {
+            private: PRIVATE,
+            group: GROUP,
+            global_per_second,
+        }))
+    }
+
+    /// Starts one call per entry of `scopes`, in that order, each recording when it got its
+    /// slot; lets them all queue up before returning.
+    async fn queue_calls(
+        limiter: &Arc<Limiter>,
+        scopes: &[Scope],
+    ) -> Vec<tokio::task::JoinHandle<Instant>> {
+        let handles = scopes
+            .iter()
+            .map(|&scope| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move {
+                    let _turn = limiter.acquire(scope).await;
+                    Instant::now()
+                })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        handles
+    }
+
+    async fn times(handles: Vec<tokio::task::JoinHandle<Instant>>) -> Vec<Instant> {
+        let mut times = Vec::with_capacity(handles.len());
+        for handle in handles {
+            times.push(handle.await.expect("a call panicked"));
         }
-        assert!(
-            start.elapsed() <= Duration::from_millis(1000),
-            "ten chats in a second"
-        );
-        assert!(
-            start.elapsed() >= Duration::from_millis(900),
-            "but not faster than the global rate"
-        );
+        times
+    }
 
-        limiter.penalize(5, Duration::from_secs(7));
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_chat_does_not_delay_other_chats() {
+        struct Case {
+            name: &'static str,
+            busy: i64,
+            other: i64,
+        }
+        let cases = [
+            Case {
+                name: "private chat in parts, another private chat",
+                busy: 1,
+                other: 2,
+            },
+            Case {
+                name: "group in parts, a private chat",
+                busy: -100,
+                other: 2,
+            },
+            Case {
+                name: "private chat in parts, a group",
+                busy: 1,
+                other: -200,
+            },
+        ];
+        for case in cases {
+            let limiter = limiter(30);
+            let start = Instant::now();
+            let busy = queue_calls(&limiter, &[Scope::Chat(case.busy); 10]).await;
+            let _other = limiter.acquire(Scope::Chat(case.other)).await;
+            assert!(
+                start.elapsed() <= limiter.global + TICK,
+                "{}: the other chat waited {:?}",
+                case.name,
+                start.elapsed()
+            );
+            let busy = times(busy).await;
+            assert!(
+                busy[9] - start >= limiter.spacing(case.busy) * 9,
+                "{}: the busy chat kept its own pace",
+                case.name
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_in_one_chat_are_spaced_by_the_kind_of_chat() {
+        struct Case {
+            name: &'static str,
+            chat: i64,
+            spacing: Duration,
+        }
+        let cases = [
+            Case {
+                name: "private chat",
+                chat: 7,
+                spacing: PRIVATE,
+            },
+            Case {
+                name: "group",
+                chat: -4_321,
+                spacing: GROUP,
+            },
+            Case {
+                name: "supergroup",
+                chat: -1_001_234_567_890,
+                spacing: GROUP,
+            },
+        ];
+        for case in cases {
+            let limiter = limiter(30);
+            let handles = queue_calls(&limiter, &[Scope::Chat(case.chat); 4]).await;
+            let times = times(handles).await;
+            for pair in times.windows(2) {
+                assert_eq!(pair[1] - pair[0], case.spacing, "{}", case.name);
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn all_chats_together_stay_within_the_global_rate() {
+        struct Case {
+            name: &'static str,
+            per_second: u32,
+            chats: i64,
+        }
+        let cases = [
+            Case {
+                name: "30 per second, 100 chats",
+                per_second: 30,
+                chats: 100,
+            },
+            Case {
+                name: "10 per second, 35 chats and groups",
+                per_second: 10,
+                chats: 35,
+            },
+        ];
+        for case in cases {
+            let limiter = limiter(case.per_second);
+            let scopes: Vec<Scope> = (0..case.chats)
+                .map(|i| Scope::Chat(if i % 2 == 0 { i + 1 } else { -i }))
+                .collect();
+            let start = Instant::now();
+            let mut times = times(queue_calls(&limiter, &scopes).await).await;
+            times.sort();
+            for (i, at) in times.iter().enumerate() {
+                let within_a_second = times[i..]
+                    .iter()
+                    .take_while(|t| **t - *at < Duration::from_secs(1))
+                    .count();
+                assert!(
+                    within_a_second <= case.per_second as usize,
+                    "{}: {within_a_second} calls in one second",
+                    case.name
+                );
+            }
+            let span = times[times.len() - 1] - start;
+            let floor = limiter.global * (case.chats as u32 - 1);
+            assert!(
+                span >= floor && span <= floor + TICK,
+                "{}: {span:?}, not at the rate either",
+                case.name
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_chats_penalty_delays_that_chat_only() {
+        let limiter = limiter(30);
+        let penalty = Duration::from_secs(8);
         let start = Instant::now();
-        limiter.acquire(5).await;
-        assert!(start.elapsed() >= Duration::from_secs(7));
+        limiter.penalize(Scope::Chat(1), penalty);
+        // The penalised chat has a call waiting while the others come.
+        let penalised = queue_calls(&limiter, &[Scope::Chat(1)]).await;
+        for other in [Scope::Chat(2), Scope::Chat(-3), Scope::Bot] {
+            let before = Instant::now();
+            drop(limiter.acquire(other).await);
+            assert!(
+                before.elapsed() <= limiter.global + TICK,
+                "{other:?} waited"
+            );
+        }
+        assert!(start.elapsed() < Duration::from_secs(1));
+        let penalised = times(penalised).await;
+        assert!(penalised[0] - start >= penalty, "the penalised chat waited");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_global_penalty_delays_every_call() {
+        struct Case {
+            name: &'static str,
+            scope: Scope,
+        }
+        let cases = [
+            Case {
+                name: "private chat",
+                scope: Scope::Chat(5),
+            },
+            Case {
+                name: "group",
+                scope: Scope::Chat(-5),
+            },
+            Case {
+                name: "call without a chat",
+                scope: Scope::Bot,
+            },
+        ];
+        for case in cases {
+            let limiter = limiter(30);
+            let start = Instant::now();
+            limiter.penalize(Scope::Bot, Duration::from_secs(5));
+            drop(limiter.acquire(case.scope).await);
+            assert!(
+                start.elapsed() >= Duration::from_secs(5),
+                "{}: went during the pause",
+                case.name
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_in_one_chat_keep_their_order() {
+        struct Case {
+            name: &'static str,
+            private: Duration,
+            penalty: Option<Duration>,
+        }
+        let cases = [
+            Case {
+                name: "paced",
+                private: PRIVATE,
+                penalty: None,
+            },
+            Case {
+                name: "unpaced: every call is due at once",
+                private: Duration::ZERO,
+                penalty: None,
+            },
+            Case {
+                name: "all waiting out a penalty that ends at one instant",
+                private: Duration::ZERO,
+                penalty: Some(Duration::from_secs(2)),
+            },
+        ];
+        for case in cases {
+            let limiter = Arc::new(Limiter::new(Pacing {
+                private: case.private,
+                group: GROUP,
+                global_per_second: 1_000_000,
+            }));
+            if let Some(penalty) = case.penalty {
+                limiter.penalize(Scope::Chat(1), penalty);
+            }
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let handles: Vec<_> = (0..20)
+                .map(|i| {
+                    let limiter = limiter.clone();
+                    let order = order.clone();
+                    tokio::spawn(async move {
+                        // Other chats' calls are interleaved with chat 1's.
+                        let chat = if i % 3 == 0 { 2 } else { 1 };
+                        let _turn = limiter.acquire(Scope::Chat(chat)).await;
+                        if chat == 1 {
+                            order.lock().unwrap().push(i);
+                        }
+                        tokio::task::yield_now().await;
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.await.unwrap();
+            }
+            let expected: Vec<i32> = (0..20).filter(|i| i % 3 != 0).collect();
+            assert_eq!(*order.lock().unwrap(), expected, "{}", case.name);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retried_call_keeps_its_place_in_line() {
+        struct Case {
+            name: &'static str,
+            penalty: Option<Duration>,
+            backoff: Duration,
+        }
+        let cases = [
+            Case {
+                name: "retry after a connection failure, backing off past the chat's next slot",
+                penalty: None,
+                backoff: PRIVATE * 2,
+            },
+            Case {
+                name: "retry after a 429",
+                penalty: Some(Duration::from_secs(4)),
+                backoff: Duration::from_secs(4),
+            },
+        ];
+        for case in cases {
+            let limiter = limiter(30);
+            let mut first = limiter.acquire(Scope::Chat(1)).await;
+            let later = queue_calls(&limiter, &[Scope::Chat(1)]).await;
+            if let Some(penalty) = case.penalty {
+                limiter.penalize(Scope::Chat(1), penalty);
+            }
+            tokio::time::sleep(case.backoff).await;
+            first.next_slot().await;
+            let retried_at = Instant::now();
+            drop(first);
+            let later = times(later).await;
+            assert!(
+                later[0] >= retried_at + PRIVATE,
+                "{}: the later call went {:?} after the retry",
+                case.name,
+                later[0].checked_duration_since(retried_at)
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn absurd_waits_are_capped_and_never_panic() {
+        let limiter = Limiter::new(Pacing {
+            private: Duration::MAX,
+            group: Duration::MAX,
+            global_per_second: 0,
+        });
+        let start = Instant::now();
+        drop(limiter.acquire(Scope::Chat(1)).await);
+        limiter.penalize(Scope::Chat(1), Duration::MAX);
+        limiter.penalize(Scope::Bot, Duration::MAX);
+        drop(limiter.acquire(Scope::Chat(1)).await);
+        drop(limiter.acquire(Scope::Bot).await);
+        let waited = start.elapsed();
+        assert!(
+            waited >= LONGEST_WAIT && waited <= LONGEST_WAIT * 2 + TICK,
+            "{waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_chats_are_forgotten() {
+        let limiter = limiter(100);
+        for chat in 0..20_000 {
+            drop(limiter.acquire(Scope::Chat(chat)).await);
+            limiter.penalize(Scope::Chat(-chat), Duration::from_millis(1));
+            assert!(
+                limiter.remembered_chats() <= 2 * MIN_SWEEP_AT,
+                "{} chats remembered after {chat}",
+                limiter.remembered_chats()
+            );
+        }
+        // Chats still owed a pause or in line are remembered through a sweep.
+        let penalised = 20_001;
+        limiter.penalize(Scope::Chat(penalised), Duration::from_secs(60));
+        let turn = limiter.acquire(Scope::Chat(penalised + 1)).await;
+        for chat in 0..2 * MIN_SWEEP_AT as i64 {
+            drop(limiter.acquire(Scope::Chat(chat)).await);
+        }
+        limiter.with_state(|state, _| {
+            assert!(state.chats.contains_key(&penalised));
+            assert!(state.chats.contains_key(&(penalised + 1)));
+        });
+        drop(turn);
     }
 }

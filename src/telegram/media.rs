@@ -6,6 +6,8 @@ use teloxide::net::Download;
 use teloxide::prelude::*;
 use teloxide::types::{FileId, PhotoSize};
 
+use super::send::{SendPolicy, with_retry_bot};
+
 /// The largest size of a photo that is at most `max_bytes` (Telegram lists sizes smallest
 /// first), or the smallest if none is small enough.
 pub fn pick_photo(sizes: &[PhotoSize], max_bytes: u32) -> Option<&PhotoSize> {
@@ -17,8 +19,18 @@ pub fn pick_photo(sizes: &[PhotoSize], max_bytes: u32) -> Option<&PhotoSize> {
 }
 
 /// Downloads file `file_id` (refusing more than `max_bytes`) as a base64 `data:` URL.
-pub async fn download_image(bot: &Bot, file_id: &str, max_bytes: u32) -> anyhow::Result<String> {
-    let file = bot.get_file(FileId(file_id.to_string())).await?;
+/// `getFile` is paced and retried like every Bot API call; the download itself comes from
+/// Telegram's file server, which has no flood control.
+pub async fn download_image(
+    bot: &Bot,
+    policy: &SendPolicy,
+    file_id: &str,
+    max_bytes: u32,
+) -> anyhow::Result<String> {
+    let file = with_retry_bot(policy, "getFile", || {
+        bot.get_file(FileId(file_id.to_string())).send()
+    })
+    .await?;
     if file.size > max_bytes {
         anyhow::bail!(
             "the image has {} bytes, more than the {max_bytes} allowed",

@@ -114,6 +114,6 @@ impl Messenger for Outbox {
     }
 
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
-        media::download_image(&self.bot, file_id, self.max_image_bytes).boxed()
+        media::download_image(&self.bot, &self.policy, file_id, self.max_image_bytes).boxed()
     }
 }

@@ -2,12 +2,18 @@
 //!
 //! Rendering parses Markdown with pulldown-cmark into a flat token stream (open tag, close tag,
 //! text, newline) using only the tags Telegram's HTML mode knows, with `&`, `<`, `>` and `"`
-//! escaped. Splitting then packs tokens into parts of at most [`TELEGRAM_LIMIT`] UTF-16 code
+//! escaped. Telegram has no headings, lists or tables, so they are drawn: h1 bold underlined,
+//! h2 bold, deeper ones bold italic; each list item on its own line, nested ones indented;
+//! a table as an aligned monospace block, or one bullet per row when it is too wide for a
+//! phone. Splitting then packs tokens into parts of at most [`TELEGRAM_LIMIT`] UTF-16 code
 //! units of *HTML source* (stricter than Telegram's limit on visible text, so a part can never
 //! be refused for length). A part ends at the best break point available: a paragraph break,
 //! else a line break, else a space, else any character boundary. Tags open at the cut are closed
 //! at the end of the part and reopened at the start of the next, so a code block split in two is
 //! two valid code blocks.
+//!
+//! Live frames of an answer still streaming go through [`render_partial`], which holds back
+//! markup whose end has not arrived yet.
 //!
 //! ```
 //! use heurist::telegram::render::render_parts;
@@ -15,13 +21,24 @@
 //! assert_eq!(parts, vec!["<b>Hi</b> &lt;you&gt; &amp; <code>code</code>".to_string()]);
 //! ```
 
-use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// Telegram's maximum message length, in UTF-16 code units.
 pub const TELEGRAM_LIMIT: usize = 4096;
 
 /// Longest link target rendered as a link; longer ones stay text (see [`split`]'s reopening).
 const MAX_HREF_BYTES: usize = 1024;
+
+/// Indentation of one level of list nesting: no-break spaces, which Telegram never trims and
+/// a part is never cut at.
+const LIST_INDENT: &str = "\u{a0}\u{a0}\u{a0}\u{a0}";
+
+/// Widest table row, in characters, drawn as an aligned monospace block; wider tables would
+/// wrap on a phone, so they become one bullet per row.
+const MAX_TABLE_WIDTH: usize = 40;
+
+/// Columns of an aligned table are this far apart.
+const COLUMN_GAP: &str = "  ";
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -42,6 +59,160 @@ pub fn render_parts_with_limit(markdown: &str, limit: usize) -> Vec<String> {
         .into_iter()
         .filter(|part| !html_to_plain(part).trim().is_empty())
         .collect()
+}
+
+/// Renders a live frame of an answer still being written: the Markdown so far, with markup
+/// whose end has not arrived held back, so the screen never shows a raw `**`, `` ` `` or
+/// `[text](ur`. The held-back text appears once its markup is closed (or its block ends); an
+/// unclosed code fence shows as a code block of what is there.
+///
+/// ```
+/// use heurist::telegram::render::render_partial;
+/// assert_eq!(render_partial("Paris is **the cap"), vec!["Paris is".to_string()]);
+/// assert_eq!(render_partial("Paris is **the capital**"), vec!["Paris is <b>the capital</b>".to_string()]);
+/// ```
+pub fn render_partial(markdown: &str) -> Vec<String> {
+    render_parts(settled(markdown))
+}
+
+/// Cuts back before an unclosed opener at most this often; then the whole unfinished block
+/// is held back.
+const MAX_CUTS: usize = 4;
+
+/// The longest prefix of `markdown` without half-written markup (see [`render_partial`]).
+fn settled(markdown: &str) -> &str {
+    let mut text = without_marker_line(markdown);
+    for _ in 0..MAX_CUTS {
+        match scan_last_block(text).opener {
+            None => return text,
+            Some(cut) => text = without_marker_line(&text[..cut]),
+        }
+    }
+    &text[..scan_last_block(text).start]
+}
+
+/// A last line that is only block syntax so far is held back: a code fence still being typed
+/// (its info string may be incomplete), or a bare marker (`-`, `1.`, `>`, `#`, `=`) whose text
+/// has not come, which would show as an empty bullet or turn the line above into a heading.
+fn without_marker_line(markdown: &str) -> &str {
+    let line_start = markdown.rfind('\n').map_or(0, |i| i + 1);
+    let line = markdown[line_start..].trim();
+    let fence = |f: char| {
+        (!line.is_empty() && line.chars().all(|c| c == f))
+            || line.starts_with(&f.to_string().repeat(3))
+    };
+    let after_number = line.trim_start_matches(|c: char| c.is_ascii_digit());
+    let marker = !line.is_empty()
+        && (line.chars().all(|c| "-+*=#> ".contains(c))
+            || (after_number.len() < line.len() && matches!(after_number, "." | ")")));
+    if fence('`') || fence('~') || marker {
+        &markdown[..line_start]
+    } else {
+        markdown
+    }
+}
+
+/// Where the last block of a document starts, and the first place in it where inline markup
+/// opens without being closed (only the last block can still be closed by text to come).
+struct LastBlock {
+    start: usize,
+    opener: Option<usize>,
+}
+
+fn scan_last_block(markdown: &str) -> LastBlock {
+    let mut start = 0;
+    let mut in_code = false;
+    let mut table_in_making = false;
+    let mut texts = Vec::new();
+    for (event, range) in Parser::new_ext(markdown, markdown_options()).into_offset_iter() {
+        match event {
+            Event::Start(tag) if is_block(&tag) => {
+                start = range.start;
+                texts.clear();
+                in_code = matches!(tag, Tag::CodeBlock(_));
+                // A header row waiting for its delimiter row would show as a raw `| a | b |`.
+                table_in_making = matches!(tag, Tag::Paragraph)
+                    && markdown[range.start..].trim_start().starts_with('|');
+            }
+            Event::End(TagEnd::CodeBlock) => in_code = false,
+            Event::Text(_) if !in_code => texts.push(range),
+            _ => {}
+        }
+    }
+    let opener = if table_in_making {
+        Some(start)
+    } else {
+        texts
+            .into_iter()
+            .find_map(|range| (range.start..range.end).find(|&i| opens_unclosed(markdown, i)))
+    };
+    LastBlock { start, opener }
+}
+
+fn is_block(tag: &Tag<'_>) -> bool {
+    !matches!(
+        tag,
+        Tag::Emphasis
+            | Tag::Strong
+            | Tag::Strikethrough
+            | Tag::Superscript
+            | Tag::Subscript
+            | Tag::Link { .. }
+            | Tag::Image { .. }
+    )
+}
+
+/// Whether literal text at byte `i` of `markdown` is markup that text still to come could
+/// close: a backtick, an emphasis run that can open, a `[` not yet followed by a full link.
+/// Parsed Markdown leaves closed markup out of text events, so any such opener is unclosed.
+fn opens_unclosed(markdown: &str, i: usize) -> bool {
+    if !markdown.is_char_boundary(i) {
+        return false;
+    }
+    let before = &markdown[..i];
+    if (before.len() - before.trim_end_matches('\\').len()) % 2 == 1 {
+        // Escaped: a literal character.
+        return false;
+    }
+    let rest = &markdown[i..];
+    let Some(c) = rest.chars().next() else {
+        return false;
+    };
+    match c {
+        '`' => true,
+        '*' | '_' | '~' => {
+            let prev = before.chars().next_back();
+            if prev == Some(c) {
+                // Only a whole run opens; its start was judged already.
+                return false;
+            }
+            let run = rest.len() - rest.trim_start_matches(c).len();
+            let Some(next) = rest[run..].chars().next() else {
+                // A run at the very end: the text after it has not arrived yet.
+                return true;
+            };
+            // CommonMark's rule, with punctuation taken as anything not alphanumeric: a run
+            // opens when it is not followed by a space, and, when followed by punctuation,
+            // stands after a space or punctuation. `_` does not open inside a word.
+            let left_flanking = !next.is_whitespace()
+                && (next.is_alphanumeric() || prev.is_none_or(|p| !p.is_alphanumeric()));
+            left_flanking && (c != '_' || !prev.is_some_and(char::is_alphanumeric))
+        }
+        '[' => {
+            let Some(close) = rest.find(']') else {
+                return true;
+            };
+            let after = &rest[close + 1..];
+            match after.chars().next() {
+                None => true,
+                Some('(') => !after.contains(')'),
+                Some('[') => !after[1..].contains(']'),
+                Some(_) => false,
+            }
+        }
+        '!' => rest[1..].starts_with('[') && opens_unclosed(markdown, i + 1),
+        _ => false,
+    }
 }
 
 /// The visible text of a part we rendered: tags removed, our four entities decoded. Used as the
@@ -95,21 +266,32 @@ struct Tokenizer {
     links: Vec<bool>,
     /// Telegram does not nest blockquotes; only the outermost one is a tag.
     quote_depth: usize,
-    /// First cell of the current table row has not been written yet.
-    first_cell: bool,
+    /// The table being read: its cells are collected, then laid out at its end.
+    table: Option<Table>,
+}
+
+/// A table's cells as tokens (inline markup included), the header row first.
+struct Table {
+    alignments: Vec<Alignment>,
+    rows: Vec<Vec<Vec<Tok>>>,
+    /// Where the current cell's tokens begin in [`Tokenizer::toks`].
+    cell_start: usize,
+}
+
+/// The Markdown extensions the model uses and Telegram can show.
+fn markdown_options() -> Options {
+    Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS
 }
 
 fn tokens(markdown: &str) -> Vec<Tok> {
-    let options =
-        Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
     let mut t = Tokenizer {
         toks: Vec::new(),
         lists: Vec::new(),
         links: Vec::new(),
         quote_depth: 0,
-        first_cell: true,
+        table: None,
     };
-    for event in Parser::new_ext(markdown, options) {
+    for event in Parser::new_ext(markdown, markdown_options()) {
         t.event(event);
     }
     t.trim_newlines();
@@ -132,6 +314,16 @@ impl Tokenizer {
             if !line.is_empty() {
                 self.toks.push(Tok::Text(line.to_string()));
             }
+        }
+    }
+
+    /// Closes the innermost open tag; a tag with nothing inside is dropped instead (Telegram
+    /// has no use for an empty entity).
+    fn close(&mut self) {
+        if matches!(self.toks.last(), Some(Tok::Open { .. })) {
+            self.toks.pop();
+        } else {
+            self.toks.push(Tok::Close);
         }
     }
 
@@ -161,7 +353,7 @@ impl Tokenizer {
     /// Closes a block element without the blank line that its last paragraph left inside it.
     fn close_block(&mut self) {
         self.trim_newlines();
-        self.toks.push(Tok::Close);
+        self.close();
         self.end_block();
     }
 
@@ -174,7 +366,7 @@ impl Tokenizer {
             Event::Code(code) => {
                 self.open("<code>", "</code>");
                 self.text(&code);
-                self.toks.push(Tok::Close);
+                self.close();
             }
             Event::SoftBreak | Event::HardBreak => self.toks.push(Tok::Newline),
             Event::Rule => {
@@ -188,7 +380,12 @@ impl Tokenizer {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Heading { .. } => self.open("<b>", "</b>"),
+            // Levels look different: h1 bold and underlined, h2 bold, deeper ones bold italic.
+            Tag::Heading { level, .. } => match level {
+                HeadingLevel::H1 => self.open("<b><u>", "</u></b>"),
+                HeadingLevel::H2 => self.open("<b>", "</b>"),
+                _ => self.open("<b><i>", "</i></b>"),
+            },
             Tag::BlockQuote(_) => {
                 self.quote_depth += 1;
                 if self.quote_depth == 1 {
@@ -215,7 +412,14 @@ impl Tokenizer {
                     );
                 }
             }
-            Tag::List(start) => self.lists.push(start),
+            Tag::List(start) => {
+                // A nested list starts on its own line, not glued to its parent item's text.
+                if !self.lists.is_empty() && !self.toks.is_empty() {
+                    self.trim_newlines();
+                    self.toks.push(Tok::Newline);
+                }
+                self.lists.push(start);
+            }
             Tag::Item => {
                 let depth = self.lists.len().saturating_sub(1);
                 let marker = match self.lists.last_mut() {
@@ -226,7 +430,7 @@ impl Tokenizer {
                     }
                     _ => "• ".to_string(),
                 };
-                self.text(&format!("{}{marker}", "  ".repeat(depth)));
+                self.text(&format!("{}{marker}", LIST_INDENT.repeat(depth)));
             }
             Tag::Emphasis => self.open("<i>", "</i>"),
             Tag::Strong => self.open("<b>", "</b>"),
@@ -240,16 +444,22 @@ impl Tokenizer {
                 }
                 self.links.push(safe);
             }
-            Tag::TableHead => {
-                self.first_cell = true;
-                self.open("<b>", "</b>");
+            Tag::Table(alignments) => {
+                self.table = Some(Table {
+                    alignments,
+                    rows: Vec::new(),
+                    cell_start: self.toks.len(),
+                });
             }
-            Tag::TableRow => self.first_cell = true,
-            Tag::TableCell => {
-                if !self.first_cell {
-                    self.text(" | ");
+            Tag::TableHead | Tag::TableRow => {
+                if let Some(table) = &mut self.table {
+                    table.rows.push(Vec::new());
                 }
-                self.first_cell = false;
+            }
+            Tag::TableCell => {
+                if let Some(table) = &mut self.table {
+                    table.cell_start = self.toks.len();
+                }
             }
             Tag::FootnoteDefinition(label) => self.text(&format!("[{label}]: ")),
             _ => {}
@@ -273,19 +483,136 @@ impl Tokenizer {
             TagEnd::Item if self.toks.last() != Some(&Tok::Newline) => {
                 self.toks.push(Tok::Newline);
             }
-            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => self.toks.push(Tok::Close),
-            TagEnd::Link if self.links.pop() == Some(true) => {
-                self.toks.push(Tok::Close);
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => self.close(),
+            TagEnd::Link if self.links.pop() == Some(true) => self.close(),
+            TagEnd::TableCell => {
+                if let Some(table) = &mut self.table {
+                    let cell = self.toks.split_off(table.cell_start.min(self.toks.len()));
+                    if let Some(row) = table.rows.last_mut() {
+                        row.push(cell);
+                    }
+                }
             }
-            TagEnd::TableHead => {
-                self.toks.push(Tok::Close);
-                self.toks.push(Tok::Newline);
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    self.lay_out_table(table);
+                }
+                self.end_block();
             }
-            TagEnd::TableRow => self.toks.push(Tok::Newline),
-            TagEnd::Table => self.end_block(),
             _ => {}
         }
     }
+}
+
+impl Tokenizer {
+    /// Lays a table out: an aligned monospace block when its rows fit a phone's width, else one
+    /// bullet per row ("• Header: value · Header: value"), which keeps the cells' markup.
+    fn lay_out_table(&mut self, table: Table) {
+        let plain: Vec<Vec<String>> = table
+            .rows
+            .iter()
+            .map(|row| row.iter().map(|cell| cell_text(cell)).collect())
+            .collect();
+        let columns = plain.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                plain
+                    .iter()
+                    .filter_map(|row| row.get(c))
+                    .map(|cell| cell.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let width = widths.iter().sum::<usize>() + COLUMN_GAP.len() * columns.saturating_sub(1);
+        if width == 0 {
+            return;
+        }
+        if width <= MAX_TABLE_WIDTH {
+            self.open("<pre>", "</pre>");
+            for (i, row) in plain.iter().enumerate() {
+                if i > 0 {
+                    self.toks.push(Tok::Newline);
+                }
+                let line: Vec<String> = (0..columns)
+                    .map(|c| {
+                        let cell = row.get(c).map_or("", String::as_str);
+                        let alignment = table.alignments.get(c).copied();
+                        pad(cell, widths[c], alignment.unwrap_or(Alignment::None))
+                    })
+                    .collect();
+                self.text(line.join(COLUMN_GAP).trim_end());
+                if i == 0 {
+                    self.toks.push(Tok::Newline);
+                    self.text(&"─".repeat(width));
+                }
+            }
+            self.close();
+            return;
+        }
+        let mut rows = table.rows.into_iter();
+        let header: Vec<String> = rows
+            .next()
+            .map(|row| row.iter().map(|cell| cell_text(cell)).collect())
+            .unwrap_or_default();
+        let body: Vec<Vec<Vec<Tok>>> = rows.collect();
+        if body.is_empty() {
+            let names: Vec<&str> = header
+                .iter()
+                .map(String::as_str)
+                .filter(|h| !h.is_empty())
+                .collect();
+            self.text(&format!("• {}", names.join(" · ")));
+            return;
+        }
+        for (i, row) in body.into_iter().enumerate() {
+            if i > 0 {
+                self.toks.push(Tok::Newline);
+            }
+            self.text("• ");
+            let mut first = true;
+            for (c, cell) in row.into_iter().enumerate() {
+                if cell_text(&cell).is_empty() {
+                    continue;
+                }
+                if !first {
+                    self.text(" · ");
+                }
+                first = false;
+                if let Some(name) = header.get(c).filter(|h| !h.is_empty()) {
+                    self.text(&format!("{name}: "));
+                }
+                self.toks.extend(cell.into_iter().map(|t| match t {
+                    Tok::Newline => Tok::Text(" ".to_string()),
+                    other => other,
+                }));
+            }
+        }
+    }
+}
+
+/// A cell's visible text on one line (inline markup dropped, as a monospace block needs).
+fn cell_text(cell: &[Tok]) -> String {
+    let text: String = cell
+        .iter()
+        .filter_map(|t| match t {
+            Tok::Text(text) => Some(text.as_str()),
+            Tok::Newline => Some(" "),
+            _ => None,
+        })
+        .collect();
+    text.trim().to_string()
+}
+
+/// `cell` padded with spaces to `width` characters as its column is aligned.
+fn pad(cell: &str, width: usize, alignment: Alignment) -> String {
+    let missing = width.saturating_sub(cell.chars().count());
+    let (left, right) = match alignment {
+        Alignment::Right => (missing, 0),
+        Alignment::Center => (missing / 2, missing - missing / 2),
+        Alignment::None | Alignment::Left => (0, missing),
+    };
+    format!("{}{cell}{}", " ".repeat(left), " ".repeat(right))
 }
 
 /// Telegram accepts only absolute links of a few schemes; anything else would make it refuse
@@ -352,9 +679,15 @@ fn split(toks: &[Tok], limit: usize) -> Vec<String> {
                     pos = (pos.0 + 1, 0);
                 }
                 Tok::Close => {
-                    if let Some((_, close)) = stack.pop() {
-                        html.push_str(close);
-                        units += utf16_len(close);
+                    if let Some((open, close)) = stack.pop() {
+                        if html.ends_with(open.as_str()) {
+                            // Reopened at the part's start only to close: leave it out.
+                            html.truncate(html.len() - open.len());
+                            units -= utf16_len(&open);
+                        } else {
+                            html.push_str(close);
+                            units += utf16_len(close);
+                        }
                         close_units -= utf16_len(close);
                     }
                     pos = (pos.0 + 1, 0);
@@ -425,7 +758,13 @@ fn split(toks: &[Tok], limit: usize) -> Vec<String> {
             stack.clear();
             continue;
         }
-        html.push_str(&closing(&stack));
+        // Tags opened just before the cut hold nothing in this part; the next reopens them.
+        let mut kept = stack.len();
+        while kept > 0 && html.ends_with(stack[kept - 1].0.as_str()) {
+            html.truncate(html.len() - stack[kept - 1].0.len());
+            kept -= 1;
+        }
+        html.push_str(&closing(&stack[..kept]));
         parts.push(html);
     }
     parts
@@ -435,24 +774,38 @@ fn split(toks: &[Tok], limit: usize) -> Vec<String> {
 mod tests {
     use super::*;
 
-    /// A strict checker of what we produce: only Telegram's tags, properly nested.
+    /// A strict checker of what we produce: only Telegram's tags, properly nested, nothing
+    /// inside code but text (a `<pre>` may hold one `<code>`), no blockquote in a blockquote.
     fn assert_valid(part: &str) {
-        let mut stack: Vec<String> = Vec::new();
-        let mut rest = part;
-        while let Some(lt) = rest.find('<') {
-            let gt = rest[lt..].find('>').expect("unclosed tag") + lt;
-            let tag = &rest[lt + 1..gt];
+        // Open tags with where their content starts.
+        let mut stack: Vec<(String, usize)> = Vec::new();
+        let mut at = 0;
+        while let Some(lt) = part[at..].find('<').map(|i| i + at) {
+            let gt = part[lt..].find('>').expect("unclosed tag") + lt;
+            let tag = &part[lt + 1..gt];
             if let Some(name) = tag.strip_prefix('/') {
-                assert_eq!(stack.pop().as_deref(), Some(name), "misnested in {part:?}");
+                let (open, content) = stack.pop().expect("close without open");
+                assert_eq!(open, name, "misnested in {part:?}");
+                assert!(content < lt, "empty <{name}> in {part:?}");
             } else {
                 let name = tag.split_whitespace().next().unwrap().to_string();
                 assert!(
                     ["b", "i", "s", "u", "code", "pre", "a", "blockquote"].contains(&name.as_str()),
                     "unknown tag {name}"
                 );
-                stack.push(name);
+                let parent = stack.last().map(|(t, _)| t.as_str());
+                assert!(
+                    parent != Some("code") && (parent != Some("pre") || name == "code"),
+                    "<{name}> inside <{}> in {part:?}",
+                    parent.unwrap_or_default()
+                );
+                assert!(
+                    name != "blockquote" || !stack.iter().any(|(t, _)| t == "blockquote"),
+                    "nested blockquote in {part:?}"
+                );
+                stack.push((name, gt + 1));
             }
-            rest = &rest[gt + 1..];
+            at = gt + 1;
         }
         assert!(stack.is_empty(), "unclosed {stack:?} in {part:?}");
     }
@@ -476,9 +829,24 @@ mod tests {
                 html: "<i>i</i> <b>b</b> <s>s</s>",
             },
             Case {
-                name: "heading",
+                name: "h1 is bold and underlined",
                 markdown: "# Title\n\ntext",
-                html: "<b>Title</b>\n\ntext",
+                html: "<b><u>Title</u></b>\n\ntext",
+            },
+            Case {
+                name: "h2 is bold",
+                markdown: "## Section\n\ntext",
+                html: "<b>Section</b>\n\ntext",
+            },
+            Case {
+                name: "h3 and deeper are bold italic",
+                markdown: "### Detail\n\n#### Finer",
+                html: "<b><i>Detail</i></b>\n\n<b><i>Finer</i></b>",
+            },
+            Case {
+                name: "markup inside a heading",
+                markdown: "# The `main` *idea*",
+                html: "<b><u>The <code>main</code> <i>idea</i></u></b>",
             },
             Case {
                 name: "code block with language",
@@ -506,6 +874,31 @@ mod tests {
                 html: "• a\n• b\n\n1. c\n2. d",
             },
             Case {
+                name: "ordered list keeps its start number",
+                markdown: "3. c\n4. d",
+                html: "3. c\n4. d",
+            },
+            Case {
+                name: "nested list on its own lines, indented",
+                markdown: "- Add a .gitignore\n  - ignore .venv/\n  - ignore target/\n- Commit",
+                html: "• Add a .gitignore\n\u{a0}\u{a0}\u{a0}\u{a0}• ignore .venv/\n\u{a0}\u{a0}\u{a0}\u{a0}• ignore target/\n• Commit",
+            },
+            Case {
+                name: "numbered steps nested in a bullet, three levels",
+                markdown: "- Setup\n  1. install\n  2. configure\n     - edit the file\n- Run",
+                html: "• Setup\n\u{a0}\u{a0}\u{a0}\u{a0}1. install\n\u{a0}\u{a0}\u{a0}\u{a0}2. configure\n\u{a0}\u{a0}\u{a0}\u{a0}\u{a0}\u{a0}\u{a0}\u{a0}• edit the file\n• Run",
+            },
+            Case {
+                name: "nested list in a loose list",
+                markdown: "- First\n\n  - inner\n\n- Second",
+                html: "• First\n\u{a0}\u{a0}\u{a0}\u{a0}• inner\n• Second",
+            },
+            Case {
+                name: "empty code block and empty link leave nothing behind",
+                markdown: "a [](https://e.com) b\n\n```\n```",
+                html: "a  b",
+            },
+            Case {
                 name: "nested quote is one tag",
                 markdown: "> a\n> > b",
                 html: "<blockquote>a\n\nb</blockquote>",
@@ -516,15 +909,190 @@ mod tests {
                 html: "&lt;script&gt;x&lt;/script&gt;",
             },
             Case {
-                name: "table",
-                markdown: "|a|b|\n|-|-|\n|1|2|",
-                html: "<b>a | b</b>\n1 | 2",
+                name: "narrow table is an aligned block with a rule under the header",
+                markdown: "| Tool | Speed |\n|---|--:|\n| rg | fast |\n| grep | slow |",
+                html: "<pre>Tool  Speed\n───────────\nrg     fast\ngrep   slow</pre>",
+            },
+            Case {
+                name: "centred column and a short row",
+                markdown: "| Name | Mid | End |\n|---|:-:|---|\n| a | b | c |\n| long name | x |",
+                html: "<pre>Name       Mid  End\n───────────────────\na           b   c\nlong name   x</pre>",
+            },
+            Case {
+                name: "cell markup is plain text in the block, and escaped",
+                markdown: "|a<b|c|\n|-|-|\n|**x**|`y` [z](https://e.com)|",
+                html: "<pre>a&lt;b  c\n────────\nx    y z</pre>",
+            },
+            Case {
+                name: "wide table is one bullet per row, cells keep their markup",
+                markdown: "| Tool | Speed | Notes |\n|---|---|---|\n| ripgrep | **fast** | respects .gitignore files |\n| grep |  | everywhere, in every script |",
+                html: "• Tool: ripgrep · Speed: <b>fast</b> · Notes: respects .gitignore files\n• Tool: grep · Notes: everywhere, in every script",
+            },
+            Case {
+                name: "wide table without rows lists its header",
+                markdown: "| A header that is long | and another long header |\n|---|---|",
+                html: "• A header that is long · and another long header",
+            },
+            Case {
+                name: "table between paragraphs",
+                markdown: "Before\n\n|a|b|\n|-|-|\n|1|2|\n\nAfter",
+                html: "Before\n\n<pre>a  b\n────\n1  2</pre>\n\nAfter",
             },
         ];
         for case in cases {
             let parts = render_parts(case.markdown);
             assert_eq!(parts, vec![case.html.to_string()], "case {}", case.name);
             assert_valid(&parts[0]);
+        }
+    }
+
+    #[test]
+    fn live_frame_cases() {
+        struct Case {
+            name: &'static str,
+            markdown: &'static str,
+            html: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "unclosed bold is held back",
+                markdown: "Paris is **the cap",
+                html: "Paris is",
+            },
+            Case {
+                name: "closed bold shows",
+                markdown: "Paris is **the capital**",
+                html: "Paris is <b>the capital</b>",
+            },
+            Case {
+                name: "bold opener at the very end",
+                markdown: "Hello **",
+                html: "Hello",
+            },
+            Case {
+                name: "half a closer",
+                markdown: "Hi **bold*",
+                html: "Hi",
+            },
+            Case {
+                name: "unclosed italic with underscores",
+                markdown: "an _idea",
+                html: "an",
+            },
+            Case {
+                name: "unclosed strikethrough",
+                markdown: "was ~~wrong",
+                html: "was",
+            },
+            Case {
+                name: "unclosed code span",
+                markdown: "run `cargo te",
+                html: "run",
+            },
+            Case {
+                name: "link text still coming",
+                markdown: "see [the do",
+                html: "see",
+            },
+            Case {
+                name: "link target still coming",
+                markdown: "see [the docs](https://exa",
+                html: "see",
+            },
+            Case {
+                name: "link complete",
+                markdown: "see [the docs](https://e.com)",
+                html: "see <a href=\"https://e.com\">the docs</a>",
+            },
+            Case {
+                name: "bracket that cannot become a link stays",
+                markdown: "array[0] is first",
+                html: "array[0] is first",
+            },
+            Case {
+                name: "image still coming",
+                markdown: "look ![a cat](https://e",
+                html: "look",
+            },
+            Case {
+                name: "markup before the opener stays",
+                markdown: "**Done**, and *now",
+                html: "<b>Done</b>, and",
+            },
+            Case {
+                name: "unclosed fence is a code block of what is there",
+                markdown: "Code:\n\n```rust\nfn main() {",
+                html: "Code:\n\n<pre><code class=\"language-rust\">fn main() {</code></pre>",
+            },
+            Case {
+                name: "fence being typed",
+                markdown: "Code:\n\n``",
+                html: "Code:",
+            },
+            Case {
+                name: "fence info being typed",
+                markdown: "Code:\n\n```ru",
+                html: "Code:",
+            },
+            Case {
+                name: "closing fence being typed",
+                markdown: "```\nx < y\n``",
+                html: "<pre>x &lt; y</pre>",
+            },
+            Case {
+                name: "markers in code are not markup",
+                markdown: "```\nlet s = \"**\";\n",
+                html: "<pre>let s = &quot;**&quot;;</pre>",
+            },
+            Case {
+                name: "only the last block is held back",
+                markdown: "2*3 is six\n\nand `",
+                html: "2*3 is six\n\nand",
+            },
+            Case {
+                name: "snake_case is no opener",
+                markdown: "call my_var_name now",
+                html: "call my_var_name now",
+            },
+            Case {
+                name: "escaped and spaced stars are text",
+                markdown: "a \\*star and a * b",
+                html: "a *star and a * b",
+            },
+            Case {
+                name: "table header waiting for its delimiter row",
+                markdown: "Results:\n\n| Tool | Speed |",
+                html: "Results:",
+            },
+            Case {
+                name: "table row in progress",
+                markdown: "|a|b|\n|-|-|\n|1",
+                html: "<pre>a  b\n────\n1</pre>",
+            },
+            Case {
+                name: "opener in a nested item",
+                markdown: "- a\n  - **b",
+                html: "• a",
+            },
+            Case {
+                name: "a bare bullet waits for its text",
+                markdown: "Steps:\n\n1. one\n2.",
+                html: "Steps:\n\n1. one",
+            },
+            Case {
+                name: "a setext underline in the making does not make a heading",
+                markdown: "Title\n-",
+                html: "Title",
+            },
+        ];
+        for case in cases {
+            let parts = render_partial(case.markdown);
+            let expected: Vec<String> = Some(case.html.to_string())
+                .filter(|h| !h.is_empty())
+                .into_iter()
+                .collect();
+            assert_eq!(parts, expected, "case {}", case.name);
+            parts.iter().for_each(|p| assert_valid(p));
         }
     }
 
@@ -607,7 +1175,11 @@ mod tests {
                 "\n",
                 "\n\n",
                 "# ",
+                "## ",
+                "### ",
                 "- ",
+                "\n  - ",
+                "\n    1. ",
                 "1. ",
                 "> ",
                 "[link](https://example.com/?a=1&b=2)",
@@ -624,8 +1196,46 @@ mod tests {
                 "word",
                 "longerword",
                 "|a|b|\n|-|-|\n|1|2|\n",
+                "\n\n|Tool|Speed|Notes|\n|:-|-:|:-:|\n|ripgrep|**fast**|a long note, too wide for a phone|\n|x|",
+                "![img](https://e.com/i.png)",
+                "\\*",
             ]);
             prop::collection::vec(pieces, 0..400).prop_map(|p| p.concat())
+        }
+
+        /// Answers whose markup is all closed, as a model writes them.
+        fn well_formed() -> impl Strategy<Value = String> {
+            let pieces = prop::sample::select(vec![
+                "word ",
+                "other words ",
+                "**bold words** ",
+                "*italic* ",
+                "_italic_ ",
+                "~~gone~~ ",
+                "`code` ",
+                "[link](https://example.com/x) ",
+                "\n\n",
+                "\n",
+                "\n\n# Head\n\n",
+                "\n\n### Small head\n\n",
+                "\n\n- item one\n- item **two**\n  - nested `one`\n\n",
+                "\n\n1. first\n2. second\n\n",
+                "\n\n```rust\nlet a = 1;\n```\n\n",
+                "\n\n| Tool | Speed |\n|---|---|\n| rg | fast |\n\n",
+                "\n\n> quoted *text*\n\n",
+            ]);
+            prop::collection::vec(pieces, 0..60).prop_map(|p| p.concat())
+        }
+
+        /// Characters of Markdown syntax that well-formed answers only use as markup.
+        const SYNTAX: &[char] = &['*', '_', '~', '`', '[', ']', '(', ')', '|', '#', '>'];
+
+        fn prefix(text: &str, fraction: f64) -> &str {
+            let mut end = (text.len() as f64 * fraction) as usize;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            &text[..end]
         }
 
         fn squeeze(text: &str) -> String {
@@ -650,10 +1260,30 @@ mod tests {
 
             #[test]
             fn arbitrary_text_never_breaks_the_renderer(text in ".{0,2000}") {
-                for part in render_parts(&text) {
+                for part in render_parts(&text).into_iter().chain(render_partial(&text)) {
                     prop_assert!(utf16_len(&part) <= TELEGRAM_LIMIT);
                     assert_valid(&part);
                 }
+            }
+
+            #[test]
+            fn live_frames_are_valid_and_bounded(md in markdown(), fraction in 0.0f64..=1.0) {
+                let md = md.repeat(4);
+                for part in render_partial(prefix(&md, fraction)) {
+                    prop_assert!(utf16_len(&part) <= TELEGRAM_LIMIT, "{} units", utf16_len(&part));
+                    assert_valid(&part);
+                }
+            }
+
+            #[test]
+            fn live_frames_never_show_raw_markup(doc in well_formed(), fraction in 0.0f64..=1.0) {
+                let frame = render_partial(prefix(&doc, fraction));
+                for part in &frame {
+                    assert_valid(part);
+                    let visible = html_to_plain(part);
+                    prop_assert!(!visible.contains(SYNTAX), "raw markup in {visible:?}");
+                }
+                prop_assert_eq!(render_partial(&doc), render_parts(&doc), "the whole answer");
             }
         }
     }

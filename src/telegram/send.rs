@@ -17,7 +17,7 @@ use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode};
 
 use std::sync::Arc;
 
-use super::limiter::Limiter;
+use super::limiter::{Limiter, Pacing, Scope};
 use super::render::html_to_plain;
 use crate::config::TelegramConfig;
 
@@ -35,10 +35,11 @@ impl SendPolicy {
         Self {
             max_retries: config.max_send_retries,
             max_retry_after: Duration::from_secs(config.max_retry_after_secs),
-            limiter: Arc::new(Limiter::new(
-                Duration::from_millis(config.chat_interval_ms),
-                config.global_per_second,
-            )),
+            limiter: Arc::new(Limiter::new(Pacing {
+                private: Duration::from_millis(config.chat_interval_ms),
+                group: Duration::from_millis(config.group_interval_ms),
+                global_per_second: config.global_per_second,
+            })),
         }
     }
 }
@@ -49,6 +50,34 @@ pub async fn with_retry<T, F, Fut>(
     policy: &SendPolicy,
     chat: ChatId,
     what: &str,
+    request: F,
+) -> Result<T, RequestError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, RequestError>>,
+{
+    paced(policy, Scope::Chat(chat.0), what, request).await
+}
+
+/// [`with_retry`] for a request that names no chat (`getFile`): a 429 on it pauses every call.
+pub async fn with_retry_bot<T, F, Fut>(
+    policy: &SendPolicy,
+    what: &str,
+    request: F,
+) -> Result<T, RequestError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, RequestError>>,
+{
+    paced(policy, Scope::Bot, what, request).await
+}
+
+/// Telegram's `retry_after` carries no chat: a 429 is charged to the scope of the request it
+/// answered. A retried request keeps its place in its chat's line.
+async fn paced<T, F, Fut>(
+    policy: &SendPolicy,
+    scope: Scope,
+    what: &str,
     mut request: F,
 ) -> Result<T, RequestError>
 where
@@ -56,8 +85,8 @@ where
     Fut: Future<Output = Result<T, RequestError>>,
 {
     let mut attempt = 0;
+    let mut turn = policy.limiter.acquire(scope).await;
     loop {
-        policy.limiter.acquire(chat.0).await;
         let error = match request().await {
             Ok(value) => return Ok(value),
             Err(e) => e,
@@ -65,7 +94,7 @@ where
         attempt += 1;
         let wait = match &error {
             RequestError::RetryAfter(seconds) => {
-                policy.limiter.penalize(chat.0, seconds.duration());
+                policy.limiter.penalize(scope, seconds.duration());
                 seconds.duration()
             }
             RequestError::Network(e) if e.is_connect() => {
@@ -79,6 +108,7 @@ where
         }
         tracing::info!(%what, wait_ms = wait.as_millis() as u64, "Telegram asked us to wait; retrying");
         tokio::time::sleep(wait).await;
+        turn.next_slot().await;
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::keyboards;
-use super::render::render_parts;
+use super::render::{render_partial, render_parts};
 use super::send::{SendPolicy, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
 use crate::turn::Live;
@@ -104,7 +104,7 @@ impl Display {
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
         let (bot, policy, chat) = (&self.bot, &self.policy, self.chat);
-        let parts = render_parts(markdown);
+        let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
             let stop = i == last;

@@ -9,6 +9,7 @@ mod learning;
 mod limits;
 mod mcp;
 mod options;
+mod pacing;
 mod search;
 mod skeleton;
 mod streaming;

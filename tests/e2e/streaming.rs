@@ -312,3 +312,57 @@ async fn a_photo_reaches_a_vision_model_once_and_stays_out_of_history() {
     assert!(h.llm.requests().is_empty());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn live_frames_never_show_half_written_markup() {
+    // Each piece ends inside markup, and arrives after the previous frame was shown.
+    let pieces = [
+        "Paris is **the cap",
+        "ital** of [France](https://en.wikipedia",
+        ".org/wiki/France). Try `cargo",
+        " test` and then:\n\n```sh\nls -",
+        "la\n```\n\n| Tool | Speed |\n|---|---|\n| rg | fast |",
+    ];
+    let answer = pieces.concat();
+    let mut events =
+        vec![json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null}}]})];
+    events.extend(
+        pieces
+            .iter()
+            .map(|p| json!({"choices": [{"index": 0, "delta": {"content": p}}]})),
+    );
+    events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+    let llm = FakeLlm::start(move |_, _| Reply {
+        status: 200,
+        body: serde_json::Value::Null,
+        delay: Duration::ZERO,
+        events: Some((events.clone(), Duration::from_millis(1300))),
+    })
+    .await;
+    let h = Harness::start_with(llm, streaming).await;
+    h.tg.send_text(ALICE, "capital of France?");
+    let expected = render_parts(&answer);
+    h.tg.wait_for(|t| (t.screen(ALICE) == expected).then_some(()))
+        .await;
+
+    let frames: Vec<String> = writes(&h, ALICE)
+        .iter()
+        .filter_map(|c| c.params["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(frames.len() >= 4, "one frame per piece: {frames:#?}");
+    for frame in &frames {
+        check_text(frame, Some("HTML")).unwrap();
+        let visible = html_to_plain(frame);
+        for raw in ["**", "`", "](", "[France", "| Tool"] {
+            assert!(!visible.contains(raw), "{raw:?} on screen in {visible:?}");
+        }
+    }
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.contains("<pre><code class=\"language-sh\">ls -</code></pre>")),
+        "an unclosed fence shows as a code block: {frames:#?}"
+    );
+    assert!(frames.last().unwrap().contains("<pre>Tool  Speed\n"));
+    h.stop().await;
+}

@@ -50,6 +50,7 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
     // Tests of the non-streaming path and fast pacing; the streaming tests turn both back.
     config.telegram.streaming = false;
     config.telegram.chat_interval_ms = 20;
+    config.telegram.group_interval_ms = 20;
     // Tests about learning bring their own skills; elsewhere none match by accident.
     config.learning.skills_dir = data_dir.join("no-skills");
     config

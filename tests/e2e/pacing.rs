@@ -1,0 +1,107 @@
+//! Telegram's limits at production pacing: no chat waits for another chat's slots or penalty.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::*;
+
+const GROUP: i64 = -100_777;
+
+/// The pacing Heurist ships with (1 s per private chat, 3 s per group, 30 calls/s), and one
+/// message per answer.
+fn production_pacing(c: &mut heurist::Config) {
+    c.telegram.chat_interval_ms = 1000;
+    c.telegram.group_interval_ms = 3000;
+    c.telegram.global_per_second = 30;
+    c.options.enabled = false;
+    c.learning.reflect = false;
+    c.learning.feedback_buttons = false;
+}
+
+/// Answers "long" with four messages' worth of text and anything else with "re: <it>",
+/// noting when each question reached the model.
+fn llm_noting_times(
+    asked: Arc<Mutex<HashMap<String, Instant>>>,
+) -> impl Fn(&serde_json::Value, usize) -> Reply {
+    move |req, _| {
+        let question = last_user_text(req);
+        asked
+            .lock()
+            .unwrap()
+            .insert(question.clone(), Instant::now());
+        if question == "long" {
+            let paragraph = "A long answer sent in parts, one second apart. ".repeat(40);
+            Reply::text(&vec![paragraph; 8].join("\n\n"))
+        } else {
+            Reply::text(&format!("re: {question}"))
+        }
+    }
+}
+
+#[tokio::test]
+async fn short_answers_do_not_wait_for_a_long_answer_in_another_chat() {
+    let asked = Arc::new(Mutex::new(HashMap::new()));
+    let llm = FakeLlm::start(llm_noting_times(asked.clone())).await;
+    let h = Harness::start_with(llm, production_pacing).await;
+    h.tg.enforce_chat_rate(Duration::from_millis(900));
+    h.tg.send_text(ALICE, "long");
+    // Alice's first part is out; her next parts are a second apart from here on.
+    h.tg.wait_messages(ALICE, 1).await;
+
+    h.tg.send_text(BOB, "short");
+    h.tg.send_in_chat(GROUP, BOB, "@heurist_test_bot short in a group");
+    for (chat, question) in [(BOB, "short"), (GROUP, "short in a group")] {
+        let answered =
+            h.tg.wait_text(chat, &format!("re: {question}"), Duration::from_secs(5))
+                .await
+                .expect("answered");
+        let asked_at = asked.lock().unwrap()[question];
+        // Limiter slots alone would add up to a second here (Alice's next part).
+        assert!(
+            answered.duration_since(asked_at) < Duration::from_millis(300),
+            "{question:?} shown {:?} after the model answered",
+            answered.duration_since(asked_at)
+        );
+    }
+    let parts = h.tg.wait_messages(ALICE, 4).await;
+    for pair in parts.windows(2) {
+        assert!(pair[1].at.duration_since(pair[0].at) >= Duration::from_millis(900));
+    }
+    assert_eq!(h.tg.flood_refusals(), 0);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_429_in_one_chat_delays_that_chat_only_and_its_answer_arrives_once() {
+    let asked = Arc::new(Mutex::new(HashMap::new()));
+    let llm = FakeLlm::start(llm_noting_times(asked.clone())).await;
+    let h = Harness::start_with(llm, production_pacing).await;
+    h.tg.script(
+        "sendMessage",
+        429,
+        json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 8", "parameters": {"retry_after": 8}}),
+    );
+    h.tg.send_text(ALICE, "first");
+    let refused_at =
+        h.tg.wait_for(|t| t.calls("sendMessage").iter().find(|c| !c.ok).map(|c| c.at))
+            .await;
+
+    h.tg.send_text(BOB, "second");
+    let bob_at =
+        h.tg.wait_text(BOB, "re: second", Duration::from_secs(3))
+            .await
+            .expect("Bob is answered while Alice waits");
+    assert!(bob_at.duration_since(refused_at) < Duration::from_secs(3));
+
+    let alice_at =
+        h.tg.wait_text(ALICE, "re: first", Duration::from_secs(12))
+            .await
+            .expect("Alice is answered after her wait");
+    assert!(alice_at.duration_since(refused_at) >= Duration::from_secs(8));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(h.tg.messages_to(ALICE).len(), 1, "exactly once");
+    h.stop().await;
+}

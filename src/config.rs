@@ -181,7 +181,6 @@ pub struct AccessConfig {
 pub struct ToolsConfig {
     pub fetch_timeout_secs: u64,
     pub fetch_max_bytes: usize,
-    pub fetch_max_chars: usize,
     pub fetch_allow_private: bool,
 }
 
@@ -510,6 +509,12 @@ mod tests {
                 toml: "",
                 env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_ADMINS", "12,abc")],
                 expect: "HEURIST_ADMINS must be comma-separated",
+            },
+            Case {
+                name: "a removed key is rejected",
+                toml: "[tools]\nfetch_max_chars = 20000\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "unknown field `fetch_max_chars`",
             },
             Case {
                 name: "bad time zone",

@@ -130,7 +130,7 @@ impl Agent {
     pub fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
         Self {
             llm,
-            tools,
+            tools: tools.with_output_limit(config.agent.max_tool_output_chars),
             config: config.agent.clone(),
             temperature: config.llm.temperature,
             max_tokens_answer: config.llm.max_tokens_answer,

@@ -72,6 +72,8 @@ pub struct LlmConfig {
     pub max_tokens_extraction: u32,
     pub max_tokens_reflection: u32,
     pub max_tokens_field: MaxTokensField,
+    /// Requests in flight at once to the endpoint, all kinds of call together.
+    pub max_concurrent: usize,
     /// `OPENAI_API_KEY`; environment only, never logged.
     #[serde(skip)]
     pub api_key: Option<String>,
@@ -338,6 +340,9 @@ impl Config {
         if self.agent.max_iterations == 0 {
             bail!("agent.max_iterations must be at least 1");
         }
+        if self.llm.max_concurrent == 0 {
+            bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");
+        }
         Ok(())
     }
 
@@ -509,6 +514,12 @@ mod tests {
                 toml: "",
                 env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_ADMINS", "12,abc")],
                 expect: "HEURIST_ADMINS must be comma-separated",
+            },
+            Case {
+                name: "no request slots",
+                toml: "[llm]\nmax_concurrent = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "llm.max_concurrent must be at least 1",
             },
             Case {
                 name: "a removed key is rejected",

@@ -21,6 +21,7 @@ use teloxide::types::MessageId;
 use crate::app::App;
 use crate::config::Role;
 use crate::learning::reflection::Prefix;
+use crate::llm::Priority;
 use crate::llm::extraction::{ExtractionConfig, retry_extract_structured};
 use crate::store::{Choice, OptionTicket};
 use crate::telegram::keyboards;
@@ -93,6 +94,7 @@ pub async fn attach(
             max_attempts: config.max_attempts,
             max_tokens: app.config.llm.max_tokens_extraction,
             max_tokens_field: app.config.llm.max_tokens_field,
+            priority: Priority::Background,
         },
     );
     let Ok(extraction) =

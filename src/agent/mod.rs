@@ -15,8 +15,8 @@ use std::ops::Range;
 
 use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
 use crate::llm::{
-    ChatMessage, ChatRequest, LlmClient, LlmError, ProviderRouting, ToolCall, Usage,
-    estimate_tokens,
+    ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
+    Usage, estimate_tokens,
 };
 use tools::Tools;
 
@@ -169,6 +169,7 @@ impl Agent {
             max_completion_tokens: None,
             stream: false,
             stream_options: None,
+            context_tokens: model.context_tokens,
         };
         request.set_completion_cap(self.answer_cap(model), self.max_tokens_field);
         request
@@ -284,17 +285,17 @@ impl Agent {
         &self,
         request: &ChatRequest,
         events: Option<&Events>,
-    ) -> Result<crate::llm::Completion, LlmError> {
+    ) -> Result<Completion, LlmError> {
         match events {
             Some(events) => {
                 let _ = events.send(AgentEvent::CallStarted);
                 self.llm
-                    .complete_streaming(request, |text| {
+                    .complete_streaming(request, Priority::Interactive, |text| {
                         let _ = events.send(AgentEvent::Text(text.to_string()));
                     })
                     .await
             }
-            None => self.llm.complete(request).await,
+            None => self.llm.complete(request, Priority::Interactive).await,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::learning::heuristics::{
     REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_extract_prompt,
 };
 use crate::llm::extraction::{ExtractionConfig, retry_extract_structured};
-use crate::llm::{ChatMessage, ChatRequest};
+use crate::llm::{ChatMessage, ChatRequest, Priority};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
@@ -106,6 +106,7 @@ async fn run(app: &App, job: &ReflectionJob, prefix: Option<Prefix>) {
             max_attempts: MAX_ATTEMPTS,
             max_tokens: app.config.llm.max_tokens_reflection,
             max_tokens_field: app.config.llm.max_tokens_field,
+            priority: Priority::Background,
         },
     )
     .await;

@@ -109,7 +109,7 @@ impl LlmClient {
 
     /// Runs one completion of a request with `stream: true` (see
     /// [`ChatRequest::set_streaming`]), calling `on_text` with each piece of answer text as it
-    /// arrives (server-sent events, tool-call deltas assembled). A server
+    /// arrives (server-sent events, tool-call deltas assembled, thinking left out). A server
     /// that answers with a plain JSON completion instead is handled too: `on_text` is then not
     /// called.
     pub async fn complete_streaming(

@@ -6,13 +6,15 @@
 //! stream at [`MAX_STREAM_BYTES`] in all and [`MAX_LINE_BYTES`] per event line, tool calls at
 //! [`MAX_TOOL_CALLS`] (a streamed `index` is never used to size anything beyond that), and a
 //! `Retry-After` at the caller's retry budget. What does not fit is an error the caller can
-//! tell the user about, never a crash.
+//! tell the user about, never a crash. Reasoning (`<think>` blocks) is removed from content
+//! here, so no caller ever sees it (see [`super::think`]).
 
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde::Deserialize;
 
+use super::think::{ThinkFilter, strip_think};
 use super::{Completion, FunctionCall, LlmError, ToolCall, Usage};
 
 /// Longest piece of a provider's error text we carry around (and may show a user).
@@ -180,7 +182,7 @@ pub(crate) fn parse_completion(body: &str) -> Result<Completion, LlmError> {
         return Err(too_many_tool_calls());
     }
     Ok(Completion {
-        content: choice.message.content.unwrap_or_default(),
+        content: strip_think(&choice.message.content.unwrap_or_default()),
         tool_calls: usable_tool_calls(tool_calls),
         finish_reason: choice.finish_reason,
         usage,
@@ -237,12 +239,13 @@ fn usable_tool_calls(calls: Vec<ToolCall>) -> Vec<ToolCall> {
 }
 
 /// Assembles a streamed completion from the bytes of its server-sent events, within the
-/// bounds of this module. Text deltas go to `on_text`.
+/// bounds of this module. Text deltas go to `on_text` with leading thinking removed.
 #[derive(Default)]
 pub(crate) struct StreamAccumulator {
     /// The unfinished last line.
     line: Vec<u8>,
     received: usize,
+    think: ThinkFilter,
     content: String,
     tool_calls: Vec<ToolCall>,
     finish_reason: Option<String>,
@@ -333,7 +336,8 @@ impl StreamAccumulator {
         }
         let delta = &choice["delta"];
         if let Some(text) = delta.get("content").and_then(|c| c.as_str()) {
-            self.show(text.to_string(), on_text);
+            let visible = self.think.push(text);
+            self.show(visible, on_text);
         }
         for call in delta
             .get("tool_calls")
@@ -385,6 +389,8 @@ impl StreamAccumulator {
             let line = std::mem::take(&mut self.line);
             self.feed_line(&String::from_utf8_lossy(&line), on_text)?;
         }
+        let rest = self.think.finish();
+        self.show(rest, on_text);
         Ok(Completion {
             content: self.content,
             tool_calls: usable_tool_calls(self.tool_calls),
@@ -584,8 +590,8 @@ mod tests {
     }
 
     #[test]
-    fn completions_get_call_ids() {
-        let body = r#"{"choices":[{"message":{"content":"Hi",
+    fn completions_lose_their_thinking_and_get_call_ids() {
+        let body = r#"{"choices":[{"message":{"content":"<think>plan</think>Hi",
             "tool_calls":[{"function":{"name":"t","arguments":"{}"}}]}}]}"#;
         let c = parse_completion(body).unwrap();
         assert_eq!(c.content, "Hi");
@@ -630,6 +636,18 @@ mod tests {
                 cached_tokens: 4
             }
         );
+    }
+
+    #[test]
+    fn streamed_thinking_is_never_shown_nor_kept() {
+        let (c, seen) = stream(&[
+            r#"data: {"choices":[{"delta":{"content":"<thi"}}]}"#,
+            r#"data: {"choices":[{"delta":{"content":"nk>secret</think>\n\nIt is"}}]}"#,
+            r#"data: {"choices":[{"delta":{"content":" 4."}}]}"#,
+        ])
+        .unwrap();
+        assert_eq!(seen, "It is 4.");
+        assert_eq!(c.content, "It is 4.");
     }
 
     #[test]

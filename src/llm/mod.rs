@@ -15,6 +15,7 @@ mod client;
 mod concurrency;
 mod context;
 pub mod extraction;
+pub mod text_calls;
 pub mod think;
 mod wire;
 

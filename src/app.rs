@@ -1,36 +1,35 @@
-//! The bot's shared state: configuration and the long-lived services every handler needs.
+//! The bot's services: configuration, store, agent, learning, limits and the chat queues.
 //!
-//! Built once at start-up and handed to dptree handlers as an `Arc<App>` dependency, so
-//! handlers stay plain async functions that take what they use as arguments.
+//! Built once at start-up and shared as an `Arc<App>`. It knows nothing of Telegram: the turn
+//! layer runs turns with it, and the Telegram adapter hands it to its handlers as a dptree
+//! dependency, so handlers stay plain async functions that take what they use as arguments.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
-
 use crate::agent::Agent;
+use crate::agent::mcp::Mcp;
 use crate::agent::tools::Tools;
+use crate::background::Background;
 use crate::config::{Config, ModelConfig};
 use crate::learning::Learning;
 use crate::limits::Limits;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::queue::ChatQueues;
 use crate::store::Store;
-use crate::telegram::send::SendPolicy;
 
 pub struct App {
-    pub config: Config,
-    pub store: Store,
-    pub agent: Agent,
-    pub learning: Learning,
-    pub limits: Limits,
-    pub queues: ChatQueues,
-    pub send_policy: SendPolicy,
+    config: Config,
+    store: Store,
+    agent: Agent,
+    learning: Learning,
+    limits: Limits,
+    queues: ChatQueues,
     /// Bounds the turns running at once across all chats.
-    pub turn_slots: tokio::sync::Semaphore,
-    /// Background work (option buttons, reflections), aborted at the end of a shutdown.
-    background: Mutex<JoinSet<()>>,
+    turn_slots: tokio::sync::Semaphore,
+    /// Follow-ups of answers (option buttons, reflections), aborted at the end of a shutdown.
+    background: Background,
 }
 
 impl App {
@@ -38,20 +37,55 @@ impl App {
     pub fn new(config: Config) -> anyhow::Result<Arc<Self>> {
         let store = Store::open_with_cache(&config.data_dir, config.cache_bytes)?;
         let llm = LlmClient::new(&config.llm)?;
-        let tools = Tools::new(&config.tools, &config.agent.time_zone)?;
-        let learning = Learning::new(config.learning.clone(), store.clone(), llm.clone());
+        let tools =
+            Tools::new(&config.tools, &config.agent.time_zone)?.with_mcp(Mcp::start(&config.mcp));
+        let learning = Learning::new(
+            config.learning.clone(),
+            &config.llm,
+            store.clone(),
+            llm.clone(),
+        );
         let agent = Agent::new(llm, tools, &config);
         Ok(Arc::new(Self {
-            send_policy: SendPolicy::new(&config.telegram),
             store,
             agent,
             learning,
             limits: Limits::new(config.limits.clone()),
             queues: ChatQueues::default(),
-            background: Mutex::default(),
+            background: Background::default(),
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
             config,
         }))
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The sled store (tests inspect it through here).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn learning(&self) -> &Learning {
+        &self.learning
+    }
+
+    pub(crate) fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub(crate) fn queues(&self) -> &ChatQueues {
+        &self.queues
+    }
+
+    /// Waits for a turn slot (the semaphore is never closed, so this only waits).
+    pub(crate) async fn turn_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.turn_slots.acquire().await.ok()
     }
 
     /// The model this chat uses: its own choice if still configured, else the default.
@@ -80,22 +114,28 @@ impl App {
     }
 
     /// Runs `work` in the background, tracked so a shutdown can end it.
-    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        let mut tasks = self.background.lock().unwrap_or_else(|e| e.into_inner());
-        // Reap finished tasks so the set does not grow with the bot's uptime.
-        while tasks.try_join_next().is_some() {}
-        tasks.spawn(work);
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.background.spawn(work);
     }
 
-    /// Aborts all background work (at the end of a shutdown's grace period).
-    pub fn abort_background(&self) {
-        self.background
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .abort_all();
-    }
-
-    pub fn typing_interval(&self) -> Duration {
-        Duration::from_secs(self.config.telegram.typing_interval_secs.max(1))
+    /// Ends a shutdown: lets running turns and reflections finish within `grace`, then aborts
+    /// what is left and flushes the database. Reflections still running stay saved in sled
+    /// and resume at the next start.
+    pub(crate) async fn wind_down(&self, grace: Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        if !self.queues.drain(grace).await {
+            tracing::warn!(
+                chats = self.queues.busy_chats(),
+                "turns still running at shutdown were abandoned"
+            );
+        }
+        while self.learning.reflections_running() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.queues.abort_all();
+        self.background.abort_all();
+        if let Err(e) = self.store.flush() {
+            tracing::error!(error = %e, "cannot flush the database");
+        }
     }
 }

@@ -8,6 +8,7 @@
 //!
 //! Every error is one line that says what to set and where; start-up never panics.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -35,6 +36,7 @@ pub struct Config {
     pub learning: LearningConfig,
     pub access: AccessConfig,
     pub tools: ToolsConfig,
+    pub mcp: McpConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -166,9 +168,22 @@ pub struct LearningConfig {
     pub max_concurrent_reflections: usize,
     pub dedup_threshold: f32,
     pub max_injected: usize,
-    pub max_per_skill: usize,
-    pub min_confidence: f32,
+    pub min_relevance: f32,
+    pub min_utility: f32,
+    pub max_heuristics: usize,
+    pub review: Review,
+    pub show_used: bool,
     pub feedback_buttons: bool,
+}
+
+/// Which new heuristics wait for an admin's approval before they are injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Review {
+    /// Those learned from turns whose context held text a third party wrote.
+    External,
+    All,
+    None,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -184,6 +199,77 @@ pub struct ToolsConfig {
     pub fetch_timeout_secs: u64,
     pub fetch_max_bytes: usize,
     pub fetch_allow_private: bool,
+    /// SearXNG base URL for `web_search` (`HEURIST_SEARXNG_URL`); empty: the tool is not offered.
+    pub searxng_url: String,
+    pub search_max_results: usize,
+    pub search_snippet_chars: usize,
+    pub search_timeout_secs: u64,
+}
+
+/// MCP servers whose tools the agent may call, and how failed ones are restarted.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// First wait before restarting a server that failed to start or died; doubles per
+    /// failure in a row, up to `retry_max_secs`.
+    pub retry_base_ms: u64,
+    pub retry_max_secs: u64,
+    pub servers: Vec<McpServerConfig>,
+}
+
+/// One `[[mcp.servers]]` entry: a child process (`command`, `args`, `env`) or a streamable-HTTP
+/// endpoint (`url`, `headers`). Entries of an array cannot inherit from the shipped file, so
+/// the optional keys default here (as documented in config/heurist.toml).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// `[a-z0-9_-]`, unique: its tools are offered as `<name>__<tool>`.
+    pub name: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The child's whole environment besides PATH and HOME: the bot's own (its token, its API
+    /// key) is never passed on.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Tools (by the server's names) to offer; empty: all the server lists.
+    #[serde(default)]
+    pub allowed_tools: Vec<String>,
+    #[serde(default)]
+    pub roles: McpRoles,
+    /// Longest wait for one call (and for the start-up handshake).
+    #[serde(default = "default_mcp_timeout_secs")]
+    pub timeout_secs: u64,
+}
+
+fn default_mcp_timeout_secs() -> u64 {
+    30
+}
+
+/// Who gets an MCP server's tools: a server that can change things can be kept to admins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpRoles {
+    /// Every allowed user (admins included).
+    #[default]
+    User,
+    /// Only admins' turns.
+    Admin,
+}
+
+impl McpRoles {
+    /// The least role whose turns are offered the server's tools.
+    pub fn min_role(self) -> Role {
+        match self {
+            Self::User => Role::User,
+            Self::Admin => Role::Admin,
+        }
+    }
 }
 
 /// What a user may do; decided on the server for every command and callback.
@@ -261,6 +347,9 @@ impl Config {
         }
         if let Some(secret) = set("HEURIST_WEBHOOK_SECRET") {
             self.telegram.webhook_secret = secret;
+        }
+        if let Some(url) = set("HEURIST_SEARXNG_URL") {
+            self.tools.searxng_url = url;
         }
         if let Some(dir) = set("HEURIST_DATA_DIR") {
             self.data_dir = PathBuf::from(dir);
@@ -343,7 +432,11 @@ impl Config {
         if self.llm.max_concurrent == 0 {
             bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");
         }
-        Ok(())
+        if !self.tools.searxng_url.is_empty() {
+            http_url(&self.tools.searxng_url)
+                .map_err(|e| anyhow::anyhow!("HEURIST_SEARXNG_URL / tools.searxng_url {e}"))?;
+        }
+        validate_mcp_servers(&self.mcp.servers)
     }
 
     /// Strings that must never appear in logs or messages: the token (and its secret half, which
@@ -356,6 +449,16 @@ impl Config {
         secrets.extend(self.llm.api_key.clone());
         if !self.telegram.webhook_secret.is_empty() {
             secrets.push(self.telegram.webhook_secret.clone());
+        }
+        for server in &self.mcp.servers {
+            secrets.extend(server.headers.values().cloned());
+            secrets.extend(
+                server
+                    .env
+                    .iter()
+                    .filter(|(key, _)| looks_secret(key))
+                    .map(|(_, value)| value.clone()),
+            );
         }
         // Very short strings would redact ordinary text; real secrets are long.
         secrets.retain(|s| s.len() >= 8);
@@ -425,6 +528,81 @@ fn one_line(text: &str) -> String {
         .join("; ")
 }
 
+/// Whether an environment variable's name says it holds a credential.
+fn looks_secret(key: &str) -> bool {
+    let key = key.to_ascii_uppercase();
+    ["TOKEN", "KEY", "SECRET", "PASS", "AUTH"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+/// `text` as an http(s) URL, or what is wrong with it (to follow the setting's name).
+fn http_url(text: &str) -> anyhow::Result<reqwest::Url> {
+    let url = reqwest::Url::parse(text).map_err(|e| anyhow::anyhow!("is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!("must be an http:// or https:// URL");
+    }
+    Ok(url)
+}
+
+/// Longest MCP server name: with the `__` separator, tools keep at least 30 of OpenAI's 64
+/// characters of a tool name.
+const MAX_MCP_NAME: usize = 32;
+
+/// The checks of `[[mcp.servers]]` serde cannot make; the first problem, in one line.
+fn validate_mcp_servers(servers: &[McpServerConfig]) -> anyhow::Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for server in servers {
+        let name = &server.name;
+        if name.is_empty()
+            || name.len() > MAX_MCP_NAME
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
+            bail!(
+                "mcp.servers: name {name:?} must be 1 to {MAX_MCP_NAME} characters of a-z, 0-9, \
+                 _ and - (its tools are offered as <name>__<tool>)"
+            );
+        }
+        if !seen.insert(name.as_str()) {
+            bail!("mcp.servers: two servers are named {name:?}; names must be unique");
+        }
+        let at = format!("mcp server {name:?}");
+        match (&server.command, &server.url) {
+            (Some(_), Some(_)) => {
+                bail!("{at}: set either command (stdio) or url (streamable HTTP), not both")
+            }
+            (None, None) => bail!("{at}: set command (stdio) or url (streamable HTTP)"),
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    bail!("{at}: command is empty");
+                }
+                if !server.headers.is_empty() {
+                    bail!("{at}: headers only apply to url servers; use env for a command");
+                }
+            }
+            (None, Some(url)) => {
+                http_url(url).map_err(|e| anyhow::anyhow!("{at}: url {e}"))?;
+                if !server.args.is_empty() || !server.env.is_empty() {
+                    bail!("{at}: args and env only apply to command servers");
+                }
+                for (header, value) in &server.headers {
+                    reqwest::header::HeaderName::from_bytes(header.as_bytes())
+                        .map_err(|_| anyhow::anyhow!("{at}: {header:?} is not a header name"))?;
+                    reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                        anyhow::anyhow!("{at}: the value of header {header:?} is not valid")
+                    })?;
+                }
+            }
+        }
+        if server.timeout_secs == 0 {
+            bail!("{at}: timeout_secs must be at least 1");
+        }
+    }
+    Ok(())
+}
+
 fn parse_user_ids(name: &str, list: &str) -> anyhow::Result<Vec<u64>> {
     list.split(',')
         .map(str::trim)
@@ -477,8 +655,10 @@ mod tests {
                 ("HEURIST_ADMINS", "3"),
                 ("HEURIST_MODELS", "a/b, llama3.1:8b"),
                 ("HEURIST_DATA_DIR", "/tmp/h"),
+                ("HEURIST_SEARXNG_URL", "http://10.0.0.5:8888"),
             ]))
             .unwrap();
+        assert_eq!(config.tools.searxng_url, "http://10.0.0.5:8888");
         assert_eq!(config.llm.base_url, "http://env/v1");
         assert_eq!(config.data_dir, PathBuf::from("/tmp/h"));
         assert_eq!(config.default_model().id, "a/b");
@@ -486,6 +666,49 @@ mod tests {
         assert_eq!(config.role_of(1), Role::User);
         assert_eq!(config.role_of(3), Role::Admin);
         assert_eq!(config.role_of(4), Role::Stranger);
+    }
+
+    #[test]
+    fn the_documented_mcp_block_parses() {
+        let file = r#"
+[[mcp.servers]]
+name = "files"                 # [a-z0-9_-], unique; tools are offered as "<name>__<tool>"
+command = "npx"                # stdio: command + args + env ...
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]
+env = { }                      # the child gets only this env plus PATH/HOME, never the bot's secrets
+# url = "https://mcp.example.com/mcp"   # ... or streamable HTTP
+# headers = { Authorization = "Bearer …" }
+allowed_tools = []             # empty: all the server lists
+roles = "user"                 # "user": offered to every allowed user; "admin": only in admins' turns
+timeout_secs = 30
+
+[[mcp.servers]]
+name = "search-docs"
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer abcdefgh12345" }
+roles = "admin"
+"#;
+        let mut config = Config::from_toml(Some(file), Path::new("x.toml")).unwrap();
+        config
+            .apply_env(env(&[("TELOXIDE_TOKEN", "123:abc")]))
+            .unwrap();
+        let [files, docs] = &config.mcp.servers[..] else {
+            panic!("two servers: {:?}", config.mcp.servers);
+        };
+        assert_eq!(files.command.as_deref(), Some("npx"));
+        assert_eq!(files.args.len(), 3);
+        assert_eq!((files.roles, files.timeout_secs), (McpRoles::User, 30));
+        assert_eq!(docs.url.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert_eq!(
+            (docs.roles.min_role(), docs.timeout_secs),
+            (Role::Admin, 30)
+        );
+        assert!(
+            config
+                .secrets()
+                .contains(&"Bearer abcdefgh12345".to_string()),
+            "header values are redacted from logs"
+        );
     }
 
     #[test]
@@ -532,6 +755,55 @@ mod tests {
                 toml: "[agent]\ntime_zone = \"Mars/Base\"\n",
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "not an IANA time zone",
+            },
+            Case {
+                name: "searxng url that is not http",
+                toml: "",
+                env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_SEARXNG_URL", "ftp://s")],
+                expect: "HEURIST_SEARXNG_URL / tools.searxng_url must be an http",
+            },
+            Case {
+                name: "mcp name with capitals",
+                toml: "[[mcp.servers]]\nname = \"Files\"\ncommand = \"x\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "name \"Files\" must be 1 to 32 characters of a-z",
+            },
+            Case {
+                name: "mcp names must be unique",
+                toml: "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n\
+                       [[mcp.servers]]\nname = \"a\"\nurl = \"http://h/mcp\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "two servers are named \"a\"",
+            },
+            Case {
+                name: "mcp command and url",
+                toml: "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "set either command (stdio) or url (streamable HTTP), not both",
+            },
+            Case {
+                name: "mcp neither command nor url",
+                toml: "[[mcp.servers]]\nname = \"a\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "mcp server \"a\": set command (stdio) or url",
+            },
+            Case {
+                name: "mcp bad url",
+                toml: "[[mcp.servers]]\nname = \"a\"\nurl = \"mcp.example.com\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "mcp server \"a\": url is not a URL",
+            },
+            Case {
+                name: "mcp unknown role",
+                toml: "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nroles = \"root\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "unknown variant `root`",
+            },
+            Case {
+                name: "mcp unknown key",
+                toml: "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nenviron = {}\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "unknown field `environ`",
             },
         ];
         for case in cases {

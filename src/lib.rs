@@ -1,11 +1,16 @@
 //! Heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own tasks.
 //!
-//! How a turn flows, one module per arrow: Telegram update → [`telegram`] (one dptree schema,
-//! access check) → [`queue`] (one turn at a time per chat) → [`turn`] → [`agent`] (LLM ↔ tools
-//! via [`llm`]) → [`store`] (sled) → [`telegram::send`] (Markdown → Telegram HTML, split, sent).
+//! The layers, each importing only the ones before it:
+//! [`config`] → [`llm`], [`store`] → [`agent`], [`learning`], [`options`], [`limits`],
+//! [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one turn) → [`telegram`]
+//! (the adapter: schema, handlers, rendering, sending) → the binary. A lower layer that must
+//! talk back (the turn showing an answer) does so through a trait it owns
+//! ([`turn::Messenger`]), which the adapter implements. `scripts/modgraph.py` prints the
+//! file-level import graph and fails on any cycle.
 
 pub mod agent;
 pub mod app;
+pub mod background;
 pub mod config;
 pub mod learning;
 pub mod limits;

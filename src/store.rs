@@ -166,6 +166,14 @@ pub struct ReflectionJob {
     pub task: String,
     pub tools: Vec<String>,
     pub outcome: String,
+    /// The task's context held content from outside the bot (web pages, search results, MCP
+    /// tool output): what it teaches waits for review.
+    #[serde(default)]
+    pub external: bool,
+    /// The answer a 👎 rated, cut to 2,000 characters: the reflection reads the request and
+    /// this answer instead of the turn's whole request.
+    #[serde(default)]
+    pub answer: Option<String>,
 }
 
 /// What pressing an option did.
@@ -752,10 +760,10 @@ mod tests {
                 ),
                 "windows start at a turn boundary"
             );
-            if let Some(prev) = &previous {
-                if !window.messages.starts_with(prev) {
-                    jumps += 1;
-                }
+            if let Some(prev) = &previous
+                && !window.messages.starts_with(prev)
+            {
+                jumps += 1;
             }
             store
                 .append_turn(7, window.epoch, None, &turn(i, 300))

@@ -8,12 +8,15 @@
 //! user's message (and role alternation) in the history.
 
 pub mod html_text;
+pub mod mcp;
 pub mod net_guard;
+pub mod output;
+pub mod search;
 pub mod tools;
 
 use std::ops::Range;
 
-use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
+use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig, Role};
 use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
@@ -54,6 +57,7 @@ pub fn progress_line(call: &ToolCall) -> String {
                 .unwrap_or_else(|| "a page".to_string());
             format!("🔎 fetching {host}…")
         }
+        search::NAME => "🔎 searching the web…".to_string(),
         other => format!("⚙️ running {other}…"),
     }
 }
@@ -89,12 +93,20 @@ pub struct TurnResult {
     pub last_request: Option<ChatRequest>,
     /// Oldest history turns dropped after a context overflow (the store's window follows).
     pub dropped_turns: usize,
+    /// The final answer reached the completion cap and was cut off.
+    pub cut_off: bool,
+    /// A tool returned content a third party wrote (a web page, search results, an MCP
+    /// server's answer); see [`TurnResult::external_content`].
+    pub read_external: bool,
 }
 
 impl TurnResult {
     /// How the task went, in the words the reflection prompt gets.
     pub fn outcome(&self) -> String {
         match &self.status {
+            TurnStatus::Answered if self.cut_off => {
+                "failure: the answer was cut off at the length limit".to_string()
+            }
             TurnStatus::Answered if self.tool_errors == 0 => "success".to_string(),
             TurnStatus::Answered => format!(
                 "failure: {} tool call(s) failed, though an answer was given",
@@ -105,6 +117,18 @@ impl TurnResult {
             }
             TurnStatus::LlmFailed(e) => format!("failure: the language model failed ({e})"),
         }
+    }
+
+    /// Whether the turn's context took in text a third party wrote (web pages, search
+    /// results, MCP tool output), as the tools that returned it flagged it: a refused fetch or
+    /// a timed-out call brought nothing in.
+    pub fn external_content(&self) -> bool {
+        self.read_external
+    }
+
+    /// Whether the task went well: answered, whole, with every tool call working.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
     }
 
     /// The turn's final messages as a prefix for follow-up calls: its last request, and that
@@ -143,6 +167,10 @@ impl Agent {
         &self.llm
     }
 
+    pub fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
     /// The system message every chat's prompt starts with. Constant: nothing volatile.
     pub fn system_message(&self) -> ChatMessage {
         ChatMessage::system(self.config.system_prompt.trim())
@@ -153,13 +181,19 @@ impl Agent {
         model.max_tokens.unwrap_or(self.max_tokens_answer)
     }
 
-    /// The request for `messages` with this model. Agent and extraction calls both start from
-    /// here so model, temperature, reasoning, routing and tools are byte-identical.
-    pub fn request(&self, model: &ModelConfig, messages: Vec<ChatMessage>) -> ChatRequest {
+    /// The request for `messages` with this model, offering the tools of a turn of `role`.
+    /// Agent and extraction calls both start from here so model, temperature, reasoning,
+    /// routing and tools are byte-identical.
+    pub fn request(
+        &self,
+        model: &ModelConfig,
+        messages: Vec<ChatMessage>,
+        role: Role,
+    ) -> ChatRequest {
         let mut request = ChatRequest {
             model: model.id.clone(),
             messages,
-            tools: self.tools.specs().to_vec(),
+            tools: self.tools.specs(role),
             temperature: self.temperature,
             reasoning_effort: model.reasoning_effort.clone(),
             provider: (!model.provider_order.is_empty()).then(|| ProviderRouting {
@@ -180,13 +214,15 @@ impl Agent {
     ///
     /// A context overflow is not a dead end: the oldest whole turns of the history are dropped
     /// (see [`oldest_turns_to_drop`]) and the call is retried once.
-    /// With `events`, answers are streamed and progress is reported as it happens.
+    /// With `events`, answers are streamed and progress is reported as it happens. `role` is
+    /// the user's: it decides which MCP servers' tools are offered and may be called.
     pub async fn run(
         &self,
         model: &ModelConfig,
         prompt: Vec<ChatMessage>,
         user: ChatMessage,
         events: Option<&Events>,
+        role: Role,
     ) -> TurnResult {
         let mut conversation = prompt;
         let mut turn_start = conversation.len();
@@ -201,11 +237,13 @@ impl Agent {
             tool_errors: 0,
             last_request: None,
             dropped_turns: 0,
+            cut_off: false,
+            read_external: false,
         };
 
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
-            let mut request = self.request(model, conversation.clone());
+            let mut request = self.request(model, conversation.clone(), role);
             request.set_streaming(events.is_some());
             let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
@@ -237,6 +275,7 @@ impl Agent {
                     completion.content.clone()
                 };
                 if completion.was_cut_off() {
+                    result.cut_off = true;
                     result.answer.push_str(&format!(
                         "\n\n_(Cut off: the answer reached the limit of {} tokens. Ask me to continue.)_",
                         self.answer_cap(model)
@@ -258,10 +297,9 @@ impl Agent {
                         self.config.max_tool_calls
                     )
                 } else {
-                    cap_output(
-                        self.tools.call(call).await,
-                        self.config.max_tool_output_chars,
-                    )
+                    let output = self.tools.call(call, role).await;
+                    result.read_external |= output.external;
+                    cap_output(output.text, self.config.max_tool_output_chars)
                 };
                 if output.starts_with(tools::ERROR_PREFIX) {
                     result.tool_errors += 1;
@@ -306,7 +344,11 @@ impl Agent {
             None => self.llm.complete(request, Priority::Interactive).await?,
         };
         if completion.tool_calls.is_empty() {
-            let offered: Vec<&str> = request.tools.iter().map(|t| t.function.name).collect();
+            let offered: Vec<&str> = request
+                .tools
+                .iter()
+                .map(|t| t.function.name.as_ref())
+                .collect();
             if let Some(calls) = parse_text_tool_calls(&completion.content, &offered) {
                 tracing::info!(
                     calls = calls.len(),

@@ -1,34 +1,78 @@
 //! Reflective learning: skills matched to each message, heuristics learned from finished tasks
-//! (ERL), injected into later prompts, and tuned by users' 👍/👎.
+//! (after a task, the model names what would help next time), retrieved for the later tasks
+//! they fit, and scored by what happened to the answers they shaped.
+//!
+//! # Retrieval
+//! Every turn scores every eligible heuristic against the user's message plus the names of the
+//! matched skills ([`index`]: BM25, fused with embedding cosine when
+//! `learning.embedding_model` is set). A heuristic is eligible when it is approved (see
+//! *Trust*) and its proven usefulness ([`utility`]) is at least `min_utility`; it fits when its
+//! BM25 reaches `min_relevance` (about one distinctive shared word), when it is filed under a
+//! matched skill, or, with embeddings, when its cosine reaches `min_similarity`; and it must
+//! fit at least half as well as the best fitting one, so a heuristic sharing one common word
+//! does not ride along with one about the message's subject. The fitting ones are ranked by
+//! fit × (utility + exploration bonus), general and skill heuristics in one list, and the best
+//! `max_injected` are injected. A message that nothing fits gets no heuristics. The ranking is a pure
+//! function of the store and the message (ties by id), so the same store and message give the
+//! same prompt bytes.
+//!
+//! # Scoring and forgetting
+//! A turn that carried a heuristic counts for it (or, if the turn went badly, against it); a
+//! 👍 or 👎 on such an answer counts fully; being learned again from a trusted task counts
+//! half. At `max_heuristics` the least useful goes, then the least recently injected, then
+//! the oldest.
+//!
+//! # Trust
+//! Heuristics are shared by all users, so a web page must not be able to plant one. With
+//! `review = "external"` (the default) a heuristic learned from a turn whose context held text
+//! a third party wrote (fetched pages, search results, MCP tool output) is stored *pending*:
+//! never injected until an admin approves it in `/heuristics pending`. Such a turn never
+//! reinforces a known heuristic either. `"all"` holds every new heuristic for review; `"none"`
+//! none. Heuristics with personal data or links are never stored.
 //!
 //! # Where the learned block lives, and why
-//! Matched skills' instructions and the `## Learned Heuristics` sections are prepended to the
+//! Matched skills' instructions and the `## Learned Heuristics` section are prepended to the
 //! *current turn's user message* (see [`TurnContext::user_content`]), which is stored in the
 //! history like any user message. The system prompt never changes, and a turn's request is
 //! always the previous request plus new messages, so providers' prompt caches keep hitting even
 //! right after something new was learned. A skill's instructions already present in the history
 //! window are not repeated (only named), which keeps the token cost of long skills to once per
-//! window.
+//! window. Reflections see the conversation without these blocks, so a model cannot learn
+//! back what it was told.
 
 pub mod heuristics;
+pub mod index;
 pub mod reflection;
 pub mod skills;
 pub mod text;
+pub mod utility;
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::config::LearningConfig;
+use crate::config::{LearningConfig, LlmConfig, MaxTokensField, Review};
 use crate::llm::{ChatMessage, LlmClient};
 use crate::store::Store;
 use heuristics::{
-    DOWNVOTE_STEP, Heuristic, HeuristicEntry, INITIAL_CONFIDENCE, REINFORCE_STEP, UPVOTE_STEP,
-    acceptable, eviction_candidate, format_heuristics_section, rank,
+    Heuristic, HeuristicEntry, Origin, ReviewState, acceptable, format_heuristics_section,
 };
+use index::Index;
 use skills::Skill;
 use text::{Bm25, cosine, text_similarity};
+use utility::{eviction_order, exploration_bonus};
+
+/// A fitting heuristic is injected only if it fits at least this share as well as the best.
+const RELATIVE_FIT: f32 = 0.5;
+
+/// Cosine similarity of two heuristics' embeddings at which they count as the same lesson.
+const DUPLICATE_COSINE: f32 = 0.92;
+
+/// The opening and closing lines of the block learning adds to a user message.
+const CONTEXT_OPEN: &str = "[Context from Heurist for this message: skills and learned heuristics, not written by the user]\n";
+const CONTEXT_CLOSE: &str = "[End of context]\n\n";
 
 /// What learning adds to one turn.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -37,8 +81,10 @@ pub struct TurnContext {
     pub preamble: String,
     /// Names of the matched skills.
     pub skills: Vec<String>,
-    /// Ids of the heuristics injected (what 👍/👎 on the answer will adjust).
+    /// Ids of the heuristics injected (what the turn's outcome and 👍/👎 will score).
     pub heuristics: Vec<u64>,
+    /// Their texts, in the order injected.
+    pub texts: Vec<String>,
 }
 
 impl TurnContext {
@@ -47,37 +93,90 @@ impl TurnContext {
         if self.preamble.is_empty() {
             return text.to_string();
         }
-        format!(
-            "[Context from Heurist for this message: skills and learned heuristics, not written \
-             by the user]\n{}[End of context]\n\n{text}",
-            self.preamble
-        )
+        format!("{CONTEXT_OPEN}{}{CONTEXT_CLOSE}{text}", self.preamble)
     }
+}
+
+/// A user message's content without the block [`TurnContext::user_content`] added.
+pub fn without_context(content: &str) -> &str {
+    match content.strip_prefix(CONTEXT_OPEN) {
+        Some(rest) => rest
+            .split_once(CONTEXT_CLOSE)
+            .map_or(content, |(_, text)| text),
+        None => content,
+    }
+}
+
+/// Where a reflection's heuristics come from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// How the task went, in the words the reflection prompt got.
+    pub outcome: String,
+    /// The task's context held content from outside the bot.
+    pub external: bool,
 }
 
 /// What one reflection changed.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct LearnReport {
+    /// New heuristics stored (of them, `pending` wait for review).
     pub added: usize,
+    pub pending: usize,
     pub reinforced: usize,
+    /// Empty, overlong or personal texts, and untrusted repetitions of known heuristics.
     pub dropped: usize,
+    pub evicted: usize,
+}
+
+/// A heuristic as `/heuristics` lists it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub heuristic: Heuristic,
+    pub utility: f32,
+}
+
+/// The heuristics in memory: every record, and the index retrieval scores.
+#[derive(Default)]
+struct Memory {
+    records: HashMap<u64, Heuristic>,
+    index: Index,
+}
+
+impl Memory {
+    fn put(&mut self, store: &Store, heuristic: Heuristic) -> anyhow::Result<()> {
+        store.put_heuristic(&heuristic)?;
+        if !self.records.contains_key(&heuristic.id) {
+            self.index.insert(heuristic.id, &heuristic.text);
+        }
+        self.records.insert(heuristic.id, heuristic);
+        Ok(())
+    }
+
+    fn remove(&mut self, store: &Store, id: u64) -> anyhow::Result<bool> {
+        let existed = store.delete_heuristic(id)?;
+        self.index.remove(id);
+        Ok(self.records.remove(&id).is_some() || existed)
+    }
 }
 
 /// The learning service; one per bot.
 pub struct Learning {
     config: LearningConfig,
     skills: Vec<Skill>,
-    index: Bm25,
+    skill_index: Bm25,
     store: Store,
     llm: LlmClient,
     /// Skill embeddings, computed on first use; `None` inside when that failed.
     skill_vectors: OnceCell<Option<Vec<Vec<f32>>>>,
-    /// Serialises read-modify-write of heuristics (reflections run concurrently).
-    writing: Mutex<()>,
+    /// Learned heuristics; every change is written to sled under the write lock.
+    memory: RwLock<Memory>,
     /// Bounds concurrent reflections.
-    pub(crate) reflection_slots: Semaphore,
+    reflection_slots: Semaphore,
     /// Reflections started and not finished.
-    pub(crate) reflections_running: AtomicUsize,
+    reflections_running: AtomicUsize,
+    /// Completion cap of reflection calls, and the field it goes in.
+    max_tokens_reflection: u32,
+    max_tokens_field: MaxTokensField,
 }
 
 fn now() -> i64 {
@@ -85,22 +184,35 @@ fn now() -> i64 {
 }
 
 impl Learning {
-    pub fn new(config: LearningConfig, store: Store, llm: LlmClient) -> Self {
+    /// Loads the skills and the heuristics stored in sled into memory.
+    pub fn new(
+        config: LearningConfig,
+        llm_config: &LlmConfig,
+        store: Store,
+        llm: LlmClient,
+    ) -> Self {
         let skills = skills::load_skills(&config.skills_dir);
         let documents: Vec<String> = skills
             .iter()
             .map(|s| format!("{} {} {} {}", s.name, s.name, s.description, s.body))
             .collect();
+        let mut memory = Memory::default();
+        for heuristic in store.heuristics() {
+            memory.index.insert(heuristic.id, &heuristic.text);
+            memory.records.insert(heuristic.id, heuristic);
+        }
         Self {
-            index: Bm25::new(&documents),
+            skill_index: Bm25::new(&documents),
             reflection_slots: Semaphore::new(config.max_concurrent_reflections.max(1)),
             config,
             skills,
             store,
             llm,
             skill_vectors: OnceCell::new(),
-            writing: Mutex::new(()),
+            memory: RwLock::new(memory),
             reflections_running: AtomicUsize::new(0),
+            max_tokens_reflection: llm_config.max_tokens_reflection,
+            max_tokens_field: llm_config.max_tokens_field,
         }
     }
 
@@ -108,14 +220,33 @@ impl Learning {
         &self.skills
     }
 
-    /// The skills that fit `message`, best first: BM25 over name, description and body
-    /// (k1 = 1.2, b = 0.75), fused with embedding similarity when an embeddings model is set.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Memory> {
+        self.memory.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Memory> {
+        self.memory.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The skills that fit `message`, best first: BM25 over name, description and body,
+    /// fused with embedding similarity when an embeddings model is set.
     pub async fn match_skills(&self, message: &str) -> Vec<&Skill> {
+        let query = self.embed_query(message).await;
+        self.match_skills_with(message, query.as_deref()).await
+    }
+
+    async fn match_skills_with(&self, message: &str, query: Option<&[f32]>) -> Vec<&Skill> {
         if self.skills.is_empty() {
             return Vec::new();
         }
-        let bm25 = self.index.scores(message);
-        let similarity = self.similarities(message).await;
+        let bm25 = self.skill_index.scores(message);
+        let similarity = match query {
+            Some(query) => self
+                .skill_embeddings()
+                .await
+                .map(|skills| skills.iter().map(|v| cosine(query, v)).collect::<Vec<_>>()),
+            None => None,
+        };
         let best = bm25.iter().copied().fold(0.0_f32, f32::max);
         let mut ranked: Vec<(usize, f32)> = bm25
             .iter()
@@ -144,15 +275,10 @@ impl Learning {
             .collect()
     }
 
-    /// Cosine similarity of `message` to each skill, if an embeddings model is configured and
-    /// answers; otherwise `None` (BM25 alone decides).
-    async fn similarities(&self, message: &str) -> Option<Vec<f32>> {
+    /// The skills' embeddings, computed once; `None` when there is no model or it failed.
+    async fn skill_embeddings(&self) -> Option<&Vec<Vec<f32>>> {
         let model = self.config.embedding_model.as_str();
-        if model.is_empty() {
-            return None;
-        }
-        let skills = self
-            .skill_vectors
+        self.skill_vectors
             .get_or_init(|| async {
                 let texts: Vec<String> = self
                     .skills
@@ -168,44 +294,40 @@ impl Learning {
                 }
             })
             .await
-            .as_ref()?;
-        match self.llm.embed(model, &[message.to_string()]).await {
-            Ok(mut vectors) => {
-                let query = vectors.pop()?;
-                Some(skills.iter().map(|v| cosine(&query, v)).collect())
+            .as_ref()
+    }
+
+    /// The embeddings of `texts`, if an embeddings model is configured and answers.
+    async fn embed(&self, texts: &[String]) -> Option<Vec<Vec<f32>>> {
+        let model = self.config.embedding_model.as_str();
+        if model.is_empty() || texts.is_empty() {
+            return None;
+        }
+        match self.llm.embed(model, texts).await {
+            Ok(vectors) if vectors.len() == texts.len() => Some(vectors),
+            Ok(_) => {
+                tracing::warn!("the embeddings model answered with the wrong number of vectors");
+                None
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot embed the message; matching with BM25 only");
+                tracing::warn!(error = %e, "cannot embed; matching with BM25 only");
                 None
             }
         }
     }
 
-    /// The top heuristics to inject for `skill` (`None`: general), from `all`.
-    fn top(&self, all: &[Heuristic], skill: Option<&str>) -> Vec<Heuristic> {
-        let mut chosen: Vec<Heuristic> = all
-            .iter()
-            .filter(|h| h.skill.as_deref() == skill && h.confidence >= self.config.min_confidence)
-            .cloned()
-            .collect();
-        rank(&mut chosen);
-        chosen.truncate(self.config.max_injected);
-        chosen
+    async fn embed_query(&self, message: &str) -> Option<Vec<f32>> {
+        self.embed(&[message.to_string()]).await?.pop()
     }
 
     /// Skills and heuristics for a turn on `message`, given the history window it extends.
     pub async fn context_for(&self, message: &str, history: &[ChatMessage]) -> TurnContext {
-        let matched = self.match_skills(message).await;
-        let all = self.store.heuristics();
+        let query_vector = self.embed_query(message).await;
+        let matched = self
+            .match_skills_with(message, query_vector.as_deref())
+            .await;
         let mut context = TurnContext::default();
-        let inject = |context: &mut TurnContext, heuristics: Vec<Heuristic>| {
-            let texts: Vec<String> = heuristics.iter().map(|h| h.text.clone()).collect();
-            context
-                .preamble
-                .push_str(&format_heuristics_section(&texts));
-            context.heuristics.extend(heuristics.iter().map(|h| h.id));
-        };
-        for skill in matched {
+        for skill in &matched {
             if let Err(e) = self.store.count_skill_match(&skill.name) {
                 tracing::debug!(error = %e, "cannot count a skill match");
             }
@@ -223,20 +345,99 @@ impl Learning {
                 context.preamble.push_str(&skill.body);
                 context.preamble.push('\n');
             }
-            inject(&mut context, self.top(&all, Some(&skill.name)));
             context.preamble.push('\n');
             context.skills.push(skill.name.clone());
         }
-        inject(&mut context, self.top(&all, None));
+        let mut query = message.to_string();
+        for skill in &context.skills {
+            query.push(' ');
+            query.push_str(skill);
+        }
+        for heuristic in self.retrieve(&query, query_vector.as_deref(), &context.skills) {
+            context.heuristics.push(heuristic.id);
+            context.texts.push(heuristic.text);
+        }
+        context
+            .preamble
+            .push_str(&format_heuristics_section(&context.texts));
         context
     }
 
-    /// Stores what a reflection extracted: de-duplicated by word-set Jaccard within the same
-    /// skill (a duplicate reinforces the known heuristic), capped per skill.
-    pub fn learn(&self, entries: Vec<HeuristicEntry>) -> anyhow::Result<LearnReport> {
-        let _guard = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        let mut all = self.store.heuristics();
+    /// The heuristics to inject for `query`, best first (see the module doc). A heuristic
+    /// filed under one of the `matched` skills fits by that match (the skill was judged to fit
+    /// the message), and is ranked by its own relevance like the others.
+    pub fn retrieve(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        matched: &[String],
+    ) -> Vec<Heuristic> {
+        let config = &self.config;
+        let memory = self.read();
+        let lexical: HashMap<u64, f32> = memory.index.relevance(query).into_iter().collect();
+        let semantic: HashMap<u64, f32> = match query_vector {
+            Some(query) => memory
+                .records
+                .values()
+                .filter_map(|h| Some((h.id, cosine(query, h.vector.as_ref()?).max(0.0))))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let best_lexical = lexical.values().copied().fold(0.0_f32, f32::max);
+        // How well each eligible heuristic fits: BM25, or BM25 (as a share of the best) fused
+        // with cosine when embeddings are on.
+        let mut fitting: Vec<(f32, &Heuristic)> = memory
+            .records
+            .values()
+            .filter(|h| h.review == ReviewState::Approved && h.utility() >= config.min_utility)
+            .filter_map(|h| {
+                let mut bm25 = lexical.get(&h.id).copied().unwrap_or(0.0);
+                if h.skill.as_ref().is_some_and(|s| matched.contains(s)) {
+                    bm25 = bm25.max(config.min_relevance);
+                }
+                let cos = semantic.get(&h.id).copied();
+                let fits =
+                    bm25 >= config.min_relevance || cos.is_some_and(|c| c >= config.min_similarity);
+                if !fits {
+                    return None;
+                }
+                let fit = match cos {
+                    Some(cos) if best_lexical > 0.0 => {
+                        0.5 * (bm25 / best_lexical).min(1.0) + 0.5 * cos
+                    }
+                    Some(cos) => 0.5 * cos,
+                    None => bm25,
+                };
+                Some((fit, h))
+            })
+            .collect();
+        // Of those, only the ones that fit about as well as the best: a heuristic that shares
+        // one common word does not ride along with one that shares the message's subject.
+        let best = fitting.iter().map(|(fit, _)| *fit).fold(0.0_f32, f32::max);
+        fitting.retain(|(fit, _)| *fit >= RELATIVE_FIT * best);
+        let mut ranked: Vec<(f32, &Heuristic)> = fitting
+            .into_iter()
+            .map(|(fit, h)| (fit * (h.utility() + exploration_bonus(h.injected)), h))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+        ranked
+            .into_iter()
+            .take(config.max_injected)
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+
+    /// Stores what a reflection extracted. A text that repeats a known heuristic (word-set
+    /// Jaccard at `dedup_threshold`, or embedding cosine at 0.92, across all skills) reinforces
+    /// it, if the source is trusted; anything else is a new heuristic, pending review when
+    /// `review` says so. A full store forgets first (see the module doc).
+    pub async fn learn(
+        &self,
+        entries: Vec<HeuristicEntry>,
+        source: &Source,
+    ) -> anyhow::Result<LearnReport> {
         let mut report = LearnReport::default();
+        let mut fresh: Vec<(String, Option<String>)> = Vec::new();
         for entry in entries {
             let text = entry.text.trim().to_string();
             if !acceptable(&text) {
@@ -249,70 +450,206 @@ impl Learning {
                     .find(|s| s.name.eq_ignore_ascii_case(name.trim()))
                     .map(|s| s.name.clone())
             });
-            let duplicate = all
-                .iter_mut()
-                .filter(|h| h.skill == skill)
-                .map(|h| (text_similarity(&h.text, &text), h))
-                .filter(|(similarity, _)| *similarity >= self.config.dedup_threshold)
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, h)| h);
-            if let Some(known) = duplicate {
+            fresh.push((text, skill));
+        }
+        let texts: Vec<String> = fresh.iter().map(|(t, _)| t.clone()).collect();
+        let vectors = self.embed(&texts).await;
+        let pending = match self.config.review {
+            Review::All => true,
+            Review::External => source.external,
+            Review::None => false,
+        };
+        let mut memory = self.write();
+        for (i, (text, skill)) in fresh.into_iter().enumerate() {
+            let vector = vectors.as_ref().map(|v| v[i].clone());
+            // A duplicate shares words with the text (the index finds those) or, with
+            // embeddings, is close to it.
+            let mut candidates: Vec<u64> = memory
+                .index
+                .relevance(&text)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            if vector.is_some() {
+                candidates.extend(
+                    memory
+                        .records
+                        .values()
+                        .filter(|h| h.vector.is_some())
+                        .map(|h| h.id),
+                );
+            }
+            let duplicate = candidates
+                .iter()
+                .filter_map(|id| memory.records.get(id))
+                .filter_map(|h| {
+                    let words = text_similarity(&h.text, &text);
+                    let cos = match (&h.vector, &vector) {
+                        (Some(a), Some(b)) => cosine(a, b),
+                        _ => 0.0,
+                    };
+                    (words >= self.config.dedup_threshold || cos >= DUPLICATE_COSINE)
+                        .then_some((words.max(cos), h.id))
+                })
+                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
+                .map(|(_, id)| id);
+            if let Some(id) = duplicate {
+                if source.external {
+                    // Outside content may not vouch for what the bot already believes.
+                    report.dropped += 1;
+                    continue;
+                }
+                let mut known = memory.records[&id].clone();
                 known.uses += 1;
-                known.confidence = (known.confidence + REINFORCE_STEP).min(1.0);
                 known.updated = now();
-                self.store.put_heuristic(known)?;
+                memory.put(&self.store, known)?;
                 report.reinforced += 1;
                 continue;
             }
-            let bucket: Vec<Heuristic> = all.iter().filter(|h| h.skill == skill).cloned().collect();
-            if bucket.len() >= self.config.max_per_skill
-                && let Some(evicted) = eviction_candidate(&bucket)
-            {
-                tracing::info!(id = evicted.id, skill = ?skill, "evicting the least confident heuristic");
-                self.store.delete_heuristic(evicted.id)?;
-                all.retain(|h| h.id != evicted.id);
+            while memory.records.len() >= self.config.max_heuristics.max(1) {
+                let Some(victim) = memory
+                    .records
+                    .values()
+                    .map(Heuristic::age)
+                    .min_by(eviction_order)
+                    .map(|age| age.id)
+                else {
+                    break;
+                };
+                tracing::info!(
+                    id = victim,
+                    "store full: forgetting the least useful heuristic"
+                );
+                memory.remove(&self.store, victim)?;
+                report.evicted += 1;
             }
             let heuristic = Heuristic {
                 id: self.store.new_heuristic_id()?,
                 skill,
                 text,
-                confidence: INITIAL_CONFIDENCE,
                 uses: 1,
+                review: if pending {
+                    ReviewState::Pending
+                } else {
+                    ReviewState::Approved
+                },
+                origin: Origin {
+                    outcome: source.outcome.clone(),
+                    external: source.external,
+                },
+                injected: 0,
+                successes: 0,
+                failures: 0,
+                up: 0,
+                down: 0,
+                last_injected: 0,
                 created: now(),
                 updated: now(),
+                vector,
             };
-            self.store.put_heuristic(&heuristic)?;
-            tracing::info!(id = heuristic.id, skill = ?heuristic.skill, "learned a heuristic");
-            all.push(heuristic);
+            tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
+            memory.put(&self.store, heuristic)?;
             report.added += 1;
+            report.pending += usize::from(pending);
         }
         Ok(report)
     }
 
-    /// 👍 raises, 👎 lowers the confidence of the heuristics an answer's prompt carried.
-    pub fn feedback(&self, ids: &[u64], up: bool) -> anyhow::Result<()> {
-        let _guard = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        for mut heuristic in self
-            .store
-            .heuristics()
-            .into_iter()
-            .filter(|h| ids.contains(&h.id))
-        {
-            heuristic.confidence = if up {
-                (heuristic.confidence + UPVOTE_STEP).min(1.0)
+    /// After a turn whose prompt carried heuristics `ids`: they were injected, and the turn
+    /// went well (`success`) or not.
+    pub fn record_outcome(&self, ids: &[u64], success: bool) -> anyhow::Result<()> {
+        self.update(ids, |h| {
+            h.injected += 1;
+            h.last_injected = now();
+            if success {
+                h.successes += 1;
             } else {
-                (heuristic.confidence - DOWNVOTE_STEP).max(0.0)
+                h.failures += 1;
+            }
+        })
+    }
+
+    /// 👍 or 👎 on an answer whose prompt carried heuristics `ids`.
+    pub fn feedback(&self, ids: &[u64], up: bool) -> anyhow::Result<()> {
+        self.update(ids, |h| {
+            if up {
+                h.up += 1;
+            } else {
+                h.down += 1;
+            }
+        })
+    }
+
+    /// A 👍 or 👎 replaced by the other: the first vote is taken back.
+    pub fn change_vote(&self, ids: &[u64], up: bool) -> anyhow::Result<()> {
+        self.update(ids, |h| {
+            if up {
+                h.down = h.down.saturating_sub(1);
+                h.up += 1;
+            } else {
+                h.up = h.up.saturating_sub(1);
+                h.down += 1;
+            }
+        })
+    }
+
+    fn update(&self, ids: &[u64], mut change: impl FnMut(&mut Heuristic)) -> anyhow::Result<()> {
+        let mut memory = self.write();
+        for id in ids {
+            let Some(mut heuristic) = memory.records.get(id).cloned() else {
+                continue;
             };
+            change(&mut heuristic);
             heuristic.updated = now();
-            self.store.put_heuristic(&heuristic)?;
+            memory.put(&self.store, heuristic)?;
         }
         Ok(())
     }
 
+    /// Approves a pending heuristic (admin action); says whether it was pending.
+    pub fn approve(&self, id: u64) -> anyhow::Result<bool> {
+        let mut memory = self.write();
+        let Some(mut heuristic) = memory.records.get(&id).cloned() else {
+            return Ok(false);
+        };
+        if heuristic.review == ReviewState::Approved {
+            return Ok(false);
+        }
+        heuristic.review = ReviewState::Approved;
+        heuristic.updated = now();
+        memory.put(&self.store, heuristic)?;
+        tracing::info!(id, "heuristic approved");
+        Ok(true)
+    }
+
     /// Forgets a heuristic (admin action); says whether it existed.
     pub fn forget(&self, id: u64) -> anyhow::Result<bool> {
-        let _guard = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        self.store.delete_heuristic(id)
+        self.write().remove(&self.store, id)
+    }
+
+    /// Every heuristic (or only the pending ones), best first: by utility, then newest.
+    pub fn listing(&self, pending_only: bool) -> Vec<Listed> {
+        let memory = self.read();
+        let mut listed: Vec<Listed> = memory
+            .records
+            .values()
+            .filter(|h| !pending_only || h.review == ReviewState::Pending)
+            .map(|h| Listed {
+                utility: h.utility(),
+                heuristic: h.clone(),
+            })
+            .collect();
+        listed.sort_by(|a, b| {
+            b.utility
+                .total_cmp(&a.utility)
+                .then(b.heuristic.id.cmp(&a.heuristic.id))
+        });
+        listed
+    }
+
+    /// A heuristic by id.
+    pub fn heuristic(&self, id: u64) -> Option<Heuristic> {
+        self.read().records.get(&id).cloned()
     }
 
     /// Reflections started and not yet finished.

@@ -1,134 +1,144 @@
-//! Reflection: after a finished task, ask the model for transferable heuristics (ERL).
+//! Reflection: after a finished task, ask the model for transferable heuristics.
 //!
-//! Runs in the background (it never delays a reply), at most `max_concurrent_reflections` at a
-//! time. Each job is saved in sled before it starts and removed when it is done, so a job that
-//! a shutdown interrupted is resumed at the next start. Right after a turn the reflection reuses
-//! the turn's request (same parameters, the turn's messages as prefix), so the provider's prompt
-//! cache serves most of it; a resumed job, whose turn is gone, asks with the system prompt only.
+//! A job is saved in sled before it runs ([`Learning::plan_reflection`]) and removed when it is
+//! done ([`Learning::reflect`]), so a job that a shutdown interrupted is resumed at the next
+//! start. Right after a turn the reflection extends the turn's own request (same parameters,
+//! the turn's messages as prefix, so the provider's prompt cache serves it up to the first
+//! learned block), with every block of injected skills and heuristics taken out, so the model
+//! cannot learn back what it was told. A resumed job, whose turn is gone, and a 👎, which
+//! rates one answer, are given their prefix by the caller. At most
+//! `max_concurrent_reflections` run at a time.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::app::App;
-use crate::learning::heuristics::{
-    REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_extract_prompt,
-};
-use crate::llm::extraction::{ExtractionConfig, retry_extract_structured};
-use crate::llm::{ChatMessage, ChatRequest, Priority};
+use super::heuristics::{REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt};
+use super::{Learning, Source, without_context};
+use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
+use crate::llm::{ChatMessage, Priority};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
 pub const TASK_SUMMARY_CHARS: usize = 512;
 
+/// A rated answer kept for a 👎's reflection is cut to this many characters.
+pub const RATED_ANSWER_CHARS: usize = 2000;
+
 /// Attempts when the model answers a reflection with prose instead of JSON.
 const MAX_ATTEMPTS: usize = 2;
-
-/// The request the reflection extends: the turn's last request and its messages so far.
-pub type Prefix = (ChatRequest, Vec<ChatMessage>);
 
 /// A task summary: the request, cut on a character boundary.
 pub fn task_summary(request: &str) -> String {
     request.chars().take(TASK_SUMMARY_CHARS).collect()
 }
 
-/// Saves and starts a reflection (if reflection is on).
-pub fn spawn(app: &Arc<App>, job: ReflectionJob, prefix: Option<Prefix>) {
-    if !app.config.learning.reflect {
-        return;
-    }
-    match app.store.save_reflection(&job) {
-        Ok(id) => start(app.clone(), id, job, prefix),
-        Err(e) => tracing::warn!(error = %e, "cannot save a reflection job; skipping it"),
-    }
-}
-
-/// Starts the reflections a previous run left unfinished.
-pub fn resume_pending(app: &Arc<App>) {
-    for (id, job) in app.store.pending_reflections() {
-        tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
-        start(app.clone(), id, job, None);
-    }
-}
-
 /// Counts a reflection as running until dropped (also when its task is aborted).
-struct Running(Arc<App>);
+struct Running<'a>(&'a Learning);
 
-impl Drop for Running {
+impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0
-            .learning
-            .reflections_running
-            .fetch_sub(1, Ordering::SeqCst);
+        self.0.reflections_running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-fn start(app: Arc<App>, id: u64, job: ReflectionJob, prefix: Option<Prefix>) {
-    app.learning
-        .reflections_running
-        .fetch_add(1, Ordering::SeqCst);
-    let running = Running(app.clone());
-    app.spawn(async move {
-        let app = running.0.clone();
-        let Ok(_slot) = app.learning.reflection_slots.acquire().await else {
+/// `messages` as the reflection sees them: user messages without the learned block (and
+/// without images, which the reflection does not need to pay for again).
+fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    messages
+        .iter()
+        .map(|m| match m {
+            ChatMessage::User { .. } => {
+                let plain = m.without_images();
+                let text = without_context(plain.content());
+                if text.len() == plain.content().len() {
+                    plain
+                } else {
+                    ChatMessage::user(text)
+                }
+            }
+            _ => m.clone(),
+        })
+        .collect()
+}
+
+impl Learning {
+    /// Saves a reflection job so that a restart can resume it; its id, or `None` when
+    /// reflection is off or the job cannot be saved (then it is skipped).
+    pub fn plan_reflection(&self, job: &ReflectionJob) -> Option<u64> {
+        if !self.config.reflect {
+            return None;
+        }
+        self.store
+            .save_reflection(job)
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "cannot save a reflection job; skipping it"),
+            )
+            .ok()
+    }
+
+    /// Reflections saved by an earlier run and not finished.
+    pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
+        self.store.pending_reflections()
+    }
+
+    /// Runs saved reflection `id` on `prefix`, stores what it learned, and removes the job.
+    pub async fn reflect(&self, id: u64, job: &ReflectionJob, prefix: Prefix) {
+        self.reflections_running.fetch_add(1, Ordering::SeqCst);
+        let _running = Running(self);
+        let Ok(_slot) = self.reflection_slots.acquire().await else {
             return;
         };
-        run(&app, &job, prefix).await;
-        if let Err(e) = app.store.finish_reflection(id) {
+        self.run_reflection(job, prefix).await;
+        if let Err(e) = self.store.finish_reflection(id) {
             tracing::warn!(id, error = %e, "cannot mark a reflection done");
         }
-        drop(running);
-    });
-}
-
-async fn run(app: &App, job: &ReflectionJob, prefix: Option<Prefix>) {
-    let model = app
-        .config
-        .model(&job.model)
-        .cloned()
-        .unwrap_or_else(|| app.config.default_model().clone());
-    let (template, history) = prefix.unwrap_or_else(|| {
-        let messages = vec![app.agent.system_message()];
-        (app.agent.request(&model, messages.clone()), messages)
-    });
-    let tools = if job.tools.is_empty() {
-        "none".to_string()
-    } else {
-        job.tools.join(", ")
-    };
-    let prompt = build_reflection_extract_prompt(&job.task, &tools, &job.outcome);
-    let extraction = retry_extract_structured::<ReflectionResult>(
-        &history,
-        &prompt,
-        REFLECTION_RETRY_PROMPT,
-        ExtractionConfig {
-            llm: app.agent.llm(),
-            template: &template,
-            max_attempts: MAX_ATTEMPTS,
-            max_tokens: app.config.llm.max_tokens_reflection,
-            max_tokens_field: app.config.llm.max_tokens_field,
-            priority: Priority::Background,
-        },
-    )
-    .await;
-    if extraction.calls > 0
-        && let Err(e) = app.store.record_usage(
-            job.chat,
-            &template.model,
-            0,
-            extraction.calls,
-            extraction.usage,
-        )
-    {
-        tracing::warn!(error = %e, "cannot record usage");
     }
-    match extraction.result {
-        Ok(result) => {
-            let entries = result.heuristics.into_iter().take(3).collect();
-            match app.learning.learn(entries) {
-                Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
-                Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
-            }
+
+    async fn run_reflection(&self, job: &ReflectionJob, (template, history): Prefix) {
+        let tools = if job.tools.is_empty() {
+            "none".to_string()
+        } else {
+            job.tools.join(", ")
+        };
+        let skills: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+        let prompt = build_reflection_prompt(&job.task, &tools, &job.outcome, &skills);
+        let extraction = retry_extract_structured::<ReflectionResult>(
+            &without_learned_blocks(&history),
+            &prompt,
+            REFLECTION_RETRY_PROMPT,
+            ExtractionConfig {
+                llm: &self.llm,
+                template: &template,
+                max_attempts: MAX_ATTEMPTS,
+                max_tokens: self.max_tokens_reflection,
+                max_tokens_field: self.max_tokens_field,
+                priority: Priority::Background,
+            },
+        )
+        .await;
+        if extraction.calls > 0
+            && let Err(e) = self.store.record_usage(
+                job.chat,
+                &template.model,
+                0,
+                extraction.calls,
+                extraction.usage,
+            )
+        {
+            tracing::warn!(error = %e, "cannot record usage");
         }
-        Err(e) => tracing::info!(chat = job.chat, error = %e, "reflection gave nothing usable"),
+        let source = Source {
+            outcome: job.outcome.clone(),
+            external: job.external,
+        };
+        match extraction.result {
+            Ok(result) => {
+                let entries = result.heuristics.into_iter().take(3).collect();
+                match self.learn(entries, &source).await {
+                    Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
+                    Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
+                }
+            }
+            Err(e) => tracing::info!(chat = job.chat, error = %e, "reflection gave nothing usable"),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Structured extraction: ask the model, in the same conversation, for a JSON value.
 //!
-//! Re-expresses mahbot's `retry_extract_structured`. The extraction request is the agent's own
+//! [`retry_extract_structured`] is the one way to do it. The extraction request is the agent's own
 //! last request with only `messages` extended: model, temperature, reasoning effort, provider
 //! routing and tools are *the same value*, not rebuilt, so they are byte-identical, and the
 //! messages begin with exactly the agent call's messages. Providers key their prompt caches on
@@ -28,6 +28,9 @@ const MAX_REPLY_BYTES: usize = 64 << 10;
 /// Fenced blocks, and `{`/`[` positions within one piece of text, tried at most: each try may
 /// parse to the end of the text, so this keeps the work bounded whatever a provider sends.
 const MAX_TRIES: usize = 16;
+/// The request a follow-up call extends: the turn's last request, and its messages followed
+/// by the answer.
+pub type Prefix = (ChatRequest, Vec<ChatMessage>);
 
 /// What to reuse and how hard to try.
 pub struct ExtractionConfig<'a> {

@@ -22,6 +22,8 @@ mod wire;
 pub use client::{LlmClient, LlmError};
 pub use concurrency::Priority;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::config::MaxTokensField;
@@ -184,24 +186,26 @@ pub struct ToolSpec {
     pub function: FunctionSpec,
 }
 
+/// Built-in tools have static names and descriptions; MCP servers' tools are only known at
+/// run time, hence `Cow`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     pub parameters: serde_json::Value,
 }
 
 impl ToolSpec {
     pub fn function(
-        name: &'static str,
-        description: &'static str,
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
         parameters: serde_json::Value,
     ) -> Self {
         Self {
             kind: "function",
             function: FunctionSpec {
-                name,
-                description,
+                name: name.into(),
+                description: description.into(),
                 parameters,
             },
         }

@@ -1,13 +1,16 @@
 //! The two callback-data formats of Heurist's inline buttons, and Telegram's 64-byte limit.
 //!
-//! - Options: `__opt__<ticket>|<label>` (mahbot's format). The ticket names a sled record that
+//! - Options: `__opt__<ticket>|<label>`. The ticket (`<id>.<index>`) names a sled record that
 //!   holds the chat, the answer's message and the full labels; the label in the data is only a
 //!   prefix, cut on a UTF-8 boundary so the whole string fits 64 bytes. The full label comes
 //!   from the record, so a long or non-ASCII label never breaks the keyboard.
 //! - Actions: `__act__<action>|<payload>`, payloads short by construction (model *keys*, not
 //!   slugs).
 //!
-//! Callback data comes from the client and can be forged: decoding only parses; every caller
+//! On top of the two formats, [`OptionPress`] and [`Action`] are what the dispatcher's schema
+//! routes on: one branch per action.
+//!
+//! Callback data comes from the client and can be forged: decoding only parses; every route
 //! checks the record and the presser's role on the server.
 //!
 //! ```
@@ -93,6 +96,152 @@ pub fn cut_to_bytes(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// A press of an option button: option `index` of ticket `ticket`, whose button carried
+/// `label` (a prefix of the full label, which the ticket holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionPress {
+    pub ticket: String,
+    pub index: usize,
+    pub label: String,
+}
+
+impl OptionPress {
+    /// The data of option `index` of ticket `ticket`; `None` if it cannot fit (see
+    /// [`encode_option`]).
+    #[must_use]
+    pub fn encode(ticket: &str, index: usize, label: &str) -> Option<String> {
+        encode_option(&format!("{ticket}.{index}"), label)
+    }
+
+    /// The press that [`decode_callback`]'s output names; `None` without a `<id>.<index>`
+    /// ticket.
+    #[must_use]
+    pub fn from_decoded((ticket, label): (Option<String>, String)) -> Option<Self> {
+        let (id, index) = ticket?
+            .rsplit_once('.')
+            .map(|(id, i)| (id.to_string(), i.parse()))?;
+        Some(Self {
+            ticket: id,
+            index: index.ok()?,
+            label,
+        })
+    }
+}
+
+/// The admin lists that page: `/heuristics`, `/heuristics pending`, `/skills`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    Heuristics,
+    Pending,
+    Skills,
+}
+
+impl List {
+    fn code(self) -> char {
+        match self {
+            Self::Heuristics => 'h',
+            Self::Pending => 'p',
+            Self::Skills => 's',
+        }
+    }
+
+    /// `h3` → (Heuristics, 3).
+    fn parse(text: &str) -> Option<(Self, u32)> {
+        let mut chars = text.chars();
+        let list = match chars.next()? {
+            'h' => Self::Heuristics,
+            'p' => Self::Pending,
+            's' => Self::Skills,
+            _ => return None,
+        };
+        Some((list, chars.as_str().parse().ok()?))
+    }
+}
+
+/// What an action button does. Payloads are short by construction (model *keys*, not slugs;
+/// ticket ids; heuristic ids), so every action fits 64 bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Switch the chat to the configured model whose key this is.
+    SetModel(String),
+    /// Forget this chat's conversation.
+    Clear,
+    /// 👍 (`up`) or 👎 on the answer of feedback ticket `ticket`.
+    Feedback { ticket: String, up: bool },
+    /// Show page `page` of an admin list.
+    Page { list: List, page: u32 },
+    /// Approve a pending heuristic, then show page `page` of `list` again.
+    Approve { id: u64, list: List, page: u32 },
+    /// Forget a learned heuristic, then show page `page` of `list` again.
+    Forget { id: u64, list: List, page: u32 },
+    /// Stop the turn being worked on.
+    Stop,
+    /// The mark of an option already chosen: pressing it changes nothing.
+    Chosen,
+}
+
+impl Action {
+    /// The button data; `None` if it cannot fit 64 bytes (a programming error).
+    #[must_use]
+    pub fn encode(&self) -> Option<String> {
+        match self {
+            Self::SetModel(key) => encode_action("set_model", key),
+            Self::Clear => encode_action("clear", ""),
+            Self::Feedback { ticket, up } => {
+                encode_action("fb", &format!("{ticket}.{}", if *up { "u" } else { "d" }))
+            }
+            Self::Page { list, page } => encode_action("page", &format!("{}{page}", list.code())),
+            Self::Approve { id, list, page } => {
+                encode_action("approve", &format!("{id}.{}{page}", list.code()))
+            }
+            Self::Forget { id, list, page } => {
+                encode_action("forget", &format!("{id}.{}{page}", list.code()))
+            }
+            Self::Stop => encode_action("stop", ""),
+            Self::Chosen => encode_action("chosen", ""),
+        }
+    }
+
+    /// The action that [`decode_action`]'s output names; `None` for anything that is not a
+    /// well-formed action.
+    #[must_use]
+    pub fn from_decoded(action: &str, payload: String) -> Option<Self> {
+        Some(match action {
+            "set_model" => Self::SetModel(payload),
+            "clear" => Self::Clear,
+            "fb" => {
+                let (ticket, vote) = payload.rsplit_once('.')?;
+                let up = match vote {
+                    "u" => true,
+                    "d" => false,
+                    _ => return None,
+                };
+                Self::Feedback {
+                    ticket: ticket.to_string(),
+                    up,
+                }
+            }
+            "page" => {
+                let (list, page) = List::parse(&payload)?;
+                Self::Page { list, page }
+            }
+            "approve" | "forget" => {
+                let (id, place) = payload.split_once('.').unwrap_or((&payload, "h0"));
+                let (list, page) = List::parse(place)?;
+                let id = id.parse().ok()?;
+                if action == "approve" {
+                    Self::Approve { id, list, page }
+                } else {
+                    Self::Forget { id, list, page }
+                }
+            }
+            "stop" => Self::Stop,
+            "chosen" => Self::Chosen,
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -298,9 +447,35 @@ mod tests {
             }
 
             #[test]
+            fn typed_routes_round_trip(ticket in "[a-z0-9]{1,16}", index in 0usize..10, label in ".{0,80}", id in any::<u64>()) {
+                let data = OptionPress::encode(&ticket, index, &label).unwrap();
+                prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
+                let press = OptionPress::from_decoded(decode_callback(&data).unwrap()).unwrap();
+                prop_assert_eq!((press.ticket.as_str(), press.index), (ticket.as_str(), index));
+                prop_assert!(label.starts_with(&press.label));
+                for action in [
+                    Action::SetModel(ticket.clone()),
+                    Action::Clear,
+                    Action::Feedback { ticket: ticket.clone(), up: index % 2 == 0 },
+                    Action::Forget { id, list: List::Pending, page: 999 },
+                    Action::Approve { id, list: List::Heuristics, page: 0 },
+                    Action::Page { list: List::Skills, page: 12 },
+                    Action::Stop,
+                    Action::Chosen,
+                ] {
+                    let data = action.encode().unwrap();
+                    prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
+                    let (name, payload) = decode_action(&data).unwrap();
+                    prop_assert_eq!(Action::from_decoded(&name, payload), Some(action));
+                }
+            }
+
+            #[test]
             fn decoding_arbitrary_data_never_panics(data in ".{0,100}") {
                 let _ = decode_callback(&data);
                 let _ = decode_action(&data);
+                let _ = decode_callback(&data).map(OptionPress::from_decoded);
+                let _ = decode_action(&data).map(|(a, p)| Action::from_decoded(&a, p));
             }
         }
     }

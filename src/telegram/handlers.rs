@@ -1,65 +1,30 @@
 //! The endpoints of the schema: plain async functions that take their dependencies.
 //!
 //! Handlers return quickly: a text message is queued as a turn in its chat's lane and the
-//! handler returns, so `/cancel` and callback presses are never stuck behind a running turn.
-//! Every permission is checked here, on the server, for commands and callbacks alike.
+//! handler returns, so `/cancel` and button presses are never stuck behind a running turn.
+//! The schema computed the sender's role once; admin-only commands and actions are checked
+//! against it here and in [`actions`], on the server, for commands and buttons alike. Every
+//! callback query is answered at once, before anything slow.
 
 use std::sync::Arc;
 
 use teloxide::prelude::*;
 use teloxide::types::Me;
-use teloxide::utils::command::BotCommands;
 
-use super::callback_data::{decode_action, decode_callback};
+use super::callback_data::{List, OptionPress};
+use super::commands::Command;
+use super::keyboards::model_key;
+use super::outbox::Outbox;
 use super::render::escape_html;
-use super::send::{edit_keyboard, notify, send_html};
-use super::{actions, keyboards, media};
+use super::send::{edit_html, notify, send_html};
+use super::{keyboards, media, tool_list, views};
 use crate::app::App;
 use crate::config::Role;
-use crate::store::UsageTotals;
-use crate::{options, turn};
+use crate::options::{self, Press};
+use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome};
+use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 type HandlerResult = anyhow::Result<()>;
-
-/// Every command. Who may use which is decided by [`Command::allowed`], not by the client.
-#[derive(BotCommands, Clone, Debug, PartialEq)]
-#[command(rename_rule = "lowercase")]
-pub enum Command {
-    #[command(description = "what this bot is")]
-    Start,
-    #[command(description = "what this bot can do")]
-    Help,
-    #[command(description = "forget this chat's conversation")]
-    Clear,
-    #[command(description = "stop the answer being worked on")]
-    Cancel,
-    #[command(description = "token usage")]
-    Stats,
-    #[command(description = "choose the model for this chat (admins)")]
-    Model(String),
-    #[command(description = "learned heuristics, with forget buttons (admins)")]
-    Heuristics,
-    #[command(description = "loaded skills and how often each matched (admins)")]
-    Skills,
-}
-
-impl Command {
-    /// The least role that may use the command.
-    fn min_role(&self) -> Role {
-        match self {
-            Self::Model(_) | Self::Heuristics | Self::Skills => Role::Admin,
-            _ => Role::User,
-        }
-    }
-
-    /// The command list a user of `role` sees (in /help and in Telegram's menu).
-    pub fn visible_to(role: Role) -> Vec<teloxide::types::BotCommand> {
-        Self::bot_commands()
-            .into_iter()
-            .filter(|c| Self::parse(&c.command, "").is_ok_and(|cmd| cmd.min_role() <= role))
-            .collect()
-    }
-}
 
 /// Whether a message is meant for the bot. Private chats: always. Groups: commands (without
 /// another bot's `@suffix`), messages that mention the bot, and replies to its messages.
@@ -115,7 +80,7 @@ fn without_mention(text: &str, me: &Me) -> String {
 }
 
 /// A user who is not on the allow-list: one short reply with their id, and no LLM call.
-pub async fn refuse_stranger(bot: Bot, app: Arc<App>, msg: Message) -> HandlerResult {
+pub async fn refuse_stranger(tg: Arc<Outbox>, msg: Message) -> HandlerResult {
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
     };
@@ -129,240 +94,115 @@ pub async fn refuse_stranger(bot: Bot, app: Arc<App>, msg: Message) -> HandlerRe
          To let you in, the owner adds it to HEURIST_ALLOWED_USERS and restarts the bot.",
         user.id.0
     );
-    notify(&bot, &app.send_policy, msg.chat.id, &text).await;
+    notify(tg.bot(), tg.policy(), msg.chat.id, &text).await;
     Ok(())
 }
 
 pub async fn command(
-    bot: Bot,
     app: Arc<App>,
+    tg: Arc<Outbox>,
     msg: Message,
     role: Role,
     cmd: Command,
 ) -> HandlerResult {
     let chat = msg.chat.id;
+    let (bot, policy) = (tg.bot(), tg.policy());
     if cmd.min_role() > role {
         tracing::info!(user = ?msg.from.as_ref().map(|u| u.id.0), command = ?cmd, "refused a command for admins");
-        notify(
-            &bot,
-            &app.send_policy,
-            chat,
-            "Sorry, only the bot's admins can do that.",
-        )
-        .await;
+        notify(bot, policy, chat, ADMINS_ONLY).await;
         return Ok(());
     }
     match cmd {
         Command::Start | Command::Help => {
-            notify(&bot, &app.send_policy, chat, &help_text(role)).await;
+            notify(bot, policy, chat, &views::help_text(role)).await;
         }
         Command::Clear => {
-            let text = actions::clear(&app, chat);
-            notify(&bot, &app.send_policy, chat, text).await;
+            notify(bot, policy, chat, actions::clear(&app, chat.0)).await;
         }
         Command::Cancel => {
-            let text = if turn::cancel(&app, chat) {
+            let text = if actions::cancel(&app, chat.0) {
                 "Stopped. Nothing of that request was kept."
             } else {
                 "Nothing is running."
             };
-            notify(&bot, &app.send_policy, chat, text).await;
+            notify(bot, policy, chat, text).await;
         }
         Command::Stats => {
-            notify(&bot, &app.send_policy, chat, &stats_text(&app, chat, role)).await;
+            notify(bot, policy, chat, &views::stats_text(&app, chat.0, role)).await;
         }
-        Command::Model(id) => model_command(&bot, &app, chat, id.trim()).await?,
-        Command::Heuristics => {
-            let markup = actions::forget_keyboard(&app);
-            send_html(
-                &bot,
-                &app.send_policy,
-                chat,
-                &heuristics_html(&app),
-                Some(markup),
-            )
-            .await?;
+        Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
+        Command::Heuristics(which) => {
+            let pending = which.trim().eq_ignore_ascii_case("pending");
+            let page = views::heuristics_page(&app, pending, 0);
+            send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
         }
         Command::Skills => {
-            notify(&bot, &app.send_policy, chat, &skills_text(&app)).await;
+            let page = views::skills_page(&app, 0);
+            send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
+        }
+        Command::Tools => {
+            let catalog = app.agent().tools().catalog();
+            for part in tool_list::render(&catalog, chrono::Utc::now()) {
+                notify(bot, policy, chat, &part).await;
+            }
         }
     }
     Ok(())
 }
 
 /// `/model`: the model keyboard; `/model <id>`: switch directly.
-async fn model_command(bot: &Bot, app: &App, chat: ChatId, id: &str) -> HandlerResult {
+async fn model_command(app: &App, tg: &Outbox, chat: ChatId, id: &str) -> HandlerResult {
+    let (bot, policy) = (tg.bot(), tg.policy());
     if id.is_empty() {
         let current = app.model_for(chat.0).id;
-        let markup = keyboards::models(&app.config.models, &current);
+        let markup = keyboards::markup(&actions::models_keyboard(app, &current));
         let text = format!(
             "Model for this chat: <b>{}</b>. Choose another:",
             escape_html(&current)
         );
-        send_html(bot, &app.send_policy, chat, &text, Some(markup)).await?;
+        send_html(bot, policy, chat, &text, Some(markup)).await?;
         return Ok(());
     }
-    let text = match actions::set_model(app, chat, id) {
+    let text = match actions::set_model(app, chat.0, id) {
         Ok(model) => format!("Model for this chat: {model}"),
         Err(e) => e.to_string(),
     };
-    notify(bot, &app.send_policy, chat, &text).await;
+    notify(bot, policy, chat, &text).await;
     Ok(())
-}
-
-/// Characters of each heuristic `/heuristics` shows: with at most [`actions::MAX_LISTED`]
-/// entries, the list always fits one Telegram message.
-const LISTED_TEXT_CHARS: usize = 150;
-
-/// `/heuristics`: per skill (general first), ranked as injected, with confidence and uses.
-fn heuristics_html(app: &App) -> String {
-    let mut all = app.store.heuristics();
-    all.truncate(actions::MAX_LISTED);
-    if all.is_empty() {
-        return "No heuristics learned yet.".to_string();
-    }
-    crate::learning::heuristics::rank(&mut all);
-    all.sort_by(|a, b| a.skill.cmp(&b.skill));
-    let mut html = String::from("<b>Learned heuristics</b> (confidence, uses)\n");
-    let mut current: Option<Option<String>> = None;
-    for h in &all {
-        if current.as_ref() != Some(&h.skill) {
-            let title = h.skill.as_deref().unwrap_or("general");
-            html.push_str(&format!("\n<b>{}</b>\n", escape_html(title)));
-            current = Some(h.skill.clone());
-        }
-        html.push_str(&format!(
-            "#{} [{:.2}, {}×] {}\n",
-            h.id,
-            h.confidence,
-            h.uses,
-            escape_html(&keyboards::shorten(&h.text, LISTED_TEXT_CHARS))
-        ));
-    }
-    html
-}
-
-/// `/skills`: what is loaded and how often each skill matched a message.
-fn skills_text(app: &App) -> String {
-    let skills = app.learning.skills();
-    if skills.is_empty() {
-        return format!(
-            "No skills loaded (folder: {}).",
-            app.config.learning.skills_dir.display()
-        );
-    }
-    let mut text = String::from("Skills (times matched):\n");
-    for skill in skills {
-        text.push_str(&format!(
-            "• {} ({}): {}\n",
-            skill.name,
-            app.store.skill_matches(&skill.name),
-            skill.description
-        ));
-    }
-    text
-}
-
-fn help_text(role: Role) -> String {
-    let commands: String = Command::visible_to(role)
-        .iter()
-        .map(|c| format!("{} — {}\n", c.command, c.description))
-        .collect();
-    format!(
-        "I am Heurist, an AI assistant. Write to me and I answer, using tools when they help \
-         (the current time, reading public web pages). Tap a suggested option under an answer \
-         instead of typing. In groups, mention me or reply to my messages.\n\n{commands}"
-    )
-}
-
-fn stats_text(app: &App, chat: ChatId, role: Role) -> String {
-    fn lines(rows: Vec<(String, UsageTotals)>) -> String {
-        if rows.is_empty() {
-            return "  nothing yet\n".to_string();
-        }
-        rows.iter()
-            .map(|(model, t)| {
-                format!(
-                    "  {model}: {} turns, {} calls; tokens {} prompt ({} cached), {} completion\n",
-                    t.turns, t.calls, t.prompt_tokens, t.cached_tokens, t.completion_tokens
-                )
-            })
-            .collect()
-    }
-    let mut text = format!("This chat:\n{}", lines(app.store.usage(Some(chat.0))));
-    if role == Role::Admin {
-        text.push_str(&format!("\nWhole bot:\n{}", lines(app.store.usage(None))));
-    }
-    text
 }
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
 pub async fn text(
-    bot: Bot,
     app: Arc<App>,
+    tg: Arc<Outbox>,
     update: Update,
     msg: Message,
     me: Me,
     role: Role,
     text: String,
 ) -> HandlerResult {
-    let chat = msg.chat.id;
     if text.starts_with('/') {
         let reply = "I do not know that command. /help lists what I can do.";
-        notify(&bot, &app.send_policy, chat, reply).await;
+        notify(tg.bot(), tg.policy(), msg.chat.id, reply).await;
         return Ok(());
     }
-    start_turn(
-        &app,
-        bot,
-        &update,
-        &msg,
-        role,
-        without_mention(&text, &me),
-        None,
-    )
-    .await;
+    let text = without_mention(&text, &me);
+    start_turn(&app, &tg, &update, &msg, role, text, None).await;
     Ok(())
-}
-
-/// Starts a turn for `msg` (within the user's limits, else a friendly refusal).
-async fn start_turn(
-    app: &Arc<App>,
-    bot: Bot,
-    update: &Update,
-    msg: &Message,
-    role: Role,
-    text: String,
-    image: Option<String>,
-) {
-    let chat = msg.chat.id;
-    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    if let Some(refusal) = app.limits.check(user, role, &app.store).message() {
-        notify(&bot, &app.send_policy, chat, &refusal).await;
-        return;
-    }
-    let input = turn::TurnInput {
-        chat,
-        user,
-        update: Some(update.id.0),
-        text,
-        image,
-    };
-    turn::accept(app, bot, input).await;
 }
 
 /// Photos go to a vision-capable model as a turn (the caption is the request). Photos for
 /// other models, stickers, voice notes and the like get a polite answer and no LLM call.
 pub async fn non_text(
-    bot: Bot,
     app: Arc<App>,
+    tg: Arc<Outbox>,
     update: Update,
     msg: Message,
     me: Me,
     role: Role,
 ) -> HandlerResult {
     let chat = msg.chat.id;
-    let max_bytes = app.config.telegram.max_image_bytes;
+    let max_bytes = app.config().telegram.max_image_bytes;
     let photo = msg
         .photo()
         .and_then(|sizes| media::pick_photo(sizes, max_bytes));
@@ -371,7 +211,7 @@ pub async fn non_text(
             let caption = msg.caption().map(|c| without_mention(c, &me));
             let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
             let image = Some(photo.file.id.0.clone());
-            start_turn(&app, bot, &update, &msg, role, text, image).await;
+            start_turn(&app, &tg, &update, &msg, role, text, image).await;
             return Ok(());
         }
         Some(_) => {
@@ -380,57 +220,265 @@ pub async fn non_text(
         }
         None => "I can only read text messages and photos. Please send your request as text.",
     };
-    notify(&bot, &app.send_policy, chat, reply).await;
+    notify(tg.bot(), tg.policy(), chat, reply).await;
     Ok(())
 }
 
-/// Every button press. Callback data can be forged, so the presser's role and the data are
-/// checked here on the server; every query is answered at once.
-pub async fn callback(
-    bot: Bot,
+/// Starts a turn for `msg` (within the user's limits, else a friendly refusal).
+async fn start_turn(
+    app: &Arc<App>,
+    tg: &Arc<Outbox>,
+    update: &Update,
+    msg: &Message,
+    role: Role,
+    text: String,
+    image: Option<String>,
+) {
+    let chat = msg.chat.id;
+    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
+        notify(tg.bot(), tg.policy(), chat, &refusal).await;
+        return;
+    }
+    let input = TurnInput {
+        chat: chat.0,
+        user,
+        role,
+        update: Some(update.id.0),
+        text,
+        image,
+    };
+    let out: Out = tg.clone();
+    turn::accept(app, &out, input).await;
+}
+
+/// A button press from a user who is not on the allow-list.
+pub async fn refuse_press(bot: Bot, query: CallbackQuery) -> HandlerResult {
+    tracing::info!(
+        user = query.from.id.0,
+        "refused a button press from a user who is not allowed"
+    );
+    bot.answer_callback_query(query.id)
+        .text("Sorry, this bot is private.")
+        .await?;
+    Ok(())
+}
+
+/// A press whose data names nothing live: expired, forged or unknown.
+pub async fn expired_press(bot: Bot, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
+    answer_press(&bot, &tg, &query, Outcome::refuse(EXPIRED)).await
+}
+
+/// An option button: checked on the server, then the conversation continues exactly as if
+/// the user had typed the option's full label.
+pub async fn option_pressed(
     app: Arc<App>,
+    tg: Arc<Outbox>,
     update: Update,
     query: CallbackQuery,
+    role: Role,
+    chat: ChatId,
+    press: OptionPress,
 ) -> HandlerResult {
-    let data = query.data.clone().unwrap_or_default();
-    let role = app.config.role_of(query.from.id.0);
-    if role == Role::Stranger {
-        tracing::info!(
-            user = query.from.id.0,
-            "refused a button press from a user who is not allowed"
-        );
-        bot.answer_callback_query(query.id)
-            .text("Sorry, this bot is private.")
-            .await?;
+    // A press starts a turn: the same limits as a typed message, checked before the option is
+    // used up.
+    let (bot, user) = (tg.bot(), query.from.id.0);
+    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
+        bot.answer_callback_query(query.id).text(refusal).await?;
         return Ok(());
     }
-    if let Some((ticket, label)) = decode_callback(&data) {
-        return options::press(app, bot, query, role, update.id.0, ticket, label).await;
-    }
-    let chat = query.message.as_ref().map(|m| m.chat().id);
-    let outcome = match (decode_action(&data), chat) {
-        (Some((action, payload)), Some(chat)) => {
-            actions::decide(&app, role, chat, &action, &payload)
+    let decided = options::decide(
+        app.store(),
+        chat.0,
+        &press.ticket,
+        press.index,
+        &press.label,
+    )?;
+    let (ticket, index) = match decided {
+        Press::Continue(ticket, index) => (ticket, index),
+        Press::Expired => return answer_press(bot, &tg, &query, Outcome::refuse(EXPIRED)).await,
+        Press::AlreadyChosen => {
+            let refused = Outcome::refuse("You already chose an option here");
+            return answer_press(bot, &tg, &query, refused).await;
         }
-        _ => actions::Outcome::refuse(actions::EXPIRED),
     };
-    if outcome.refused {
-        tracing::info!(user = query.from.id.0, %data, toast = %outcome.toast, "button press refused");
-    }
-    bot.answer_callback_query(query.id)
-        .text(outcome.toast)
-        .await?;
-    if let (Some(markup), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
-        let (chat, id) = (message.chat().id, message.id());
-        edit_keyboard(
-            &bot,
-            &app.send_policy,
-            chat,
-            id,
-            markup,
-            "update the keyboard",
-        )
+    bot.answer_callback_query(query.id).await?;
+    let label = ticket.labels[index].clone();
+    let chosen = Keyboard::Answer {
+        options: Options::Chosen(label.clone()),
+        feedback: ticket.feedback.clone(),
+    };
+    let out: Out = tg.clone();
+    out.set_keyboard(ticket.chat, ticket.message_id, chosen)
         .await;
+    let input = TurnInput {
+        chat: ticket.chat,
+        user,
+        role,
+        update: Some(update.id.0),
+        text: label,
+        image: None,
+    };
+    turn::accept(&app, &out, input).await;
+    Ok(())
+}
+
+/// A model button (admins): switch the chat to the model whose key the button carries.
+pub async fn set_model_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    role: Role,
+    chat: ChatId,
+    key: String,
+) -> HandlerResult {
+    let models = &app.config().models;
+    let id = models
+        .iter()
+        .find(|m| model_key(&m.id) == key)
+        .map(|m| &m.id);
+    let outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
+    answer_press(&bot, &tg, &query, outcome).await
+}
+
+/// 🧹 Clear history.
+pub async fn clear_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    chat: ChatId,
+) -> HandlerResult {
+    let outcome = Outcome::done(actions::clear(&app, chat.0), Some(Keyboard::None));
+    answer_press(&bot, &tg, &query, outcome).await
+}
+
+/// 👍 or 👎 under an answer.
+pub async fn feedback_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    chat: ChatId,
+    (ticket, up): (String, bool),
+) -> HandlerResult {
+    let outcome = actions::feedback(&app, chat.0, &ticket, up);
+    answer_press(&bot, &tg, &query, outcome).await
+}
+
+/// ◀ ▶ under an admin list.
+pub async fn page_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    role: Role,
+    (list, page): (List, u32),
+) -> HandlerResult {
+    let outcome = if role < Role::Admin {
+        Outcome::refuse(ADMINS_ONLY)
+    } else {
+        Outcome::done("", None)
+    };
+    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+}
+
+/// ✅ Approve under `/heuristics` (admins).
+pub async fn approve_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let outcome = actions::approve(&app, role, id);
+    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+}
+
+/// 🗑 Forget under `/heuristics` (admins).
+pub async fn forget_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let outcome = actions::forget(&app, role, id);
+    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+}
+
+/// Answers a press on an admin list, then (unless it was refused) edits the list's message
+/// into page `page` as it is now, so the message always shows the current state.
+async fn review_press(
+    bot: &Bot,
+    app: &App,
+    tg: &Arc<Outbox>,
+    query: &CallbackQuery,
+    outcome: Outcome,
+    list: List,
+    page: u32,
+) -> HandlerResult {
+    let refused = outcome.refused;
+    answer_press(bot, tg, query, outcome).await?;
+    if refused {
+        return Ok(());
+    }
+    if let Some(message) = query.message.as_ref() {
+        let page = views::list_page(app, list, page as usize);
+        let (chat, id) = (message.chat().id, message.id());
+        let edited = edit_html(bot, tg.policy(), chat, id, &page.html, Some(page.keyboard)).await;
+        if let Err(e) = edited {
+            tracing::warn!(chat = chat.0, error = %e, "cannot update an admin list");
+        }
+    }
+    Ok(())
+}
+
+/// ⏹ Stop under a streaming answer.
+pub async fn stop_pressed(
+    bot: Bot,
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    query: CallbackQuery,
+    chat: ChatId,
+) -> HandlerResult {
+    let outcome = if actions::cancel(&app, chat.0) {
+        Outcome::done("Stopped", None)
+    } else {
+        Outcome::refuse("Nothing is running")
+    };
+    answer_press(&bot, &tg, &query, outcome).await
+}
+
+/// The mark of an option already chosen.
+pub async fn chosen_pressed(bot: Bot, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
+    answer_press(&bot, &tg, &query, Outcome::done("Already chosen", None)).await
+}
+
+/// Answers the callback query with the outcome's toast, then shows its keyboard in place of
+/// the pressed one.
+async fn answer_press(
+    bot: &Bot,
+    tg: &Arc<Outbox>,
+    query: &CallbackQuery,
+    outcome: Outcome,
+) -> HandlerResult {
+    if outcome.refused {
+        tracing::info!(user = query.from.id.0, data = ?query.data, toast = %outcome.toast, "button press refused");
+    }
+    let answer = bot.answer_callback_query(query.id.clone());
+    if outcome.toast.is_empty() {
+        answer.await?;
+    } else {
+        answer.text(outcome.toast).await?;
+    }
+    if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
+        let out: Out = tg.clone();
+        out.set_keyboard(message.chat().id.0, message.id().0, keyboard)
+            .await;
     }
     Ok(())
 }
@@ -438,19 +486,6 @@ pub async fn callback(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn help_lists_only_what_the_role_may_use() {
-        let names = |role| {
-            Command::visible_to(role)
-                .into_iter()
-                .map(|c| c.command)
-                .collect::<Vec<_>>()
-        };
-        assert!(!names(Role::User).iter().any(|c| c.contains("model")));
-        assert!(names(Role::Admin).iter().any(|c| c.contains("model")));
-        assert!(names(Role::User).iter().any(|c| c.contains("cancel")));
-    }
 
     #[test]
     fn mentions_are_whole_words() {

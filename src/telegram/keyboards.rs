@@ -1,66 +1,93 @@
-//! Inline keyboards: every button's callback data is built by [`super::callback_data`], so it
-//! always fits Telegram's 64 bytes.
+//! Inline keyboards: the domain's [`Keyboard`] as Telegram buttons. Every button's callback
+//! data is built by [`super::callback_data`], so it always fits Telegram's 64 bytes.
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::actions::{CLEAR, FEEDBACK, FORGET, SET_MODEL, STOP};
-use super::callback_data::{encode_action, encode_option};
-use crate::config::ModelConfig;
+use super::callback_data::{Action, OptionPress};
+use crate::turn::{Keyboard, Options};
 
 /// Longest button text shown; the full label still reaches the conversation.
 const BUTTON_TEXT_CHARS: usize = 40;
 
-/// Action of the mark left after an option was chosen; pressing it changes nothing.
-pub const CHOSEN_ACTION: &str = "chosen";
+/// The inline keyboard that shows `keyboard` (an empty one for [`Keyboard::None`], which
+/// removes what was there).
+pub fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
+    let rows: Vec<Vec<InlineKeyboardButton>> = match keyboard {
+        Keyboard::None => Vec::new(),
+        Keyboard::Answer { options, feedback } => {
+            let mut rows = option_rows(options);
+            rows.extend(feedback.as_deref().and_then(feedback_row));
+            rows
+        }
+        Keyboard::Clear => button("🧹 Clear history", &Action::Clear)
+            .map(|b| vec![b])
+            .into_iter()
+            .collect(),
+        Keyboard::Models { models, current } => models
+            .iter()
+            .filter_map(|id| {
+                let mark = if id == current { "✓ " } else { "" };
+                button(
+                    &format!("{mark}{}", button_text(id)),
+                    &Action::SetModel(model_key(id)),
+                )
+                .map(|b| vec![b])
+            })
+            .collect(),
+    };
+    InlineKeyboardMarkup::new(rows)
+}
 
-/// The keyboard under an answer: one row per option (labels can be long), each naming
-/// `<ticket id>.<index>`, then the 👍/👎 row of feedback ticket `feedback`.
-pub fn answer(options: Option<(&str, &[String])>, feedback: Option<&str>) -> InlineKeyboardMarkup {
-    let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
-    if let Some((ticket_id, labels)) = options {
-        rows.extend(labels.iter().enumerate().filter_map(|(index, label)| {
-            let data = encode_option(&format!("{ticket_id}.{index}"), label)?;
-            Some(vec![InlineKeyboardButton::callback(
-                button_text(label),
-                data,
-            )])
-        }));
+/// One row per option (labels can be long), or the mark of the one chosen.
+fn option_rows(options: &Options) -> Vec<Vec<InlineKeyboardButton>> {
+    match options {
+        Options::None => Vec::new(),
+        Options::Offered { ticket, labels } => labels
+            .iter()
+            .enumerate()
+            .filter_map(|(index, label)| {
+                let data = OptionPress::encode(ticket, index, label)?;
+                Some(vec![InlineKeyboardButton::callback(
+                    button_text(label),
+                    data,
+                )])
+            })
+            .collect(),
+        Options::Chosen(label) => button(&format!("✓ {}", button_text(label)), &Action::Chosen)
+            .map(|b| vec![b])
+            .into_iter()
+            .collect(),
     }
-    rows.extend(feedback.and_then(feedback_row));
-    InlineKeyboardMarkup::new(rows)
 }
 
-/// The mark that replaces the options once one was chosen (the 👍/👎 row stays).
-pub fn chosen(label: &str, feedback: Option<&str>) -> InlineKeyboardMarkup {
-    let data = encode_action(CHOSEN_ACTION, "").unwrap_or_default();
-    let mut rows = vec![vec![InlineKeyboardButton::callback(
-        format!("✓ {}", button_text(label)),
-        data,
-    )]];
-    rows.extend(feedback.and_then(feedback_row));
-    InlineKeyboardMarkup::new(rows)
-}
-
-/// 👍 / 👎 for feedback ticket `id`: `__act__fb|<id>.u` and `.d`.
-fn feedback_row(id: &str) -> Option<Vec<InlineKeyboardButton>> {
-    let up = encode_action(FEEDBACK, &format!("{id}.u"))?;
-    let down = encode_action(FEEDBACK, &format!("{id}.d"))?;
+/// 👍 / 👎 for feedback ticket `ticket`.
+fn feedback_row(ticket: &str) -> Option<Vec<InlineKeyboardButton>> {
+    let vote = |up| Action::Feedback {
+        ticket: ticket.to_string(),
+        up,
+    };
     Some(vec![
-        InlineKeyboardButton::callback("👍", up),
-        InlineKeyboardButton::callback("👎", down),
+        button("👍", &vote(true))?,
+        button("👎", &vote(false))?,
     ])
 }
 
-/// One "forget" button per heuristic, for `/heuristics`.
-pub fn forget(heuristics: &[(u64, String)]) -> InlineKeyboardMarkup {
-    let rows = heuristics.iter().filter_map(|(id, text)| {
-        let data = encode_action(FORGET, &id.to_string())?;
-        Some(vec![InlineKeyboardButton::callback(
-            format!("🗑 #{id} {}", button_text(text)),
-            data,
-        )])
-    });
-    InlineKeyboardMarkup::new(rows)
+/// A button that performs `action`; `None` if its data cannot fit (logged: a programming
+/// error, never the user's).
+pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
+    let Some(data) = action.encode() else {
+        tracing::error!(
+            ?action,
+            "button data does not fit 64 bytes; button left out"
+        );
+        return None;
+    };
+    Some(InlineKeyboardButton::callback(text, data))
+}
+
+/// The Stop button under a streaming answer.
+pub fn stop() -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop).map(|b| vec![b]))
 }
 
 /// A label shortened for a button.
@@ -86,31 +113,6 @@ pub fn model_key(id: &str) -> String {
     format!("{:08x}", hash >> 32)
 }
 
-/// The configured models, one per row, the current one marked ✓.
-pub fn models(models: &[ModelConfig], current: &str) -> InlineKeyboardMarkup {
-    let rows = models.iter().filter_map(|model| {
-        let data = encode_action(SET_MODEL, &model_key(&model.id))?;
-        let mark = if model.id == current { "✓ " } else { "" };
-        Some(vec![InlineKeyboardButton::callback(
-            format!("{mark}{}", button_text(&model.id)),
-            data,
-        )])
-    });
-    InlineKeyboardMarkup::new(rows)
-}
-
-/// The Stop button under a streaming answer.
-pub fn stop() -> InlineKeyboardMarkup {
-    let data = encode_action(STOP, "").unwrap_or_default();
-    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("⏹ Stop", data)]])
-}
-
-/// A single "clear history" button.
-pub fn clear() -> InlineKeyboardMarkup {
-    let data = encode_action(CLEAR, "").unwrap_or_default();
-    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback("🧹 Clear history", data)]])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,7 +123,10 @@ mod tests {
         assert_eq!(model_key(long).len(), 8);
         assert_eq!(model_key(long), model_key(long));
         assert_ne!(model_key("a"), model_key("b"));
-        let keyboard = models(&[ModelConfig::with_id(long)], long);
+        let keyboard = markup(&Keyboard::Models {
+            models: vec![long.to_string()],
+            current: long.to_string(),
+        });
         let json = serde_json::to_value(&keyboard).unwrap();
         let data = json["inline_keyboard"][0][0]["callback_data"]
             .as_str()

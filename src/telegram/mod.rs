@@ -1,18 +1,25 @@
-//! Telegram: the bot client, the one dptree schema of every route, and start/stop.
+//! Telegram, the adapter: the bot client, the one dptree schema of every route, the
+//! handlers, and start/stop.
 //!
-//! Every route is visible in [`schema`]: messages (strangers refused first, then commands,
-//! text, anything else) and callback queries. Handlers live in [`handlers`]; rendering and
-//! sending in [`render`] and [`send`].
+//! Every route is visible in [`schema`]: the sender's role is computed once, then messages
+//! (strangers refused first, then commands, text, anything else) and button presses
+//! (strangers refused first; option data through `decode_callback`, action data through
+//! `decode_action`, one branch per action; anything else is expired). Handlers live in
+//! [`handlers`]; what a turn shows goes through [`outbox::Outbox`], the adapter's side of
+//! [`crate::turn::Messenger`].
 
-pub mod actions;
 pub mod callback_data;
+pub mod commands;
 pub mod handlers;
 pub mod keyboards;
 pub mod limiter;
 pub mod media;
+pub mod outbox;
 pub mod render;
 pub mod send;
 pub mod stream;
+pub mod tool_list;
+pub mod views;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,15 +32,15 @@ use teloxide::update_listeners::{Polling, UpdateListener, webhooks};
 
 use crate::app::App;
 use crate::config::{Config, Role, TelegramConfig};
-use handlers::Command;
+use crate::turn::{self, Out};
+use callback_data::{Action, OptionPress, decode_action, decode_callback};
+use commands::Command;
+use outbox::Outbox;
 
 /// Every route of the bot, in one place.
 pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
         .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
-        .filter_map(|msg: Message, app: Arc<App>| {
-            msg.from.as_ref().map(|user| app.config.role_of(user.id.0))
-        })
         .branch(
             dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_stranger),
         )
@@ -47,8 +54,38 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
                 .endpoint(handlers::text),
         )
         .branch(dptree::endpoint(handlers::non_text));
-    let callbacks = Update::filter_callback_query().endpoint(handlers::callback);
-    dptree::entry().branch(messages).branch(callbacks)
+    let actions = dptree::filter_map(|query: CallbackQuery| decode_action(query.data.as_deref()?))
+        .filter_map(|(action, payload): (String, String)| Action::from_decoded(&action, payload))
+        .branch(dptree::case![Action::SetModel(key)].endpoint(handlers::set_model_pressed))
+        .branch(dptree::case![Action::Clear].endpoint(handlers::clear_pressed))
+        .branch(dptree::case![Action::Feedback { ticket, up }].endpoint(handlers::feedback_pressed))
+        .branch(dptree::case![Action::Page { list, page }].endpoint(handlers::page_pressed))
+        .branch(
+            dptree::case![Action::Approve { id, list, page }].endpoint(handlers::approve_pressed),
+        )
+        .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
+        .branch(dptree::case![Action::Stop].endpoint(handlers::stop_pressed))
+        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed));
+    let options =
+        dptree::filter_map(|query: CallbackQuery| decode_callback(query.data.as_deref()?))
+            .filter_map(|decoded: (Option<String>, String)| OptionPress::from_decoded(decoded))
+            .endpoint(handlers::option_pressed);
+    let presses = Update::filter_callback_query()
+        .branch(
+            dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_press),
+        )
+        .branch(
+            // The chat the button was pressed in (none for inline messages: nothing to do).
+            dptree::filter_map(|query: CallbackQuery| Some(query.message.as_ref()?.chat().id))
+                .branch(options)
+                .branch(actions),
+        )
+        .endpoint(handlers::expired_press);
+    dptree::filter_map(|update: Update, app: Arc<App>| {
+        Some(app.config().role_of(update.from()?.id.0))
+    })
+    .branch(messages)
+    .branch(presses)
 }
 
 /// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).
@@ -107,11 +144,13 @@ pub struct Running {
     dispatcher: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the bot: opens the store, checks the token, registers commands, starts polling.
+/// Starts the bot: opens the store, checks the token, registers commands, finishes what a
+/// previous run left, starts taking updates.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::new(config)?;
-    crate::learning::reflection::resume_pending(&app);
-    let bot = bot(&app.config)?;
+    // MCP servers list their tools before the first turn is taken.
+    app.agent().tools().ready().await;
+    let bot = bot(app.config())?;
     let me = bot.get_me().await.map_err(|e| match e {
         RequestError::Api(_) => {
             anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
@@ -122,10 +161,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         ),
     })?;
     tracing::info!(username = %me.username(), "connected to Telegram");
-    register_commands(&bot, &app.config).await;
-    crate::turn::recover(&app, &bot).await;
+    register_commands(&bot, app.config()).await;
+    let tg = Arc::new(Outbox::new(bot.clone(), &app.config().telegram));
+    let out: Out = tg.clone();
+    turn::recover(&app, &out).await;
     let mut dispatcher = Dispatcher::builder(bot.clone(), schema())
-        .dependencies(dptree::deps![app.clone()])
+        .dependencies(dptree::deps![app.clone(), tg])
         .default_handler(|update| async move {
             tracing::debug!(update_id = update.id.0, "update not handled");
         })
@@ -133,7 +174,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .build();
     let shutdown = dispatcher.shutdown_token();
     let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
-    let telegram = &app.config.telegram;
+    let telegram = &app.config().telegram;
     let dispatcher = if telegram.webhook_url.is_empty() {
         let listener = Polling::builder(bot)
             .timeout(Duration::from_secs(telegram.poll_timeout_secs.into()))
@@ -175,24 +216,8 @@ impl Running {
             }
         }
         let _ = self.dispatcher.await;
-        let grace = Duration::from_secs(self.app.config.shutdown_grace_secs);
-        let deadline = tokio::time::Instant::now() + grace;
-        if !self.app.queues.drain(grace).await {
-            tracing::warn!(
-                chats = self.app.queues.busy_chats(),
-                "turns still running at shutdown were abandoned"
-            );
-        }
-        // Reflections still running stay saved in sled and resume at the next start.
-        while self.app.learning.reflections_running() > 0 && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.app.queues.abort_all();
-        self.app.abort_background();
-        if let Err(e) = self.app.store.flush() {
-            tracing::error!(error = %e, "cannot flush the database");
-        }
+        let grace = Duration::from_secs(self.app.config().shutdown_grace_secs);
+        self.app.wind_down(grace).await;
         // Aborted tasks let go of the app (and with it sled's lock) as they are cancelled;
         // wait for that, so the database is closed when `stop` returns.
         let released = tokio::time::Instant::now() + Duration::from_secs(2);

@@ -18,7 +18,7 @@ use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode};
 use std::sync::Arc;
 
 use super::limiter::Limiter;
-use super::render::{html_to_plain, render_parts};
+use super::render::html_to_plain;
 use crate::config::TelegramConfig;
 
 /// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
@@ -175,28 +175,6 @@ pub async fn edit_keyboard(
     }
 }
 
-/// Sends a Markdown answer as one or more messages; the keyboard goes on the last part.
-/// Returns the ids of the messages sent.
-pub async fn send_markdown(
-    bot: &Bot,
-    policy: &SendPolicy,
-    chat: ChatId,
-    markdown: &str,
-    markup: Option<InlineKeyboardMarkup>,
-) -> Result<Vec<MessageId>, RequestError> {
-    let mut parts = render_parts(markdown);
-    if parts.is_empty() {
-        parts.push("…".to_string());
-    }
-    let last = parts.len() - 1;
-    let mut ids = Vec::with_capacity(parts.len());
-    for (i, part) in parts.iter().enumerate() {
-        let markup = if i == last { markup.clone() } else { None };
-        ids.push(send_html(bot, policy, chat, part, markup).await?.id);
-    }
-    Ok(ids)
-}
-
 /// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
 pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
     let sent = with_retry(policy, chat, "sendMessage", || {
@@ -208,29 +186,18 @@ pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
     }
 }
 
-/// Shows "typing…" until dropped (Telegram clears the action after about five seconds).
-pub struct Typing(tokio::task::JoinHandle<()>);
-
 /// An answer ready sooner than this needs no "typing…" (which would cost a Telegram request
 /// on every turn, on the path of fast answers).
 const TYPING_DELAY: Duration = Duration::from_millis(300);
 
-impl Typing {
-    pub fn start(bot: Bot, chat: ChatId, every: Duration) -> Self {
-        Self(tokio::spawn(async move {
-            tokio::time::sleep(TYPING_DELAY).await;
-            loop {
-                if let Err(e) = bot.send_chat_action(chat, ChatAction::Typing).await {
-                    tracing::debug!(chat = chat.0, error = %e, "typing action failed");
-                }
-                tokio::time::sleep(every).await;
-            }
-        }))
-    }
-}
-
-impl Drop for Typing {
-    fn drop(&mut self) {
-        self.0.abort();
+/// Shows "typing…" in `chat` for as long as it runs (Telegram clears the action after about
+/// five seconds, so it is repeated `every` so often).
+pub async fn typing(bot: Bot, chat: ChatId, every: Duration) {
+    tokio::time::sleep(TYPING_DELAY).await;
+    loop {
+        if let Err(e) = bot.send_chat_action(chat, ChatAction::Typing).await {
+            tracing::debug!(chat = chat.0, error = %e, "typing action failed");
+        }
+        tokio::time::sleep(every).await;
     }
 }

@@ -1,6 +1,6 @@
 //! Live replies: the answer grows in place while the model streams it.
 //!
-//! A turn with streaming on hands its [`AgentEvent`]s to [`start`]. The first text (or tool
+//! A turn with streaming on hands its [`AgentEvent`]s to a [`Display`]. The first text (or tool
 //! progress line) is sent at once; after that the display is edited at most once per
 //! `chat_interval_ms` (every send and edit also goes through the per-chat limiter, so flood
 //! control never triggers). Past 4096 UTF-16 units the display moves on to a new message. The
@@ -8,20 +8,18 @@
 //! into the properly rendered answer (tool progress removed) with its keyboard; if the turn was
 //! stopped instead, the display says so.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::keyboards;
 use super::render::render_parts;
-use super::send::{edit_html, send_html, with_retry};
-use crate::agent::{AgentEvent, Events};
-use crate::app::App;
+use super::send::{SendPolicy, edit_html, send_html, with_retry};
+use crate::agent::AgentEvent;
+use crate::turn::Live;
 
 /// One message of the live display.
 #[derive(Debug, Clone)]
@@ -31,88 +29,81 @@ struct Shown {
     stop: bool,
 }
 
-/// What the live display left on screen when the turn finished.
-#[derive(Debug, Default)]
-pub struct Live {
+/// The live display of one turn in one chat.
+pub struct Display {
+    bot: Bot,
+    policy: SendPolicy,
+    chat: ChatId,
+    /// Spacing of edits (the chat's pacing interval).
+    interval: Duration,
     shown: Vec<Shown>,
 }
 
-/// Starts a live display for a turn in `chat`; the turn sends its events (and, when done,
-/// [`AgentEvent::Finished`]) through the returned sender, then awaits the handle.
-pub fn start(app: Arc<App>, bot: Bot, chat: ChatId) -> (Events, JoinHandle<Option<Live>>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (tx, tokio::spawn(run(app, bot, chat, rx)))
-}
-
-async fn run(
-    app: Arc<App>,
-    bot: Bot,
-    chat: ChatId,
-    mut events: mpsc::UnboundedReceiver<AgentEvent>,
-) -> Option<Live> {
-    let interval = Duration::from_millis(app.config.telegram.chat_interval_ms);
-    let mut live = Live::default();
-    let mut text = String::new();
-    let mut progress: Option<String> = None;
-    let mut dirty = false;
-    let mut next_flush = Instant::now();
-    let finished = loop {
-        let event = if dirty {
-            tokio::select! {
-                event = events.recv() => event,
-                () = tokio::time::sleep_until(next_flush) => {
-                    live.show(&app, &bot, chat, &display(&text, progress.as_deref())).await;
-                    next_flush = Instant::now() + interval;
-                    dirty = false;
-                    continue;
-                }
-            }
-        } else {
-            events.recv().await
-        };
-        match event {
-            Some(AgentEvent::CallStarted) => text.clear(),
-            Some(AgentEvent::Text(piece)) => {
-                text.push_str(&piece);
-                progress = None;
-                dirty = true;
-            }
-            Some(AgentEvent::Progress(line)) => {
-                progress = Some(line);
-                dirty = true;
-            }
-            Some(AgentEvent::Finished) => break true,
-            None => break false,
+impl Display {
+    pub fn new(bot: Bot, policy: SendPolicy, chat: ChatId, interval: Duration) -> Self {
+        Self {
+            bot,
+            policy,
+            chat,
+            interval,
+            shown: Vec::new(),
         }
-    };
-    if finished {
-        return Some(live);
     }
-    // The turn was stopped (its future dropped): say so where the user is looking.
-    if let Some(last) = live.shown.last() {
-        let html = format!("{}\n\n⏹ Stopped.", last.html);
-        let _ = edit_html(&bot, &app.send_policy, chat, last.id, &html, None).await;
-    }
-    None
-}
 
-/// The streamed text with the current tool's progress line under it.
-fn display(text: &str, progress: Option<&str>) -> String {
-    match progress {
-        Some(line) if text.trim().is_empty() => line.to_string(),
-        Some(line) => format!("{text}\n\n_{line}_"),
-        None => text.to_string(),
-    }
-}
-
-impl Live {
-    pub fn is_empty(&self) -> bool {
-        self.shown.is_empty()
+    /// Shows the turn's events until [`AgentEvent::Finished`] (then: the messages on screen)
+    /// or until the sender is dropped because the turn was stopped (then: `None`, and the
+    /// display says so).
+    pub async fn run(mut self, mut events: mpsc::UnboundedReceiver<AgentEvent>) -> Option<Live> {
+        let mut text = String::new();
+        let mut progress: Option<String> = None;
+        let mut dirty = false;
+        let mut next_flush = Instant::now();
+        let finished = loop {
+            let event = if dirty {
+                tokio::select! {
+                    event = events.recv() => event,
+                    () = tokio::time::sleep_until(next_flush) => {
+                        self.show(&display(&text, progress.as_deref())).await;
+                        next_flush = Instant::now() + self.interval;
+                        dirty = false;
+                        continue;
+                    }
+                }
+            } else {
+                events.recv().await
+            };
+            match event {
+                Some(AgentEvent::CallStarted) => text.clear(),
+                Some(AgentEvent::Text(piece)) => {
+                    text.push_str(&piece);
+                    progress = None;
+                    dirty = true;
+                }
+                Some(AgentEvent::Progress(line)) => {
+                    progress = Some(line);
+                    dirty = true;
+                }
+                Some(AgentEvent::Finished) => break true,
+                None => break false,
+            }
+        };
+        if finished {
+            return Some(Live {
+                messages: self.shown.iter().map(|s| s.id.0).collect(),
+            });
+        }
+        // The turn was stopped (its future dropped): say so where the user is looking.
+        if let Some(last) = self.shown.last() {
+            let html = format!("{}\n\n⏹ Stopped.", last.html);
+            let _ = edit_html(&self.bot, &self.policy, self.chat, last.id, &html, None).await;
+        }
+        None
     }
 
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
-    async fn show(&mut self, app: &App, bot: &Bot, chat: ChatId, markdown: &str) {
+    async fn show(&mut self, markdown: &str) {
+        let (bot, policy, chat) = (&self.bot, &self.policy, self.chat);
         let parts = render_parts(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
@@ -120,13 +111,11 @@ impl Live {
             let markup = stop.then(keyboards::stop);
             match self.shown.get_mut(i) {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
-                Some(shown) => {
-                    match edit_html(bot, &app.send_policy, chat, shown.id, &html, markup).await {
-                        Ok(id) => *shown = Shown { id, html, stop },
-                        Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
-                    }
-                }
-                None => match send_html(bot, &app.send_policy, chat, &html, markup).await {
+                Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {
+                    Ok(id) => *shown = Shown { id, html, stop },
+                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
+                },
+                None => match send_html(bot, policy, chat, &html, markup).await {
                     Ok(message) => self.shown.push(Shown {
                         id: message.id,
                         html,
@@ -139,14 +128,23 @@ impl Live {
     }
 }
 
+/// The streamed text with the current tool's progress line under it.
+fn display(text: &str, progress: Option<&str>) -> String {
+    match progress {
+        Some(line) if text.trim().is_empty() => line.to_string(),
+        Some(line) => format!("{text}\n\n_{line}_"),
+        None => text.to_string(),
+    }
+}
+
 /// Turns the live display into the final answer: each part of the rendered `markdown` edited
 /// into place (or sent), the keyboard on the last, leftover live messages deleted. Returns
 /// the ids of the messages that show the answer.
 pub async fn finish(
-    app: &App,
     bot: &Bot,
+    policy: &SendPolicy,
     chat: ChatId,
-    live: Live,
+    live: &Live,
     markdown: &str,
     markup: Option<InlineKeyboardMarkup>,
 ) -> Vec<MessageId> {
@@ -158,9 +156,9 @@ pub async fn finish(
     let mut ids = Vec::with_capacity(parts.len());
     for (i, html) in parts.iter().enumerate() {
         let markup = if i == last { markup.clone() } else { None };
-        let shown = match live.shown.get(i) {
-            Some(shown) => edit_html(bot, &app.send_policy, chat, shown.id, html, markup).await,
-            None => send_html(bot, &app.send_policy, chat, html, markup)
+        let shown = match live.messages.get(i) {
+            Some(&id) => edit_html(bot, policy, chat, MessageId(id), html, markup).await,
+            None => send_html(bot, policy, chat, html, markup)
                 .await
                 .map(|m| m.id),
         };
@@ -169,9 +167,9 @@ pub async fn finish(
             Err(e) => tracing::error!(chat = chat.0, error = %e, "cannot show the answer"),
         }
     }
-    for extra in live.shown.iter().skip(parts.len()) {
-        let deleted = with_retry(&app.send_policy, chat, "deleteMessage", || {
-            bot.delete_message(chat, extra.id).send()
+    for &extra in live.messages.iter().skip(parts.len()) {
+        let deleted = with_retry(policy, chat, "deleteMessage", || {
+            bot.delete_message(chat, MessageId(extra)).send()
         })
         .await;
         if let Err(e) = deleted {

@@ -9,6 +9,8 @@ mod hostile;
 mod learning;
 mod limits;
 mod local_models;
+mod mcp;
 mod options;
+mod search;
 mod skeleton;
 mod streaming;

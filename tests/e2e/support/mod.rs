@@ -5,6 +5,7 @@
 //! bot configured through its public environment-variable contract.
 
 pub mod llm;
+pub mod mcp;
 pub mod telegram;
 
 use std::path::Path;

@@ -1,0 +1,55 @@
+//! What a tool call gives back to the model, shared by the built-in tools, `web_search` and
+//! MCP servers: the result text, whether a third party wrote it, and the bounded read of an
+//! HTTP body that web tools build their results from.
+
+use futures_util::StreamExt;
+
+/// How every failed tool result starts (the agent counts them for the reflection's outcome).
+pub const ERROR_PREFIX: &str = "error: ";
+
+/// One tool call's result, as the model reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    /// The text holds content a third party wrote (a web page, search results, an MCP
+    /// server's answer): what is learned from such a turn needs review (the trust rule).
+    pub external: bool,
+}
+
+impl ToolOutput {
+    /// Text the bot wrote itself (a result or an error of its own).
+    pub(crate) fn own(text: String) -> Self {
+        Self {
+            text,
+            external: false,
+        }
+    }
+
+    /// Text (or text around content) a third party wrote.
+    pub(crate) fn third_party(text: String) -> Self {
+        Self {
+            text,
+            external: true,
+        }
+    }
+}
+
+/// Reads at most `cap` bytes of a body; says whether it was cut.
+pub(crate) async fn read_capped(
+    response: reqwest::Response,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), String> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| format!("reading the body failed: {}", crate::error_chain(&e)))?;
+        let room = cap - body.len();
+        if chunk.len() >= room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}

@@ -1,0 +1,32 @@
+//! Work that runs after a reply and must not delay it (option buttons, reflections), tracked
+//! so that a shutdown can end it.
+//!
+//! One [`Background`] per bot, shared by the layers that start such work. Finished tasks are
+//! reaped whenever a new one starts, so the set does not grow with the bot's uptime.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+use tokio::task::JoinSet;
+
+#[derive(Default)]
+pub struct Background {
+    tasks: Mutex<JoinSet<()>>,
+}
+
+impl Background {
+    /// Runs `work` in the background, tracked so a shutdown can end it.
+    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(work);
+    }
+
+    /// Aborts all background work (at the end of a shutdown's grace period).
+    pub fn abort_all(&self) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
+    }
+}

@@ -1,0 +1,68 @@
+//! The bot's commands, and who may use which.
+
+use teloxide::utils::command::BotCommands;
+
+use crate::config::Role;
+
+/// Every command. Who may use which is decided by [`Command::min_role`] on the server, not by
+/// the client's menu.
+#[derive(BotCommands, Clone, Debug, PartialEq)]
+#[command(rename_rule = "lowercase")]
+pub enum Command {
+    #[command(description = "what this bot is")]
+    Start,
+    #[command(description = "what this bot can do")]
+    Help,
+    #[command(description = "forget this chat's conversation")]
+    Clear,
+    #[command(description = "stop the answer being worked on")]
+    Cancel,
+    #[command(description = "token usage")]
+    Stats,
+    #[command(description = "choose the model for this chat (admins)")]
+    Model(String),
+    #[command(
+        description = "learned heuristics; \"/heuristics pending\": those to approve (admins)"
+    )]
+    Heuristics(String),
+    #[command(description = "loaded skills and how often each matched (admins)")]
+    Skills,
+    #[command(description = "tools, their sources and MCP servers' status (admins)")]
+    Tools,
+}
+
+impl Command {
+    /// The least role that may use the command.
+    pub fn min_role(&self) -> Role {
+        match self {
+            Self::Model(_) | Self::Heuristics(_) | Self::Skills | Self::Tools => Role::Admin,
+            _ => Role::User,
+        }
+    }
+
+    /// The command list a user of `role` sees (in /help and in Telegram's menu).
+    pub fn visible_to(role: Role) -> Vec<teloxide::types::BotCommand> {
+        Self::bot_commands()
+            .into_iter()
+            .filter(|c| Self::parse(&c.command, "").is_ok_and(|cmd| cmd.min_role() <= role))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_only_what_the_role_may_use() {
+        let names = |role| {
+            Command::visible_to(role)
+                .into_iter()
+                .map(|c| c.command)
+                .collect::<Vec<_>>()
+        };
+        assert!(!names(Role::User).iter().any(|c| c.contains("model")));
+        assert!(names(Role::Admin).iter().any(|c| c.contains("model")));
+        assert!(names(Role::User).iter().any(|c| c.contains("cancel")));
+    }
+}

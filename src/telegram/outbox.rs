@@ -1,0 +1,119 @@
+//! The Telegram side of [`Messenger`]: how a turn's answer, buttons and notices reach a chat.
+//!
+//! One [`Outbox`] per bot holds the client, the pacing and retry policy, and the settings of
+//! live display and photos. Handlers use it for their own replies too, so every request to
+//! Telegram goes through one [`SendPolicy`].
+
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use teloxide::prelude::*;
+use teloxide::types::MessageId;
+use tokio::sync::mpsc;
+
+use super::send::{SendPolicy, edit_keyboard, notify, typing};
+use super::{keyboards, media, stream};
+use crate::agent::AgentEvent;
+use crate::config::TelegramConfig;
+use crate::turn::{Keyboard, Live, Messenger};
+
+pub struct Outbox {
+    bot: Bot,
+    policy: SendPolicy,
+    /// Spacing of live edits in one chat.
+    live_interval: Duration,
+    typing_interval: Duration,
+    max_image_bytes: u32,
+}
+
+impl Outbox {
+    pub fn new(bot: Bot, config: &TelegramConfig) -> Self {
+        Self {
+            bot,
+            policy: SendPolicy::new(config),
+            live_interval: Duration::from_millis(config.chat_interval_ms),
+            typing_interval: Duration::from_secs(config.typing_interval_secs.max(1)),
+            max_image_bytes: config.max_image_bytes,
+        }
+    }
+
+    pub fn bot(&self) -> &Bot {
+        &self.bot
+    }
+
+    pub fn policy(&self) -> &SendPolicy {
+        &self.policy
+    }
+}
+
+impl Messenger for Outbox {
+    fn typing(&self, chat: i64) -> BoxFuture<'static, ()> {
+        typing(self.bot.clone(), ChatId(chat), self.typing_interval).boxed()
+    }
+
+    fn live(
+        &self,
+        chat: i64,
+        events: mpsc::UnboundedReceiver<AgentEvent>,
+    ) -> BoxFuture<'static, Option<Live>> {
+        let display = stream::Display::new(
+            self.bot.clone(),
+            self.policy.clone(),
+            ChatId(chat),
+            self.live_interval,
+        );
+        display.run(events).boxed()
+    }
+
+    fn answer<'a>(
+        &'a self,
+        chat: i64,
+        live: Live,
+        markdown: &'a str,
+        keyboard: Keyboard,
+    ) -> BoxFuture<'a, Vec<i32>> {
+        let markup = keyboards::markup(&keyboard);
+        let markup = (keyboard != Keyboard::None).then_some(markup);
+        async move {
+            stream::finish(
+                &self.bot,
+                &self.policy,
+                ChatId(chat),
+                &live,
+                markdown,
+                markup,
+            )
+            .await
+            .into_iter()
+            .map(|id| id.0)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()> {
+        let markup = keyboards::markup(&keyboard);
+        async move {
+            let (chat, id) = (ChatId(chat), MessageId(message));
+            edit_keyboard(
+                &self.bot,
+                &self.policy,
+                chat,
+                id,
+                markup,
+                "update the keyboard",
+            )
+            .await;
+        }
+        .boxed()
+    }
+
+    fn notice<'a>(&'a self, chat: i64, text: &'a str) -> BoxFuture<'a, ()> {
+        notify(&self.bot, &self.policy, ChatId(chat), text).boxed()
+    }
+
+    fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
+        media::download_image(&self.bot, file_id, self.max_image_bytes).boxed()
+    }
+}

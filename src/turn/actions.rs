@@ -1,0 +1,180 @@
+//! The chat-level decisions that commands and buttons share: clear, model switch, stop,
+//! feedback on an answer, forgetting a heuristic.
+//!
+//! Each is checked and applied here (fast sled writes only, no chat I/O), so the adapter can
+//! answer a button press at once and then show the returned [`Outcome`]. Roles are checked by
+//! the caller, once, where the route is chosen; what an action may do for a role is decided
+//! here.
+
+use std::sync::Arc;
+
+use super::Keyboard;
+use crate::app::App;
+use crate::config::Role;
+use crate::store::{InboxState, ReflectionJob};
+
+/// The toast of a press whose data names nothing live (an expired, forged or unknown button).
+pub const EXPIRED: &str = "This option has expired";
+
+/// What the user is told when an admin-only action is refused.
+pub const ADMINS_ONLY: &str = "Sorry, only the bot's admins can do that.";
+
+/// What a press did: the toast to show, and the keyboard to put in place of the pressed one.
+#[derive(Debug)]
+pub struct Outcome {
+    pub toast: String,
+    pub keyboard: Option<Keyboard>,
+    /// Nothing changed (the caller logs it).
+    pub refused: bool,
+}
+
+impl Outcome {
+    pub fn refuse(toast: impl Into<String>) -> Self {
+        Self {
+            toast: toast.into(),
+            keyboard: None,
+            refused: true,
+        }
+    }
+
+    pub fn done(toast: impl Into<String>, keyboard: Option<Keyboard>) -> Self {
+        Self {
+            toast: toast.into(),
+            keyboard,
+            refused: false,
+        }
+    }
+}
+
+/// Stops the turn running in `chat` (/cancel, ⏹ Stop); says whether one was running. Its
+/// future is dropped before it wrote any history, and its update is marked done (flushed in
+/// the background), so recovery never resumes a stopped turn.
+pub fn cancel(app: &Arc<App>, chat: i64) -> bool {
+    let Some(cancelled) = app.queues().cancel(chat) else {
+        return false;
+    };
+    if let Some(update) = cancelled.tag {
+        // Written now (an in-memory sled write), flushed in the background; a shutdown's final
+        // flush persists it too.
+        match app.store().set_update_state(update, InboxState::Answered) {
+            Ok(()) => {
+                let store = app.store().clone();
+                app.spawn(async move {
+                    if let Err(e) = store.flush_async().await {
+                        tracing::warn!(error = %e, "cannot flush a cancelled update's state");
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(update, error = %e, "cannot mark a cancelled update done"),
+        }
+    }
+    true
+}
+
+/// Clears `chat`'s history (heuristics stay) and expires its option buttons.
+pub fn clear(app: &App, chat: i64) -> &'static str {
+    match app.store().clear_history(chat) {
+        Ok(()) => "Done: I forgot this chat's conversation.",
+        Err(e) => {
+            tracing::error!(chat, error = %e, "cannot clear history");
+            "Sorry, I could not clear the history. Please try again."
+        }
+    }
+}
+
+/// Sets `chat`'s model to the configured model `id`; says which, or why not.
+pub fn set_model(app: &App, chat: i64, id: &str) -> anyhow::Result<String> {
+    let Some(model) = app.config().model(id) else {
+        let known: Vec<&str> = app.config().models.iter().map(|m| m.id.as_str()).collect();
+        tracing::warn!(
+            chat,
+            model = id,
+            "refused to switch to a model that is not configured"
+        );
+        anyhow::bail!("Unknown model {id:?}. Configured: {}", known.join(", "));
+    };
+    app.store().set_chat_model(chat, &model.id)?;
+    tracing::info!(chat, model = %model.id, "model switched");
+    Ok(model.id.clone())
+}
+
+/// The model keyboard with `current` marked.
+pub fn models_keyboard(app: &App, current: &str) -> Keyboard {
+    Keyboard::Models {
+        models: app.config().models.iter().map(|m| m.id.clone()).collect(),
+        current: current.to_string(),
+    }
+}
+
+/// A model button pressed: switch `chat` to `id` (admins only).
+pub fn choose_model(app: &App, role: Role, chat: i64, id: Option<&str>) -> Outcome {
+    if role < Role::Admin {
+        return Outcome::refuse(ADMINS_ONLY);
+    }
+    let Some(id) = id else {
+        return Outcome::refuse("That model is not configured");
+    };
+    match set_model(app, chat, id) {
+        Ok(id) => Outcome::done(format!("Model: {id}"), Some(models_keyboard(app, &id))),
+        Err(e) => Outcome::refuse(e.to_string()),
+    }
+}
+
+/// 👍 or 👎 on an answer: once per answer, only in its own chat. 👎 also starts a reflection on
+/// the task with outcome "failure", so the bot learns what went wrong.
+pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
+    match app.store().vote(ticket, up) {
+        Ok(Some(ticket)) if ticket.chat != chat => Outcome::refuse(EXPIRED),
+        Ok(Some(ticket)) if ticket.vote.is_some() => {
+            Outcome::refuse("You already rated this answer")
+        }
+        Ok(Some(ticket)) => {
+            if let Err(e) = app.learning().feedback(&ticket.heuristics, up) {
+                tracing::error!(error = %e, "cannot apply feedback");
+            }
+            if !up {
+                let job = ReflectionJob {
+                    outcome: "failure (the user rated the answer 👎)".to_string(),
+                    ..ticket.job
+                };
+                if let Some(id) = app.learning().plan_reflection(&job) {
+                    let prefix = super::bare_prefix(app, &job);
+                    let app2 = app.clone();
+                    app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
+                }
+            }
+            let toast = if up {
+                "Thanks!"
+            } else {
+                "Thanks, I will learn from it."
+            };
+            Outcome::done(toast, None)
+        }
+        Ok(None) => Outcome::refuse(EXPIRED),
+        Err(e) => Outcome::refuse(format!("Cannot record that: {e}")),
+    }
+}
+
+/// An Approve button pressed: approve pending heuristic `id` (admins only).
+pub fn approve(app: &App, role: Role, id: u64) -> Outcome {
+    if role < Role::Admin {
+        return Outcome::refuse(ADMINS_ONLY);
+    }
+    match app.learning().approve(id) {
+        Ok(true) => Outcome::done("Approved: it can be used from now on", None),
+        Ok(false) => Outcome::refuse("That heuristic is not waiting for approval"),
+        Err(e) => Outcome::refuse(format!("Cannot approve it: {e}")),
+    }
+}
+
+/// A forget button pressed: forget heuristic `id` (admins only).
+pub fn forget(app: &App, role: Role, id: u64) -> Outcome {
+    if role < Role::Admin {
+        return Outcome::refuse(ADMINS_ONLY);
+    }
+    match app.learning().forget(id) {
+        Ok(true) => Outcome::done("Forgotten", None),
+        Ok(false) => Outcome::refuse("That heuristic is gone already"),
+        Err(e) => Outcome::refuse(format!("Cannot forget it: {e}")),
+    }
+}

@@ -1,0 +1,95 @@
+//! What a turn shows in a chat, as a trait the chat adapter (Telegram) implements.
+//!
+//! The turn layer decides *what* to show (an answer, its buttons, a notice); the adapter
+//! decides *how* (HTML, message splitting, pacing, retries). Keyboards are described here in
+//! the domain's terms ([`Keyboard`]) and turned into inline keyboards by the adapter, so no
+//! layer below the adapter sees a Telegram type.
+
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::agent::AgentEvent;
+
+/// The buttons under a message.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Keyboard {
+    /// No buttons (an existing keyboard is removed).
+    #[default]
+    None,
+    /// Under an answer: its options, and the 👍/👎 of its feedback ticket.
+    Answer {
+        options: Options,
+        feedback: Option<String>,
+    },
+    /// A one-tap way out of a conversation too long for the model.
+    Clear,
+    /// The configured models, one per button, `current` marked.
+    Models {
+        models: Vec<String>,
+        current: String,
+    },
+}
+
+/// The option buttons of an answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Options {
+    #[default]
+    None,
+    /// Offered: the ticket's id and its full labels, in button order.
+    Offered { ticket: String, labels: Vec<String> },
+    /// Chosen: only the label pressed stays, as a mark.
+    Chosen(String),
+}
+
+impl Keyboard {
+    /// The keyboard of an answer with feedback ticket `feedback` and no options yet.
+    pub fn answer(feedback: Option<String>) -> Self {
+        Self::Answer {
+            options: Options::None,
+            feedback,
+        }
+    }
+}
+
+/// The messages a live display left on screen when its turn finished, oldest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Live {
+    pub messages: Vec<i32>,
+}
+
+/// A chat as a turn sees it. Every method logs its own failures: a turn goes on whatever
+/// the chat did with what it was shown.
+pub trait Messenger: Send + Sync {
+    /// Shows that an answer is being worked on, for as long as the returned future runs.
+    fn typing(&self, chat: i64) -> BoxFuture<'static, ()>;
+
+    /// Shows a turn's progress as it happens (streamed text, tool progress, a Stop button).
+    /// Resolves when `events` ends: to what is on screen after [`AgentEvent::Finished`], or to
+    /// `None` when the turn was stopped (the sender dropped first), in which case the display
+    /// already says so.
+    fn live(
+        &self,
+        chat: i64,
+        events: mpsc::UnboundedReceiver<AgentEvent>,
+    ) -> BoxFuture<'static, Option<Live>>;
+
+    /// Shows a Markdown answer with `keyboard` under its last part: the `live` messages are
+    /// edited into it (leftovers removed), missing parts are sent. Returns the ids of the
+    /// messages that show it.
+    fn answer<'a>(
+        &'a self,
+        chat: i64,
+        live: Live,
+        markdown: &'a str,
+        keyboard: Keyboard,
+    ) -> BoxFuture<'a, Vec<i32>>;
+
+    /// Replaces the keyboard of message `message`.
+    fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()>;
+
+    /// Sends a short plain notice.
+    fn notice<'a>(&'a self, chat: i64, text: &'a str) -> BoxFuture<'a, ()>;
+
+    /// Fetches a photo the user sent (by the chat's file id) as a `data:` URL for the model.
+    fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>>;
+}

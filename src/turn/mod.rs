@@ -1,0 +1,393 @@
+//! One user turn, from the chat's queue to the reply, in the order README's "how a turn
+//! flows" tells it: history → skills and heuristics → prompt → agent → store → answer shown →
+//! (in the background) option buttons, then reflection.
+//!
+//! The history is written before the reply is shown, so a reply the user saw is always in the
+//! history, and a failed send never loses the turn. A turn whose LLM failed still stores the
+//! user's message (with a short assistant note), so nothing the user said is lost.
+//!
+//! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
+//! implements; [`actions`] holds the chat-level decisions (clear, model switch, stop,
+//! feedback) that commands and buttons share.
+
+pub mod actions;
+pub mod messenger;
+
+use std::sync::Arc;
+
+use crate::agent::{AgentEvent, TurnResult, TurnStatus};
+use crate::app::App;
+use crate::config::Role;
+use crate::learning::reflection;
+use crate::llm::extraction::Prefix;
+use crate::llm::{ChatMessage, LlmError};
+use crate::options;
+use crate::store::{FeedbackTicket, InboxEntry, InboxState, ReflectionJob};
+pub use messenger::{Keyboard, Live, Messenger, Options};
+
+/// The chat a turn answers in, as the turn layer holds it.
+pub type Out = Arc<dyn Messenger>;
+
+/// What starts a turn.
+#[derive(Debug, Clone)]
+pub struct TurnInput {
+    pub chat: i64,
+    pub user: u64,
+    pub role: Role,
+    /// The update recorded in the inbox for this turn (`None` for turns without one).
+    pub update: Option<u32>,
+    /// The user's text, or a pressed option's full label.
+    pub text: String,
+    /// A photo's file id (downloaded in the turn, so a resumed turn can fetch it).
+    pub image: Option<String>,
+}
+
+/// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
+/// seen before (Telegram re-delivers after a crash) and must not be answered again.
+///
+/// The turn is queued first and the inbox flushed while it starts: teloxide confirms updates
+/// to Telegram on its own schedule, not when a handler returns, so waiting for the flush before
+/// starting would only add an fsync to every answer's latency.
+pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
+    let update = input.update;
+    if let Some(update) = update {
+        let entry = InboxEntry {
+            chat: input.chat,
+            user: input.user,
+            text: input.text.clone(),
+            image: input.image.clone(),
+            state: InboxState::Pending,
+            received: chrono::Utc::now().timestamp(),
+        };
+        match app.store().accept_update(update, &entry) {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(update, "ignoring an update that was already accepted");
+                return false;
+            }
+            Err(e) => {
+                tracing::error!(update, error = %e, "cannot record the update; answering anyway")
+            }
+        }
+    }
+    let chat = input.chat;
+    app.queues()
+        .enqueue(chat, update, run(app.clone(), out.clone(), input));
+    if let Err(e) = app.store().flush_async().await {
+        tracing::error!(error = %e, "cannot flush the inbox");
+    }
+    true
+}
+
+/// At start-up: finishes what a crash or shutdown interrupted. A turn that was not stored runs
+/// again; a stored turn whose answer may not have reached the user has its answer sent;
+/// answered updates older than a week are forgotten; unfinished reflections resume.
+pub async fn recover(app: &Arc<App>, out: &Out) {
+    const KEEP_SECS: i64 = 7 * 24 * 3600;
+    if let Err(e) = app
+        .store()
+        .prune_inbox(chrono::Utc::now().timestamp() - KEEP_SECS)
+    {
+        tracing::warn!(error = %e, "cannot prune the inbox");
+    }
+    for (id, job) in app.learning().pending_reflections() {
+        tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
+        let prefix = bare_prefix(app, &job);
+        let app2 = app.clone();
+        app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
+    }
+    for (update, entry) in app.store().unfinished_updates() {
+        let chat = entry.chat;
+        match app.store().stored_answer(chat, update) {
+            Some(answer) => {
+                tracing::info!(update, chat, "sending an answer a crash held back");
+                out.answer(chat, Live::default(), &answer, Keyboard::None)
+                    .await;
+                set_state(app, update, InboxState::Answered).await;
+            }
+            None if entry.state == InboxState::Pending => {
+                tracing::info!(update, chat, "resuming a turn a crash interrupted");
+                let input = TurnInput {
+                    chat,
+                    user: entry.user,
+                    role: app.config().role_of(entry.user),
+                    update: Some(update),
+                    text: entry.text,
+                    image: entry.image,
+                };
+                app.queues()
+                    .enqueue(chat, Some(update), run(app.clone(), out.clone(), input));
+            }
+            // Stored, but the chat was cleared since: nothing left to send.
+            None => set_state(app, update, InboxState::Answered).await,
+        }
+    }
+}
+
+/// Marks an update's progress; `Answered` is flushed to disk (with the turn's history written
+/// before it), so a crash right after an answer does not send it again. Failures are logged:
+/// recovery then redoes a little.
+pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
+    let written = app.store().set_update_state(update, state);
+    let flushed = match written {
+        Ok(()) if state == InboxState::Answered => app.store().flush_async().await,
+        other => other,
+    };
+    if let Err(e) = flushed {
+        tracing::warn!(update, error = %e, "cannot record an update's progress");
+    }
+}
+
+/// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
+/// goes on with the next message either way.
+pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
+    let Some(_slot) = app.turn_slot().await else {
+        return;
+    };
+    let chat = input.chat;
+    let typing = AbortOnDrop(tokio::spawn(out.typing(chat)));
+
+    // Prompt: the history window, skills and heuristics for this message, the user message.
+    let model = app.model_for(chat);
+    let window = app
+        .store()
+        .history(chat, app.history_budget(&model))
+        .unwrap_or_else(|e| {
+            tracing::error!(chat, error = %e, "cannot read history; answering without it");
+            Default::default()
+        });
+    let context = app
+        .learning()
+        .context_for(&input.text, &window.messages)
+        .await;
+    let prompt = prompt(&app, window.messages);
+    let user_message =
+        user_message(&out, context.user_content(&input.text), input.image.clone()).await;
+
+    // Agent: LLM ↔ tools until an answer, shown live while it streams.
+    let (events, live) = if app.config().telegram.streaming {
+        let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+        (Some(events), Some(tokio::spawn(out.live(chat, receiver))))
+    } else {
+        (None, None)
+    };
+    let role = app.config().role_of(input.user);
+    let result = app
+        .agent()
+        .run(&model, prompt, user_message, events.as_ref(), role)
+        .await;
+    if let Some(events) = events {
+        let _ = events.send(AgentEvent::Finished);
+    }
+    let live = match live {
+        Some(handle) => handle.await.ok().flatten().unwrap_or_default(),
+        None => Live::default(),
+    };
+
+    // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
+    store_turn(&app, &input, window.epoch, &model.id, &result);
+    drop(typing);
+    let answered = matches!(result.status, TurnStatus::Answered);
+    if !matches!(result.status, TurnStatus::LlmFailed(_))
+        && let Err(e) = app
+            .learning()
+            .record_outcome(&context.heuristics, result.succeeded())
+    {
+        tracing::warn!(chat, error = %e, "cannot score the heuristics a turn carried");
+    }
+
+    // Show: the answer with 👍/👎 (or a way out of an overflowing conversation).
+    let job = ReflectionJob {
+        chat,
+        model: model.id.clone(),
+        task: reflection::task_summary(&input.text),
+        tools: result.tools_used.clone(),
+        outcome: result.outcome(),
+        external: result.external_content(),
+        answer: None,
+    };
+    let feedback = (answered && app.config().learning.feedback_buttons)
+        .then(|| {
+            let rated: String = result
+                .answer
+                .chars()
+                .take(reflection::RATED_ANSWER_CHARS)
+                .collect();
+            let ticket = FeedbackTicket {
+                chat,
+                heuristics: context.heuristics.clone(),
+                job: ReflectionJob {
+                    answer: Some(rated),
+                    ..job.clone()
+                },
+                vote: None,
+            };
+            app.store()
+                .create_feedback(&ticket)
+                .inspect_err(|e| tracing::warn!(error = %e, "cannot store a feedback ticket"))
+                .ok()
+        })
+        .flatten();
+    let keyboard = if matches!(
+        result.status,
+        TurnStatus::LlmFailed(LlmError::ContextOverflow { .. })
+    ) {
+        Keyboard::Clear
+    } else {
+        Keyboard::answer(feedback.clone())
+    };
+    let shown = out.answer(chat, live, &result.answer, keyboard).await;
+    // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
+    // (and flushed) in the background, so the chat's next message does not wait for an fsync.
+    if let Some(update) = input.update {
+        let app2 = app.clone();
+        app.spawn(async move { set_state(&app2, update, InboxState::Answered).await });
+    }
+
+    // Follow-ups, in the background on the turn's own request prefix: option buttons, then
+    // the reflection (one after the other, so a local server's shared context is not asked
+    // for two long prompts at once, and the second reuses the first's cached prefix).
+    let Some(prefix) = result.prefix() else {
+        return;
+    };
+    let options = (app.config().options.enabled && answered)
+        .then(|| shown.last().copied())
+        .flatten()
+        .map(|message| options::Answer {
+            chat,
+            message_id: message,
+            epoch: window.epoch,
+            feedback,
+        });
+    let reflection = app.learning().plan_reflection(&job);
+    if options.is_none() && reflection.is_none() {
+        return;
+    }
+    let app2 = app.clone();
+    app.spawn(async move {
+        if let Some(answer) = options {
+            attach_options(&app2, &out, answer, &prefix).await;
+        }
+        if let Some(id) = reflection {
+            app2.learning().reflect(id, &job, prefix).await;
+        }
+    });
+}
+
+/// Appends the turn to the history (moving the window past turns an overflow dropped), marks
+/// its update stored, and records its usage.
+fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &TurnResult) {
+    let (chat, store) = (input.chat, app.store());
+    if result.dropped_turns > 0
+        && let Err(e) = store.skip_turns(chat, result.dropped_turns)
+    {
+        tracing::warn!(chat, error = %e, "cannot move the history window");
+    }
+    let stored: Vec<ChatMessage> = result
+        .messages
+        .iter()
+        .map(ChatMessage::without_images)
+        .collect();
+    match store.append_turn(chat, epoch, input.update, &stored) {
+        Ok(true) => {}
+        Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
+        Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
+    }
+    if let Some(update) = input.update
+        && let Err(e) = store.set_update_state(update, InboxState::Stored)
+    {
+        tracing::warn!(update, error = %e, "cannot record an update's progress");
+    }
+    if let Err(e) = store.record_user_tokens(input.user, result.usage) {
+        tracing::warn!(user = input.user, error = %e, "cannot record the user's token use");
+    }
+    if result.calls > 0
+        && let Err(e) = store.record_usage(chat, model, 1, result.calls, result.usage)
+    {
+        tracing::warn!(chat, error = %e, "cannot record usage");
+    }
+}
+
+/// Extracts the answer's options and puts them beside its 👍/👎.
+async fn attach_options(app: &App, out: &Out, answer: options::Answer, prefix: &Prefix) {
+    let (chat, message, feedback) = (answer.chat, answer.message_id, answer.feedback.clone());
+    let config = app.config();
+    let llm = app.agent().llm();
+    let Some(attached) = options::extract(
+        llm,
+        app.store(),
+        &config.options,
+        &config.llm,
+        answer,
+        prefix,
+    )
+    .await
+    else {
+        return;
+    };
+    let keyboard = Keyboard::Answer {
+        options: Options::Offered {
+            ticket: attached.ticket,
+            labels: attached.labels,
+        },
+        feedback,
+    };
+    out.set_keyboard(chat, message, keyboard).await;
+}
+
+/// The prefix a reflection without its turn extends, with the parameters of the job's model
+/// (or the default model, if it is no longer configured): the system prompt, and for a 👎
+/// the request and the answer it rated.
+fn bare_prefix(app: &App, job: &ReflectionJob) -> Prefix {
+    let model = app
+        .config()
+        .model(&job.model)
+        .cloned()
+        .unwrap_or_else(|| app.config().default_model().clone());
+    let mut messages = vec![app.agent().system_message()];
+    if let Some(answer) = &job.answer {
+        messages.push(ChatMessage::user(job.task.clone()));
+        messages.push(ChatMessage::assistant(answer.clone()));
+    }
+    let role = crate::config::Role::User;
+    (
+        app.agent().request(&model, messages.clone(), role),
+        messages,
+    )
+}
+
+/// The user message the model gets: the text, with the photo as a `data:` URL if there is one
+/// (a photo that cannot be fetched is mentioned, so the model can say it did not see it).
+async fn user_message(out: &Out, content: String, image: Option<String>) -> ChatMessage {
+    let Some(file_id) = image else {
+        return ChatMessage::user(content);
+    };
+    match out.image(&file_id).await {
+        Ok(url) => ChatMessage::user_with_image(content, url),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot fetch a photo");
+            ChatMessage::user(format!(
+                "{content}\n[a photo was attached but could not be fetched: {e}]"
+            ))
+        }
+    }
+}
+
+/// The request prefix of every turn: the constant system message, then the history window.
+/// Nothing here may change between two turns unless the history window moves, so the
+/// provider's prompt cache keeps hitting.
+fn prompt(app: &App, history: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut messages = Vec::with_capacity(history.len() + 2);
+    messages.push(app.agent().system_message());
+    messages.extend(history);
+    messages
+}
+
+/// Aborts a task when dropped (the typing indicator ends with the turn, also a stopped one).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,113 @@
+//! The MCP test server (`examples/mcp_test_server.rs`) as the bot's tests start it: over stdio
+//! as a configured child process, or as a separate streamable-HTTP server process.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use heurist::config::{McpRoles, McpServerConfig};
+use serde_json::Value;
+
+/// The test server's executable, which `cargo test` builds beside the test binaries
+/// (`target/<profile>/examples/`).
+pub fn test_server() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binaries live in target/<profile>/deps");
+    let path = profile_dir.join("examples").join("mcp_test_server");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds it; after `cargo test --test e2e` alone, run \
+         `cargo build --example mcp_test_server` first",
+        path.display()
+    );
+    path
+}
+
+/// A stdio server entry running the test server, with the defaults a user's entry gets.
+pub fn stdio_server(name: &str) -> McpServerConfig {
+    McpServerConfig {
+        name: name.to_string(),
+        command: Some(test_server().display().to_string()),
+        args: Vec::new(),
+        env: Default::default(),
+        url: None,
+        headers: Default::default(),
+        allowed_tools: Vec::new(),
+        roles: McpRoles::User,
+        timeout_secs: 30,
+    }
+}
+
+/// The test server serving streamable HTTP on 127.0.0.1; killed when dropped.
+pub struct HttpServer {
+    pub url: String,
+    child: std::process::Child,
+}
+
+impl HttpServer {
+    /// Starts it; with `header` (`"name: value"`), requests without that header get 401.
+    pub fn start(header: Option<&str>) -> Self {
+        let mut command = std::process::Command::new(test_server());
+        command.arg("--http");
+        if let Some(header) = header {
+            command.args(["--header", header]);
+        }
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
+        Self {
+            url: line.trim().to_string(),
+            child,
+        }
+    }
+
+    /// An entry for this server.
+    pub fn entry(&self, name: &str) -> McpServerConfig {
+        McpServerConfig {
+            command: None,
+            url: Some(self.url.clone()),
+            ..stdio_server(name)
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The names in a request's `tools` array, in order.
+pub fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tool results a request carries (its `role: tool` messages), in order.
+pub fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}

@@ -76,6 +76,8 @@ pub struct LlmConfig {
     pub max_tokens_extraction: u32,
     pub max_tokens_reflection: u32,
     pub max_tokens_field: MaxTokensField,
+    /// Requests in flight at once to the endpoint, all kinds of call together.
+    pub max_concurrent: usize,
     /// `OPENAI_API_KEY`; environment only, never logged.
     #[serde(skip)]
     pub api_key: Option<String>,
@@ -198,7 +200,6 @@ pub struct AccessConfig {
 pub struct ToolsConfig {
     pub fetch_timeout_secs: u64,
     pub fetch_max_bytes: usize,
-    pub fetch_max_chars: usize,
     pub fetch_allow_private: bool,
     /// SearXNG base URL for `web_search` (`HEURIST_SEARXNG_URL`); empty: the tool is not offered.
     pub searxng_url: String,
@@ -429,6 +430,9 @@ impl Config {
         })?;
         if self.agent.max_iterations == 0 {
             bail!("agent.max_iterations must be at least 1");
+        }
+        if self.llm.max_concurrent == 0 {
+            bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");
         }
         if !self.tools.searxng_url.is_empty() {
             http_url(&self.tools.searxng_url)
@@ -735,6 +739,18 @@ roles = "admin"
                 toml: "",
                 env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_ADMINS", "12,abc")],
                 expect: "HEURIST_ADMINS must be comma-separated",
+            },
+            Case {
+                name: "no request slots",
+                toml: "[llm]\nmax_concurrent = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "llm.max_concurrent must be at least 1",
+            },
+            Case {
+                name: "a removed key is rejected",
+                toml: "[tools]\nfetch_max_chars = 20000\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "unknown field `fetch_max_chars`",
             },
             Case {
                 name: "bad time zone",

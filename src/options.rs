@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::{LlmConfig, OptionsConfig};
-use crate::llm::LlmClient;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
+use crate::llm::{LlmClient, Priority};
 use crate::store::{Choice, OptionTicket, Store};
 
 /// The extraction prompt. Placeholder: `{max_count}`.
@@ -104,6 +104,7 @@ pub async fn extract(
             max_attempts: config.max_attempts,
             max_tokens: llm_config.max_tokens_extraction,
             max_tokens_field: llm_config.max_tokens_field,
+            priority: Priority::Background,
         },
     );
     let Ok(extraction) =

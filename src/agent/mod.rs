@@ -17,9 +17,10 @@ pub mod tools;
 use std::ops::Range;
 
 use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig, Role};
+use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
-    ChatMessage, ChatRequest, LlmClient, LlmError, ProviderRouting, ToolCall, Usage,
-    estimate_tokens,
+    ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
+    Usage, estimate_tokens, new_call_id,
 };
 use tools::Tools;
 
@@ -154,7 +155,7 @@ impl Agent {
     pub fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
         Self {
             llm,
-            tools,
+            tools: tools.with_output_limit(config.agent.max_tool_output_chars),
             config: config.agent.clone(),
             temperature: config.llm.temperature,
             max_tokens_answer: config.llm.max_tokens_answer,
@@ -203,6 +204,7 @@ impl Agent {
             max_completion_tokens: None,
             stream: false,
             stream_options: None,
+            context_tokens: model.context_tokens,
         };
         request.set_completion_cap(self.answer_cap(model), self.max_tokens_field);
         request
@@ -317,23 +319,53 @@ impl Agent {
         result
     }
 
-    /// One LLM call; streamed (text reported as it arrives) when someone is watching.
+    /// One LLM call; streamed (text reported as it arrives) when someone is watching. A
+    /// completion that is nothing but tool calls written as text comes back as those calls
+    /// (with fresh ids, so the history holds a valid call and result); its text is never
+    /// reported, as the display holds back anything that starts like such a call.
     async fn complete(
         &self,
         request: &ChatRequest,
         events: Option<&Events>,
-    ) -> Result<crate::llm::Completion, LlmError> {
-        match events {
+    ) -> Result<Completion, LlmError> {
+        let mut completion = match events {
             Some(events) => {
                 let _ = events.send(AgentEvent::CallStarted);
+                let mut held = HeldText::default();
                 self.llm
-                    .complete_streaming(request, |text| {
-                        let _ = events.send(AgentEvent::Text(text.to_string()));
+                    .complete_streaming(request, Priority::Interactive, |text| {
+                        let shown = held.push(text);
+                        if !shown.is_empty() {
+                            let _ = events.send(AgentEvent::Text(shown));
+                        }
                     })
-                    .await
+                    .await?
             }
-            None => self.llm.complete(request).await,
+            None => self.llm.complete(request, Priority::Interactive).await?,
+        };
+        if completion.tool_calls.is_empty() {
+            let offered: Vec<&str> = request
+                .tools
+                .iter()
+                .map(|t| t.function.name.as_ref())
+                .collect();
+            if let Some(calls) = parse_text_tool_calls(&completion.content, &offered) {
+                tracing::info!(
+                    calls = calls.len(),
+                    "the model wrote its tool calls as text; running them"
+                );
+                completion.content.clear();
+                completion.tool_calls = calls
+                    .into_iter()
+                    .map(|function| ToolCall {
+                        id: new_call_id(),
+                        kind: "function".to_string(),
+                        function,
+                    })
+                    .collect();
+            }
         }
+        Ok(completion)
     }
 
     /// Ends a turn whose LLM call failed: the user's message stays in the history, followed by

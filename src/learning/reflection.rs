@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 
 use super::heuristics::{REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt};
 use super::{Learning, Source, without_context};
-use crate::llm::ChatMessage;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
+use crate::llm::{ChatMessage, Priority};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
@@ -111,6 +111,7 @@ impl Learning {
                 max_attempts: MAX_ATTEMPTS,
                 max_tokens: self.max_tokens_reflection,
                 max_tokens_field: self.max_tokens_field,
+                priority: Priority::Background,
             },
         )
         .await;

@@ -17,12 +17,17 @@
 
 use serde::de::DeserializeOwned;
 
-use super::{ChatMessage, ChatRequest, LlmClient, Usage};
+use super::{ChatMessage, ChatRequest, LlmClient, Priority, Usage};
 use crate::config::MaxTokensField;
 
 /// How much of the last raw reply a failure quotes.
 const SNIPPET_CHARS: usize = 300;
 
+/// Replies are read this far at most: an extraction answer is a few hundred tokens.
+const MAX_REPLY_BYTES: usize = 64 << 10;
+/// Fenced blocks, and `{`/`[` positions within one piece of text, tried at most: each try may
+/// parse to the end of the text, so this keeps the work bounded whatever a provider sends.
+const MAX_TRIES: usize = 16;
 /// The request a follow-up call extends: the turn's last request, and its messages followed
 /// by the answer.
 pub type Prefix = (ChatRequest, Vec<ChatMessage>);
@@ -36,6 +41,9 @@ pub struct ExtractionConfig<'a> {
     /// The completion cap of extraction calls (it does not affect the cached prefix).
     pub max_tokens: u32,
     pub max_tokens_field: MaxTokensField,
+    /// Whether a user waits for the result; options and reflection are
+    /// [`Priority::Background`], so they never hold up a user's answer.
+    pub priority: Priority,
 }
 
 /// An extraction's outcome and what it cost (also when it failed).
@@ -66,7 +74,7 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
     let mut calls = 0;
     let mut last_raw = String::new();
     for _ in 0..config.max_attempts {
-        let completion = match config.llm.complete(&request).await {
+        let completion = match config.llm.complete(&request, config.priority).await {
             Ok(completion) => completion,
             Err(e) => {
                 return Extraction {
@@ -104,9 +112,15 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
     }
 }
 
-/// Parses `T` from a ```json fenced block, any fenced block, or bare JSON with prose around it.
+/// Parses `T` from a ```json fenced block, any fenced block, or bare JSON with prose around it
+/// (in the first 64 KB of `text`).
 pub fn parse_fenced_json<T: DeserializeOwned>(text: &str) -> anyhow::Result<T> {
-    for block in fenced_blocks(text) {
+    let mut end = text.len().min(MAX_REPLY_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = &text[..end];
+    for block in fenced_blocks(text).into_iter().take(MAX_TRIES) {
         if let Some(value) = first_json_value(block) {
             return Ok(value);
         }
@@ -143,6 +157,7 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
 fn first_json_value<T: DeserializeOwned>(text: &str) -> Option<T> {
     text.char_indices()
         .filter(|(_, c)| *c == '{' || *c == '[')
+        .take(MAX_TRIES)
         .find_map(|(i, _)| {
             let mut stream = serde_json::Deserializer::from_str(&text[i..]).into_iter::<T>();
             stream.next()?.ok()
@@ -265,6 +280,21 @@ mod tests {
                 let json = serde_json::json!({"options": labels}).to_string();
                 let parsed: Options = parse_fenced_json(&format!("{before}{json}{after}")).unwrap();
                 prop_assert_eq!(parsed.options, labels);
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+
+            /// Megabytes of hostile near-JSON: an answer (or none) in bounded work, no panic.
+            #[test]
+            fn large_hostile_replies_are_bounded(
+                unit in "(\\{\"options\":\\[|\\[\\[\"|\\{\"a\":|```json\n|\"\\{\",|0,|\\[)",
+                repeat in 1usize..300_000,
+            ) {
+                let text = unit.repeat(repeat);
+                let _ = parse_fenced_json::<Options>(&text);
+                let _ = parse_fenced_json::<serde_json::Value>(&text);
             }
         }
     }

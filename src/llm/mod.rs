@@ -12,9 +12,15 @@
 //! ```
 
 mod client;
+mod concurrency;
+mod context;
 pub mod extraction;
+pub mod text_calls;
+pub mod think;
+mod wire;
 
 pub use client::{LlmClient, LlmError};
+pub use concurrency::Priority;
 
 use std::borrow::Cow;
 
@@ -156,6 +162,8 @@ pub struct ImageUrl {
 /// A function call the model asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// Some servers leave it out; the client then gives the call one (see [`new_call_id`]).
+    #[serde(default)]
     pub id: String,
     #[serde(rename = "type", default = "function_type")]
     pub kind: String,
@@ -235,6 +243,10 @@ pub struct ChatRequest {
     /// With `stream`, asks for `usage` in the last chunk.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    /// The model's context window as configured (`context_tokens`), if any: not sent, but
+    /// the client fits the completion cap into it when the server does not say its own.
+    #[serde(skip)]
+    pub context_tokens: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -249,6 +261,20 @@ impl ChatRequest {
         self.stream_options = stream.then_some(StreamOptions {
             include_usage: true,
         });
+    }
+
+    /// The completion cap, in whichever field carries it.
+    pub fn completion_cap(&self) -> Option<u32> {
+        self.max_tokens.or(self.max_completion_tokens)
+    }
+
+    /// Lowers the completion cap to `tokens` (in the field that carries it; `max_tokens` if
+    /// none does), never raising it.
+    pub fn lower_completion_cap(&mut self, tokens: u32) {
+        match (&mut self.max_tokens, &mut self.max_completion_tokens) {
+            (Some(cap), _) | (None, Some(cap)) => *cap = (*cap).min(tokens),
+            (None, None) => self.max_tokens = Some(tokens),
+        }
     }
 
     /// Caps the completion at `tokens`, in the field `field` names.
@@ -321,6 +347,29 @@ pub fn estimate_tokens(messages: &[ChatMessage]) -> usize {
             (m.content().len() + tool_calls) / 3 + 4
         })
         .sum()
+}
+
+/// The estimated prompt of a request: its messages and its tool schemas, which the server
+/// puts into the prompt too.
+pub fn estimate_request_tokens(request: &ChatRequest) -> usize {
+    let tools = serde_json::to_string(&request.tools).map_or(0, |json| json.len() / 3);
+    estimate_tokens(&request.messages) + tools
+}
+
+/// A fresh tool-call id, for calls a server sent without one and for text tool calls.
+pub(crate) fn new_call_id() -> String {
+    format!("call_{:016x}", random_u64())
+}
+
+/// 64 random bits from the standard library's per-process random hash keys: enough for
+/// backoff jitter and call ids (nothing secret depends on them).
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.finish()
 }
 
 fn function_type() -> String {

@@ -14,12 +14,10 @@ fn prompt_chars(request: &Value) -> usize {
 }
 
 fn overflow() -> Reply {
-    Reply {
-        status: 400,
-        body: json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 4100, "n_ctx": 4096}}),
-        delay: std::time::Duration::ZERO,
-        events: None,
-    }
+    Reply::status_body(
+        400,
+        json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 4100, "n_ctx": 4096}}),
+    )
 }
 
 #[tokio::test]

@@ -5,8 +5,10 @@ mod support;
 
 mod commands;
 mod durability;
+mod hostile;
 mod learning;
 mod limits;
+mod local_models;
 mod mcp;
 mod options;
 mod pacing;

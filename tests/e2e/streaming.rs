@@ -337,6 +337,7 @@ async fn live_frames_never_show_half_written_markup() {
         body: serde_json::Value::Null,
         delay: Duration::ZERO,
         events: Some((events.clone(), Duration::from_millis(1300))),
+        headers: Vec::new(),
     })
     .await;
     let h = Harness::start_with(llm, streaming).await;

@@ -1,7 +1,10 @@
 //! A fake OpenAI-compatible `/v1/chat/completions` on 127.0.0.1. A responder function decides
 //! each reply from the request (so concurrent flows stay deterministic); every request is
-//! recorded exactly as the bot sent it.
+//! recorded exactly as the bot sent it, with the status it got. It counts the requests in
+//! flight (a responder may see how many others are, as llama-server's shared context would),
+//! and can serve llama.cpp's `GET /props` and a `GET /v1/models` listing.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +13,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -20,6 +23,8 @@ pub struct Reply {
     pub delay: Duration,
     /// Server-sent events to stream instead of `body`, one every `gap`.
     pub events: Option<(Vec<Value>, Duration)>,
+    /// Extra response headers.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl Reply {
@@ -46,16 +51,39 @@ impl Reply {
             }),
             delay: Duration::ZERO,
             events: None,
+            headers: Vec::new(),
         }
     }
 
     pub fn error(status: u16, message: &str) -> Self {
+        Self::status_body(status, json!({"error": {"message": message}}))
+    }
+
+    /// Any status with this JSON body.
+    pub fn status_body(status: u16, body: Value) -> Self {
         Self {
             status,
-            body: json!({"error": {"message": message}}),
+            body,
             delay: Duration::ZERO,
             events: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Streams these events (`data:` lines), one every 10 ms, then `[DONE]`.
+    pub fn events(events: Vec<Value>) -> Self {
+        Self {
+            status: 200,
+            body: Value::Null,
+            delay: Duration::ZERO,
+            events: Some((events, Duration::from_millis(10))),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.to_string()));
+        self
     }
 
     /// Streams `text` in `pieces` chunks, one every `gap` (llama.cpp-style: a first chunk with
@@ -78,6 +106,7 @@ impl Reply {
             body: Value::Null,
             delay: Duration::ZERO,
             events: Some((events, gap)),
+            headers: Vec::new(),
         }
     }
 
@@ -96,6 +125,7 @@ impl Reply {
             body: Value::Null,
             delay: Duration::ZERO,
             events: Some((events, Duration::from_millis(20))),
+            headers: Vec::new(),
         }
     }
 
@@ -105,31 +135,91 @@ impl Reply {
     }
 }
 
-type Responder = dyn Fn(&Value, usize) -> Reply + Send + Sync;
+/// `(request, index, others in flight)`.
+type Responder = dyn Fn(&Value, usize, usize) -> Reply + Send + Sync;
 
 #[derive(Clone)]
 pub struct FakeLlm {
     /// Base URL including `/v1`, as `OPENAI_BASE_URL` takes it.
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    /// The status each request got, by index.
+    statuses: Arc<Mutex<Vec<u16>>>,
     responder: Arc<Responder>,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    /// What `GET /props` and `GET /v1/models` answer (404 while unset).
+    props: Arc<Mutex<Option<Value>>>,
+    models: Arc<Mutex<Option<Value>>>,
+    /// Paths of the GET requests received.
+    gets: Arc<Mutex<Vec<String>>>,
+}
+
+/// Counts a request as in flight until its reply (a stream included) is sent.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl FakeLlm {
     /// `responder(request, index)` answers the request with zero-based `index`.
     pub async fn start(responder: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start_with_load(move |request, index, _| responder(request, index)).await
+    }
+
+    /// `responder(request, index, others)` also sees how many other requests were in flight
+    /// when this one arrived.
+    pub async fn start_with_load(
+        responder: impl Fn(&Value, usize, usize) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let fake = Self {
             url: format!("http://{}/v1", listener.local_addr().unwrap()),
             requests: Arc::default(),
+            statuses: Arc::default(),
             responder: Arc::new(responder),
+            in_flight: Arc::default(),
+            max_in_flight: Arc::default(),
+            props: Arc::default(),
+            models: Arc::default(),
+            gets: Arc::default(),
         };
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
             .route("/v1/embeddings", post(embeddings))
+            .route("/props", get(props))
+            .route("/v1/models", get(models))
             .with_state(fake.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         fake
+    }
+
+    /// Serves `GET /props` (llama.cpp) with this body from now on.
+    pub fn serve_props(&self, body: Value) {
+        *self.props.lock().unwrap() = Some(body);
+    }
+
+    /// Serves `GET /v1/models` with this body from now on.
+    pub fn serve_models(&self, body: Value) {
+        *self.models.lock().unwrap() = Some(body);
+    }
+
+    /// Paths of the GET requests received, in order.
+    pub fn gets(&self) -> Vec<String> {
+        self.gets.lock().unwrap().clone()
+    }
+
+    /// The most chat requests that were in flight at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The status each chat request was answered with, in arrival order.
+    pub fn statuses(&self) -> Vec<u16> {
+        self.statuses.lock().unwrap().clone()
     }
 
     /// Always answers `text`.
@@ -169,13 +259,26 @@ impl FakeLlm {
 
 async fn handle(State(fake): State<FakeLlm>, body: Bytes) -> Response {
     let request: Value = serde_json::from_slice(&body).expect("the bot sent invalid JSON");
+    let others = fake.in_flight.fetch_add(1, Ordering::SeqCst);
+    fake.max_in_flight.fetch_max(others + 1, Ordering::SeqCst);
+    let in_flight = InFlight(fake.in_flight.clone());
     let index = {
         let mut requests = fake.requests.lock().unwrap();
         requests.push(request.clone());
         requests.len() - 1
     };
-    let reply = (fake.responder)(&request, index);
+    let reply = (fake.responder)(&request, index, others);
+    {
+        let mut statuses = fake.statuses.lock().unwrap();
+        let len = statuses.len().max(index + 1);
+        statuses.resize(len, 0);
+        statuses[index] = reply.status;
+    }
     tokio::time::sleep(reply.delay).await;
+    let mut headers = axum::http::HeaderMap::new();
+    for (name, value) in &reply.headers {
+        headers.insert(*name, value.parse().unwrap());
+    }
     if let Some((events, gap)) = reply.events {
         let stream = futures_util::stream::iter(events.into_iter().map(Some).chain([None])).then(
             move |event| async move {
@@ -187,17 +290,38 @@ async fn handle(State(fake): State<FakeLlm>, body: Bytes) -> Response {
                 Ok::<_, std::convert::Infallible>(line)
             },
         );
-        return (
-            [("content-type", "text/event-stream")],
-            axum::body::Body::from_stream(stream),
-        )
-            .into_response();
+        // In flight until the last event is sent.
+        let stream = stream.chain(futures_util::stream::once(async move {
+            drop(in_flight);
+            Ok(String::new())
+        }));
+        headers.insert("content-type", "text/event-stream".parse().unwrap());
+        return (headers, axum::body::Body::from_stream(stream)).into_response();
     }
+    drop(in_flight);
     (
         StatusCode::from_u16(reply.status).unwrap(),
+        headers,
         axum::Json(reply.body),
     )
         .into_response()
+}
+
+async fn props(State(fake): State<FakeLlm>) -> Response {
+    fake.gets.lock().unwrap().push("/props".to_string());
+    served(fake.props.lock().unwrap().clone())
+}
+
+async fn models(State(fake): State<FakeLlm>) -> Response {
+    fake.gets.lock().unwrap().push("/v1/models".to_string());
+    served(fake.models.lock().unwrap().clone())
+}
+
+fn served(body: Option<Value>) -> Response {
+    match body {
+        Some(body) => axum::Json(body).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// The text of the last user message of a request.

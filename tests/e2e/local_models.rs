@@ -1,0 +1,440 @@
+//! Small local models and the servers they run on: tool calls written as text, thinking,
+//! llama-server's shared context (500 "Context size has been exceeded"), a cap on requests in
+//! flight, and the context window learned from the server.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::hostile::{assert_valid_tool_history, everything_shown};
+use crate::support::*;
+
+/// llama-server's answer when the requests in flight together outgrow its shared context.
+fn context_full() -> Reply {
+    Reply::status_body(
+        500,
+        json!({"error": {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"}}),
+    )
+}
+
+/// Options and reflection calls get valid answers; the rest goes to `agent`.
+fn with_follow_ups(request: &Value, agent: impl FnOnce() -> Reply) -> Reply {
+    if is_options_request(request) {
+        Reply::text(r#"{"options": ["Tell me more", "Thanks"]}"#)
+    } else if is_reflection_request(request) {
+        Reply::text(
+            r#"{"heuristics": [{"text": "Check the clock before answering", "skill_name": null}]}"#,
+        )
+    } else {
+        agent()
+    }
+}
+
+/// `text`, streamed in pieces when the request asks for a stream.
+fn answer(request: &Value, text: &str) -> Reply {
+    if request["stream"] == true {
+        Reply::streamed(text, 9, Duration::from_millis(10))
+    } else {
+        Reply::text(text)
+    }
+}
+
+fn streaming(on: bool) -> impl FnOnce(&mut heurist::Config) {
+    move |c| {
+        c.telegram.streaming = on;
+        c.telegram.chat_interval_ms = 20;
+    }
+}
+
+fn has_tool_result(request: &Value) -> bool {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "tool")
+}
+
+/// Waits until `chat`'s answer carries option buttons.
+async fn wait_options(h: &Harness, chat: i64) {
+    h.tg.wait_for(|t| {
+        t.calls("editMessageReplyMarkup").into_iter().find(|c| {
+            c.ok && c.params["chat_id"] == json!(chat)
+                && c.params["reply_markup"].to_string().contains("__opt__")
+        })
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tool_calls_written_as_text_run_and_are_never_shown() {
+    struct Case {
+        name: &'static str,
+        streaming: bool,
+        call: &'static str,
+    }
+    let cases = [
+        Case {
+            name: "fenced json, as Qwen2.5-Coder writes it",
+            streaming: false,
+            call: "```json\n{\"name\": \"current_time\", \"arguments\": {}}\n```",
+        },
+        Case {
+            name: "fenced json, streamed",
+            streaming: true,
+            call: "```json\n{\"name\": \"current_time\", \"arguments\": {}}\n```",
+        },
+        Case {
+            name: "hermes tags with doubled braces, streamed",
+            streaming: true,
+            call: "<tool_call>\n{{\"name\": \"current_time\", \"arguments\": {{}}}}\n</tool_call>",
+        },
+    ];
+    for case in cases {
+        let call = case.call;
+        let llm = FakeLlm::start(move |req, _| {
+            with_follow_ups(req, || {
+                if has_tool_result(req) {
+                    answer(req, "It is noon by the clock.")
+                } else {
+                    answer(req, call)
+                }
+            })
+        })
+        .await;
+        let h = Harness::start_with(llm, streaming(case.streaming)).await;
+        h.tg.send_text(ALICE, "what time is it?");
+        h.tg.wait_for(|t| {
+            t.screen(ALICE)
+                .contains(&"It is noon by the clock.".to_string())
+                .then_some(())
+        })
+        .await;
+        wait_options(&h, ALICE).await;
+        h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
+            .await;
+
+        for text in everything_shown(&h, ALICE) {
+            for raw in ["current_time", "```", "{", "tool_call", "arguments"] {
+                assert!(
+                    !text.contains(raw),
+                    "case {}: {raw:?} shown in {text:?}",
+                    case.name
+                );
+            }
+        }
+        let agent = h.llm.agent_requests();
+        assert_eq!(
+            agent.len(),
+            2,
+            "case {}: the tool ran, then the answer",
+            case.name
+        );
+        let messages = agent[1]["messages"].as_array().unwrap();
+        let call = messages
+            .iter()
+            .find_map(|m| m["tool_calls"].as_array())
+            .unwrap_or_else(|| panic!("case {}: no tool call stored", case.name));
+        assert_eq!(
+            call[0]["function"]["name"], "current_time",
+            "case {}",
+            case.name
+        );
+        let result = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        assert!(
+            result["content"].as_str().unwrap().starts_with("UTC: "),
+            "case {}: {result}",
+            case.name
+        );
+        // The next requests (the answer, options, reflection) carry a valid history.
+        for request in h.llm.requests() {
+            assert_valid_tool_history(&request);
+        }
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_json_answer_naming_no_tool_stays_an_answer() {
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            Reply::text(r#"{"name": "Ada Lovelace", "born": 1815}"#)
+        })
+    })
+    .await;
+    let h = Harness::start(llm).await;
+    h.tg.send_text(ALICE, "a person as JSON, please");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let text = sent[0].params["text"].as_str().unwrap();
+    assert!(
+        text.contains("Ada Lovelace") && text.contains("1815"),
+        "{text}"
+    );
+    assert_eq!(h.llm.agent_requests().len(), 1);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn thinking_is_never_shown_stored_nor_fed_to_follow_ups() {
+    const THOUGHT: &str =
+        "<think>\nThe user wants a sum. My secret plan: say four.\n</think>\n\nThe answer is 4.";
+    for streamed in [false, true] {
+        let llm = FakeLlm::start(|req, _| with_follow_ups(req, || answer(req, THOUGHT))).await;
+        let h = Harness::start_with(llm, streaming(streamed)).await;
+        h.tg.send_text(ALICE, "2+2?");
+        h.tg.wait_for(|t| {
+            t.screen(ALICE)
+                .contains(&"The answer is 4.".to_string())
+                .then_some(())
+        })
+        .await;
+        wait_options(&h, ALICE).await;
+        h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
+            .await;
+        h.tg.send_text(ALICE, "thanks");
+        h.tg.wait_for(|_| (h.llm.agent_requests().len() == 2).then_some(()))
+            .await;
+
+        for text in everything_shown(&h, ALICE) {
+            assert!(
+                !text.contains("secret") && !text.contains("think"),
+                "streaming {streamed}: shown {text:?}"
+            );
+        }
+        for request in h.llm.requests().iter().skip(1) {
+            assert!(
+                !request["messages"].to_string().contains("secret"),
+                "streaming {streamed}: thinking was fed back: {request}"
+            );
+        }
+        let history = h.llm.agent_requests()[1]["messages"].clone();
+        assert!(
+            history
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "assistant" && m["content"] == "The answer is 4."),
+            "streaming {streamed}: {history}"
+        );
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn context_full_while_requests_overlap_is_retried_and_the_buttons_still_arrive() {
+    // As llama-server with one shared cache: a request that arrives while another is in
+    // flight finds the context full.
+    let llm = FakeLlm::start_with_load(|req, _, others| {
+        if others > 0 {
+            return context_full();
+        }
+        with_follow_ups(req, || {
+            Reply::text(&format!("Answer to {}", last_user_text(req)))
+        })
+        .after(Duration::from_millis(50))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.llm.max_retries = 12).await;
+    h.tg.send_text(ALICE, "alice asks");
+    h.tg.send_text(BOB, "bob asks");
+    for (chat, text) in [(ALICE, "Answer to alice asks"), (BOB, "Answer to bob asks")] {
+        let sent = h.tg.wait_messages(chat, 1).await;
+        assert_eq!(sent[0].params["text"], text);
+        wait_options(&h, chat).await;
+    }
+    // Both reflections got through too.
+    h.tg.wait_for(|_| {
+        let (requests, statuses) = (h.llm.requests(), h.llm.statuses());
+        let reflected = |task: &str| {
+            requests.iter().enumerate().any(|(i, r)| {
+                is_reflection_request(r)
+                    && last_user_text(r).contains(task)
+                    && statuses.get(i) == Some(&200)
+            })
+        };
+        (reflected("alice asks") && reflected("bob asks")).then_some(())
+    })
+    .await;
+    h.tg.wait_for(|_| (!h.app().store().heuristics().is_empty()).then_some(()))
+        .await;
+    assert!(
+        h.llm.statuses().contains(&500),
+        "the requests overlapped, and the fake refused one: {:?}",
+        h.llm.statuses()
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_context_that_stays_full_is_an_overflow_and_old_turns_are_dropped() {
+    // The prompt alone no longer fits: every request with history is refused.
+    let llm = FakeLlm::start(|req, _| {
+        if req["messages"].as_array().unwrap().len() > 2 {
+            context_full()
+        } else {
+            Reply::text("fits")
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.llm.max_retries = 2;
+    })
+    .await;
+    h.tg.send_text(ALICE, "one");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "two");
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(sent[1].params["text"], "fits");
+    let agent = h.llm.agent_requests();
+    // One turn, then three refused attempts (retries exhausted), then the trimmed request.
+    assert_eq!(agent.len(), 5, "{:?}", h.llm.statuses());
+    assert_eq!(h.llm.statuses(), [200, 500, 500, 500, 200]);
+    let last = agent[4]["messages"].as_array().unwrap();
+    assert_eq!(last.len(), 2);
+    assert_eq!(last_user_text(&agent[4]), "two");
+    h.stop().await;
+}
+
+/// Two users at once, with options and reflection: returns the most requests the fake saw in
+/// flight together.
+async fn burst(max_concurrent: usize) -> usize {
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || Reply::text("hello back")).after(Duration::from_millis(40))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.llm.max_concurrent = max_concurrent).await;
+    h.tg.send_text(ALICE, "hello");
+    h.tg.send_text(BOB, "hello");
+    for chat in [ALICE, BOB] {
+        h.tg.wait_messages(chat, 1).await;
+        wait_options(&h, chat).await;
+    }
+    h.tg.wait_for(|_| (h.llm.reflection_requests().len() == 2).then_some(()))
+        .await;
+    assert!(h.llm.statuses().iter().all(|s| *s == 200));
+    let max = h.llm.max_in_flight();
+    h.stop().await;
+    max
+}
+
+#[tokio::test]
+async fn max_concurrent_bounds_the_requests_in_flight() {
+    assert_eq!(burst(1).await, 1, "one at a time: every call queued");
+    assert!(burst(4).await >= 2, "the default lets calls overlap");
+}
+
+#[tokio::test]
+async fn a_users_answer_is_served_before_queued_background_calls() {
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || Reply::text("ok")).after(Duration::from_millis(300))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.llm.max_concurrent = 1).await;
+    h.tg.send_text(ALICE, "alice first");
+    h.tg.wait_messages(ALICE, 1).await;
+    // Alice's options and reflection are queued now (one in flight): Bob's turn comes after.
+    h.tg.send_text(BOB, "bob second");
+    h.tg.wait_messages(BOB, 1).await;
+    h.tg.wait_for(|_| (h.llm.reflection_requests().len() == 2).then_some(()))
+        .await;
+    let kinds: Vec<String> = h
+        .llm
+        .requests()
+        .iter()
+        .map(|r| {
+            if is_options_request(r) {
+                "options".to_string()
+            } else if is_reflection_request(r) {
+                "reflection".to_string()
+            } else {
+                last_user_text(r)
+            }
+        })
+        .collect();
+    let bob = kinds.iter().position(|k| k == "bob second").unwrap();
+    let background_before_bob = kinds[..bob]
+        .iter()
+        .filter(|k| *k == "options" || *k == "reflection")
+        .count();
+    assert!(
+        background_before_bob <= 1,
+        "only the background call already in flight went before Bob: {kinds:?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_known_context_caps_max_tokens_and_is_asked_for_once() {
+    struct Case {
+        name: &'static str,
+        props: Option<Value>,
+        models: Option<Value>,
+        configured: Option<usize>,
+        gets: &'static [&'static str],
+    }
+    let cases = [
+        Case {
+            name: "llama.cpp /props",
+            props: Some(json!({"default_generation_settings": {"n_ctx": 900}, "total_slots": 4})),
+            models: Some(json!({"data": [{"id": "test-model", "meta": {"n_ctx_train": 32768}}]})),
+            configured: None,
+            gets: &["/v1/models", "/props"],
+        },
+        Case {
+            name: "context_length in /v1/models",
+            props: None,
+            models: Some(json!({"data": [{"id": "test-model", "context_length": 900}]})),
+            configured: None,
+            gets: &["/v1/models"],
+        },
+        Case {
+            name: "the server says nothing: config",
+            props: None,
+            models: None,
+            configured: Some(900),
+            gets: &["/v1/models", "/props"],
+        },
+    ];
+    for case in cases {
+        let llm = FakeLlm::start(|req, _| with_follow_ups(req, || Reply::text("short"))).await;
+        if let Some(props) = case.props {
+            llm.serve_props(props);
+        }
+        if let Some(models) = case.models {
+            llm.serve_models(models);
+        }
+        let h = Harness::start_with(llm, |c| c.models[0].context_tokens = case.configured).await;
+        for (i, text) in ["one", "two"].iter().enumerate() {
+            h.tg.send_text(ALICE, text);
+            h.tg.wait_messages(ALICE, i + 1).await;
+            wait_options(&h, ALICE).await;
+        }
+        h.tg.wait_for(|_| (h.llm.reflection_requests().len() == 2).then_some(()))
+            .await;
+        for request in h.llm.requests() {
+            let cap = request["max_tokens"].as_u64().unwrap() as usize;
+            let prompt: usize = request["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["content"].as_str().unwrap_or_default().len())
+                .sum::<usize>()
+                / 3;
+            assert!(
+                cap + prompt <= 900,
+                "case {}: cap {cap} with a prompt of at least {prompt} tokens",
+                case.name
+            );
+        }
+        for request in h.llm.agent_requests() {
+            assert!(
+                request["max_tokens"].as_u64().unwrap() < 1024,
+                "case {}: the answer cap was lowered",
+                case.name
+            );
+        }
+        assert_eq!(h.llm.gets(), case.gets, "case {}: asked once", case.name);
+        h.stop().await;
+    }
+}

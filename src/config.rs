@@ -54,6 +54,8 @@ pub struct TelegramConfig {
     pub group_interval_ms: u64,
     pub global_per_second: u32,
     pub streaming: bool,
+    /// Link preview cards under messages with links; off by default (they crowd answers).
+    pub link_previews: bool,
     pub max_image_bytes: u32,
     pub max_send_retries: u32,
     pub max_retry_after_secs: u64,
@@ -156,6 +158,9 @@ pub struct OptionsConfig {
     pub max_count: usize,
     pub max_attempts: usize,
     pub timeout_secs: u64,
+    /// How long an answer's final send or edit waits for its options, so quick options come
+    /// with 👍/👎 in one call and the keyboard changes at most once after the answer.
+    pub attach_wait_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -65,13 +65,13 @@ pub struct Attached {
     pub labels: Vec<String>,
 }
 
-/// The answer options are extracted for: where it is shown, the chat's clear epoch when the
-/// turn started (a clear expires the options), and its feedback ticket, whose 👍/👎 stay
-/// beside the options.
+/// The answer options are extracted for: its chat, the chat's clear epoch when the turn
+/// started (a clear expires the options), and its feedback ticket, whose 👍/👎 stay beside
+/// the options. The message that shows them is recorded once it is sent
+/// ([`Store::set_ticket_message`]): the options may go into that very send.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub chat: i64,
-    pub message_id: i32,
     pub epoch: u64,
     pub feedback: Option<String>,
 }
@@ -88,7 +88,6 @@ pub async fn extract(
 ) -> Option<Attached> {
     let Answer {
         chat,
-        message_id,
         epoch,
         feedback,
     } = answer;
@@ -131,7 +130,7 @@ pub async fn extract(
     }
     let ticket = OptionTicket {
         chat,
-        message_id,
+        message_id: 0,
         labels,
         epoch,
         chosen: None,
@@ -155,11 +154,13 @@ pub async fn extract(
 pub enum Press {
     /// Continue the conversation with this ticket's option `index`.
     Continue(OptionTicket, usize),
-    /// Nothing live: the ticket is unknown, of another chat, expired by /clear, or the option
-    /// does not exist.
+    /// Nothing to continue: the ticket is unknown or of another chat, or the option does not
+    /// exist.
     Expired,
     /// An option of this answer was chosen before.
     AlreadyChosen,
+    /// The options of an answer the chat has moved on from (a newer turn, or a /clear).
+    Earlier,
 }
 
 /// The server-side checks of a press of option `index` (whose button carried `label`, a
@@ -174,14 +175,21 @@ pub fn decide(
     let Some(ticket) = store.ticket(id) else {
         return Ok(Press::Expired);
     };
-    let live = ticket.chat == chat
-        && ticket.epoch == store.chat_state(chat).epoch
+    let exists = ticket.chat == chat
         && ticket
             .labels
             .get(index)
             .is_some_and(|full| full.starts_with(label));
-    if !live {
+    if !exists {
         return Ok(Press::Expired);
+    }
+    if ticket.chosen.is_some() {
+        return Ok(Press::AlreadyChosen);
+    }
+    let state = store.chat_state(chat);
+    let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);
+    if !current {
+        return Ok(Press::Earlier);
     }
     Ok(match store.choose_option(id, index)? {
         Choice::Chosen(ticket) => Press::Continue(ticket, index),

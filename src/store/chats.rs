@@ -22,6 +22,21 @@ pub struct ChatState {
     pub epoch: u64,
     /// The chat's chosen model, if not the default.
     pub model: Option<String>,
+    /// The answer whose option buttons are live: the only one a press may continue.
+    #[serde(default)]
+    pub offered: Option<Offered>,
+    /// Bumped whenever the live options are retired (a new turn, a clear), so options that an
+    /// earlier turn extracted too late are not attached after it.
+    #[serde(default)]
+    pub option_round: u64,
+}
+
+/// An answer with live option buttons: its ticket, its message and its 👍/👎 ticket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Offered {
+    pub ticket: String,
+    pub message: i32,
+    pub feedback: Option<String>,
 }
 
 /// The chat id, big-endian: the key of its state and the prefix of its turns.
@@ -49,6 +64,27 @@ impl Store {
     /// The model id a chat chose, if any.
     pub fn chat_model(&self, chat: i64) -> Option<String> {
         self.chat_state(chat).model
+    }
+
+    /// Retires the chat's live options: returns the answer that showed them (its keyboard is
+    /// to lose them) and the new option round, which only options of a later turn may join.
+    pub fn retire_offered(&self, chat: i64) -> anyhow::Result<(u64, Option<Offered>)> {
+        self.update_chat_state(chat, |state| {
+            state.option_round += 1;
+            (state.option_round, state.offered.take())
+        })
+    }
+
+    /// Makes `offered` the chat's live options if no turn or clear retired round `round`
+    /// since; `false` means they came too late and must not be shown.
+    pub fn offer(&self, chat: i64, round: u64, offered: &Offered) -> anyhow::Result<bool> {
+        self.update_chat_state(chat, |state| {
+            let current = state.option_round == round;
+            if current {
+                state.offered = Some(offered.clone());
+            }
+            current
+        })
     }
 
     pub fn set_chat_model(&self, chat: i64, model: &str) -> anyhow::Result<()> {

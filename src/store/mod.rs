@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context;
 use serde::{Serialize, de::DeserializeOwned};
 
-pub use chats::ChatState;
+pub use chats::{ChatState, Offered};
 pub use history::{HistoryWindow, StoredTurn};
 pub use inbox::{InboxEntry, InboxState};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};

@@ -106,6 +106,21 @@ impl Store {
         insert_new(&self.tickets, &serde_json::to_vec(ticket)?)
     }
 
+    /// Records the message that shows ticket `id`'s options (known only once it is sent, while
+    /// the options may go into that very send).
+    pub fn set_ticket_message(&self, id: &str, message_id: i32) -> anyhow::Result<()> {
+        update_json(
+            &self.tickets,
+            OPTIONS_TREE,
+            id.as_bytes(),
+            |t: &mut OptionTicket| {
+                t.message_id = message_id;
+                true
+            },
+        )?;
+        Ok(())
+    }
+
     pub fn ticket(&self, id: &str) -> Option<OptionTicket> {
         read_json(&self.tickets, OPTIONS_TREE, id.as_bytes())
     }

@@ -117,6 +117,8 @@ pub async fn command(
             notify(bot, policy, chat, &views::help_text(role)).await;
         }
         Command::Clear => {
+            let out: Out = tg.clone();
+            turn::retire_options(&app, &out, chat.0);
             notify(bot, policy, chat, actions::clear(&app, chat.0)).await;
         }
         Command::Cancel => {
@@ -297,6 +299,10 @@ pub async fn option_pressed(
     let (ticket, index) = match decided {
         Press::Continue(ticket, index) => (ticket, index),
         Press::Expired => return answer_press(bot, &tg, &query, Outcome::refuse(EXPIRED)).await,
+        Press::Earlier => {
+            let refused = Outcome::refuse("That choice belongs to an earlier answer");
+            return answer_press(bot, &tg, &query, refused).await;
+        }
         Press::AlreadyChosen => {
             let refused = Outcome::refuse("You already chose an option here");
             return answer_press(bot, &tg, &query, refused).await;
@@ -350,6 +356,8 @@ pub async fn clear_pressed(
     query: CallbackQuery,
     chat: ChatId,
 ) -> HandlerResult {
+    let out: Out = tg.clone();
+    turn::retire_options(&app, &out, chat.0);
     let outcome = Outcome::done(actions::clear(&app, chat.0), Some(Keyboard::None));
     answer_press(&bot, &tg, &query, outcome).await
 }

@@ -200,6 +200,16 @@ impl Limiter {
         }
     }
 
+    /// The earliest a call to `chat` made now could go: its chat's next slot or the next
+    /// global one, whichever is later. A live display waits for it before its first send, so
+    /// an answer that is complete by then goes out once, in its final form.
+    pub fn ready_at(&self, chat: i64) -> Instant {
+        self.with_state(|state, now| {
+            let chat_next = state.chats.get(&chat).map_or(now, |entry| entry.next);
+            chat_next.max(state.global_next).max(now)
+        })
+    }
+
     /// Groups, supergroups and channels have negative ids and a slower pace than private chats.
     fn spacing(&self, chat: i64) -> Duration {
         if chat < 0 {
@@ -247,6 +257,57 @@ mod tests {
             group: GROUP,
             global_per_second,
         }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ready_at_is_the_later_of_the_chat_and_global_slot() {
+        struct Case {
+            name: &'static str,
+            /// Calls made (at once) before asking, and the chat asked about.
+            before: &'static [i64],
+            chat: i64,
+            ready_in: Duration,
+        }
+        let global = Duration::from_secs(1) / 10;
+        let cases = [
+            Case {
+                name: "an idle bot: at once",
+                before: &[],
+                chat: 1,
+                ready_in: Duration::ZERO,
+            },
+            Case {
+                name: "the chat just sent: its spacing",
+                before: &[1],
+                chat: 1,
+                ready_in: PRIVATE,
+            },
+            Case {
+                name: "a group just sent: the group spacing",
+                before: &[-1],
+                chat: -1,
+                ready_in: GROUP,
+            },
+            Case {
+                name: "other chats took the next global slots",
+                before: &[2, 3, 4],
+                chat: 1,
+                ready_in: global * 3,
+            },
+        ];
+        for case in cases {
+            let limiter = limiter(10);
+            let start = Instant::now();
+            for &chat in case.before {
+                drop(limiter.acquire(Scope::Chat(chat)).await);
+            }
+            assert_eq!(
+                limiter.ready_at(case.chat),
+                start + case.ready_in,
+                "case {}",
+                case.name
+            );
+        }
     }
 
     /// Starts one call per entry of `scopes`, in that order, each recording when it got its

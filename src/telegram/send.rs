@@ -13,7 +13,7 @@ use std::time::Duration;
 use teloxide::ApiError;
 use teloxide::RequestError;
 use teloxide::prelude::*;
-use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode};
+use teloxide::types::{ChatAction, InlineKeyboardMarkup, LinkPreviewOptions, MessageId, ParseMode};
 
 use std::sync::Arc;
 
@@ -28,6 +28,8 @@ pub struct SendPolicy {
     pub max_retries: u32,
     pub max_retry_after: Duration,
     pub limiter: Arc<Limiter>,
+    /// `telegram.link_previews`: whether sent and edited texts may show link preview cards.
+    pub link_previews: bool,
 }
 
 impl SendPolicy {
@@ -40,6 +42,7 @@ impl SendPolicy {
                 group: Duration::from_millis(config.group_interval_ms),
                 global_per_second: config.global_per_second,
             })),
+            link_previews: config.link_previews,
         }
     }
 }
@@ -112,6 +115,18 @@ where
     }
 }
 
+/// The `link_preview_options` a send or edit carries: previews disabled unless
+/// `telegram.link_previews` allows them (then Telegram's default, so nothing is sent).
+fn no_previews(policy: &SendPolicy) -> Option<LinkPreviewOptions> {
+    (!policy.link_previews).then_some(LinkPreviewOptions {
+        is_disabled: true,
+        url: None,
+        prefer_small_media: false,
+        prefer_large_media: false,
+        show_above_text: false,
+    })
+}
+
 /// Sends one HTML part; if Telegram cannot parse it, sends its plain text instead.
 pub async fn send_html(
     bot: &Bot,
@@ -122,6 +137,9 @@ pub async fn send_html(
 ) -> Result<Message, RequestError> {
     let sent = with_retry(policy, chat, "sendMessage", || {
         let mut request = bot.send_message(chat, html).parse_mode(ParseMode::Html);
+        if let Some(previews) = no_previews(policy) {
+            request = request.link_preview_options(previews);
+        }
         if let Some(markup) = markup.clone() {
             request = request.reply_markup(markup);
         }
@@ -134,6 +152,9 @@ pub async fn send_html(
             let plain = html_to_plain(html);
             with_retry(policy, chat, "sendMessage", || {
                 let mut request = bot.send_message(chat, plain.as_str());
+                if let Some(previews) = no_previews(policy) {
+                    request = request.link_preview_options(previews);
+                }
                 if let Some(markup) = markup.clone() {
                     request = request.reply_markup(markup);
                 }
@@ -165,6 +186,9 @@ pub async fn edit_html(
                 let mut request = bot.edit_message_text(chat, id, text.clone());
                 if parse {
                     request = request.parse_mode(ParseMode::Html);
+                }
+                if let Some(previews) = no_previews(policy) {
+                    request = request.link_preview_options(previews);
                 }
                 request.reply_markup(markup.clone()).send()
             })
@@ -208,7 +232,11 @@ pub async fn edit_keyboard(
 /// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
 pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
     let sent = with_retry(policy, chat, "sendMessage", || {
-        bot.send_message(chat, text).send()
+        let mut request = bot.send_message(chat, text);
+        if let Some(previews) = no_previews(policy) {
+            request = request.link_preview_options(previews);
+        }
+        request.send()
     })
     .await;
     if let Err(e) = sent {

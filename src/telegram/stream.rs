@@ -1,7 +1,8 @@
 //! Live replies: the answer grows in place while the model streams it.
 //!
 //! A turn with streaming on hands its [`AgentEvent`]s to a [`Display`]. The first text (or tool
-//! progress line) is sent at once; after that the display is edited at most once per
+//! progress line) is sent at the chat's first free slot, unless the answer is complete by then
+//! (it is then sent once, rendered, with its keyboard); after that the display is edited at most once per
 //! `chat_interval_ms` (every send and edit also goes through the per-chat limiter, so flood
 //! control never triggers). Past 4096 UTF-16 units the display moves on to a new message. The
 //! last message carries a Stop button. When the turn is done, [`finish`] edits the messages
@@ -58,11 +59,21 @@ impl Display {
         let mut progress: Option<String> = None;
         let mut dirty = false;
         let mut next_flush = Instant::now();
+        // The first send waits for the chat's first slot once: an answer complete by then is
+        // not shown live at all, [`finish`] sends it once in its final form.
+        let mut waited_for_slot = false;
         let finished = loop {
             let event = if dirty {
                 tokio::select! {
+                    // Events already there first: a flush never shows text that is outdated.
+                    biased;
                     event = events.recv() => event,
                     () = tokio::time::sleep_until(next_flush) => {
+                        if self.shown.is_empty() && !waited_for_slot {
+                            waited_for_slot = true;
+                            next_flush = next_flush.max(self.policy.limiter.ready_at(self.chat.0));
+                            continue;
+                        }
                         self.show(&display(&text, progress.as_deref())).await;
                         next_flush = Instant::now() + self.interval;
                         dirty = false;

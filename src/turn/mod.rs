@@ -1,6 +1,7 @@
 //! One user turn, from the chat's queue to the reply, in the order README's "how a turn
-//! flows" tells it: history → skills and heuristics → prompt → agent → store → answer shown →
-//! (in the background) option buttons, then reflection.
+//! flows" tells it: earlier options retired → history → skills and heuristics → prompt → agent
+//! → store → (in the background) option buttons, then reflection → answer shown, with the
+//! options when they are ready within `options.attach_wait_ms`, else they follow by one edit.
 //!
 //! The history is written before the reply is shown, so a reply the user saw is always in the
 //! history, and a failed send never loses the turn. A turn whose LLM failed still stores the
@@ -14,6 +15,7 @@ pub mod actions;
 pub mod messenger;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
@@ -22,7 +24,7 @@ use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
-use crate::store::{FeedbackTicket, InboxEntry, InboxState, ReflectionJob};
+use crate::store::{FeedbackTicket, InboxEntry, InboxState, Offered, ReflectionJob};
 pub use messenger::{Keyboard, Live, Messenger, Options};
 
 /// The chat a turn answers in, as the turn layer holds it.
@@ -146,6 +148,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
     let chat = input.chat;
     let typing = AbortOnDrop(tokio::spawn(out.typing(chat)));
+    let round = retire_options(&app, &out, chat);
 
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(chat);
@@ -230,13 +233,36 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 .ok()
         })
         .flatten();
-    let keyboard = if matches!(
-        result.status,
-        TurnStatus::LlmFailed(LlmError::ContextOverflow { .. })
-    ) {
-        Keyboard::Clear
-    } else {
-        Keyboard::answer(feedback.clone())
+    // Options, in the background on the turn's own request prefix; the answer waits for them
+    // at most `attach_wait_ms`, so quick ones come in the same call as its 👍/👎.
+    let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
+        chat,
+        epoch: window.epoch,
+        feedback: feedback.clone(),
+    });
+    let mut options = follow_ups(&app, &result, job, extraction);
+    let wait = Duration::from_millis(app.config().options.attach_wait_ms);
+    // `None`: not ready yet; `Some(None)`: nothing to attach.
+    let quick = tokio::time::timeout(wait, &mut options)
+        .await
+        .ok()
+        .map(|ready| ready.ok().flatten());
+    let keyboard = match &quick {
+        _ if matches!(
+            result.status,
+            TurnStatus::LlmFailed(LlmError::ContextOverflow { .. })
+        ) =>
+        {
+            Keyboard::Clear
+        }
+        Some(Some(attached)) => Keyboard::Answer {
+            options: Options::Offered {
+                ticket: attached.ticket.clone(),
+                labels: attached.labels.clone(),
+            },
+            feedback: feedback.clone(),
+        },
+        _ => Keyboard::answer(feedback.clone()),
     };
     let shown = out.answer(chat, live, &result.answer, keyboard).await;
     // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
@@ -245,35 +271,120 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         let app2 = app.clone();
         app.spawn(async move { set_state(&app2, update, InboxState::Answered).await });
     }
-
-    // Follow-ups, in the background on the turn's own request prefix: option buttons, then
-    // the reflection (one after the other, so a local server's shared context is not asked
-    // for two long prompts at once, and the second reuses the first's cached prefix).
-    let Some(prefix) = result.prefix() else {
+    let (Some(message), Some(round)) = (shown.last().copied(), round) else {
         return;
     };
-    let options = (app.config().options.enabled && answered)
-        .then(|| shown.last().copied())
-        .flatten()
-        .map(|message| options::Answer {
-            chat,
-            message_id: message,
-            epoch: window.epoch,
-            feedback,
-        });
+    match quick {
+        Some(Some(attached)) => {
+            offer(&app, chat, round, &attached, message, feedback);
+        }
+        Some(None) => {}
+        // Later options: attached by one keyboard edit when they come.
+        None => {
+            let app2 = app.clone();
+            app.spawn(async move {
+                let Ok(Some(attached)) = options.await else {
+                    return;
+                };
+                if offer(&app2, chat, round, &attached, message, feedback.clone()) {
+                    let keyboard = Keyboard::Answer {
+                        options: Options::Offered {
+                            ticket: attached.ticket,
+                            labels: attached.labels,
+                        },
+                        feedback,
+                    };
+                    out.set_keyboard(chat, message, keyboard).await;
+                }
+            });
+        }
+    }
+}
+
+/// Starts the turn's follow-ups in the background, on its own request prefix: option buttons
+/// (for `extraction`), then the reflection (one after the other, so a local server's shared
+/// context is not asked for two long prompts at once, and the second reuses the first's cached
+/// prefix). The returned receiver gets the options, or nothing when there are none to wait for.
+fn follow_ups(
+    app: &Arc<App>,
+    result: &TurnResult,
+    job: ReflectionJob,
+    extraction: Option<options::Answer>,
+) -> tokio::sync::oneshot::Receiver<Option<options::Attached>> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let Some(prefix) = result.prefix() else {
+        return receiver;
+    };
     let reflection = app.learning().plan_reflection(&job);
-    if options.is_none() && reflection.is_none() {
-        return;
+    if extraction.is_none() && reflection.is_none() {
+        return receiver;
     }
     let app2 = app.clone();
     app.spawn(async move {
-        if let Some(answer) = options {
-            attach_options(&app2, &out, answer, &prefix).await;
-        }
+        let attached = match extraction {
+            Some(answer) => extract_options(&app2, answer, &prefix).await,
+            None => None,
+        };
+        // The turn may have stopped waiting; the options are then simply not shown.
+        let _ = sender.send(attached);
         if let Some(id) = reflection {
             app2.learning().reflect(id, &job, prefix).await;
         }
     });
+    receiver
+}
+
+/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay), in
+/// the background: a new turn or a clear makes them an earlier answer's. An answer whose option
+/// was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
+/// if the chat's state cannot be read: no options are offered then).
+pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
+    let (round, offered) = app
+        .store()
+        .retire_offered(chat)
+        .inspect_err(|e| tracing::warn!(chat, error = %e, "cannot retire the chat's options"))
+        .ok()?;
+    if let Some(offered) = offered
+        && app
+            .store()
+            .ticket(&offered.ticket)
+            .is_none_or(|ticket| ticket.chosen.is_none())
+    {
+        let out = out.clone();
+        app.spawn(async move {
+            let keyboard = Keyboard::answer(offered.feedback);
+            out.set_keyboard(chat, offered.message, keyboard).await;
+        });
+    }
+    Some(round)
+}
+
+/// Records that `message` shows `attached` as the chat's live options; `false` when a newer
+/// turn or a clear came first (the options then belong to an earlier answer).
+fn offer(
+    app: &App,
+    chat: i64,
+    round: u64,
+    attached: &options::Attached,
+    message: i32,
+    feedback: Option<String>,
+) -> bool {
+    let offered = Offered {
+        ticket: attached.ticket.clone(),
+        message,
+        feedback,
+    };
+    let recorded = app
+        .store()
+        .set_ticket_message(&attached.ticket, message)
+        .and_then(|()| app.store().offer(chat, round, &offered));
+    match recorded {
+        Ok(current) => current,
+        Err(e) => {
+            tracing::warn!(chat, error = %e, "cannot record the answer's options");
+            false
+        }
+    }
 }
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks
@@ -310,12 +421,15 @@ fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &Tu
     }
 }
 
-/// Extracts the answer's options and puts them beside its 👍/👎.
-async fn attach_options(app: &App, out: &Out, answer: options::Answer, prefix: &Prefix) {
-    let (chat, message, feedback) = (answer.chat, answer.message_id, answer.feedback.clone());
+/// Extracts the answer's options and stores them as a ticket.
+async fn extract_options(
+    app: &App,
+    answer: options::Answer,
+    prefix: &Prefix,
+) -> Option<options::Attached> {
     let config = app.config();
     let llm = app.agent().llm();
-    let Some(attached) = options::extract(
+    options::extract(
         llm,
         app.store(),
         &config.options,
@@ -324,17 +438,6 @@ async fn attach_options(app: &App, out: &Out, answer: options::Answer, prefix: &
         prefix,
     )
     .await
-    else {
-        return;
-    };
-    let keyboard = Keyboard::Answer {
-        options: Options::Offered {
-            ticket: attached.ticket,
-            labels: attached.labels,
-        },
-        feedback,
-    };
-    out.set_keyboard(chat, message, keyboard).await;
 }
 
 /// The prefix a reflection without its turn extends, with the parameters of the job's model

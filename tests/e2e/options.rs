@@ -28,29 +28,49 @@ fn json_options(labels: &[&str]) -> Reply {
     Reply::text(&format!("```json\n{}\n```", json!({"options": labels})))
 }
 
-/// The keyboard attached to the answer, once it is there.
-async fn wait_keyboard(h: &Harness, chat: i64) -> (i64, Vec<(String, String)>) {
-    let call =
-        h.tg.wait_for(|t| {
-            t.calls("editMessageReplyMarkup")
-                .into_iter()
-                .find(|c| c.ok && c.params["chat_id"] == json!(chat))
-        })
-        .await;
-    let buttons = call.params["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .unwrap()
+/// The option buttons of a call that carried a keyboard, with the message they are under.
+pub fn option_keyboard(call: &Call) -> Option<(i64, Vec<(String, String)>)> {
+    if !call.ok {
+        return None;
+    }
+    let buttons: Vec<(String, String)> = call.params["reply_markup"]["inline_keyboard"]
+        .as_array()?
         .iter()
-        .flat_map(|row| row.as_array().unwrap().clone())
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
         .map(|b| {
             (
-                b["text"].as_str().unwrap().to_string(),
-                b["callback_data"].as_str().unwrap().to_string(),
+                b["text"].as_str().unwrap_or_default().to_string(),
+                b["callback_data"].as_str().unwrap_or_default().to_string(),
             )
         })
         .filter(|(_, data)| data.starts_with("__opt__"))
         .collect();
-    (call.params["message_id"].as_i64().unwrap(), buttons)
+    if buttons.is_empty() {
+        return None;
+    }
+    let message = match call.method.as_str() {
+        "sendMessage" => call.result["message_id"].as_i64(),
+        _ => call.params["message_id"].as_i64(),
+    }?;
+    Some((message, buttons))
+}
+
+/// Every call to `chat` that put option buttons under a message, oldest first.
+pub fn option_calls(h: &Harness, chat: i64) -> Vec<Call> {
+    let mut calls: Vec<Call> = ["sendMessage", "editMessageText", "editMessageReplyMarkup"]
+        .into_iter()
+        .flat_map(|method| h.tg.calls(method))
+        .filter(|c| c.params["chat_id"] == json!(chat) && option_keyboard(c).is_some())
+        .collect();
+    calls.sort_by_key(|c| c.at);
+    calls
+}
+
+/// The option buttons attached to the chat's answer, once they are there (in the answer's own
+/// send, or by a keyboard edit).
+async fn wait_keyboard(h: &Harness, chat: i64) -> (i64, Vec<(String, String)>) {
+    h.tg.wait_for(|_| option_calls(h, chat).first().and_then(option_keyboard))
+        .await
 }
 
 fn answered_with(h: &Harness, query_id: &str) -> Option<Value> {
@@ -78,8 +98,11 @@ async fn options_appear_as_a_keyboard_on_the_answer() {
     for (_, data) in &buttons {
         assert!(data.starts_with("__opt__") && data.len() <= 64, "{data}");
     }
-    // The 👍/👎 row stays under the options.
-    let markup = &h.tg.calls("editMessageReplyMarkup")[0].params["reply_markup"]["inline_keyboard"];
+    // Quick options come in the answer's one send, with the 👍/👎 row under them.
+    let sends = h.tg.calls("sendMessage");
+    assert_eq!(sends.len(), 1);
+    assert!(h.tg.calls("editMessageReplyMarkup").is_empty());
+    let markup = &sends[0].params["reply_markup"]["inline_keyboard"];
     let last_row = markup.as_array().unwrap().last().unwrap();
     assert!(
         last_row[0]["callback_data"]
@@ -88,7 +111,7 @@ async fn options_appear_as_a_keyboard_on_the_answer() {
             .starts_with("__act__fb|")
     );
     // The fake Bot API rejects data over 64 bytes; nothing was rejected.
-    assert!(h.tg.calls("editMessageReplyMarkup").iter().all(|c| c.ok));
+    assert!(sends[0].ok);
     h.stop().await;
 }
 
@@ -204,12 +227,12 @@ async fn expired_forged_and_foreign_options_change_nothing() {
     let toast = h.tg.wait_for(|_| answered_with(&h, &query)).await;
     assert_eq!(toast["text"], "Sorry, this bot is private.");
 
-    // After /clear the real button has expired as well.
+    // After /clear the real button belongs to an earlier answer.
     h.tg.send_text(ALICE, "/clear");
     h.tg.wait_messages(ALICE, 2).await;
     let query = h.tg.press(ALICE, ALICE, message_id, &buttons[0].1);
     let toast = h.tg.wait_for(|_| answered_with(&h, &query)).await;
-    assert_eq!(toast["text"], "This option has expired");
+    assert_eq!(toast["text"], "That choice belongs to an earlier answer");
 
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(

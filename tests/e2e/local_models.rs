@@ -54,15 +54,10 @@ fn has_tool_result(request: &Value) -> bool {
         .any(|m| m["role"] == "tool")
 }
 
-/// Waits until `chat`'s answer carries option buttons.
+/// Waits until `chat`'s answer carries option buttons (in its send or by a later edit).
 async fn wait_options(h: &Harness, chat: i64) {
-    h.tg.wait_for(|t| {
-        t.calls("editMessageReplyMarkup").into_iter().find(|c| {
-            c.ok && c.params["chat_id"] == json!(chat)
-                && c.params["reply_markup"].to_string().contains("__opt__")
-        })
-    })
-    .await;
+    h.tg.wait_for(|_| crate::options::option_calls(h, chat).first().cloned())
+        .await;
 }
 
 #[tokio::test]
@@ -330,7 +325,12 @@ async fn a_users_answer_is_served_before_queued_background_calls() {
         with_follow_ups(req, || Reply::text("ok")).after(Duration::from_millis(300))
     })
     .await;
-    let h = Harness::start_with(llm, |c| c.llm.max_concurrent = 1).await;
+    // The answer does not wait for its options here, so both are still queued when Bob asks.
+    let h = Harness::start_with(llm, |c| {
+        c.llm.max_concurrent = 1;
+        c.options.attach_wait_ms = 0;
+    })
+    .await;
     h.tg.send_text(ALICE, "alice first");
     h.tg.wait_messages(ALICE, 1).await;
     // Alice's options and reflection are queued now (one in flight): Bob's turn comes after.

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod answers;
 mod commands;
 mod durability;
 mod hostile;

@@ -81,15 +81,15 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
 
 /// At start-up: finishes what a crash or shutdown interrupted. A turn that was not stored runs
 /// again; a stored turn whose answer may not have reached the user has its answer sent;
-/// answered updates older than a week are forgotten; unfinished reflections resume.
+/// unfinished reflections resume. Records older than `retention_days` are pruned now and then
+/// every `prune_interval_secs` in the background.
 pub async fn recover(app: &Arc<App>, out: &Out) {
-    const KEEP_SECS: i64 = 7 * 24 * 3600;
-    if let Err(e) = app
-        .store()
-        .prune_inbox(chrono::Utc::now().timestamp() - KEEP_SECS)
-    {
-        tracing::warn!(error = %e, "cannot prune the inbox");
-    }
+    let config = app.config();
+    app.spawn(crate::store::retention::prune_forever(
+        app.store().clone(),
+        config.retention_days,
+        std::time::Duration::from_secs(config.prune_interval_secs),
+    ));
     for (id, job) in app.learning().pending_reflections() {
         tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
         let prefix = bare_prefix(app, &job);

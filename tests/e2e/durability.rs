@@ -358,3 +358,73 @@ async fn secrets_never_reach_logs_or_users() {
         offline.logs()
     );
 }
+
+#[tokio::test]
+async fn old_tickets_are_pruned_while_the_bot_runs() {
+    use heurist::store::{FeedbackTicket, OptionTicket, ReflectionJob, Vote};
+    let llm = FakeLlm::start(|_, _| Reply::text("unused")).await;
+    let h = Harness::start_with(llm, |c| {
+        c.retention_days = 30;
+        c.prune_interval_secs = 1;
+    })
+    .await;
+    // Let the start-up prune pass, so only the background one can remove what follows.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let now = chrono::Utc::now().timestamp();
+    let (old, fresh) = (now - 31 * 24 * 3600, now - 29 * 24 * 3600);
+    let store = h.app().store();
+    let option = |created| OptionTicket {
+        chat: ALICE,
+        message_id: 1,
+        labels: vec!["a".into()],
+        epoch: 0,
+        chosen: None,
+        feedback: None,
+        created,
+    };
+    let feedback = |created| FeedbackTicket {
+        chat: ALICE,
+        heuristics: vec![],
+        job: ReflectionJob {
+            chat: ALICE,
+            model: "test-model".into(),
+            task: "t".into(),
+            tools: vec![],
+            outcome: "ok".into(),
+            external: false,
+            answer: None,
+        },
+        vote: None,
+        changes: 0,
+        created,
+    };
+    let old_option = store.create_ticket(&option(old)).unwrap();
+    let fresh_option = store.create_ticket(&option(fresh)).unwrap();
+    let old_feedback = store.create_feedback(&feedback(old)).unwrap();
+    let fresh_feedback = store.create_feedback(&feedback(fresh)).unwrap();
+    assert!(
+        store.ticket(&old_option).is_some(),
+        "stored before the prune"
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while store.ticket(&old_option).is_some() {
+        assert!(
+            std::time::Instant::now() < until,
+            "not pruned while running"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        store.ticket(&fresh_option).is_some(),
+        "within the retention"
+    );
+    assert!(matches!(
+        store.vote(&old_feedback, ALICE, true, 1).unwrap(),
+        Vote::Unknown
+    ));
+    assert!(matches!(
+        store.vote(&fresh_feedback, ALICE, true, 1).unwrap(),
+        Vote::Recorded(_)
+    ));
+    h.stop().await;
+}

@@ -71,8 +71,9 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
         }
     }
     let chat = input.chat;
+    let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
-        .enqueue(chat, update, run(app.clone(), out.clone(), input));
+        .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
     if let Err(e) = app.store().flush_async().await {
         tracing::error!(error = %e, "cannot flush the inbox");
     }
@@ -115,8 +116,13 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                     text: entry.text,
                     image: entry.image,
                 };
-                app.queues()
-                    .enqueue(chat, Some(update), run(app.clone(), out.clone(), input));
+                let on_panic = failed(app.clone(), out.clone(), chat, Some(update));
+                app.queues().enqueue(
+                    chat,
+                    Some(update),
+                    run(app.clone(), out.clone(), input),
+                    on_panic,
+                );
             }
             // Stored, but the chat was cleared since: nothing left to send.
             None => set_state(app, update, InboxState::Answered).await,
@@ -137,6 +143,26 @@ pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
 }
+
+/// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
+/// even after a restart), and the user is told once that the message could not be handled.
+async fn failed(app: Arc<App>, out: Out, chat: i64, update: Option<u32>) {
+    if let Some(update) = update {
+        tracing::error!(
+            update,
+            chat,
+            "a turn panicked; its message is marked failed"
+        );
+        let written = app.store().set_update_state(update, InboxState::Failed);
+        if let Err(e) = written.and(app.store().flush_async().await) {
+            tracing::warn!(update, error = %e, "cannot record a failed turn");
+        }
+    }
+    out.notice(chat, PANIC_NOTICE).await;
+}
+
+/// What the user is told when their message crashed its turn.
+pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this message could not be handled. Please try again or rephrase it.";
 
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.

@@ -34,7 +34,7 @@ mod chats;
 mod history;
 mod inbox;
 mod learning;
-pub mod retention;
+pub(crate) mod retention;
 mod tickets;
 mod usage;
 

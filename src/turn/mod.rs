@@ -86,9 +86,8 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
 /// every `prune_interval_secs` in the background.
 pub async fn recover(app: &Arc<App>, out: &Out) {
     let config = app.config();
-    app.spawn(crate::store::retention::prune_forever(
-        app.store().clone(),
-        config.retention_days,
+    app.spawn(prune_forever(
+        app.clone(),
         std::time::Duration::from_secs(config.prune_interval_secs),
     ));
     for (id, job) in app.learning().pending_reflections() {
@@ -126,6 +125,25 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
             }
             // Stored, but the chat was cleared since: nothing left to send.
             None => set_state(app, update, InboxState::Answered).await,
+        }
+    }
+}
+
+/// Prunes records older than `retention_days` now and then every `interval` (at least a
+/// second), until the shutdown aborts it. It holds the app, not a bare store handle, so a
+/// shutdown that waits for the app to be released also waits for a prune in progress.
+async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
+    let mut ticks = tokio::time::interval(interval.max(std::time::Duration::from_secs(1)));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let now = chrono::Utc::now().timestamp();
+        let before = crate::store::retention::cutoff(now, app.config().retention_days);
+        let app2 = app.clone();
+        match tokio::task::spawn_blocking(move || app2.store().prune(before)).await {
+            Ok(Ok(report)) => tracing::debug!(?report, "pruned old records"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot prune old records"),
+            Err(e) => tracing::warn!(error = %e, "the prune task failed"),
         }
     }
 }

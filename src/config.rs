@@ -178,7 +178,6 @@ pub struct LearningConfig {
     pub min_utility: f32,
     pub max_heuristics: usize,
     pub review: Review,
-    pub show_used: bool,
     pub feedback_buttons: bool,
 }
 

@@ -16,6 +16,10 @@
 //! byte-identical prefix of the previous one (agent calls), or of its agent call (options
 //! extraction and reflection).
 //!
+//! Then a paced run at Telegram's production pacing (100 chats × 3 messages, fast LLM, no
+//! options): Telegram calls per answered turn (one is the goal) and the wall time as a
+//! multiple of the floor 30 calls/s imply.
+//!
 //! `cargo bench --bench pipeline` runs the full set (under a minute on 2 cores);
 //! `-- --smoke` a tiny one (CI runs it so this cannot rot).
 
@@ -31,6 +35,19 @@ use support::telegram::FakeTelegram;
 use support::{
     BotProcess, FakeLlm, Reply, is_options_request, is_reflection_request, last_user_text,
 };
+
+/// Telegram's production pacing (the defaults), no per-user turn limit, options off: the
+/// paced run counts the calls of answers without options.
+const PACED_TOML: &str = "\
+[telegram]
+chat_interval_ms = 1000
+group_interval_ms = 3000
+global_per_second = 30
+[limits]
+turns_per_minute = 0
+[options]
+enabled = false
+";
 
 /// Telegram's limits lifted, shipped skills on, everything else as deployed.
 const BENCH_TOML: &str = "\
@@ -244,6 +261,69 @@ async fn run(scenario: &Scenario) -> Figures {
     }
 }
 
+/// The paced run: `chats` chats × `messages` messages at production pacing with a fast LLM.
+/// Returns Telegram send/edit/delete calls per answered turn, and the wall time as a multiple of
+/// the floor that `global_per_second` (30) implies for one call per answer.
+async fn paced(chats: usize, messages: usize) -> (f64, f64, Duration) {
+    let tg = FakeTelegram::start().await;
+    let llm = FakeLlm::start(zero_latency_llm()).await;
+    let dir = tempfile::tempdir().unwrap();
+    const FIRST_CHAT: i64 = 1001;
+    let users = (FIRST_CHAT..FIRST_CHAT + chats as i64)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut bot = BotProcess::spawn_with(
+        &tg,
+        &llm.url,
+        dir.path(),
+        &[("HEURIST_ALLOWED_USERS", &users), ("RUST_LOG", "warn")],
+        PACED_TOML,
+    );
+    while tg.first_poll().is_none() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = Instant::now();
+    let drivers: Vec<_> = (FIRST_CHAT..FIRST_CHAT + chats as i64)
+        .map(|chat| {
+            let tg = tg.clone();
+            tokio::spawn(async move {
+                for m in 0..messages {
+                    let text = format!("chat {chat} message {m}: what do you think?");
+                    tg.send_text(chat, &text);
+                    tg.wait_text(chat, &format!("re: {text}"), Duration::from_secs(120))
+                        .await
+                        .expect("an answer");
+                }
+            })
+        })
+        .collect();
+    for driver in drivers {
+        driver.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    // Any call an answer still owed (a final edit, a keyboard) would come now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    bot.terminate();
+    bot.wait(Duration::from_secs(20)).await;
+    let turns = chats * messages;
+    let calls: usize = [
+        "sendMessage",
+        "editMessageText",
+        "editMessageReplyMarkup",
+        "deleteMessage",
+    ]
+    .iter()
+    .map(|m| tg.calls(m).len())
+    .sum();
+    let floor = Duration::from_secs_f64(turns as f64 / 30.0);
+    (
+        calls as f64 / turns as f64,
+        elapsed.as_secs_f64() / floor.as_secs_f64(),
+        elapsed,
+    )
+}
+
 /// A request's prompt as providers cache it: the tool schemas (rendered before the
 /// conversation), then the messages.
 fn prompt_bytes(request: &Value) -> String {
@@ -431,6 +511,25 @@ async fn main() {
             f.startup.as_millis(),
         );
     }
+    let (chats, messages) = if smoke { (3, 2) } else { (100, 3) };
+    let (calls_per_turn, of_floor, wall) = paced(chats, messages).await;
+    println!();
+    println!(
+        "Paced run (chat_interval_ms 1000, group_interval_ms 3000, global_per_second 30), {chats} chats × {messages} messages, fast LLM, no options:"
+    );
+    println!("| Telegram calls per answered turn | wall time | × the 30 calls/s floor |");
+    println!("|---|---|---|");
+    println!(
+        "| {calls_per_turn:.2} | {:.2} s | {of_floor:.2}× |",
+        wall.as_secs_f64()
+    );
+    if smoke {
+        assert!(
+            (calls_per_turn - 1.0).abs() < 1e-9,
+            "one call per short answer"
+        );
+    }
+
     let [agent, options, reflection] = token_discipline().await;
     println!();
     println!(

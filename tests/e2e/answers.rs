@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::options::{option_calls, option_keyboard};
+use crate::support::telegram::Call;
 use crate::support::*;
 
 /// The chats every test here talks in at once (admins are allowed too).

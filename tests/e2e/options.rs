@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::telegram::Call;
 use crate::support::*;
 
 const LONG_LABEL: &str =

@@ -14,7 +14,7 @@ use heurist::{Config, Running};
 use tempfile::TempDir;
 
 pub use llm::{FakeLlm, Reply, is_options_request, is_reflection_request, last_user_text};
-pub use telegram::{Call, FakeTelegram};
+pub use telegram::FakeTelegram;
 
 /// An allowed user (private chat id = user id).
 pub const ALICE: i64 = 1001;

@@ -172,10 +172,18 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         (None, None)
     };
     let role = app.config().role_of(input.user);
-    let result = app
+    let mut result = app
         .agent()
         .run(&model, prompt, user_message, events.as_ref(), role)
         .await;
+    if let TurnStatus::LlmFailed(error) = &result.status
+        && crate::agent::is_configuration_error(error)
+        && !alert_admins(&app, &out, &model.id, error).await
+    {
+        result.answer = "Sorry, I cannot answer right now: the bot's language model settings \
+                         need fixing by its owner."
+            .to_string();
+    }
     if let Some(events) = events {
         let _ = events.send(AgentEvent::Finished);
     }
@@ -261,7 +269,12 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
             epoch: window.epoch,
             feedback,
         });
-    let reflection = app.learning().plan_reflection(&job);
+    // A turn whose LLM failed is not reflected on: the endpoint that just failed would only
+    // be asked again, and there is nothing to learn from an error.
+    let failed = matches!(result.status, TurnStatus::LlmFailed(_));
+    let reflection = (!failed)
+        .then(|| app.learning().plan_reflection(&job))
+        .flatten();
     if options.is_none() && reflection.is_none() {
         return;
     }
@@ -274,6 +287,29 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
             app2.learning().reflect(id, &job, prefix).await;
         }
     });
+}
+
+/// Tells the admins (in their private chats) that the LLM refused the bot's setup, at most
+/// once an hour; `false` if there is no admin to tell, so the user is not promised one was.
+async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bool {
+    let admins = &app.config().access.admins;
+    if admins.is_empty() {
+        return false;
+    }
+    if app.claim_admin_alert() {
+        let text = format!(
+            "⚠️ The language model refused the bot's setup for model {model}: {error}. \
+             Check the API key and the model id (this alert repeats at most once an hour)."
+        );
+        let text = crate::logging::redact(&text, &app.config().secrets());
+        for admin in admins {
+            let Ok(chat) = i64::try_from(*admin) else {
+                continue;
+            };
+            out.notice(chat, &text).await;
+        }
+    }
+    true
 }
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks

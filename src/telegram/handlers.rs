@@ -113,8 +113,11 @@ pub async fn command(
         return Ok(());
     }
     match cmd {
-        Command::Start | Command::Help => {
-            notify(bot, policy, chat, &views::help_text(role)).await;
+        Command::Start => {
+            send_html(bot, policy, chat, &views::start_html(role), None).await?;
+        }
+        Command::Help => {
+            send_html(bot, policy, chat, &views::help_html(&app, role), None).await?;
         }
         Command::Clear => {
             notify(bot, policy, chat, actions::clear(&app, chat.0)).await;

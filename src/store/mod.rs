@@ -269,6 +269,7 @@ mod tests {
     fn samples() -> Vec<Vec<u8>> {
         let job = ReflectionJob {
             chat: CHAT,
+            user: None,
             model: "m".into(),
             task: "t".into(),
             tools: vec![],
@@ -426,6 +427,7 @@ mod tests {
         store.put_heuristic(&good_heuristic()).unwrap();
         let job = ReflectionJob {
             chat: CHAT,
+            user: None,
             model: "m".into(),
             task: "kept".into(),
             tools: vec![],
@@ -554,6 +556,7 @@ mod tests {
             created,
             ..good_feedback(ReflectionJob {
                 chat: CHAT,
+                user: None,
                 model: "m".into(),
                 task: "t".into(),
                 tools: vec![],

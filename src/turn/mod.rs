@@ -207,6 +207,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Show: the answer with 👍/👎 (or a way out of an overflowing conversation).
     let job = ReflectionJob {
         chat,
+        user: Some(input.user),
         model: model.id.clone(),
         task: reflection::task_summary(&input.text),
         tools: result.tools_used.clone(),
@@ -265,6 +266,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         .flatten()
         .map(|message| options::Answer {
             chat,
+            user: input.user,
             message_id: message,
             epoch: window.epoch,
             feedback,

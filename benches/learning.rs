@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use heurist::learning::Source;
 use heurist::learning::heuristics::HeuristicEntry;
+use heurist::learning::text::text_similarity;
 use heurist::llm::{ChatMessage, estimate_tokens};
 use serde_json::{Value, json};
 use support::{ALICE, BOB, FakeLlm, Harness, Reply, is_options_request, is_reflection_request};
@@ -73,7 +74,7 @@ const FAMILIES: &[Family] = &[
     },
     Family {
         learn_task: "pip install fails with a version conflict",
-        lesson: "For Python dependency conflicts, use a virtual environment and pinned requirements",
+        lesson: "For Python dependency conflicts after pip installs or upgrades, use a virtual environment and pinned package requirements",
         fresh: [
             "How should I manage Python dependencies for a new project?",
             "ImportError after upgrading packages with pip",
@@ -353,21 +354,66 @@ const TEMPLATES: &[&str] = &[
     "Check which region the user means before discussing {a} or {b}",
 ];
 
-/// The distractor heuristics: `count` distinct texts.
+/// The distractor heuristics: `count` texts about two of the real `SUBJECTS` each, none the
+/// same lesson as another by the bot's own dedupe rule (word-set Jaccard 0.8), so every one is
+/// stored.
 fn distractors(count: usize) -> Vec<String> {
+    let mut by_template: Vec<Vec<String>> = vec![Vec::new(); TEMPLATES.len()];
     let mut out = Vec::with_capacity(count);
     let n = SUBJECTS.len();
     'outer: for offset in 1..n {
         for (i, a) in SUBJECTS.iter().enumerate() {
-            let b = SUBJECTS[(i + offset) % n];
-            let template = TEMPLATES[(i + offset) % TEMPLATES.len()];
-            out.push(template.replace("{a}", a).replace("{b}", b));
+            let t = (i + offset) % TEMPLATES.len();
+            let text = TEMPLATES[t]
+                .replace("{a}", a)
+                .replace("{b}", SUBJECTS[(i + offset) % n]);
+            if by_template[t]
+                .iter()
+                .any(|known| text_similarity(known, &text) >= 0.8)
+            {
+                continue;
+            }
+            by_template[t].push(text.clone());
+            out.push(text);
             if out.len() == count {
                 break 'outer;
             }
         }
     }
     out
+}
+
+/// `count` heuristics about made-up subjects, two of their own each, for a store larger than
+/// the real subjects can fill.
+fn made_up_distractors(count: usize) -> Vec<String> {
+    let subjects = made_up_subjects(2 * count);
+    (0..count)
+        .map(|k| {
+            TEMPLATES[k % TEMPLATES.len()]
+                .replace("{a}", &subjects[2 * k])
+                .replace("{b}", &subjects[2 * k + 1])
+        })
+        .collect()
+}
+
+/// Made-up subject words (`zorvakipli`, ...), distinct, as many as asked (up to 331,776).
+fn made_up_subjects(count: usize) -> Vec<String> {
+    const SYLLABLES: &[&str] = &[
+        "zor", "va", "ki", "pli", "me", "tu", "dra", "so", "ne", "gu", "fa", "lo", "bri", "xe",
+        "qua", "mi", "ta", "ru", "sel", "po", "ka", "vin", "do", "ly",
+    ];
+    let n = SYLLABLES.len();
+    (0..count)
+        .map(|i| {
+            format!(
+                "{}{}{}{}",
+                SYLLABLES[i % n],
+                SYLLABLES[(i / n) % n],
+                SYLLABLES[(i / (n * n)) % n],
+                SYLLABLES[(i / (n * n * n)) % n]
+            )
+        })
+        .collect()
 }
 
 fn entry(text: &str) -> HeuristicEntry {
@@ -491,23 +537,15 @@ async fn retrieval_time(size: usize) -> (Duration, Duration) {
     let learning = heurist::learning::Learning::new(learning_config, &config.llm, store, llm);
     let source = Source::default();
     let mut texts: Vec<String> = FAMILIES.iter().map(|f| f.lesson.to_string()).collect();
-    let mut k = 0;
-    while texts.len() < size {
-        // Distinct subjects beyond the fixed list: numbered variants of them.
-        for text in distractors(SUBJECTS.len() * (SUBJECTS.len() - 1)) {
-            texts.push(format!("{text} (case {k})"));
-            if texts.len() == size {
-                break;
-            }
-        }
-        k += 1;
-    }
+    texts.extend(made_up_distractors(size - texts.len()));
     for chunk in texts.chunks(500) {
         learning
             .learn(chunk.iter().map(|t| entry(t)).collect(), &source)
             .await
             .unwrap();
     }
+    let stored = learning.listing(false).len();
+    assert!(stored * 10 >= size * 9, "only {stored} of {size} stored");
     let queries: Vec<&str> = FAMILIES.iter().flat_map(|f| f.fresh).collect();
     let mut times = Vec::new();
     for _ in 0..10 {

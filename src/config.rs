@@ -27,6 +27,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub shutdown_grace_secs: u64,
     pub cache_bytes: u64,
+    /// Answered inbox entries and option/feedback tickets older than this are pruned.
+    pub retention_days: u32,
+    /// How often that pruning runs while the bot runs (and once at start).
+    pub prune_interval_secs: u64,
     pub telegram: TelegramConfig,
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
@@ -174,7 +178,6 @@ pub struct LearningConfig {
     pub min_utility: f32,
     pub max_heuristics: usize,
     pub review: Review,
-    pub show_used: bool,
     pub feedback_buttons: bool,
 }
 

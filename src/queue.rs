@@ -6,6 +6,9 @@
 //! enqueue and return, which keeps the dispatcher free for `/cancel` and callback presses while
 //! a turn runs. Aborting drops the turn's future: it has written nothing yet (history is written
 //! at the end of a turn), so a cancelled turn leaves no partial history.
+//!
+//! A job that panics is reported: the lane runs the job's `on_panic` future (given with the
+//! job, so it knows the job's tag and chat), then goes on with the chat's next job.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -16,8 +19,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-/// A queued job and its tag (the update it answers, if any).
-type Job = (Pin<Box<dyn Future<Output = ()> + Send>>, Option<u32>);
+type BoxedJob = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A queued job, its tag (the update it answers, if any), and what to do if it panics.
+type Job = (BoxedJob, Option<u32>, BoxedJob);
 
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
@@ -47,13 +52,15 @@ impl ChatQueues {
     }
 
     /// Queues a job behind the chat's earlier ones; `tag` comes back from [`Self::cancel`].
+    /// `on_panic` runs (in the lane, before the next job) only if the job panics.
     pub fn enqueue(
         &self,
         chat: i64,
         tag: Option<u32>,
         job: impl Future<Output = ()> + Send + 'static,
+        on_panic: impl Future<Output = ()> + Send + 'static,
     ) {
-        let mut job: Job = (Box::pin(job), tag);
+        let mut job: Job = (Box::pin(job), tag, Box::pin(on_panic));
         let mut lanes = self.lanes();
         if let Some(lane) = lanes.get(&chat) {
             match lane.jobs.send(job) {
@@ -78,7 +85,7 @@ impl ChatQueues {
 
     async fn work(self, chat: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
         loop {
-            let (job, tag) = {
+            let (job, tag, on_panic) = {
                 let mut lanes = self.lanes();
                 match rx.try_recv() {
                     Ok(job) => job,
@@ -98,8 +105,11 @@ impl ChatQueues {
             {
                 tracing::error!(
                     chat,
+                    tag,
                     "a turn panicked; the chat goes on with its next message"
                 );
+                // Its own task: a panicking report cannot take the lane down with it.
+                let _ = tokio::spawn(on_panic).await;
             }
             if let Some(lane) = self.lanes().get_mut(&chat) {
                 lane.running = None;
@@ -154,17 +164,27 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
             let log = log.clone();
-            queues.enqueue(1, None, async move {
-                tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
-                log.lock().unwrap().push(i);
-            });
+            queues.enqueue(
+                1,
+                None,
+                async move {
+                    tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
+                    log.lock().unwrap().push(i);
+                },
+                async {},
+            );
         }
         // Another chat is not stuck behind chat 1.
         let other = Arc::new(AtomicUsize::new(0));
         let flag = other.clone();
-        queues.enqueue(2, None, async move {
-            flag.store(1, Ordering::SeqCst);
-        });
+        queues.enqueue(
+            2,
+            None,
+            async move {
+                flag.store(1, Ordering::SeqCst);
+            },
+            async {},
+        );
         tokio::time::sleep(Duration::from_millis(3)).await;
         assert_eq!(other.load(Ordering::SeqCst), 1);
         assert!(queues.drain(Duration::from_secs(5)).await);
@@ -172,14 +192,45 @@ mod tests {
 
         let finished = Arc::new(AtomicUsize::new(0));
         let f = finished.clone();
-        queues.enqueue(3, Some(42), async move {
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            f.store(1, Ordering::SeqCst);
-        });
+        queues.enqueue(
+            3,
+            Some(42),
+            async move {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                f.store(1, Ordering::SeqCst);
+            },
+            async {},
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(queues.cancel(3), Some(Cancelled { tag: Some(42) }));
         assert!(queues.drain(Duration::from_secs(1)).await);
         assert_eq!(finished.load(Ordering::SeqCst), 0);
         assert_eq!(queues.cancel(3), None);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_reported_with_its_tag_and_the_lane_goes_on() {
+        let queues = ChatQueues::default();
+        let reported = Arc::new(Mutex::new(Vec::new()));
+        let log = reported.clone();
+        queues.enqueue(
+            7,
+            Some(5),
+            async { panic!("a bug in a turn") },
+            async move { log.lock().unwrap().push(5) },
+        );
+        let after = Arc::new(AtomicUsize::new(0));
+        let (flag, log) = (after.clone(), reported.clone());
+        queues.enqueue(
+            7,
+            Some(6),
+            async move {
+                flag.store(1, Ordering::SeqCst);
+            },
+            async move { log.lock().unwrap().push(6) },
+        );
+        assert!(queues.drain(Duration::from_secs(5)).await);
+        assert_eq!(*reported.lock().unwrap(), vec![5], "only the panicking job");
+        assert_eq!(after.load(Ordering::SeqCst), 1, "the next job still ran");
     }
 }

@@ -384,11 +384,25 @@ impl Learning {
             None => HashMap::new(),
         };
         let best_lexical = lexical.values().copied().fold(0.0_f32, f32::max);
+        // Only heuristics that share a term, have a vector, or belong to a matched skill can
+        // fit: the rest of the store is not looked at.
+        let mut candidates: Vec<u64> = lexical.keys().chain(semantic.keys()).copied().collect();
+        if !matched.is_empty() {
+            candidates.extend(
+                memory
+                    .records
+                    .values()
+                    .filter(|h| h.skill.as_ref().is_some_and(|s| matched.contains(s)))
+                    .map(|h| h.id),
+            );
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
         // How well each eligible heuristic fits: BM25, or BM25 (as a share of the best) fused
         // with cosine when embeddings are on.
-        let mut fitting: Vec<(f32, &Heuristic)> = memory
-            .records
-            .values()
+        let mut fitting: Vec<(f32, &Heuristic)> = candidates
+            .iter()
+            .filter_map(|id| memory.records.get(id))
             .filter(|h| h.review == ReviewState::Approved && h.utility() >= config.min_utility)
             .filter_map(|h| {
                 let mut bm25 = lexical.get(&h.id).copied().unwrap_or(0.0);

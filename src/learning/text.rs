@@ -64,10 +64,11 @@ pub fn stem(word: &str) -> String {
     if n > 4 && word.ends_with("ies") {
         return cut("ies", "y");
     }
-    if n > 5 && word.ends_with("ing") {
+    // What is left must have four letters or more: "rowing" and "rowed" are not "row".
+    if n > 6 && word.ends_with("ing") {
         return cut("ing", "");
     }
-    if n > 4 && word.ends_with("ed") && !word.ends_with("eed") {
+    if n > 5 && word.ends_with("ed") && !word.ends_with("eed") {
         return cut("ed", "");
     }
     if n > 3
@@ -265,6 +266,9 @@ mod tests {
             ("analysis", "analysis"),
             ("bus", "bus"),
             ("using", "using"),
+            ("rowing", "rowing"),
+            ("rowed", "rowed"),
+            ("rows", "row"),
             ("need", "need"),
             ("agreed", "agreed"),
             ("grüße", "grüße"),

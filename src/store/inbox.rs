@@ -17,6 +17,16 @@ pub enum InboxState {
     Stored,
     /// Answered (or cancelled, or refused): nothing left to do.
     Answered,
+    /// Its turn panicked and the user was told: never replayed, so a message that crashes
+    /// its turn cannot do so again at every start.
+    Failed,
+}
+
+impl InboxState {
+    /// Nothing is left to do for the update: it is not resumed, and may be pruned.
+    pub fn is_done(self) -> bool {
+        matches!(self, Self::Answered | Self::Failed)
+    }
 }
 
 /// An update that starts a turn.
@@ -67,16 +77,17 @@ impl Store {
                 let (key, value) = entry.ok()?;
                 let update = u32::from_be_bytes(key.as_ref().try_into().ok()?);
                 decode_json::<InboxEntry>(TREE, &key, &value)
-                    .filter(|e| e.state != InboxState::Answered)
+                    .filter(|e| !e.state.is_done())
                     .map(|e| (update, e))
             })
             .collect()
     }
 
-    /// Forgets answered updates received before `before` (unix seconds), and unreadable ones.
+    /// Forgets finished (answered or failed) updates received before `before` (unix
+    /// seconds), and unreadable ones.
     pub fn prune_inbox(&self, before: i64) -> anyhow::Result<usize> {
         prune_json(&self.inbox, TREE, |e: &InboxEntry| {
-            e.state == InboxState::Answered && e.received < before
+            e.state.is_done() && e.received < before
         })
     }
 }
@@ -103,13 +114,19 @@ mod tests {
         let pending = entry(InboxState::Pending, 5);
         assert!(store.accept_update(1, &pending).unwrap());
         assert!(!store.accept_update(1, &pending).unwrap(), "re-delivered");
-        assert_eq!(store.unfinished_updates(), vec![(1, pending)]);
+        assert_eq!(store.unfinished_updates(), vec![(1, pending.clone())]);
         store.set_update_state(1, InboxState::Answered).unwrap();
         assert!(store.unfinished_updates().is_empty());
+        assert!(store.accept_update(2, &pending).unwrap());
+        store.set_update_state(2, InboxState::Failed).unwrap();
+        assert!(
+            store.unfinished_updates().is_empty(),
+            "a failed turn is not resumed"
+        );
     }
 
     #[test]
-    fn pruning_drops_only_old_answered_entries() {
+    fn pruning_drops_only_old_finished_entries() {
         struct Case {
             name: &'static str,
             state: InboxState,
@@ -128,6 +145,12 @@ mod tests {
                 state: InboxState::Answered,
                 received: 100,
                 pruned: false,
+            },
+            Case {
+                name: "old failed",
+                state: InboxState::Failed,
+                received: 10,
+                pruned: true,
             },
             Case {
                 name: "old pending",

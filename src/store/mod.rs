@@ -15,6 +15,7 @@
 //! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
+//! - `retention.rs`: the background prune that keeps the trees above bounded.
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
 //!   [`UsageTotals`]) and `user:<id>:<day>` (value a big-endian token count).
 //!
@@ -33,6 +34,7 @@ mod chats;
 mod history;
 mod inbox;
 mod learning;
+pub(crate) mod retention;
 mod tickets;
 mod usage;
 

@@ -71,8 +71,9 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
         }
     }
     let chat = input.chat;
+    let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
-        .enqueue(chat, update, run(app.clone(), out.clone(), input));
+        .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
     if let Err(e) = app.store().flush_async().await {
         tracing::error!(error = %e, "cannot flush the inbox");
     }
@@ -81,15 +82,14 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
 
 /// At start-up: finishes what a crash or shutdown interrupted. A turn that was not stored runs
 /// again; a stored turn whose answer may not have reached the user has its answer sent;
-/// answered updates older than a week are forgotten; unfinished reflections resume.
+/// unfinished reflections resume. Records older than `retention_days` are pruned now and then
+/// every `prune_interval_secs` in the background.
 pub async fn recover(app: &Arc<App>, out: &Out) {
-    const KEEP_SECS: i64 = 7 * 24 * 3600;
-    if let Err(e) = app
-        .store()
-        .prune_inbox(chrono::Utc::now().timestamp() - KEEP_SECS)
-    {
-        tracing::warn!(error = %e, "cannot prune the inbox");
-    }
+    let config = app.config();
+    app.spawn(prune_forever(
+        app.clone(),
+        std::time::Duration::from_secs(config.prune_interval_secs),
+    ));
     for (id, job) in app.learning().pending_reflections() {
         tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
         let prefix = bare_prefix(app, &job);
@@ -115,11 +115,35 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                     text: entry.text,
                     image: entry.image,
                 };
-                app.queues()
-                    .enqueue(chat, Some(update), run(app.clone(), out.clone(), input));
+                let on_panic = failed(app.clone(), out.clone(), chat, Some(update));
+                app.queues().enqueue(
+                    chat,
+                    Some(update),
+                    run(app.clone(), out.clone(), input),
+                    on_panic,
+                );
             }
             // Stored, but the chat was cleared since: nothing left to send.
             None => set_state(app, update, InboxState::Answered).await,
+        }
+    }
+}
+
+/// Prunes records older than `retention_days` now and then every `interval` (at least a
+/// second), until the shutdown aborts it. It holds the app, not a bare store handle, so a
+/// shutdown that waits for the app to be released also waits for a prune in progress.
+async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
+    let mut ticks = tokio::time::interval(interval.max(std::time::Duration::from_secs(1)));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let now = chrono::Utc::now().timestamp();
+        let before = crate::store::retention::cutoff(now, app.config().retention_days);
+        let app2 = app.clone();
+        match tokio::task::spawn_blocking(move || app2.store().prune(before)).await {
+            Ok(Ok(report)) => tracing::debug!(?report, "pruned old records"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot prune old records"),
+            Err(e) => tracing::warn!(error = %e, "the prune task failed"),
         }
     }
 }
@@ -137,6 +161,26 @@ pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
 }
+
+/// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
+/// even after a restart), and the user is told once that the message could not be handled.
+async fn failed(app: Arc<App>, out: Out, chat: i64, update: Option<u32>) {
+    if let Some(update) = update {
+        tracing::error!(
+            update,
+            chat,
+            "a turn panicked; its message is marked failed"
+        );
+        let written = app.store().set_update_state(update, InboxState::Failed);
+        if let Err(e) = written.and(app.store().flush_async().await) {
+            tracing::warn!(update, error = %e, "cannot record a failed turn");
+        }
+    }
+    out.notice(chat, PANIC_NOTICE).await;
+}
+
+/// What the user is told when their message crashed its turn.
+pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this message could not be handled. Please try again or rephrase it.";
 
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.

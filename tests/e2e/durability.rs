@@ -369,3 +369,204 @@ async fn secrets_never_reach_logs_or_users() {
         offline.logs()
     );
 }
+
+#[tokio::test]
+async fn old_tickets_are_pruned_while_the_bot_runs() {
+    use heurist::store::{FeedbackTicket, OptionTicket, ReflectionJob, Vote};
+    let llm = FakeLlm::start(|_, _| Reply::text("unused")).await;
+    let h = Harness::start_with(llm, |c| {
+        c.retention_days = 30;
+        c.prune_interval_secs = 1;
+    })
+    .await;
+    // Let the start-up prune pass, so only the background one can remove what follows.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let now = chrono::Utc::now().timestamp();
+    let (old, fresh) = (now - 31 * 24 * 3600, now - 29 * 24 * 3600);
+    let store = h.app().store();
+    let option = |created| OptionTicket {
+        chat: ALICE,
+        message_id: 1,
+        labels: vec!["a".into()],
+        epoch: 0,
+        chosen: None,
+        feedback: None,
+        created,
+    };
+    let feedback = |created| FeedbackTicket {
+        chat: ALICE,
+        heuristics: vec![],
+        job: ReflectionJob {
+            chat: ALICE,
+            model: "test-model".into(),
+            task: "t".into(),
+            tools: vec![],
+            outcome: "ok".into(),
+            external: false,
+            answer: None,
+        },
+        vote: None,
+        changes: 0,
+        created,
+    };
+    let old_option = store.create_ticket(&option(old)).unwrap();
+    let fresh_option = store.create_ticket(&option(fresh)).unwrap();
+    let old_feedback = store.create_feedback(&feedback(old)).unwrap();
+    let fresh_feedback = store.create_feedback(&feedback(fresh)).unwrap();
+    assert!(
+        store.ticket(&old_option).is_some(),
+        "stored before the prune"
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while store.ticket(&old_option).is_some() {
+        assert!(
+            std::time::Instant::now() < until,
+            "not pruned while running"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        store.ticket(&fresh_option).is_some(),
+        "within the retention"
+    );
+    assert!(matches!(
+        store.vote(&old_feedback, ALICE, true, 1).unwrap(),
+        Vote::Unknown
+    ));
+    assert!(matches!(
+        store.vote(&fresh_feedback, ALICE, true, 1).unwrap(),
+        Vote::Recorded(_)
+    ));
+    h.stop().await;
+}
+
+/// A chat whose `answer` panics (as a bug in the adapter would), recording what else it shows.
+struct PanickingChat {
+    panic_on_answer: bool,
+    answers: std::sync::Mutex<Vec<String>>,
+    notices: std::sync::Mutex<Vec<String>>,
+}
+
+impl PanickingChat {
+    fn new(panic_on_answer: bool) -> Arc<Self> {
+        Arc::new(Self {
+            panic_on_answer,
+            answers: Default::default(),
+            notices: Default::default(),
+        })
+    }
+}
+
+impl heurist::turn::Messenger for PanickingChat {
+    fn typing(&self, _chat: i64) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+
+    fn live(
+        &self,
+        _chat: i64,
+        _events: tokio::sync::mpsc::UnboundedReceiver<heurist::agent::AgentEvent>,
+    ) -> futures_util::future::BoxFuture<'static, Option<heurist::turn::Live>> {
+        Box::pin(async { Some(heurist::turn::Live::default()) })
+    }
+
+    fn answer<'a>(
+        &'a self,
+        _chat: i64,
+        _live: heurist::turn::Live,
+        markdown: &'a str,
+        _keyboard: heurist::turn::Keyboard,
+    ) -> futures_util::future::BoxFuture<'a, Vec<i32>> {
+        Box::pin(async move {
+            assert!(!self.panic_on_answer, "a bug while showing the answer");
+            self.answers.lock().unwrap().push(markdown.to_string());
+            vec![1]
+        })
+    }
+
+    fn set_keyboard(
+        &self,
+        _chat: i64,
+        _message: i32,
+        _keyboard: heurist::turn::Keyboard,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    fn notice<'a>(&'a self, _chat: i64, text: &'a str) -> futures_util::future::BoxFuture<'a, ()> {
+        Box::pin(async move { self.notices.lock().unwrap().push(text.to_string()) })
+    }
+
+    fn image<'a>(
+        &'a self,
+        _file_id: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, anyhow::Result<String>> {
+        Box::pin(async { anyhow::bail!("no photos here") })
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
+    let llm = FakeLlm::start(|req, _| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(500, "not now");
+        }
+        Reply::text("an answer that cannot be shown")
+    })
+    .await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(&tg, &llm.url, dir.path());
+    let input = heurist::turn::TurnInput {
+        chat: ALICE,
+        user: ALICE as u64,
+        role: config.role_of(ALICE as u64),
+        update: Some(77),
+        text: "crash on me".into(),
+        image: None,
+    };
+    {
+        let app = heurist::App::new(config.clone()).unwrap();
+        let chat = PanickingChat::new(true);
+        let out: heurist::turn::Out = chat.clone();
+        assert!(heurist::turn::accept(&app, &out, input.clone()).await);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while chat.notices.lock().unwrap().is_empty() {
+            assert!(
+                std::time::Instant::now() < until,
+                "no notice after the panic"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            *chat.notices.lock().unwrap(),
+            vec![heurist::turn::PANIC_NOTICE.to_string()],
+            "told once"
+        );
+        assert!(
+            app.store().unfinished_updates().is_empty(),
+            "marked failed, not left pending or stored"
+        );
+        // Re-delivered by Telegram: still not processed again.
+        assert!(!heurist::turn::accept(&app, &out, input.clone()).await);
+    }
+    // A restart on the same database: nothing is replayed, nothing is shown.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    let app = loop {
+        match heurist::App::new(config.clone()) {
+            Ok(app) => break app,
+            Err(e) => {
+                assert!(std::time::Instant::now() < until, "cannot reopen: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let chat = PanickingChat::new(false);
+    let out: heurist::turn::Out = chat.clone();
+    heurist::turn::recover(&app, &out).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(chat.answers.lock().unwrap().is_empty(), "not replayed");
+    assert!(chat.notices.lock().unwrap().is_empty(), "not told again");
+    assert_eq!(llm.agent_requests().len(), 1, "the LLM was asked once");
+}

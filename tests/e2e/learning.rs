@@ -900,3 +900,27 @@ async fn a_reflection_interrupted_by_shutdown_resumes_after_restart() {
     .await;
     h.stop().await;
 }
+
+#[tokio::test]
+async fn with_embeddings_a_lesson_is_found_and_deduplicated_by_meaning() {
+    let llm = learning_llm(|| reflection_reply(&[])).await;
+    let h = Harness::start_with(llm, |c| {
+        c.learning.embedding_model = "fake-embed".into();
+        c.learning.reflect = false;
+    })
+    .await;
+    learn(&h, &["Give the hour together with its zone"]).await;
+    let stored = by_text(&h, "Give the hour");
+    assert!(stored.vector.is_some(), "embedded once when stored");
+    // The same lesson in other words: no shared word, the same meaning.
+    learn(&h, &["Mention which daylight rule the clock follows"]).await;
+    assert_eq!(h.app().store().heuristics().len(), 1);
+    assert_eq!(by_text(&h, "Give the hour").uses, 2);
+    // A message that shares no word with it, but its meaning, gets it; others do not.
+    assert_eq!(
+        ask(&h, ALICE, 1, "what does the calendar say").await,
+        ["Give the hour together with its zone"]
+    );
+    assert!(ask(&h, ALICE, 2, "proofread my grammar").await.is_empty());
+    h.stop().await;
+}

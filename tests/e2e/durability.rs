@@ -398,6 +398,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         heuristics: vec![],
         job: ReflectionJob {
             chat: ALICE,
+            user: None,
             model: "test-model".into(),
             task: "t".into(),
             tools: vec![],

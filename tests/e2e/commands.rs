@@ -320,7 +320,7 @@ async fn in_groups_the_bot_answers_only_when_addressed() {
     assert_eq!(text_of(&sent[1]), "re: and times 3?");
     h.tg.send_in_chat(GROUP, ALICE, "/help@heurist_test_bot");
     let sent = h.tg.wait_messages(GROUP, 3).await;
-    assert!(text_of(&sent[2]).starts_with("I am Heurist"));
+    assert!(text_of(&sent[2]).starts_with("<b>How I work</b>"));
     h.tg.send_in_chat(GROUP, BOB, "/stats");
     h.tg.wait_messages(GROUP, 4).await;
     // A stranger addressing the bot is refused (per user, as in private chats).

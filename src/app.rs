@@ -30,6 +30,8 @@ pub struct App {
     turn_slots: tokio::sync::Semaphore,
     /// Follow-ups of answers (option buttons, reflections), aborted at the end of a shutdown.
     background: Background,
+    /// When the admins were last told of an LLM setup error (at most once an hour).
+    admin_alerted: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl App {
@@ -53,6 +55,7 @@ impl App {
             limits: Limits::new(config.limits.clone()),
             queues: ChatQueues::default(),
             background: Background::default(),
+            admin_alerted: std::sync::Mutex::new(None),
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
             config,
         }))
@@ -60,6 +63,21 @@ impl App {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Whether the admins may be alerted of a setup error now; if so, the next hour's alerts
+    /// are held back, so a broken key does not flood them with one message per user message.
+    pub(crate) fn claim_admin_alert(&self) -> bool {
+        const EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+        let mut last = self
+            .admin_alerted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = last.is_none_or(|at| at.elapsed() >= EVERY);
+        if due {
+            *last = Some(std::time::Instant::now());
+        }
+        due
     }
 
     /// The sled store (tests inspect it through here).

@@ -8,14 +8,38 @@ use std::sync::Arc;
 
 use tracing_subscriber::EnvFilter;
 
+/// Secrets shorter than this are replaced only where they stand as a word of their own: a
+/// short key such as `k` must not turn "key provided" into "[redacted]ey provided".
+const WHOLE_WORD_BELOW: usize = 8;
+
 /// Replaces every secret in `text` with `[redacted]`.
 pub fn redact(text: &str, secrets: &[String]) -> String {
     secrets
         .iter()
         .filter(|s| !s.is_empty())
         .fold(text.to_string(), |text, secret| {
-            text.replace(secret.as_str(), "[redacted]")
+            if secret.chars().count() >= WHOLE_WORD_BELOW {
+                text.replace(secret.as_str(), "[redacted]")
+            } else {
+                replace_words(&text, secret)
+            }
         })
+}
+
+/// Replaces `secret` where neither neighbour is a letter or digit.
+fn replace_words(text: &str, secret: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(secret) {
+        let (before, after) = (&rest[..at], &rest[at + secret.len()..]);
+        out.push_str(before);
+        let alone = !word(out.chars().next_back()) && !word(after.chars().next());
+        out.push_str(if alone { "[redacted]" } else { secret });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Installs the global subscriber: `RUST_LOG` filter (default `info`), stderr, secrets removed.
@@ -41,7 +65,11 @@ impl Write for Redacting {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
         let mut stderr = io::stderr().lock();
-        if self.secrets.iter().any(|s| text.contains(s.as_str())) {
+        if self
+            .secrets
+            .iter()
+            .any(|s| !s.is_empty() && text.contains(s.as_str()))
+        {
             stderr.write_all(redact(&text, &self.secrets).as_bytes())?;
         } else {
             stderr.write_all(buf)?;
@@ -73,5 +101,51 @@ mod tests {
             "{clean}"
         );
         assert_eq!(clean.matches("[redacted]").count(), 3);
+    }
+
+    #[test]
+    fn short_secrets_only_as_whole_words() {
+        struct Case {
+            name: &'static str,
+            secret: &'static str,
+            line: &'static str,
+            want: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "inside a word stays",
+                secret: "k",
+                line: "no key provided",
+                want: "no key provided",
+            },
+            Case {
+                name: "alone is replaced",
+                secret: "abc1",
+                line: "key=abc1 sent",
+                want: "key=[redacted] sent",
+            },
+            Case {
+                name: "at both ends",
+                secret: "abc1",
+                line: "abc1 and abc1",
+                want: "[redacted] and [redacted]",
+            },
+            Case {
+                name: "glued to a digit stays",
+                secret: "abc1",
+                line: "abc12 xabc1",
+                want: "abc12 xabc1",
+            },
+            Case {
+                name: "long secret inside a word is replaced",
+                secret: "sk-LONGKEY99",
+                line: "bearersk-LONGKEY99x",
+                want: "bearer[redacted]x",
+            },
+        ];
+        for case in cases {
+            let got = redact(case.line, &[case.secret.to_string()]);
+            assert_eq!(got, case.want, "{}", case.name);
+        }
     }
 }

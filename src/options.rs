@@ -72,6 +72,8 @@ pub struct Attached {
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub chat: i64,
+    /// The user whose turn it answered, charged for the extraction's tokens.
+    pub user: u64,
     pub epoch: u64,
     pub feedback: Option<String>,
 }
@@ -88,6 +90,7 @@ pub async fn extract(
 ) -> Option<Attached> {
     let Answer {
         chat,
+        user,
         epoch,
         feedback,
     } = answer;
@@ -117,6 +120,9 @@ pub async fn extract(
             store.record_usage(chat, &template.model, 0, extraction.calls, extraction.usage)
     {
         tracing::warn!(error = %e, "cannot record usage");
+    }
+    if let Err(e) = store.record_user_tokens(user, extraction.usage) {
+        tracing::warn!(user, error = %e, "cannot record the user's token use");
     }
     let labels = match extraction.result {
         Ok(reply) => clean_labels(reply.options, config.max_count),

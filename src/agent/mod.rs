@@ -418,16 +418,35 @@ pub fn oldest_turns_to_drop(prompt: &[ChatMessage]) -> (usize, Range<usize>) {
     dropped
 }
 
-/// What the user reads when the LLM failed: short, honest, and actionable.
+/// Whether an LLM failure is the bot's setup (the key, its permissions, the model's name):
+/// trying again cannot help, only an admin can, so the admins are told.
+pub fn is_configuration_error(e: &LlmError) -> bool {
+    match e {
+        LlmError::Rejected { status, message } => {
+            matches!(status, 401 | 403 | 404) || message.contains("model_not_found")
+        }
+        _ => false,
+    }
+}
+
+/// What the user reads when the LLM failed: short, honest, and actionable. Status codes and
+/// the provider's own words stay in the log (and, for a setup error, go to the admins).
 fn llm_failure_text(e: &LlmError) -> String {
+    if is_configuration_error(e) {
+        return "Sorry, I cannot answer right now: the bot's language model settings need \
+                fixing. I told the bot's admins."
+            .to_string();
+    }
     match e {
         LlmError::Unavailable { .. } => {
-            "Sorry, the language model is not reachable right now. Your message is saved; \
-             please try again in a minute."
+            "Sorry, the language model is not reachable right now. Please try again in a \
+             minute."
                 .to_string()
         }
-        LlmError::Rejected { status, message } => {
-            format!("Sorry, the language model refused the request (HTTP {status}: {message}).")
+        LlmError::Rejected { .. } => {
+            "Sorry, the language model refused this request. Please rephrase it or try again \
+             later."
+                .to_string()
         }
         LlmError::ContextOverflow { .. } => {
             "Sorry, this conversation no longer fits the model's context window, even after I \
@@ -495,5 +514,68 @@ mod tests {
         prompt.extend(turn(1, 10));
         let (turns, range) = oldest_turns_to_drop(&prompt);
         assert_eq!((turns, range), (1, 1..5));
+    }
+
+    #[test]
+    fn failure_texts_name_no_status_and_no_provider_words() {
+        struct Case {
+            name: &'static str,
+            error: LlmError,
+            setup: bool,
+        }
+        let rejected = |status, message: &str| LlmError::Rejected {
+            status,
+            message: message.to_string(),
+        };
+        let cases = [
+            Case {
+                name: "bad key",
+                error: rejected(401, "invalid api key PROVIDER"),
+                setup: true,
+            },
+            Case {
+                name: "forbidden",
+                error: rejected(403, "PROVIDER says no"),
+                setup: true,
+            },
+            Case {
+                name: "unknown model by status",
+                error: rejected(404, "PROVIDER"),
+                setup: true,
+            },
+            Case {
+                name: "unknown model by code",
+                error: rejected(400, "model_not_found PROVIDER"),
+                setup: true,
+            },
+            Case {
+                name: "refused content",
+                error: rejected(422, "PROVIDER policy"),
+                setup: false,
+            },
+            Case {
+                name: "unreachable",
+                error: LlmError::Unavailable {
+                    attempts: 3,
+                    last: "PROVIDER 503".to_string(),
+                },
+                setup: false,
+            },
+        ];
+        for case in cases {
+            let text = llm_failure_text(&case.error);
+            assert_eq!(
+                is_configuration_error(&case.error),
+                case.setup,
+                "{}",
+                case.name
+            );
+            assert!(
+                !text.contains("PROVIDER") && !text.contains("HTTP") && !text.contains("40"),
+                "{}: {text}",
+                case.name
+            );
+            assert_eq!(text.contains("admins"), case.setup, "{}", case.name);
+        }
     }
 }

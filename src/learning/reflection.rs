@@ -126,6 +126,12 @@ impl Learning {
         {
             tracing::warn!(error = %e, "cannot record usage");
         }
+        // The reflection is part of what the user's turn cost: it counts in their budget.
+        if let Some(user) = job.user
+            && let Err(e) = self.store.record_user_tokens(user, extraction.usage)
+        {
+            tracing::warn!(user, error = %e, "cannot record the user's token use");
+        }
         let source = Source {
             outcome: job.outcome.clone(),
             external: job.external,

@@ -74,6 +74,10 @@ pub struct Origin {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReflectionJob {
     pub chat: i64,
+    /// The user whose turn the reflection follows, charged for its tokens (`None` in jobs
+    /// stored before this was recorded).
+    #[serde(default)]
+    pub user: Option<u64>,
     pub model: String,
     /// The user's request, cut to 512 characters.
     pub task: String,
@@ -171,6 +175,7 @@ mod tests {
     fn job(task: &str) -> ReflectionJob {
         ReflectionJob {
             chat: 1,
+            user: None,
             model: "m".into(),
             task: task.into(),
             tools: vec![],

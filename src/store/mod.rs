@@ -271,6 +271,7 @@ mod tests {
     fn samples() -> Vec<Vec<u8>> {
         let job = ReflectionJob {
             chat: CHAT,
+            user: None,
             model: "m".into(),
             task: "t".into(),
             tools: vec![],
@@ -428,6 +429,7 @@ mod tests {
         store.put_heuristic(&good_heuristic()).unwrap();
         let job = ReflectionJob {
             chat: CHAT,
+            user: None,
             model: "m".into(),
             task: "kept".into(),
             tools: vec![],
@@ -556,6 +558,7 @@ mod tests {
             created,
             ..good_feedback(ReflectionJob {
                 chat: CHAT,
+                user: None,
                 model: "m".into(),
                 task: "t".into(),
                 tools: vec![],

@@ -247,6 +247,7 @@ mod tests {
             heuristics: vec![3],
             job: ReflectionJob {
                 chat,
+                user: None,
                 model: "m".into(),
                 task: "t".into(),
                 tools: vec![],

@@ -113,8 +113,11 @@ pub async fn command(
         return Ok(());
     }
     match cmd {
-        Command::Start | Command::Help => {
-            notify(bot, policy, chat, &views::help_text(role)).await;
+        Command::Start => {
+            send_html(bot, policy, chat, &views::start_html(role), None).await?;
+        }
+        Command::Help => {
+            send_html(bot, policy, chat, &views::help_html(&app, role), None).await?;
         }
         Command::Clear => {
             let out: Out = tg.clone();
@@ -122,12 +125,19 @@ pub async fn command(
             notify(bot, policy, chat, actions::clear(&app, chat.0)).await;
         }
         Command::Cancel => {
-            let text = if actions::cancel(&app, chat.0) {
-                "Stopped. Nothing of that request was kept."
-            } else {
-                "Nothing is running."
-            };
-            notify(bot, policy, chat, text).await;
+            // Asked before the stop: a live message on screen confirms it itself.
+            let live = tg.shows_live(chat.0);
+            if !actions::cancel(&app, chat.0) {
+                notify(bot, policy, chat, "Nothing is running.").await;
+            } else if !live {
+                notify(
+                    bot,
+                    policy,
+                    chat,
+                    "Stopped. Nothing of that request was kept.",
+                )
+                .await;
+            }
         }
         Command::Stats => {
             notify(bot, policy, chat, &views::stats_text(&app, chat.0, role)).await;

@@ -25,6 +25,8 @@ pub struct Outbox {
     live_interval: Duration,
     typing_interval: Duration,
     max_image_bytes: u32,
+    /// Chats with a live display on screen.
+    on_screen: stream::OnScreen,
 }
 
 impl Outbox {
@@ -35,6 +37,7 @@ impl Outbox {
             live_interval: Duration::from_millis(config.chat_interval_ms),
             typing_interval: Duration::from_secs(config.typing_interval_secs.max(1)),
             max_image_bytes: config.max_image_bytes,
+            on_screen: stream::OnScreen::default(),
         }
     }
 
@@ -44,6 +47,12 @@ impl Outbox {
 
     pub fn policy(&self) -> &SendPolicy {
         &self.policy
+    }
+
+    /// Whether a turn's live display has a message on screen in `chat` (which then confirms
+    /// a stop itself).
+    pub fn shows_live(&self, chat: i64) -> bool {
+        stream::on_screen(&self.on_screen).contains(&chat)
     }
 }
 
@@ -62,6 +71,7 @@ impl Messenger for Outbox {
             self.policy.clone(),
             ChatId(chat),
             self.live_interval,
+            self.on_screen.clone(),
         );
         display.run(events).boxed()
     }

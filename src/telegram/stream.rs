@@ -22,12 +22,29 @@ use super::send::{SendPolicy, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
 use crate::turn::Live;
 
+/// The line a stopped turn's live message ends with: the one confirmation of the stop. The
+/// partial answer is not stored (the turn stopped before its history write), and it says so.
+pub const STOPPED: &str = "⏹ Stopped. This partial answer is not remembered.";
+
 /// One message of the live display.
 #[derive(Debug, Clone)]
 struct Shown {
     id: MessageId,
     html: String,
     stop: bool,
+}
+
+/// The chats whose live display has a message on screen: there, stopping a turn is confirmed
+/// by that message, and `/cancel` adds no second confirmation.
+pub type OnScreen = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i64>>>;
+
+/// Locks `on_screen` (a poisoned lock still holds a valid set).
+pub fn on_screen(
+    on_screen: &OnScreen,
+) -> std::sync::MutexGuard<'_, std::collections::HashSet<i64>> {
+    on_screen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The live display of one turn in one chat.
@@ -38,16 +55,24 @@ pub struct Display {
     /// Spacing of edits (the chat's pacing interval).
     interval: Duration,
     shown: Vec<Shown>,
+    on_screen: OnScreen,
 }
 
 impl Display {
-    pub fn new(bot: Bot, policy: SendPolicy, chat: ChatId, interval: Duration) -> Self {
+    pub fn new(
+        bot: Bot,
+        policy: SendPolicy,
+        chat: ChatId,
+        interval: Duration,
+        on_screen: OnScreen,
+    ) -> Self {
         Self {
             bot,
             policy,
             chat,
             interval,
             shown: Vec::new(),
+            on_screen,
         }
     }
 
@@ -98,14 +123,16 @@ impl Display {
                 None => break false,
             }
         };
+        on_screen(&self.on_screen).remove(&self.chat.0);
         if finished {
             return Some(Live {
                 messages: self.shown.iter().map(|s| s.id.0).collect(),
             });
         }
-        // The turn was stopped (its future dropped): say so where the user is looking.
+        // The turn was stopped (its future dropped) before its answer was complete, so before
+        // anything of it was stored: say so where the user is looking, once.
         if let Some(last) = self.shown.last() {
-            let html = format!("{}\n\n⏹ Stopped.", last.html);
+            let html = format!("{}\n\n{STOPPED}", last.html);
             let _ = edit_html(&self.bot, &self.policy, self.chat, last.id, &html, None).await;
         }
         None
@@ -127,11 +154,14 @@ impl Display {
                     Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
                 },
                 None => match send_html(bot, policy, chat, &html, markup).await {
-                    Ok(message) => self.shown.push(Shown {
-                        id: message.id,
-                        html,
-                        stop,
-                    }),
+                    Ok(message) => {
+                        on_screen(&self.on_screen).insert(chat.0);
+                        self.shown.push(Shown {
+                            id: message.id,
+                            html,
+                            stop,
+                        });
+                    }
                     Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
                 },
             }

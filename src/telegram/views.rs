@@ -31,17 +31,90 @@ pub struct Page {
     pub keyboard: InlineKeyboardMarkup,
 }
 
-/// `/start` and `/help`: what the bot is, and the commands `role` may use.
-pub fn help_text(role: Role) -> String {
-    let commands: String = Command::visible_to(role)
-        .iter()
-        .map(|c| format!("{} — {}\n", c.command, c.description))
-        .collect();
+/// `/start`: a greeting and the first thing to try, so a new user is not left guessing.
+pub fn start_html(role: Role) -> String {
+    let admin = if role == Role::Admin {
+        "\nYou are an admin here: /help lists your commands too."
+    } else {
+        ""
+    };
     format!(
-        "I am Heurist, an AI assistant. Write to me and I answer, using tools when they help \
-         (the current time, reading public web pages). Tap a suggested option under an answer \
-         instead of typing. In groups, mention me or reply to my messages.\n\n{commands}"
+        "👋 Hi, I am <b>Heurist</b>, an AI assistant that learns from its work.\n\n\
+         Try first: ask me something, e.g. <i>What time is it in Tokyo?</i> or <i>Summarise \
+         https://example.com</i>. Tap a suggested option under an answer instead of typing.\n\
+         /help explains memory, buttons, photos and limits.{admin}"
     )
+}
+
+/// `/help`: how the bot behaves (memory, buttons, feedback, stopping, photos, limits), then
+/// the commands `role` may use; admins also see theirs with their arguments.
+pub fn help_html(app: &App, role: Role) -> String {
+    let limits = &app.config().limits;
+    let mut rules = Vec::new();
+    if limits.turns_per_minute > 0 {
+        rules.push(format!(
+            "up to {} messages a minute",
+            limits.turns_per_minute
+        ));
+    }
+    if limits.daily_tokens > 0 {
+        rules.push(format!(
+            "{} tokens a day (see /stats)",
+            thousands(limits.daily_tokens)
+        ));
+    }
+    let limits_line = if rules.is_empty() {
+        "No limits are set for you.".to_string()
+    } else {
+        format!("You may send {}.", rules.join(" and "))
+    };
+    let mut html = format!(
+        "<b>How I work</b>\n\
+         • <b>Memory</b>: I remember this chat's recent conversation, so you can say \
+         \"continue\" or \"shorter\". /clear makes me forget it (what I learned stays).\n\
+         • <b>Option buttons</b> under an answer are likely next steps: tapping one sends it \
+         as your message.\n\
+         • <b>👍 / 👎</b> rate an answer (you can change your vote once). I learn short \
+         heuristics from my tasks; your ratings decide which ones I keep using, and a 👎 \
+         makes me reflect on what went wrong.\n\
+         • <b>⏹ Stop</b> under an answer being written, or /cancel, stops it.\n\
+         • <b>Photos</b>: send one with a question as its caption; models that cannot see \
+         images answer the caption only.\n\
+         • <b>Limits</b>: {limits_line}\n\n\
+         <b>Commands</b>\n"
+    );
+    for command in Command::visible_to(role) {
+        html.push_str(&format!(
+            "/{} — {}\n",
+            command.command.trim_start_matches('/'),
+            escape_html(&command.description)
+        ));
+    }
+    if role == Role::Admin {
+        html.push_str(
+            "\n<b>Admin commands</b>\n\
+             <code>/model</code> — the model of this chat, as buttons\n\
+             <code>/model &lt;id&gt;</code> — switch this chat to model <i>id</i>\n\
+             <code>/heuristics</code> — what the bot learned, with Forget buttons\n\
+             <code>/heuristics pending</code> — learned heuristics waiting for approval\n\
+             <code>/skills</code> — loaded skills and how often each matched\n\
+             <code>/tools</code> — tools, their sources and MCP servers' status\n",
+        );
+    }
+    html
+}
+
+/// `n` with thin groups of three digits: 1234567 → "1,234,567".
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `/stats`: this chat's usage per model, and the whole bot's for admins.
@@ -220,5 +293,24 @@ pub fn list_page(app: &App, list: List, page: usize) -> Page {
         List::Heuristics => heuristics_page(app, false, page),
         List::Pending => heuristics_page(app, true, page),
         List::Skills => skills_page(app, page),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_are_grouped() {
+        let cases = [
+            ("zero", 0, "0"),
+            ("three digits", 999, "999"),
+            ("four digits", 1000, "1,000"),
+            ("seven digits", 1234567, "1,234,567"),
+            ("six digits", 123456, "123,456"),
+        ];
+        for (name, n, want) in cases {
+            assert_eq!(thousands(n), want, "{name}");
+        }
     }
 }

@@ -219,10 +219,18 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         (None, None)
     };
     let role = app.config().role_of(input.user);
-    let result = app
+    let mut result = app
         .agent()
         .run(&model, prompt, user_message, events.as_ref(), role)
         .await;
+    if let TurnStatus::LlmFailed(error) = &result.status
+        && crate::agent::is_configuration_error(error)
+        && !alert_admins(&app, &out, &model.id, error).await
+    {
+        result.answer = "Sorry, I cannot answer right now: the bot's language model settings \
+                         need fixing by its owner."
+            .to_string();
+    }
     if let Some(events) = events {
         let _ = events.send(AgentEvent::Finished);
     }
@@ -246,6 +254,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Show: the answer with 👍/👎 (or a way out of an overflowing conversation).
     let job = ReflectionJob {
         chat,
+        user: Some(input.user),
         model: model.id.clone(),
         task: reflection::task_summary(&input.text),
         tools: result.tools_used.clone(),
@@ -281,6 +290,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // at most `attach_wait_ms`, so quick ones come in the same call as its 👍/👎.
     let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
         chat,
+        user: input.user,
         epoch: window.epoch,
         feedback: feedback.clone(),
     });
@@ -359,7 +369,12 @@ fn follow_ups(
     let Some(prefix) = result.prefix() else {
         return receiver;
     };
-    let reflection = app.learning().plan_reflection(&job);
+    // A turn whose LLM failed is not reflected on: the endpoint that just failed would only
+    // be asked again, and there is nothing to learn from an error.
+    let failed = matches!(result.status, TurnStatus::LlmFailed(_));
+    let reflection = (!failed)
+        .then(|| app.learning().plan_reflection(&job))
+        .flatten();
     if extraction.is_none() && reflection.is_none() {
         return receiver;
     }
@@ -429,6 +444,29 @@ fn offer(
             false
         }
     }
+}
+
+/// Tells the admins (in their private chats) that the LLM refused the bot's setup, at most
+/// once an hour; `false` if there is no admin to tell, so the user is not promised one was.
+async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bool {
+    let admins = &app.config().access.admins;
+    if admins.is_empty() {
+        return false;
+    }
+    if app.claim_admin_alert() {
+        let text = format!(
+            "⚠️ The language model refused the bot's setup for model {model}: {error}. \
+             Check the API key and the model id (this alert repeats at most once an hour)."
+        );
+        let text = crate::logging::redact(&text, &app.config().secrets());
+        for admin in admins {
+            let Ok(chat) = i64::try_from(*admin) else {
+                continue;
+            };
+            out.notice(chat, &text).await;
+        }
+    }
+    true
 }
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks

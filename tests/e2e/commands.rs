@@ -250,14 +250,40 @@ async fn stats_and_help_depend_on_the_role() {
     );
 
     h.tg.send_text(ALICE, "/help");
-    let help = text_of(&h.tg.wait_messages(ALICE, 3).await[2]);
+    let sent = h.tg.wait_messages(ALICE, 3).await;
+    assert_eq!(sent[2].params["parse_mode"], "HTML");
+    let help = text_of(&sent[2]);
+    for topic in [
+        "<b>Memory</b>",
+        "/clear",
+        "<b>Option buttons</b>",
+        "👍 / 👎",
+        "heuristics",
+        "⏹ Stop",
+        "/cancel",
+        "<b>Photos</b>",
+        "up to 20 messages a minute",
+    ] {
+        assert!(help.contains(topic), "{topic} missing: {help}");
+    }
+    assert!(!help.contains("/model"), "{help}");
+    h.tg.send_text(ALICE, "/start");
+    let sent = h.tg.wait_messages(ALICE, 4).await;
+    let start = text_of(&sent[3]);
     assert!(
-        help.contains("/cancel") && !help.contains("/model"),
-        "{help}"
+        start.contains("Hi") && start.contains("Try first") && start != help,
+        "{start}"
     );
-    h.tg.send_text(ADMIN, "/start");
+    h.tg.send_text(ADMIN, "/help");
     let help = text_of(&h.tg.wait_messages(ADMIN, 2).await[1]);
-    assert!(help.contains("/model"), "{help}");
+    for command in [
+        "/model &lt;id&gt;",
+        "/heuristics pending",
+        "/skills",
+        "/tools",
+    ] {
+        assert!(help.contains(command), "{command} missing: {help}");
+    }
 
     let menus = h.tg.calls("setMyCommands");
     let admin_menu = menus
@@ -294,7 +320,7 @@ async fn in_groups_the_bot_answers_only_when_addressed() {
     assert_eq!(text_of(&sent[1]), "re: and times 3?");
     h.tg.send_in_chat(GROUP, ALICE, "/help@heurist_test_bot");
     let sent = h.tg.wait_messages(GROUP, 3).await;
-    assert!(text_of(&sent[2]).starts_with("I am Heurist"));
+    assert!(text_of(&sent[2]).starts_with("<b>How I work</b>"));
     h.tg.send_in_chat(GROUP, BOB, "/stats");
     h.tg.wait_messages(GROUP, 4).await;
     // A stranger addressing the bot is refused (per user, as in private chats).

@@ -323,13 +323,24 @@ async fn secrets_never_reach_logs_or_users() {
             .await;
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[("OPENAI_API_KEY", KEY)]);
+    let admin = ADMIN.to_string();
+    let mut bot = BotProcess::spawn(
+        &tg,
+        &llm.url,
+        dir.path(),
+        &[("OPENAI_API_KEY", KEY), ("HEURIST_ADMINS", &admin)],
+    );
     tg.send_text(ALICE, "hello");
     let sent = tg.wait_messages(ALICE, 1).await;
     let shown = sent[0].params["text"].as_str().unwrap();
     assert!(
-        shown.contains("HTTP 401") && !shown.contains(KEY),
+        shown.contains("admins") && !shown.contains(KEY) && !shown.contains("401"),
         "{shown}"
+    );
+    let alert = tg.wait_messages(ADMIN, 1).await[0].params["text"].to_string();
+    assert!(
+        alert.contains("HTTP 401") && alert.contains("[redacted]") && !alert.contains(KEY),
+        "the admin hears what failed, without the key: {alert}"
     );
     bot.terminate();
     bot.wait(Duration::from_secs(15)).await;
@@ -387,6 +398,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         heuristics: vec![],
         job: ReflectionJob {
             chat: ALICE,
+            user: None,
             model: "test-model".into(),
             task: "t".into(),
             tools: vec![],

@@ -200,3 +200,33 @@ async fn a_models_context_size_bounds_the_history_it_is_sent() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn the_daily_budget_counts_options_and_reflection_calls_too() {
+    let llm = FakeLlm::start(|request, _| {
+        if is_options_request(request) {
+            Reply::text(r#"{"options": ["Tell me more"]}"#)
+        } else if is_reflection_request(request) {
+            Reply::text(r#"{"heuristics": []}"#)
+        } else {
+            Reply::text("an answer")
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.limits.daily_tokens = 1_000_000).await;
+    h.tg.send_text(ALICE, "hello");
+    h.tg.wait_messages(ALICE, 1).await;
+    // The options call, then the reflection, run after the answer.
+    h.tg.wait_for(|_| {
+        (!h.llm.reflection_requests().is_empty()
+            && h.app().learning().reflections_running() == 0
+            && h.app().learning().pending_reflections().is_empty())
+        .then_some(())
+    })
+    .await;
+    let calls = h.llm.requests().len() as u64;
+    assert!(calls >= 3, "agent, options and reflection: {calls}");
+    // Every fake completion reports 100 prompt + 10 completion tokens.
+    assert_eq!(h.app().store().user_tokens_today(ALICE as u64), calls * 110);
+    h.stop().await;
+}

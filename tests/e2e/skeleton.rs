@@ -216,17 +216,33 @@ async fn llm_500_then_ok_is_retried() {
 }
 
 #[tokio::test]
-async fn llm_4xx_is_not_retried_and_the_user_hears_why() {
+async fn llm_4xx_is_not_retried_and_the_admins_hear_why_once() {
     let llm = FakeLlm::start(|_, _| Reply::error(401, "invalid api key")).await;
     let h = Harness::start(llm).await;
-    h.tg.send_text(ALICE, "hi");
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    let text = sent[0].params["text"].as_str().unwrap();
+    for (i, text) in ["hi", "again"].into_iter().enumerate() {
+        h.tg.send_text(ALICE, text);
+        let sent = h.tg.wait_messages(ALICE, i + 1).await;
+        let shown = sent[i].params["text"].as_str().unwrap();
+        assert!(
+            !shown.contains("401") && !shown.contains("invalid api key"),
+            "no status or provider words reach the user: {shown}"
+        );
+        assert!(shown.contains("told the bot's admins"), "{shown}");
+    }
+    let alerts = h.tg.wait_messages(ADMIN, 1).await;
+    let alert = alerts[0].params["text"].as_str().unwrap();
     assert!(
-        text.contains("HTTP 401") && text.contains("invalid api key"),
-        "{text}"
+        alert.contains("HTTP 401")
+            && alert.contains("invalid api key")
+            && alert.contains("test-model"),
+        "{alert}"
     );
-    assert_eq!(h.llm.agent_requests().len(), 1);
+    assert_eq!(h.llm.agent_requests().len(), 2, "one request per message");
+    assert_eq!(
+        h.tg.messages_to(ADMIN).len(),
+        1,
+        "the second failure within the hour does not alert again"
+    );
     h.stop().await;
 }
 
@@ -433,4 +449,41 @@ fn an_unparseable_config_stops_start_up_with_one_clear_line() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("bad.toml line 1"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_failed_turn_is_not_reflected_on() {
+    // The first turn calls a tool, then its follow-up call fails: the turn had a request, but
+    // the endpoint that just failed is not asked to reflect on it.
+    let llm = FakeLlm::start(|request, i| match i {
+        0 => Reply::tool_call("c1", "current_time", json!({})),
+        1 => Reply::error(401, "invalid api key"),
+        _ if is_reflection_request(request) => Reply::text(r#"{"heuristics": []}"#),
+        _ => Reply::text("fine"),
+    })
+    .await;
+    let h = Harness::start(llm).await;
+    h.tg.send_text(ALICE, "what time is it?");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "second task");
+    h.tg.wait_messages(ALICE, 2).await;
+    h.tg.wait_for(|_| {
+        (!h.llm.reflection_requests().is_empty() && h.app().learning().reflections_running() == 0)
+            .then_some(())
+    })
+    .await;
+    let reflected: Vec<String> = h
+        .llm
+        .reflection_requests()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(reflected.len(), 1, "only the answered turn: {reflected:?}");
+    assert!(
+        reflected[0].contains("Task summary: second task")
+            && !reflected[0].contains("Task summary: what time"),
+        "{}",
+        reflected[0]
+    );
+    h.stop().await;
 }

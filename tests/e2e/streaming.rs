@@ -155,7 +155,7 @@ async fn stop_ends_the_stream_promptly() {
         h.tg.wait_for(|t| {
             t.screen(ALICE)
                 .last()
-                .filter(|s| s.ends_with("⏹ Stopped."))
+                .filter(|s| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
                 .cloned()
         })
         .await;
@@ -185,6 +185,46 @@ async fn stop_ends_the_stream_promptly() {
         })
         .await;
     assert!(sent.ok);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_confirms_once_in_the_live_message() {
+    let answer = essay(3_000);
+    let reply = answer.clone();
+    let llm =
+        FakeLlm::start(move |_, _| Reply::streamed(&reply, 100, Duration::from_millis(200))).await;
+    let h = Harness::start_with(llm, streaming).await;
+    h.tg.send_text(ALICE, "a long one");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "/cancel");
+    let stopped =
+        h.tg.wait_for(|t| {
+            t.screen_with_keyboards(ALICE)
+                .last()
+                .filter(|(s, _)| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
+                .cloned()
+        })
+        .await;
+    assert!(!stopped.1.contains("stop"), "no dead ⏹: {}", stopped.1);
+    // The next message is answered after the stop, so anything /cancel sent came before it.
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_for(|t| {
+        t.messages_to(ALICE)
+            .into_iter()
+            .find(|c| c.params["text"] == "Nothing is running.")
+    })
+    .await;
+    let texts: Vec<String> =
+        h.tg.messages_to(ALICE)
+            .iter()
+            .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
+            .collect();
+    assert_eq!(
+        texts.len(),
+        2,
+        "the live message and the second /cancel's answer, no second confirmation: {texts:?}"
+    );
     h.stop().await;
 }
 

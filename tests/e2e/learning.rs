@@ -612,7 +612,7 @@ async fn a_full_store_forgets_the_least_useful_first() {
         .collect();
     assert_eq!(texts.len(), 3);
     assert!(!texts.iter().any(|t| t.contains("lanterns")), "{texts:?}");
-    // Next: of two untried ones, the least recently injected goes.
+    // Next: of two tried once, the one whose turns went badly goes.
     learning
         .record_outcome(&[by_text(&h, "Untried").id], true)
         .unwrap();

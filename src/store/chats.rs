@@ -6,10 +6,10 @@ use sled::transaction::{
     ConflictableTransactionError, TransactionalTree, UnabortableTransactionError,
 };
 
-use super::{Store, decode_json, read_json};
+use super::db::{self, Store};
+use super::records::{decode_json, read_json};
 
-/// The tree's name in sled.
-pub(super) const TREE: &str = "chats";
+const TREE: &str = db::CHATS;
 
 /// Per-chat state.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]

@@ -17,11 +17,11 @@ use sled::Transactional;
 use sled::transaction::ConflictableTransactionError;
 
 use super::chats::{self, chat_key};
-use super::{Store, decode_json};
+use super::db::{self, Store};
+use super::records::decode_json;
 use crate::llm::{ChatMessage, estimate_tokens};
 
-/// The tree's name in sled.
-pub(super) const TREE: &str = "history";
+const TREE: &str = db::HISTORY;
 
 /// How far the window jumps when the budget is exceeded: to this share of the budget.
 const TRIM_TO_NUMERATOR: usize = 3;

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Store, decode_json, prune_json, update_json};
+use super::db::{self, Store};
+use super::records::{decode_json, prune_json, update_json};
 
-/// The tree's name in sled.
-pub(super) const TREE: &str = "inbox";
+const TREE: &str = db::INBOX;
 
 /// Where an accepted update is on its way to an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Store, decode_count, decode_json};
+use super::db::{self, Store};
+use super::records::{decode_count, decode_json};
 
-/// The trees' names in sled.
-pub(super) const HEURISTICS_TREE: &str = "heuristics";
-pub(super) const REFLECTIONS_TREE: &str = "reflections";
-pub(super) const SKILL_MATCHES_TREE: &str = "skill_matches";
+const HEURISTICS_TREE: &str = db::HEURISTICS;
+const REFLECTIONS_TREE: &str = db::REFLECTIONS;
+const SKILL_MATCHES_TREE: &str = db::SKILL_MATCHES;
 
 /// A stored heuristic, with where it came from and what happened to the answers it shaped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

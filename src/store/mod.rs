@@ -1,5 +1,8 @@
 //! The one place that talks to sled: one [`Store`] handle over nine trees, one file per area.
 //!
+//! `db.rs` holds the handle (open, durable flush), `records.rs` the JSON and counter helpers
+//! every area shares, `retention.rs` the pruning that bounds storage. The areas:
+//!
 //! - `history.rs`, tree `history`: key `chat_id ‖ seq` (big-endian), value a JSON
 //!   [`StoredTurn`]: every message of one turn (user, assistant tool calls, tool results,
 //!   answer). Append-only, written when a turn completes, so a turn is either wholly in the
@@ -15,15 +18,14 @@
 //! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
-//! - `retention.rs`: the background prune that keeps the trees above bounded.
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
 //!   [`UsageTotals`]) and `user:<id>:<day>` (value a big-endian token count).
 //!
 //! # Atomic changes
 //! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
 //! a button press never undo one another: chat state changes run in a sled transaction (together
-//! with the history tree when a turn is appended), other JSON records go through
-//! a compare-and-swap loop (`update_json`), counters through sled's `fetch_and_update`.
+//! with the history tree when a turn is appended), other JSON records go through a
+//! compare-and-swap loop (`records::update_json`), counters through sled's `fetch_and_update`.
 //!
 //! # Unreadable records
 //! A record or key that cannot be read is skipped with a warning naming its tree and key; it
@@ -31,228 +33,23 @@
 //! tickets along with old ones.
 
 mod chats;
+mod db;
 mod history;
 mod inbox;
 mod learning;
+mod records;
 pub(crate) mod retention;
 mod tickets;
 mod usage;
 
-use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use anyhow::Context;
-use serde::{Serialize, de::DeserializeOwned};
-
 pub use chats::{ChatState, Offered};
+pub use db::Store;
 pub use history::{HistoryWindow, StoredTurn};
 pub use inbox::{InboxEntry, InboxState};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
+pub use retention::PruneReport;
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
 pub use usage::UsageTotals;
-
-/// The sled database and its trees. Cheap to clone.
-#[derive(Clone)]
-pub struct Store {
-    db: sled::Db,
-    history: sled::Tree,
-    chats: sled::Tree,
-    usage: sled::Tree,
-    tickets: sled::Tree,
-    feedback: sled::Tree,
-    heuristics: sled::Tree,
-    reflections: sled::Tree,
-    skill_matches: sled::Tree,
-    inbox: sled::Tree,
-    /// Flush requests made so far, and the highest one a finished flush covers.
-    flush_requests: Arc<AtomicU64>,
-    flush_lock: Arc<tokio::sync::Mutex<u64>>,
-}
-
-/// What one [`Store::prune`] removed, per tree.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct PruneReport {
-    pub inbox: usize,
-    pub tickets: usize,
-    pub feedback: usize,
-}
-
-impl Store {
-    /// Opens (or creates) the database in `dir`, with sled's default page cache (1 GB).
-    pub fn open(dir: &Path) -> anyhow::Result<Self> {
-        Self::open_with_cache(dir, 1 << 30)
-    }
-
-    /// Opens (or creates) the database in `dir`; sled's page cache holds at most `cache_bytes`.
-    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> anyhow::Result<Self> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(cache_bytes)
-            .open()
-            .with_context(|| {
-                format!(
-                    "cannot open the database in {} (is another Heurist running on it? \
-                 set HEURIST_DATA_DIR to another directory)",
-                    dir.display()
-                )
-            })?;
-        Ok(Self {
-            history: db.open_tree(history::TREE)?,
-            chats: db.open_tree(chats::TREE)?,
-            usage: db.open_tree(usage::TREE)?,
-            tickets: db.open_tree(tickets::OPTIONS_TREE)?,
-            feedback: db.open_tree(tickets::FEEDBACK_TREE)?,
-            heuristics: db.open_tree(learning::HEURISTICS_TREE)?,
-            reflections: db.open_tree(learning::REFLECTIONS_TREE)?,
-            skill_matches: db.open_tree(learning::SKILL_MATCHES_TREE)?,
-            inbox: db.open_tree(inbox::TREE)?,
-            flush_requests: Arc::default(),
-            flush_lock: Arc::default(),
-            db,
-        })
-    }
-
-    /// Writes everything to disk; called at shutdown.
-    pub fn flush(&self) -> anyhow::Result<()> {
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Writes everything written so far to disk, without blocking the runtime. sled otherwise
-    /// syncs every 500 ms, and an accepted update must survive a `kill -9` right after it.
-    ///
-    /// sled's own `flush_async` deadlocks when called concurrently (sled issue #1308, fixed
-    /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
-    /// and callers that arrive while it runs share the next one (group commit: under load, one
-    /// fsync serves many turns).
-    pub async fn flush_async(&self) -> anyhow::Result<()> {
-        let ticket = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut flushed_upto = self.flush_lock.lock().await;
-        if *flushed_upto >= ticket {
-            return Ok(());
-        }
-        // Every request numbered up to here was made before this flush starts.
-        let upto = self.flush_requests.load(Ordering::SeqCst);
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || db.flush()).await??;
-        *flushed_upto = upto;
-        Ok(())
-    }
-
-    /// Bounds the storage that grows with every turn: removes answered inbox entries received
-    /// before `older_than_unix` (unix seconds) and option and feedback tickets created before
-    /// it, with the unreadable records of those trees. A pending or stored inbox entry is never
-    /// removed: its turn is not finished. A button whose ticket was pruned answers "expired".
-    pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
-        let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
-        Ok(PruneReport {
-            inbox: self.prune_inbox(older_than_unix)?,
-            tickets,
-            feedback,
-        })
-    }
-}
-
-/// Decodes a JSON record; an unreadable one is logged with its tree and key and is `None`.
-fn decode_json<T: DeserializeOwned>(tree: &str, key: &[u8], bytes: &[u8]) -> Option<T> {
-    match serde_json::from_slice(bytes) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            tracing::warn!(tree, key = %show_key(key), error = %e, "skipping unreadable record");
-            None
-        }
-    }
-}
-
-/// A key as a log shows it: printable ASCII as is (ticket ids, usage keys), anything else in hex.
-fn show_key(key: &[u8]) -> String {
-    if key.iter().all(|b| b.is_ascii_graphic()) {
-        String::from_utf8_lossy(key).into_owned()
-    } else {
-        key.iter().map(|b| format!("{b:02x}")).collect()
-    }
-}
-
-/// Decodes a big-endian `u64` counter; a missing one is 0, an unreadable one is logged and 0.
-fn decode_count(tree: &str, key: &[u8], bytes: Option<&[u8]>) -> u64 {
-    let Some(bytes) = bytes else {
-        return 0;
-    };
-    match <[u8; 8]>::try_from(bytes) {
-        Ok(bytes) => u64::from_be_bytes(bytes),
-        Err(_) => {
-            tracing::warn!(tree, key = %show_key(key), len = bytes.len(), "unreadable counter counts as 0");
-            0
-        }
-    }
-}
-
-/// Reads a JSON record; a missing or unreadable one is `None` (an unreadable one is logged).
-fn read_json<T: DeserializeOwned>(tree: &sled::Tree, name: &str, key: &[u8]) -> Option<T> {
-    match tree.get(key) {
-        Ok(bytes) => decode_json(name, key, &bytes?),
-        Err(e) => {
-            tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
-            None
-        }
-    }
-}
-
-/// Applies `change` to the JSON record at `key` atomically (sled retries the closure on
-/// contention, so `change` must only edit the record it is given). Returns the record as it
-/// was, or `None` if it is missing or unreadable; `change` returns whether to write.
-fn update_json<T>(
-    tree: &sled::Tree,
-    name: &str,
-    key: &[u8],
-    mut change: impl FnMut(&mut T) -> bool,
-) -> anyhow::Result<Option<T>>
-where
-    T: Clone + Serialize + DeserializeOwned,
-{
-    let mut before = None;
-    tree.fetch_and_update(key, |old| {
-        // Returning `None` would delete the key: a missing record stays missing, an
-        // unreadable one stays as it is.
-        let old = old?;
-        let Some(mut record) = decode_json::<T>(name, key, old) else {
-            before = None;
-            return Some(old.to_vec());
-        };
-        before = Some(record.clone());
-        if change(&mut record) {
-            serde_json::to_vec(&record)
-                .ok()
-                .or_else(|| Some(old.to_vec()))
-        } else {
-            Some(old.to_vec())
-        }
-    })?;
-    Ok(before)
-}
-
-/// Removes the records of `tree` that `expired` says are old, and the unreadable ones; returns
-/// how many went. A record rewritten while this runs is left for the next prune.
-fn prune_json<T: DeserializeOwned>(
-    tree: &sled::Tree,
-    name: &str,
-    expired: impl Fn(&T) -> bool,
-) -> anyhow::Result<usize> {
-    let mut pruned = 0;
-    for entry in tree.iter() {
-        let (key, value) = entry?;
-        let old = decode_json::<T>(name, &key, &value).is_none_or(|record| expired(&record));
-        if old
-            && tree
-                .compare_and_swap(&key, Some(&value), None as Option<&[u8]>)?
-                .is_ok()
-        {
-            pruned += 1;
-        }
-    }
-    Ok(pruned)
-}
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,31 @@
 //! [`super::Store::prune`] runs at start and then at a fixed interval while the bot runs (the
 //! turn layer schedules it) with the cutoff computed here.
 
+use super::db::Store;
+
+/// What one [`Store::prune`] removed, per tree.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PruneReport {
+    pub inbox: usize,
+    pub tickets: usize,
+    pub feedback: usize,
+}
+
+impl Store {
+    /// Bounds the storage that grows with every turn: removes answered inbox entries received
+    /// before `older_than_unix` (unix seconds) and option and feedback tickets created before
+    /// it, with the unreadable records of those trees. A pending or stored inbox entry is never
+    /// removed: its turn is not finished. A button whose ticket was pruned answers "expired".
+    pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
+        let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
+        Ok(PruneReport {
+            inbox: self.prune_inbox(older_than_unix)?,
+            tickets,
+            feedback,
+        })
+    }
+}
+
 /// The unix second before which records are old enough to prune, for a retention in days.
 pub(crate) fn cutoff(now_unix: i64, retention_days: u32) -> i64 {
     now_unix.saturating_sub(i64::from(retention_days) * 24 * 3600)

@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::db::{self, Store};
 use super::learning::ReflectionJob;
-use super::{Store, prune_json, read_json, update_json};
+use super::records::{prune_json, read_json, update_json};
 
-/// The trees' names in sled.
-pub(super) const OPTIONS_TREE: &str = "tickets";
-pub(super) const FEEDBACK_TREE: &str = "feedback";
+const OPTIONS_TREE: &str = db::TICKETS;
+const FEEDBACK_TREE: &str = db::FEEDBACK;
 
 /// Length of every ticket id: a random `u64` in base 36, zero-padded (36^13 > 2^64). Callback
 /// data has room for it: `__opt__<id>.<index>|` leaves at least 40 of Telegram's 64 bytes for

@@ -3,11 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Store, decode_count, decode_json};
+use super::db::{self, Store};
+use super::records::{decode_count, decode_json};
 use crate::llm::Usage;
 
-/// The tree's name in sled.
-pub(super) const TREE: &str = "usage";
+const TREE: &str = db::USAGE;
 
 /// Usage counters for one model (in one chat, or bot-wide).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,129 @@
+//! The [`Store`] handle: the sled database, its nine trees, and durable flushing. Each area's
+//! file adds the methods for its trees.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Context;
+
+/// The trees' names in sled; each area's file logs its records under them.
+pub(super) const HISTORY: &str = "history";
+pub(super) const CHATS: &str = "chats";
+pub(super) const USAGE: &str = "usage";
+pub(super) const TICKETS: &str = "tickets";
+pub(super) const FEEDBACK: &str = "feedback";
+pub(super) const HEURISTICS: &str = "heuristics";
+pub(super) const REFLECTIONS: &str = "reflections";
+pub(super) const SKILL_MATCHES: &str = "skill_matches";
+pub(super) const INBOX: &str = "inbox";
+
+/// The sled database and its trees. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pub(super) db: sled::Db,
+    pub(super) history: sled::Tree,
+    pub(super) chats: sled::Tree,
+    pub(super) usage: sled::Tree,
+    pub(super) tickets: sled::Tree,
+    pub(super) feedback: sled::Tree,
+    pub(super) heuristics: sled::Tree,
+    pub(super) reflections: sled::Tree,
+    pub(super) skill_matches: sled::Tree,
+    pub(super) inbox: sled::Tree,
+    /// Flush requests made so far, and the highest one a finished flush covers.
+    flush_requests: Arc<AtomicU64>,
+    flush_lock: Arc<tokio::sync::Mutex<u64>>,
+}
+
+impl Store {
+    /// Opens (or creates) the database in `dir`, with sled's default page cache (1 GB).
+    pub fn open(dir: &Path) -> anyhow::Result<Self> {
+        Self::open_with_cache(dir, 1 << 30)
+    }
+
+    /// Opens (or creates) the database in `dir`; sled's page cache holds at most `cache_bytes`.
+    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> anyhow::Result<Self> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .open()
+            .with_context(|| {
+                format!(
+                    "cannot open the database in {} (is another Heurist running on it? \
+                 set HEURIST_DATA_DIR to another directory)",
+                    dir.display()
+                )
+            })?;
+        Ok(Self {
+            history: db.open_tree(HISTORY)?,
+            chats: db.open_tree(CHATS)?,
+            usage: db.open_tree(USAGE)?,
+            tickets: db.open_tree(TICKETS)?,
+            feedback: db.open_tree(FEEDBACK)?,
+            heuristics: db.open_tree(HEURISTICS)?,
+            reflections: db.open_tree(REFLECTIONS)?,
+            skill_matches: db.open_tree(SKILL_MATCHES)?,
+            inbox: db.open_tree(INBOX)?,
+            flush_requests: Arc::default(),
+            flush_lock: Arc::default(),
+            db,
+        })
+    }
+
+    /// Writes everything to disk; called at shutdown.
+    pub fn flush(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Writes everything written so far to disk, without blocking the runtime. sled otherwise
+    /// syncs every 500 ms, and an accepted update must survive a `kill -9` right after it.
+    ///
+    /// sled's own `flush_async` deadlocks when called concurrently (sled issue #1308, fixed
+    /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
+    /// and callers that arrive while it runs share the next one (group commit: under load, one
+    /// fsync serves many turns).
+    pub async fn flush_async(&self) -> anyhow::Result<()> {
+        let ticket = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut flushed_upto = self.flush_lock.lock().await;
+        if *flushed_upto >= ticket {
+            return Ok(());
+        }
+        // Every request numbered up to here was made before this flush starts.
+        let upto = self.flush_requests.load(Ordering::SeqCst);
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush()).await??;
+        *flushed_upto = upto;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_flushes_complete_and_are_coalesced() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut tasks = Vec::new();
+        for t in 0..20u64 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..50u64 {
+                    store
+                        .history
+                        .insert((t * 1000 + i).to_be_bytes(), vec![0u8; 64])
+                        .unwrap();
+                    store.flush_async().await.unwrap();
+                }
+            }));
+        }
+        // With sled's own flush_async this hangs (sled #1308).
+        let all = futures_util::future::join_all(tasks);
+        tokio::time::timeout(std::time::Duration::from_secs(30), all)
+            .await
+            .expect("concurrent flushes must not deadlock");
+    }
+}

@@ -18,11 +18,12 @@ use std::time::{Duration, Instant};
 
 use super::concurrency::{Permit, Priority, PrioritySemaphore};
 use super::context::{ContextWindows, completion_room, from_models, from_props};
+use super::error::LlmError;
+use super::types::{ChatRequest, Completion, estimate_request_tokens};
 use super::wire::{
     MAX_BODY_BYTES, StreamAccumulator, WireEmbeddings, is_context_overflow, is_shared_context_full,
     parse_completion, provider_error_message, retry_after,
 };
-use super::{ChatRequest, Completion, estimate_request_tokens};
 use crate::config::LlmConfig;
 
 /// Longest error body read for its message.
@@ -31,20 +32,6 @@ const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 const MAX_DISCOVERY_BODY_BYTES: usize = 8 << 20;
 /// A discovery request gives up after this long: the call it precedes is waiting.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Why a completion failed, typed so callers can branch (tell the user, trim, give up).
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    #[error("the language model is unreachable ({attempts} attempts): {last}")]
-    Unavailable { attempts: u32, last: String },
-    #[error("the language model rejected the request (HTTP {status}): {message}")]
-    Rejected { status: u16, message: String },
-    /// The prompt does not fit the model's context window (a 400 of its own kind).
-    #[error("the conversation does not fit the model's context window: {message}")]
-    ContextOverflow { message: String },
-    #[error("the language model's answer could not be read: {0}")]
-    Malformed(String),
-}
 
 /// An OpenAI-compatible endpoint. Cheap to clone; clones share the connection pool, the
 /// request slots and what was learned about models' contexts.
@@ -376,7 +363,7 @@ impl LlmClient {
 /// `wait` scaled by a random factor in [0.5, 1.5), so calls that failed together (two requests
 /// that filled a shared context) do not retry together.
 fn jittered(wait: Duration) -> Duration {
-    let factor = 0.5 + (super::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let factor = 0.5 + (super::types::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
     Duration::try_from_secs_f64(wait.as_secs_f64() * factor).unwrap_or(wait)
 }
 

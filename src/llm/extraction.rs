@@ -17,7 +17,9 @@
 
 use serde::de::DeserializeOwned;
 
-use super::{ChatMessage, ChatRequest, LlmClient, Priority, Usage};
+use super::client::LlmClient;
+use super::concurrency::Priority;
+use super::types::{ChatMessage, ChatRequest, Usage};
 use crate::config::MaxTokensField;
 
 /// How much of the last raw reply a failure quotes.

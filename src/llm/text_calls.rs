@@ -26,7 +26,7 @@
 
 use serde_json::Value;
 
-use super::FunctionCall;
+use super::types::FunctionCall;
 
 const TAG_OPEN: &str = "<tool_call>";
 const TAG_CLOSE: &str = "</tool_call>";

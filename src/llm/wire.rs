@@ -14,8 +14,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde::Deserialize;
 
+use super::error::LlmError;
 use super::think::{ThinkFilter, strip_think};
-use super::{Completion, FunctionCall, LlmError, ToolCall, Usage};
+use super::types::{Completion, FunctionCall, ToolCall, Usage};
 
 /// Longest piece of a provider's error text we carry around (and may show a user).
 pub(crate) const ERROR_SNIPPET_CHARS: usize = 300;
@@ -231,7 +232,7 @@ fn usable_tool_calls(calls: Vec<ToolCall>) -> Vec<ToolCall> {
         .filter(|call| !call.function.name.is_empty())
         .map(|mut call| {
             if call.id.is_empty() {
-                call.id = super::new_call_id();
+                call.id = super::types::new_call_id();
             }
             call
         })

@@ -416,28 +416,4 @@ mod tests {
         );
         assert_eq!(store.prune(50).unwrap(), PruneReport::default());
     }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_flushes_complete_and_are_coalesced() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let mut tasks = Vec::new();
-        for t in 0..20u64 {
-            let store = store.clone();
-            tasks.push(tokio::spawn(async move {
-                for i in 0..50u64 {
-                    store
-                        .history
-                        .insert((t * 1000 + i).to_be_bytes(), vec![0u8; 64])
-                        .unwrap();
-                    store.flush_async().await.unwrap();
-                }
-            }));
-        }
-        // With sled's own flush_async this hangs (sled #1308).
-        let all = futures_util::future::join_all(tasks);
-        tokio::time::timeout(std::time::Duration::from_secs(30), all)
-            .await
-            .expect("concurrent flushes must not deadlock");
-    }
 }

@@ -13,6 +13,7 @@ pub mod commands;
 pub mod handlers;
 pub mod keyboards;
 pub mod limiter;
+pub mod listener;
 pub mod media;
 pub mod outbox;
 pub mod render;
@@ -28,13 +29,14 @@ use teloxide::RequestError;
 use teloxide::dispatching::{ShutdownToken, UpdateHandler};
 use teloxide::prelude::*;
 use teloxide::types::{BotCommandScope, Me, Recipient};
-use teloxide::update_listeners::{Polling, UpdateListener, webhooks};
+use teloxide::update_listeners::{UpdateListener, webhooks};
 
 use crate::app::App;
 use crate::config::{Config, Role, TelegramConfig};
 use crate::turn::{self, Out};
 use callback_data::{Action, OptionPress, decode_action, decode_callback};
 use commands::Command;
+use listener::{Intake, Polling};
 use outbox::Outbox;
 
 /// Every route of the bot, in one place.
@@ -81,11 +83,13 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
                 .branch(actions),
         )
         .endpoint(handlers::expired_press);
-    dptree::filter_map(|update: Update, app: Arc<App>| {
+    let routes = dptree::filter_map(|update: Update, app: Arc<App>| {
         Some(app.config().role_of(update.from()?.id.0))
     })
     .branch(messages)
-    .branch(presses)
+    .branch(presses);
+    // Telegram gets the update confirmed only once its handler is done (see `listener`).
+    dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(update.id.0)).chain(routes)
 }
 
 /// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).
@@ -98,10 +102,12 @@ pub fn bot(config: &Config) -> anyhow::Result<Bot> {
 }
 
 /// The webhook listener: an axum server on `webhook_listen` that answers 401 to any request
-/// without the secret token, registered with Telegram through setWebhook.
+/// without the secret token, registered with Telegram through setWebhook. Telegram's POST is
+/// answered only once the update was handled (see [`listener::answer_when_handled`]).
 async fn webhook(
     bot: Bot,
     config: &TelegramConfig,
+    intake: Arc<Intake>,
 ) -> anyhow::Result<impl UpdateListener<Err = std::convert::Infallible> + use<>> {
     let address: std::net::SocketAddr = config.webhook_listen.parse()?;
     let url = reqwest::Url::parse(&config.webhook_url)?;
@@ -111,9 +117,25 @@ async fn webhook(
     } else {
         options = options.secret_token(config.webhook_secret.clone());
     }
-    webhooks::axum(bot, options)
+    let server = tokio::net::TcpListener::bind(address)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))
+        .map_err(|e| anyhow::anyhow!("cannot listen for the webhook on {address}: {e}"))?;
+    let (listener, stopped, router) = webhooks::axum_to_router(bot, options)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))?;
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        intake,
+        listener::answer_when_handled,
+    ));
+    tokio::spawn(async move {
+        let served = axum::serve(server, router)
+            .with_graceful_shutdown(stopped)
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the webhook server failed");
+        }
+    });
+    Ok(listener)
 }
 
 /// Telegram's command menu: user commands for everyone, admin commands in admins' private
@@ -165,8 +187,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let tg = Arc::new(Outbox::new(bot.clone(), &app.config().telegram));
     let out: Out = tg.clone();
     turn::recover(&app, &out).await;
+    let intake = Arc::new(Intake::default());
     let mut dispatcher = Dispatcher::builder(bot.clone(), schema())
-        .dependencies(dptree::deps![app.clone(), tg])
+        .dependencies(dptree::deps![app.clone(), tg, intake.clone()])
         .default_handler(|update| async move {
             tracing::debug!(update_id = update.id.0, "update not handled");
         })
@@ -176,14 +199,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
     let telegram = &app.config().telegram;
     let dispatcher = if telegram.webhook_url.is_empty() {
-        let listener = Polling::builder(bot)
-            .timeout(Duration::from_secs(telegram.poll_timeout_secs.into()))
-            .delete_webhook()
-            .await
-            .build();
+        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
         tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
     } else {
-        let listener = webhook(bot, telegram).await?;
+        let listener = webhook(bot, telegram, intake).await?;
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
         tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
     };

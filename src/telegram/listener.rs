@@ -1,0 +1,399 @@
+//! Taking updates from Telegram so that none is lost: an update is confirmed to Telegram only
+//! once its handler has finished, and a message's handler finishes only after its inbox entry
+//! is written and flushed ([`crate::turn::accept`]).
+//!
+//! The handshake is [`Intake`]: the listener registers every update it hands to the
+//! dispatcher, the schema's root holds a [`Handling`] guard for the update while its handler
+//! runs, and the guard's drop (also on a panic) releases it. Long polling ([`Polling`]) asks
+//! Telegram for the next batch, whose `offset` confirms every earlier update, only when no
+//! update is held any more; in webhook mode [`answer_when_handled`] answers Telegram's POST
+//! only then, so Telegram re-sends an update whose handler never finished. Commands, button
+//! presses and ignored updates release the intake the same way. A crash before the release
+//! means Telegram delivers the update again, and the inbox (keyed by update id) ignores a
+//! message it already has.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use teloxide::RequestError;
+use teloxide::prelude::*;
+use teloxide::requests::Request as _;
+use teloxide::stop::{StopFlag, StopToken, mk_stop_token};
+use teloxide::types::{AllowedUpdate, UpdateKind};
+use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
+use tokio::sync::Notify;
+
+/// The updates handed to the dispatcher whose handlers have not finished yet.
+#[derive(Default)]
+pub struct Intake {
+    held: Mutex<BTreeSet<u32>>,
+    released: Notify,
+}
+
+impl Intake {
+    /// Registers an update that is about to be handled.
+    fn hold(&self, update: u32) {
+        self.held().insert(update);
+    }
+
+    /// The guard the schema holds while `update` is handled; dropping it releases the update.
+    pub fn handling(self: &Arc<Self>, update: u32) -> Handling {
+        Handling {
+            intake: self.clone(),
+            update,
+        }
+    }
+
+    fn release(&self, update: u32) {
+        if self.held().remove(&update) {
+            self.released.notify_waiters();
+        }
+    }
+
+    /// Waits until no update is held.
+    async fn drained(&self) {
+        self.wait_until(|held| held.is_empty()).await;
+    }
+
+    /// Waits until `update` is no longer held.
+    async fn released(&self, update: u32) {
+        self.wait_until(|held| !held.contains(&update)).await;
+    }
+
+    async fn wait_until(&self, done: impl Fn(&BTreeSet<u32>) -> bool) {
+        loop {
+            let released = self.released.notified();
+            if done(&self.held()) {
+                return;
+            }
+            released.await;
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, BTreeSet<u32>> {
+        // A poisoned lock still holds a valid set.
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Held by the schema while one update is handled (see [`crate::telegram::schema`]).
+pub struct Handling {
+    intake: Arc<Intake>,
+    update: u32,
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        self.intake.release(self.update);
+    }
+}
+
+/// Long polling that confirms an offset only when every update below it was handled.
+pub struct Polling {
+    bot: Bot,
+    intake: Arc<Intake>,
+    /// Long-poll timeout, in seconds.
+    timeout: u32,
+    allowed: Option<Vec<AllowedUpdate>>,
+    token: StopToken,
+    flag: StopFlag,
+}
+
+impl Polling {
+    /// Polling for `bot`; deletes a webhook left registered (Telegram refuses getUpdates then).
+    pub async fn new(bot: Bot, intake: Arc<Intake>, timeout: u32) -> Self {
+        match bot.get_webhook_info().await {
+            Ok(info) if info.url.is_some() => {
+                if let Err(e) = bot.delete_webhook().await {
+                    tracing::error!(error = %e, "cannot delete the webhook; polling may fail");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read the webhook settings"),
+        }
+        let (token, flag) = mk_stop_token();
+        Self {
+            bot,
+            intake,
+            timeout,
+            allowed: None,
+            token,
+            flag,
+        }
+    }
+}
+
+impl UpdateListener for Polling {
+    type Err = RequestError;
+
+    fn stop_token(&mut self) -> StopToken {
+        self.token.clone()
+    }
+
+    fn hint_allowed_updates(&mut self, hint: &mut dyn Iterator<Item = AllowedUpdate>) {
+        self.allowed = Some(hint.collect());
+    }
+}
+
+impl<'a> AsUpdateStream<'a> for Polling {
+    type StreamErr = RequestError;
+    type Stream = BoxStream<'a, Result<Update, RequestError>>;
+
+    fn as_stream(&'a mut self) -> Self::Stream {
+        let state = Batches {
+            polling: self,
+            offset: 0,
+            buffer: VecDeque::new(),
+            errors: 0,
+            pause: None,
+            done: false,
+        };
+        futures_util::stream::unfold(state, |mut state| async move {
+            let next = state.next().await?;
+            Some((next, state))
+        })
+        .boxed()
+    }
+}
+
+/// The polling loop's state between two updates it yields.
+struct Batches<'a> {
+    polling: &'a mut Polling,
+    /// The next `offset`: one past the last update received.
+    offset: i32,
+    buffer: VecDeque<Update>,
+    /// Failed getUpdates in a row.
+    errors: u32,
+    /// A wait before the next request (after a failure).
+    pause: Option<Duration>,
+    done: bool,
+}
+
+impl Batches<'_> {
+    async fn next(&mut self) -> Option<Result<Update, RequestError>> {
+        let polling = &mut *self.polling;
+        loop {
+            if let Some(update) = self.buffer.pop_front() {
+                // The dispatcher drops updates it cannot parse without handling them.
+                if !matches!(update.kind, UpdateKind::Error(_)) {
+                    polling.intake.hold(update.id.0);
+                }
+                return Some(Ok(update));
+            }
+            if self.done {
+                return None;
+            }
+            // The next request's offset confirms the whole batch: wait until it is handled.
+            polling.intake.drained().await;
+            if polling.flag.is_stopped() {
+                self.done = true;
+                // Confirms the last batch, so the next start does not get it again.
+                let confirmed = polling
+                    .bot
+                    .get_updates()
+                    .offset(self.offset)
+                    .limit(1)
+                    .timeout(0)
+                    .await;
+                if let Err(e) = confirmed {
+                    tracing::warn!(error = %e, "cannot confirm the last updates to Telegram");
+                }
+                return None;
+            }
+            if let Some(pause) = self.pause.take() {
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = &mut polling.flag => {}
+                }
+                continue;
+            }
+            let mut request = polling
+                .bot
+                .get_updates()
+                .offset(self.offset)
+                .timeout(polling.timeout);
+            if let Some(allowed) = &polling.allowed {
+                request = request.allowed_updates(allowed.clone());
+            }
+            let received = tokio::select! {
+                received = request.send() => received,
+                // Stopping: an abandoned batch is not confirmed, so Telegram sends it again.
+                () = &mut polling.flag => continue,
+            };
+            match received {
+                Ok(updates) => {
+                    self.errors = 0;
+                    if let Some(last) = updates.last() {
+                        self.offset = last.id.as_offset();
+                    }
+                    self.buffer = updates.into();
+                }
+                Err(e) => {
+                    self.pause = Some(retry_delay(&e, self.errors));
+                    self.errors = self.errors.saturating_add(1);
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// How long to wait before asking again after the `errors`-th failure in a row: what a 429
+/// asks for, else 1 s doubling up to a minute (a network that is down is not hammered).
+fn retry_delay(error: &RequestError, errors: u32) -> Duration {
+    match error {
+        RequestError::RetryAfter(seconds) => seconds.duration(),
+        _ => backoff(errors),
+    }
+}
+
+fn backoff(errors: u32) -> Duration {
+    Duration::from_secs(1u64 << errors.min(6)).min(Duration::from_secs(60))
+}
+
+/// The largest webhook body read; Telegram's updates are far smaller.
+const MAX_UPDATE_BYTES: usize = 1 << 20;
+
+/// Middleware for the webhook route: answers Telegram's POST only after the update's handler
+/// finished (its message is then in the inbox), so an update lost to a crash is sent again.
+/// A request the route refuses (a wrong secret token) is answered at once.
+pub async fn answer_when_handled(
+    State(intake): State<Arc<Intake>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_UPDATE_BYTES).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let update = handled_id(&bytes);
+    if let Some(update) = update {
+        intake.hold(update);
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if let Some(update) = update {
+        if response.status() == StatusCode::OK {
+            intake.released(update).await;
+        } else {
+            intake.release(update);
+        }
+    }
+    response
+}
+
+/// The id of an update the dispatcher will handle (one it cannot parse it drops).
+fn handled_id(body: &[u8]) -> Option<u32> {
+    let update: Update = serde_json::from_slice(body).ok()?;
+    (!matches!(update.kind, UpdateKind::Error(_))).then_some(update.id.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_a_minute() {
+        struct Case {
+            name: &'static str,
+            errors: u32,
+            secs: u64,
+        }
+        let cases = [
+            Case {
+                name: "first failure",
+                errors: 0,
+                secs: 1,
+            },
+            Case {
+                name: "third failure",
+                errors: 2,
+                secs: 4,
+            },
+            Case {
+                name: "capped",
+                errors: 6,
+                secs: 60,
+            },
+            Case {
+                name: "no overflow",
+                errors: u32::MAX,
+                secs: 60,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                backoff(case.errors),
+                Duration::from_secs(case.secs),
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn only_updates_the_dispatcher_handles_are_held() {
+        struct Case {
+            name: &'static str,
+            body: &'static str,
+            held: Option<u32>,
+        }
+        let cases = [
+            Case {
+                name: "a message",
+                body: r#"{"update_id": 7, "message": {"message_id": 1, "date": 0,
+                    "chat": {"id": 1, "type": "private", "first_name": "A"}, "text": "hi"}}"#,
+                held: Some(7),
+            },
+            Case {
+                name: "a kind teloxide cannot parse",
+                body: r#"{"update_id": 8, "some_future_kind": {}}"#,
+                held: None,
+            },
+            Case {
+                name: "not JSON",
+                body: "garbage",
+                held: None,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                handled_id(case.body.as_bytes()),
+                case.held,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_intake_drains_only_when_every_handler_finished() {
+        let intake = Arc::new(Intake::default());
+        intake.hold(1);
+        intake.hold(2);
+        let first = intake.handling(1);
+        let second = intake.handling(2);
+        drop(first);
+        let waiting = tokio::spawn({
+            let intake = intake.clone();
+            async move { intake.drained().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "update 2 is still being handled");
+        intake.released(1).await;
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("drained once the last handler finished")
+            .unwrap();
+    }
+}

@@ -15,6 +15,10 @@ pub enum InboxState {
     Pending,
     /// Its turn is in the history; the answer may not have been sent.
     Stored,
+    /// Its answer may be on screen: recorded (and flushed) before the turn's first send, and
+    /// again with the id of the message that shows it once that is known. After a crash the
+    /// answer goes into that message, never into a second one.
+    Visible { message: Option<i32> },
     /// Answered (or cancelled, or refused): nothing left to do.
     Answered,
     /// Its turn panicked and the user was told: never replayed, so a message that crashes
@@ -67,6 +71,32 @@ impl Store {
             },
         )?;
         Ok(())
+    }
+
+    /// Marks an update's turn stored, unless its answer is already visible (which says more).
+    pub fn mark_stored(&self, update: u32) -> anyhow::Result<()> {
+        update_json(
+            &self.inbox,
+            TREE,
+            &update.to_be_bytes(),
+            |e: &mut InboxEntry| {
+                let pending = e.state == InboxState::Pending;
+                if pending {
+                    e.state = InboxState::Stored;
+                }
+                pending
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The message that shows an update's answer, if it was recorded as visible in one.
+    pub fn visible_message(&self, update: u32) -> Option<i32> {
+        let value = self.inbox.get(update.to_be_bytes()).ok()??;
+        match decode_json::<InboxEntry>(TREE, &update.to_be_bytes(), &value)?.state {
+            InboxState::Visible { message } => message,
+            _ => None,
+        }
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.
@@ -122,6 +152,69 @@ mod tests {
         assert!(
             store.unfinished_updates().is_empty(),
             "a failed turn is not resumed"
+        );
+    }
+
+    #[test]
+    fn a_visible_answer_is_not_downgraded_to_stored() {
+        struct Case {
+            name: &'static str,
+            before: InboxState,
+            after: InboxState,
+        }
+        let visible = InboxState::Visible { message: Some(42) };
+        let cases = [
+            Case {
+                name: "pending becomes stored",
+                before: InboxState::Pending,
+                after: InboxState::Stored,
+            },
+            Case {
+                name: "visible stays visible",
+                before: visible,
+                after: visible,
+            },
+            Case {
+                name: "answered stays answered",
+                before: InboxState::Answered,
+                after: InboxState::Answered,
+            },
+        ];
+        for case in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            store.accept_update(1, &entry(case.before, 5)).unwrap();
+            store.mark_stored(1).unwrap();
+            let state = store
+                .unfinished_updates()
+                .first()
+                .map_or(InboxState::Answered, |(_, e)| e.state);
+            assert_eq!(state, case.after, "case {}", case.name);
+        }
+    }
+
+    #[test]
+    fn the_visible_message_is_read_back_and_old_records_still_decode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .accept_update(1, &entry(InboxState::Visible { message: Some(7) }, 5))
+            .unwrap();
+        store
+            .accept_update(2, &entry(InboxState::Visible { message: None }, 5))
+            .unwrap();
+        assert_eq!(store.visible_message(1), Some(7));
+        assert_eq!(store.visible_message(2), None);
+        assert_eq!(store.visible_message(3), None, "no such update");
+        // A record written before `Visible` existed.
+        let old = br#"{"chat":1,"user":2,"text":"hi","state":"Stored","received":5}"#;
+        store.inbox.insert(4u32.to_be_bytes(), &old[..]).unwrap();
+        assert_eq!(store.visible_message(4), None);
+        assert!(
+            store
+                .unfinished_updates()
+                .iter()
+                .any(|(id, e)| *id == 4 && e.state == InboxState::Stored)
         );
     }
 

@@ -16,7 +16,7 @@ use super::send::{SendPolicy, edit_keyboard, notify, typing};
 use super::{keyboards, media, stream};
 use crate::agent::AgentEvent;
 use crate::config::TelegramConfig;
-use crate::turn::{Keyboard, Live, Messenger};
+use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 
 pub struct Outbox {
     bot: Bot,
@@ -65,6 +65,7 @@ impl Messenger for Outbox {
         &self,
         chat: i64,
         events: mpsc::UnboundedReceiver<AgentEvent>,
+        on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>> {
         let display = stream::Display::new(
             self.bot.clone(),
@@ -72,6 +73,7 @@ impl Messenger for Outbox {
             ChatId(chat),
             self.live_interval,
             self.on_screen.clone(),
+            on_visible,
         );
         display.run(events).boxed()
     }
@@ -82,6 +84,7 @@ impl Messenger for Outbox {
         live: Live,
         markdown: &'a str,
         keyboard: Keyboard,
+        on_visible: OnVisible,
     ) -> BoxFuture<'a, Vec<i32>> {
         let markup = keyboards::markup(&keyboard);
         let markup = (keyboard != Keyboard::None).then_some(markup);
@@ -93,6 +96,7 @@ impl Messenger for Outbox {
                 &live,
                 markdown,
                 markup,
+                &on_visible,
             )
             .await
             .into_iter()

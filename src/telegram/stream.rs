@@ -20,7 +20,7 @@ use super::keyboards;
 use super::render::{render_partial, render_parts};
 use super::send::{SendPolicy, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
-use crate::turn::Live;
+use crate::turn::{Live, OnVisible};
 
 /// The line a stopped turn's live message ends with: the one confirmation of the stop. The
 /// partial answer is not stored (the turn stopped before its history write), and it says so.
@@ -56,6 +56,8 @@ pub struct Display {
     interval: Duration,
     shown: Vec<Shown>,
     on_screen: OnScreen,
+    /// Told around the first send, so a crash after it edits this display, not a new one.
+    on_visible: OnVisible,
 }
 
 impl Display {
@@ -65,6 +67,7 @@ impl Display {
         chat: ChatId,
         interval: Duration,
         on_screen: OnScreen,
+        on_visible: OnVisible,
     ) -> Self {
         Self {
             bot,
@@ -73,6 +76,7 @@ impl Display {
             interval,
             shown: Vec::new(),
             on_screen,
+            on_visible,
         }
     }
 
@@ -153,7 +157,11 @@ impl Display {
                     Ok(id) => *shown = Shown { id, html, stop },
                     Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
                 },
-                None => match send_html(bot, policy, chat, &html, markup).await {
+                None => match first_send(&self.on_visible, i == 0, || {
+                    send_html(bot, policy, chat, &html, markup)
+                })
+                .await
+                {
                     Ok(message) => {
                         on_screen(&self.on_screen).insert(chat.0);
                         self.shown.push(Shown {
@@ -169,6 +177,27 @@ impl Display {
     }
 }
 
+/// Sends a message; the first of an answer (`first`) is announced to `on_visible` before it
+/// is sent and with its id after, so the turn knows where its answer may be on screen.
+async fn first_send<F, Fut>(
+    on_visible: &OnVisible,
+    first: bool,
+    send: F,
+) -> Result<Message, teloxide::RequestError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<Message, teloxide::RequestError>>,
+{
+    if first {
+        on_visible(None).await;
+    }
+    let sent = send().await;
+    if first && let Ok(message) = &sent {
+        on_visible(Some(message.id.0)).await;
+    }
+    sent
+}
+
 /// The streamed text with the current tool's progress line under it.
 fn display(text: &str, progress: Option<&str>) -> String {
     match progress {
@@ -180,7 +209,8 @@ fn display(text: &str, progress: Option<&str>) -> String {
 
 /// Turns the live display into the final answer: each part of the rendered `markdown` edited
 /// into place (or sent), the keyboard on the last, leftover live messages deleted. Returns
-/// the ids of the messages that show the answer.
+/// the ids of the messages that show the answer. With no live message, `on_visible` is told
+/// around the first send.
 pub async fn finish(
     bot: &Bot,
     policy: &SendPolicy,
@@ -188,6 +218,7 @@ pub async fn finish(
     live: &Live,
     markdown: &str,
     markup: Option<InlineKeyboardMarkup>,
+    on_visible: &OnVisible,
 ) -> Vec<MessageId> {
     let mut parts = render_parts(markdown);
     if parts.is_empty() {
@@ -199,9 +230,11 @@ pub async fn finish(
         let markup = if i == last { markup.clone() } else { None };
         let shown = match live.messages.get(i) {
             Some(&id) => edit_html(bot, policy, chat, MessageId(id), html, markup).await,
-            None => send_html(bot, policy, chat, html, markup)
-                .await
-                .map(|m| m.id),
+            None => first_send(on_visible, i == 0, || {
+                send_html(bot, policy, chat, html, markup)
+            })
+            .await
+            .map(|m| m.id),
         };
         match shown {
             Ok(id) => ids.push(id),

@@ -5,6 +5,8 @@
 //! the domain's terms ([`Keyboard`]) and turned into inline keyboards by the adapter, so no
 //! layer below the adapter sees a Telegram type.
 
+use std::sync::Arc;
+
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
@@ -57,6 +59,16 @@ pub struct Live {
     pub messages: Vec<i32>,
 }
 
+/// Called, and awaited, as a turn's answer becomes visible: with `None` just before the first
+/// message that shows it is sent, with `Some(id)` once that message exists. The turn records
+/// both durably, so after a crash it edits that message instead of sending a second answer.
+pub type OnVisible = Arc<dyn Fn(Option<i32>) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// An [`OnVisible`] for answers whose visibility is not recorded (nothing would resume them).
+pub fn unrecorded() -> OnVisible {
+    Arc::new(|_| Box::pin(async {}))
+}
+
 /// A chat as a turn sees it. Every method logs its own failures: a turn goes on whatever
 /// the chat did with what it was shown.
 pub trait Messenger: Send + Sync {
@@ -66,22 +78,25 @@ pub trait Messenger: Send + Sync {
     /// Shows a turn's progress as it happens (streamed text, tool progress, a Stop button).
     /// Resolves when `events` ends: to what is on screen after [`AgentEvent::Finished`], or to
     /// `None` when the turn was stopped (the sender dropped first), in which case the display
-    /// already says so.
+    /// already says so. `on_visible` is awaited around its first send.
     fn live(
         &self,
         chat: i64,
         events: mpsc::UnboundedReceiver<AgentEvent>,
+        on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>>;
 
     /// Shows a Markdown answer with `keyboard` under its last part: the `live` messages are
     /// edited into it (leftovers removed), missing parts are sent. Returns the ids of the
-    /// messages that show it.
+    /// messages that show it. `on_visible` is awaited around its first send when `live` shows
+    /// nothing yet.
     fn answer<'a>(
         &'a self,
         chat: i64,
         live: Live,
         markdown: &'a str,
         keyboard: Keyboard,
+        on_visible: OnVisible,
     ) -> BoxFuture<'a, Vec<i32>>;
 
     /// Replaces the keyboard of message `message`.

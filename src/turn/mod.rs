@@ -25,7 +25,7 @@ use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
 use crate::store::{FeedbackTicket, InboxEntry, InboxState, Offered, ReflectionJob};
-pub use messenger::{Keyboard, Live, Messenger, Options};
+pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, unrecorded};
 
 /// The chat a turn answers in, as the turn layer holds it.
 pub type Out = Arc<dyn Messenger>;
@@ -47,9 +47,9 @@ pub struct TurnInput {
 /// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
 /// seen before (Telegram re-delivers after a crash) and must not be answered again.
 ///
-/// The turn is queued first and the inbox flushed while it starts: teloxide confirms updates
-/// to Telegram on its own schedule, not when a handler returns, so waiting for the flush before
-/// starting would only add an fsync to every answer's latency.
+/// The turn is queued first and the inbox flushed while it starts; this returns only after
+/// the flush, and Telegram is told the update arrived only after its handler returned (see
+/// `telegram::listener`), so a crash at any point before loses nothing Telegram forgot.
 pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
     let update = input.update;
     if let Some(update) = update {
@@ -100,14 +100,33 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
     }
     for (update, entry) in app.store().unfinished_updates() {
         let chat = entry.chat;
-        match app.store().stored_answer(chat, update) {
-            Some(answer) => {
+        match (entry.state, app.store().stored_answer(chat, update)) {
+            // The answer may be on screen, in a message we cannot name: never a second one.
+            (InboxState::Visible { message: None }, _) => {
+                tracing::info!(update, chat, "a crash came as an answer was being sent");
+                out.notice(chat, RESTART_NOTICE).await;
+                set_state(app, update, InboxState::Answered).await;
+            }
+            (InboxState::Visible { message: Some(id) }, Some(answer)) => {
+                tracing::info!(update, chat, "finishing an answer a crash interrupted");
+                let live = Live { messages: vec![id] };
+                let shown = out
+                    .answer(chat, live, &answer, Keyboard::None, unrecorded())
+                    .await;
+                if shown.is_empty() {
+                    out.notice(chat, RESTART_NOTICE).await;
+                }
+                set_state(app, update, InboxState::Answered).await;
+            }
+            (_, Some(answer)) => {
                 tracing::info!(update, chat, "sending an answer a crash held back");
-                out.answer(chat, Live::default(), &answer, Keyboard::None)
+                let on_visible = record_visible(app, Some(update));
+                out.answer(chat, Live::default(), &answer, Keyboard::None, on_visible)
                     .await;
                 set_state(app, update, InboxState::Answered).await;
             }
-            None if entry.state == InboxState::Pending => {
+            // Not stored yet: run again (into the message already showing it, if any).
+            (InboxState::Pending | InboxState::Visible { .. }, None) => {
                 tracing::info!(update, chat, "resuming a turn a crash interrupted");
                 let input = TurnInput {
                     chat,
@@ -126,9 +145,27 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 );
             }
             // Stored, but the chat was cleared since: nothing left to send.
-            None => set_state(app, update, InboxState::Answered).await,
+            (_, None) => set_state(app, update, InboxState::Answered).await,
         }
     }
+}
+
+/// What a chat is told when a crash came while its answer was being shown and the answer
+/// cannot be finished in the message that shows it.
+pub const RESTART_NOTICE: &str = "⚠️ I was restarted while answering; the answer above may be incomplete. Send your message again if you need the rest.";
+
+/// Records (flushed) where the turn of `update` may be visible, before and after its first
+/// send: what recovery needs to never send its answer twice.
+fn record_visible(app: &Arc<App>, update: Option<u32>) -> OnVisible {
+    let app = app.clone();
+    Arc::new(move |message| {
+        let app = app.clone();
+        Box::pin(async move {
+            if let Some(update) = update {
+                set_state(&app, update, InboxState::Visible { message }).await;
+            }
+        })
+    })
 }
 
 /// Prunes records older than `retention_days` now and then every `interval` (at least a
@@ -150,13 +187,15 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
     }
 }
 
-/// Marks an update's progress; `Answered` is flushed to disk (with the turn's history written
-/// before it), so a crash right after an answer does not send it again. Failures are logged:
-/// recovery then redoes a little.
+/// Marks an update's progress; `Answered` and `Visible` are flushed to disk (with the turn's
+/// history written before them), so a crash right after does not send the answer again.
+/// Failures are logged: recovery then redoes a little.
 pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
     let written = app.store().set_update_state(update, state);
     let flushed = match written {
-        Ok(()) if state == InboxState::Answered => app.store().flush_async().await,
+        Ok(()) if matches!(state, InboxState::Answered | InboxState::Visible { .. }) => {
+            app.store().flush_async().await
+        }
         other => other,
     };
     if let Err(e) = flushed {
@@ -191,6 +230,9 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         return;
     };
     let chat = input.chat;
+    // A turn resumed after a crash whose answer was already showing goes into that message.
+    let resumed = input.update.and_then(|u| app.store().visible_message(u));
+    let on_visible = record_visible(&app, input.update);
     let typing = AbortOnDrop(tokio::spawn(out.typing(chat)));
     let round = retire_options(&app, &out, chat);
 
@@ -212,9 +254,10 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         user_message(&out, context.user_content(&input.text), input.image.clone()).await;
 
     // Agent: LLM ↔ tools until an answer, shown live while it streams.
-    let (events, live) = if app.config().telegram.streaming {
+    let (events, live) = if app.config().telegram.streaming && resumed.is_none() {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        (Some(events), Some(tokio::spawn(out.live(chat, receiver))))
+        let display = out.live(chat, receiver, on_visible.clone());
+        (Some(events), Some(tokio::spawn(display)))
     } else {
         (None, None)
     };
@@ -236,7 +279,9 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     }
     let live = match live {
         Some(handle) => handle.await.ok().flatten().unwrap_or_default(),
-        None => Live::default(),
+        None => Live {
+            messages: resumed.into_iter().collect(),
+        },
     };
 
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
@@ -318,7 +363,12 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         },
         _ => Keyboard::answer(feedback.clone()),
     };
-    let shown = out.answer(chat, live, &result.answer, keyboard).await;
+    let shown = out
+        .answer(chat, live, &result.answer, keyboard, on_visible)
+        .await;
+    if resumed.is_some() && shown.is_empty() {
+        out.notice(chat, RESTART_NOTICE).await;
+    }
     // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
     // (and flushed) in the background, so the chat's next message does not wait for an fsync.
     if let Some(update) = input.update {
@@ -489,7 +539,7 @@ fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &Tu
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
     }
     if let Some(update) = input.update
-        && let Err(e) = store.set_update_state(update, InboxState::Stored)
+        && let Err(e) = store.mark_stored(update)
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }

@@ -467,6 +467,7 @@ impl heurist::turn::Messenger for PanickingChat {
         &self,
         _chat: i64,
         _events: tokio::sync::mpsc::UnboundedReceiver<heurist::agent::AgentEvent>,
+        _on_visible: heurist::turn::OnVisible,
     ) -> futures_util::future::BoxFuture<'static, Option<heurist::turn::Live>> {
         Box::pin(async { Some(heurist::turn::Live::default()) })
     }
@@ -477,6 +478,7 @@ impl heurist::turn::Messenger for PanickingChat {
         _live: heurist::turn::Live,
         markdown: &'a str,
         _keyboard: heurist::turn::Keyboard,
+        _on_visible: heurist::turn::OnVisible,
     ) -> futures_util::future::BoxFuture<'a, Vec<i32>> {
         Box::pin(async move {
             assert!(!self.panic_on_answer, "a bug while showing the answer");

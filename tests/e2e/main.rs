@@ -5,6 +5,7 @@ mod support;
 
 mod answers;
 mod commands;
+mod crashes;
 mod durability;
 mod hostile;
 mod learning;

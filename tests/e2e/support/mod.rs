@@ -188,6 +188,12 @@ impl BotProcess {
         assert!(status.success());
     }
 
+    /// Sends SIGKILL and reaps the process: no shutdown code runs, as in a power cut.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Waits for the process to exit (at most `limit`), returning its exit code.
     pub async fn wait(&mut self, limit: std::time::Duration) -> Option<i32> {
         let until = std::time::Instant::now() + limit;

@@ -54,6 +54,10 @@ struct Inner {
     sent_texts: HashMap<(i64, String), Instant>,
     /// When the first getUpdates request arrived.
     first_poll: Option<Instant>,
+    /// Calls per method still to leave unanswered forever (a Telegram that stopped answering).
+    hang: HashMap<String, usize>,
+    /// Calls left unanswered so far.
+    hung: usize,
 }
 
 #[derive(Clone)]
@@ -226,6 +230,17 @@ impl FakeTelegram {
 
     pub fn flood_refusals(&self) -> usize {
         self.inner.lock().unwrap().flood_refusals
+    }
+
+    /// The next call of `method` is never answered (the connection stays open).
+    pub fn hang_next(&self, method: &str) {
+        let mut inner = self.inner.lock().unwrap();
+        *inner.hang.entry(method.to_string()).or_default() += 1;
+    }
+
+    /// How many calls were left unanswered by [`Self::hang_next`].
+    pub fn hung(&self) -> usize {
+        self.inner.lock().unwrap().hung
     }
 
     /// The user deletes a message (the bot's next edit of it finds nothing).
@@ -437,6 +452,19 @@ async fn handle(
     };
     if method == "getUpdates" {
         return get_updates(&fake, params).await;
+    }
+    let hang = {
+        let mut inner = fake.inner.lock().unwrap();
+        let hang = inner.hang.get_mut(&method).is_some_and(|left| {
+            let hang = *left > 0;
+            *left = left.saturating_sub(1);
+            hang
+        });
+        inner.hung += usize::from(hang);
+        hang
+    };
+    if hang {
+        return std::future::pending().await;
     }
     let (status, body) = {
         let mut inner = fake.inner.lock().unwrap();

@@ -1,0 +1,218 @@
+//! Nothing lost, nothing twice across `kill -9`: the real binary is killed at random points
+//! while it takes updates and streams answers, restarted on the same database, and every
+//! message ends up with exactly one answer message or one restart notice.
+
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// The notice a chat gets when a crash came while its answer was on its way (the bot's
+/// `turn::RESTART_NOTICE`).
+const RESTART_NOTICE: &str = heurist::turn::RESTART_NOTICE;
+
+/// Streaming on, live edits every 100 ms, nothing but the answer (no options, no 👍/👎, no
+/// reflection), so every message sent to a chat is its answer or the notice.
+const CRASH_TOML: &str = "[llm]\nretry_base_ms = 20\n\
+    [learning]\nskills_dir = \"/nonexistent\"\nreflect = false\nfeedback_buttons = false\n\
+    [options]\nenabled = false\n\
+    [telegram]\nchat_interval_ms = 100\npoll_timeout_secs = 1\nstreaming = true\n";
+
+/// Answers in one message when done, so the answer's text is the one `sendMessage`.
+const UNSTREAMED_TOML: &str = "[llm]\nretry_base_ms = 20\n\
+    [learning]\nskills_dir = \"/nonexistent\"\nreflect = false\nfeedback_buttons = false\n\
+    [options]\nenabled = false\n\
+    [telegram]\nchat_interval_ms = 100\npoll_timeout_secs = 1\nstreaming = false\n";
+
+/// The answer the fake LLM streams to the message `token`.
+fn answer_to(token: &str) -> String {
+    format!("reply to {token}: one two three four five six seven eight nine ten eleven twelve")
+}
+
+/// A small seeded generator (xorshift64*): the kill points are random but reproducible from
+/// the seed the test prints.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// Spawns the bot and waits until it finished what the previous run left (recovery runs
+/// before it asks for the webhook settings, right before it starts polling).
+async fn spawn_recovered(
+    tg: &FakeTelegram,
+    llm: &FakeLlm,
+    dir: &std::path::Path,
+    users: &str,
+) -> BotProcess {
+    let before = tg.calls("getWebhookInfo").len();
+    let bot = BotProcess::spawn_with(
+        tg,
+        &llm.url,
+        dir,
+        &[("HEURIST_ALLOWED_USERS", users)],
+        CRASH_TOML,
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    while tg.calls("getWebhookInfo").len() == before {
+        assert!(
+            Instant::now() < until,
+            "the bot did not start; log:\n{}",
+            bot.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bot
+}
+
+#[tokio::test]
+async fn kill_9_at_random_points_loses_nothing_and_answers_nothing_twice() {
+    const FIRST_USER: i64 = 5000;
+    const MAX_MESSAGES: i64 = 60;
+    let seed = std::env::var("HEURIST_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        })
+        | 1;
+    println!("kill -9 loop seed: {seed} (rerun with HEURIST_KILL_SEED={seed})");
+    let mut rng = Rng(seed);
+    let llm = FakeLlm::start(|req, _| {
+        let answer = answer_to(&last_user_text(req));
+        // A turn resumed into a message already on screen asks without streaming.
+        if req["stream"] == true {
+            Reply::streamed(&answer, 8, Duration::from_millis(80))
+        } else {
+            Reply::text(&answer).after(Duration::from_millis(640))
+        }
+    })
+    .await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let users: Vec<String> = (FIRST_USER..FIRST_USER + MAX_MESSAGES)
+        .map(|u| u.to_string())
+        .collect();
+    let users = users.join(",");
+
+    // One message per chat, so every message sent to a chat belongs to that one message.
+    let mut sent: Vec<(i64, String)> = Vec::new();
+    let started = Instant::now();
+    let mut kills = 0;
+    while started.elapsed() < Duration::from_secs(25) && (sent.len() as i64) < MAX_MESSAGES - 3 {
+        let mut bot = spawn_recovered(&tg, &llm, dir.path(), &users).await;
+        for _ in 0..=rng.below(3) {
+            let chat = FIRST_USER + sent.len() as i64;
+            let token = format!("msg-{}", sent.len());
+            tg.send_text(chat, &token);
+            sent.push((chat, token));
+            tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.below(1500))).await;
+        bot.kill();
+        kills += 1;
+    }
+
+    // A last run finishes what every crash left.
+    let bot = spawn_recovered(&tg, &llm, dir.path(), &users).await;
+    let resolved = |chat: i64, token: &str| {
+        tg.messages_to(chat)
+            .iter()
+            .any(|c| c.params["text"] == RESTART_NOTICE)
+            || tg.screen(chat) == [answer_to(token)]
+    };
+    let until = Instant::now() + Duration::from_secs(30);
+    while !sent.iter().all(|(chat, token)| resolved(*chat, token)) {
+        if Instant::now() > until {
+            let open: Vec<_> = sent
+                .iter()
+                .filter(|(chat, token)| !resolved(*chat, token))
+                .map(|(chat, token)| (token, tg.screen(*chat)))
+                .collect();
+            panic!(
+                "seed {seed}: not every message was answered: {open:#?}\nlast log:\n{}",
+                bot.logs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Anything that would come twice comes now.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let mut notices = 0;
+    for (chat, token) in &sent {
+        let messages = tg.messages_to(*chat);
+        let (told, answers): (Vec<_>, Vec<_>) = messages
+            .iter()
+            .partition(|c| c.params["text"] == RESTART_NOTICE);
+        assert!(
+            answers.len() <= 1 && told.len() <= 1,
+            "seed {seed}: {token} got {} answer messages and {} notices: {messages:#?}",
+            answers.len(),
+            told.len()
+        );
+        if told.is_empty() {
+            assert_eq!(
+                tg.screen(*chat),
+                [answer_to(token)],
+                "seed {seed}: {token} shows its whole answer, once"
+            );
+        }
+        notices += told.len();
+    }
+    println!(
+        "{} messages, {kills} kills, {notices} restart notices, {} answered in full",
+        sent.len(),
+        sent.len() - notices
+    );
+    assert!(kills >= 5, "the loop killed the bot often enough ({kills})");
+}
+
+#[tokio::test]
+async fn kill_9_after_get_updates_before_the_turn_starts_still_answers_once() {
+    let llm =
+        FakeLlm::start(|req, _| Reply::text(&format!("answer to {}", last_user_text(req)))).await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let allowed = ALICE.to_string();
+    let env = [("HEURIST_ALLOWED_USERS", allowed.as_str())];
+    // Both updates come in one getUpdates; the first one's handler (the reply to an unknown
+    // command) hangs on Telegram, so the second waits behind it in the chat's line, received
+    // but not yet recorded, when the kill comes.
+    tg.hang_next("sendMessage");
+    tg.send_text(ALICE, "/nonsense");
+    let waiting = tg.send_text(ALICE, "hello");
+    let mut bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, UNSTREAMED_TOML);
+    tg.wait_for(|t| (t.hung() == 1).then_some(())).await;
+    // Give an eager listener every chance to confirm the batch, then kill.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let offsets: Vec<i64> = tg
+        .calls("getUpdates")
+        .iter()
+        .filter_map(|c| c.params["offset"].as_i64())
+        .collect();
+    assert!(
+        offsets.iter().all(|&offset| offset <= waiting),
+        "nothing was confirmed while an update was unhandled: {offsets:?}"
+    );
+    assert!(llm.agent_requests().is_empty(), "the turn had not started");
+    bot.kill();
+
+    let _bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, UNSTREAMED_TOML);
+    tg.wait_text(ALICE, "answer to hello", Duration::from_secs(20))
+        .await
+        .expect("answered after the restart");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let answers = tg
+        .messages_to(ALICE)
+        .iter()
+        .filter(|c| c.params["text"] == "answer to hello")
+        .count();
+    assert_eq!(answers, 1, "answered once");
+    assert_eq!(llm.agent_requests().len(), 1, "the LLM was asked once");
+}

@@ -2,15 +2,16 @@
 //! once its handler has finished, and a message's handler finishes only after its inbox entry
 //! is written and flushed ([`crate::turn::accept`]).
 //!
-//! The handshake is [`Intake`]: the listener registers every update it hands to the
-//! dispatcher, the schema's root holds a [`Handling`] guard for the update while its handler
-//! runs, and the guard's drop (also on a panic) releases it. Long polling ([`Polling`]) asks
-//! Telegram for the next batch, whose `offset` confirms every earlier update, only when no
-//! update is held any more; in webhook mode [`answer_when_handled`] answers Telegram's POST
-//! only then, so Telegram re-sends an update whose handler never finished. Commands, button
-//! presses and ignored updates release the intake the same way. A crash before the release
-//! means Telegram delivers the update again, and the inbox (keyed by update id) ignores a
-//! message it already has.
+//! The handshake is [`Intake`]: the listener holds every update that may start a turn (an
+//! allowed user's message or option press) as it hands it to the dispatcher, the schema's
+//! root holds a [`Handling`] guard for the update while its handler runs, and the guard's
+//! drop (also on a panic) releases it. Long polling ([`Polling`]) asks Telegram for the next
+//! batch, whose `offset` confirms every earlier update, only when no update is held any more;
+//! in webhook mode [`answer_when_handled`] answers Telegram's POST only then, so Telegram
+//! re-sends an update whose handler never finished. A crash before the release means Telegram
+//! delivers the update again, and the inbox (keyed by update id) ignores a message it already
+//! has. Commands, other button presses and strangers' messages record nothing and are not
+//! held: their replies, paced per chat, would otherwise make every chat's next message wait.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,17 +32,34 @@ use teloxide::types::{AllowedUpdate, UpdateKind};
 use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
-/// The updates handed to the dispatcher whose handlers have not finished yet.
-#[derive(Default)]
+/// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
+pub type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
+
+/// The updates handed to the dispatcher that may start a turn and whose handlers have not
+/// finished yet.
 pub struct Intake {
     held: Mutex<BTreeSet<u32>>,
     released: Notify,
+    starts_turn: StartsTurn,
 }
 
 impl Intake {
-    /// Registers an update that is about to be handled.
-    fn hold(&self, update: u32) {
-        self.held().insert(update);
+    pub fn new(starts_turn: StartsTurn) -> Self {
+        Self {
+            held: Mutex::default(),
+            released: Notify::new(),
+            starts_turn,
+        }
+    }
+
+    /// Holds an update that is about to be handled if it may start a turn; `true` if held.
+    fn hold(&self, update: &Update) -> bool {
+        // The dispatcher drops updates it cannot parse without handling them.
+        let held = !matches!(update.kind, UpdateKind::Error(_)) && (self.starts_turn)(update);
+        if held {
+            self.held().insert(update.id.0);
+        }
+        held
     }
 
     /// The guard the schema holds while `update` is handled; dropping it releases the update.
@@ -182,10 +200,7 @@ impl Batches<'_> {
         let polling = &mut *self.polling;
         loop {
             if let Some(update) = self.buffer.pop_front() {
-                // The dispatcher drops updates it cannot parse without handling them.
-                if !matches!(update.kind, UpdateKind::Error(_)) {
-                    polling.intake.hold(update.id.0);
-                }
+                polling.intake.hold(&update);
                 return Some(Ok(update));
             }
             if self.done {
@@ -274,10 +289,10 @@ pub async fn answer_when_handled(
     let Ok(bytes) = axum::body::to_bytes(body, MAX_UPDATE_BYTES).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let update = handled_id(&bytes);
-    if let Some(update) = update {
-        intake.hold(update);
-    }
+    let update = serde_json::from_slice::<Update>(&bytes)
+        .ok()
+        .filter(|update| intake.hold(update))
+        .map(|update| update.id.0);
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
@@ -291,10 +306,20 @@ pub async fn answer_when_handled(
     response
 }
 
-/// The id of an update the dispatcher will handle (one it cannot parse it drops).
-fn handled_id(body: &[u8]) -> Option<u32> {
-    let update: Update = serde_json::from_slice(body).ok()?;
-    (!matches!(update.kind, UpdateKind::Error(_))).then_some(update.id.0)
+/// Whether `update` may start a turn: a text message that is not a command, a photo, or an
+/// option press (the routes that call [`crate::turn::accept`]).
+pub fn may_start_turn(update: &Update) -> bool {
+    match &update.kind {
+        UpdateKind::Message(msg) => {
+            msg.text().is_some_and(|text| !text.starts_with('/')) || msg.photo().is_some()
+        }
+        UpdateKind::CallbackQuery(query) => query
+            .data
+            .as_deref()
+            .and_then(super::callback_data::decode_callback)
+            .is_some(),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -340,34 +365,74 @@ mod tests {
         }
     }
 
+    fn update(json: &str) -> Update {
+        serde_json::from_str(json).unwrap()
+    }
+
     #[test]
-    fn only_updates_the_dispatcher_handles_are_held() {
+    fn only_updates_that_may_start_a_turn_are_held() {
         struct Case {
             name: &'static str,
-            body: &'static str,
-            held: Option<u32>,
+            update: String,
+            held: bool,
         }
+        let message = |content: &str| {
+            format!(
+                r#"{{"update_id": 7, "message": {{"message_id": 1, "date": 0,
+                "chat": {{"id": 1, "type": "private", "first_name": "A"}}, {content}}}}}"#
+            )
+        };
+        let press = |data: &str| {
+            format!(
+                r#"{{"update_id": 8, "callback_query": {{"id": "q", "chat_instance": "c",
+                "from": {{"id": 1, "is_bot": false, "first_name": "A"}}, "data": "{data}"}}}}"#
+            )
+        };
+        let photo =
+            r#""photo": [{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1}]"#;
         let cases = [
             Case {
-                name: "a message",
-                body: r#"{"update_id": 7, "message": {"message_id": 1, "date": 0,
-                    "chat": {"id": 1, "type": "private", "first_name": "A"}, "text": "hi"}}"#,
-                held: Some(7),
+                name: "a text message",
+                update: message(r#""text": "hi""#),
+                held: true,
+            },
+            Case {
+                name: "a photo",
+                update: message(photo),
+                held: true,
+            },
+            Case {
+                name: "a command",
+                update: message(r#""text": "/help""#),
+                held: false,
+            },
+            Case {
+                name: "a voice note",
+                update: message(
+                    r#""voice": {"file_id": "v", "file_unique_id": "u", "duration": 1}"#,
+                ),
+                held: false,
+            },
+            Case {
+                name: "an option press",
+                update: press(&super::super::callback_data::encode_option("t", "x").unwrap()),
+                held: true,
+            },
+            Case {
+                name: "another press",
+                update: press("nonsense"),
+                held: false,
             },
             Case {
                 name: "a kind teloxide cannot parse",
-                body: r#"{"update_id": 8, "some_future_kind": {}}"#,
-                held: None,
-            },
-            Case {
-                name: "not JSON",
-                body: "garbage",
-                held: None,
+                update: r#"{"update_id": 9, "some_future_kind": {}}"#.to_string(),
+                held: false,
             },
         ];
+        let intake = Intake::new(Box::new(may_start_turn));
         for case in cases {
             assert_eq!(
-                handled_id(case.body.as_bytes()),
+                intake.hold(&update(&case.update)),
                 case.held,
                 "case {}",
                 case.name
@@ -377,9 +442,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_intake_drains_only_when_every_handler_finished() {
-        let intake = Arc::new(Intake::default());
-        intake.hold(1);
-        intake.hold(2);
+        let intake = Arc::new(Intake::new(Box::new(|_| true)));
+        let text = |id: u32| {
+            update(&format!(
+                r#"{{"update_id": {id}, "message": {{"message_id": 1, "date": 0,
+                "chat": {{"id": 1, "type": "private", "first_name": "A"}}, "text": "hi"}}}}"#
+            ))
+        };
+        assert!(intake.hold(&text(1)) && intake.hold(&text(2)));
         let first = intake.handling(1);
         let second = intake.handling(2);
         drop(first);

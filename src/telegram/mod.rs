@@ -187,7 +187,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let tg = Arc::new(Outbox::new(bot.clone(), &app.config().telegram));
     let out: Out = tg.clone();
     turn::recover(&app, &out).await;
-    let intake = Arc::new(Intake::default());
+    // Strangers' messages start no turn: they are refused, and not held.
+    let config = app.config().clone();
+    let intake = Arc::new(Intake::new(Box::new(move |update: &Update| {
+        let allowed = update
+            .from()
+            .is_some_and(|user| config.role_of(user.id.0) != Role::Stranger);
+        allowed && listener::may_start_turn(update)
+    })));
     let mut dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![app.clone(), tg, intake.clone()])
         .default_handler(|update| async move {

@@ -216,3 +216,57 @@ async fn kill_9_after_get_updates_before_the_turn_starts_still_answers_once() {
     assert_eq!(answers, 1, "answered once");
     assert_eq!(llm.agent_requests().len(), 1, "the LLM was asked once");
 }
+
+#[tokio::test]
+async fn the_webhook_answers_telegram_only_once_the_message_is_in_the_inbox() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = listener.local_addr().unwrap();
+    drop(listener);
+    // The turn stays unanswered for the whole test, so its inbox entry stays pending.
+    let llm = FakeLlm::start(|_, _| Reply::text("late").after(Duration::from_secs(30))).await;
+    let h = Harness::start_with(llm, move |c| {
+        c.telegram.webhook_url = "https://bot.example.com/telegram/hook".into();
+        c.telegram.webhook_listen = listen.to_string();
+        c.telegram.webhook_secret = "s3cret".into();
+        c.options.enabled = false;
+    })
+    .await;
+    let post = |id: i64, text: &str| {
+        let update = serde_json::json!({"update_id": id, "message": {
+            "message_id": id, "date": 1_700_000_000, "text": text,
+            "chat": {"id": ALICE, "type": "private", "first_name": "A"},
+            "from": crate::support::telegram::user_json(ALICE),
+        }});
+        let request = reqwest::Client::new()
+            .post(format!("http://{listen}/telegram/hook"))
+            .header("X-Telegram-Bot-Api-Secret-Token", "s3cret")
+            .json(&update);
+        tokio::spawn(async move { request.send().await.map(|r| r.status().as_u16()) })
+    };
+    // The first update's handler (the reply to an unknown command) waits on Telegram, so the
+    // message behind it in the chat's line is received but not yet recorded.
+    h.tg.hang_next("sendMessage");
+    assert_eq!(post(40, "/nonsense").await.unwrap().unwrap(), 200);
+    let waiting = post(41, "remember me");
+    h.tg.wait_for(|t| (t.hung() == 1).then_some(())).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "Telegram is not answered while the message is not recorded"
+    );
+    h.tg.release_hung();
+    assert_eq!(waiting.await.unwrap().unwrap(), 200);
+    let recorded: Vec<(u32, String)> = h
+        .app()
+        .store()
+        .unfinished_updates()
+        .into_iter()
+        .map(|(id, entry)| (id, entry.text))
+        .collect();
+    assert_eq!(
+        recorded,
+        [(41, "remember me".to_string())],
+        "recorded when Telegram was answered"
+    );
+    h.stop().await;
+}

@@ -58,6 +58,8 @@ struct Inner {
     hang: HashMap<String, usize>,
     /// Calls left unanswered so far.
     hung: usize,
+    /// Set by `release_hung`: calls left unanswered are answered now.
+    hung_released: bool,
 }
 
 #[derive(Clone)]
@@ -232,10 +234,16 @@ impl FakeTelegram {
         self.inner.lock().unwrap().flood_refusals
     }
 
-    /// The next call of `method` is never answered (the connection stays open).
+    /// The next call of `method` is not answered (the connection stays open) until
+    /// [`Self::release_hung`].
     pub fn hang_next(&self, method: &str) {
         let mut inner = self.inner.lock().unwrap();
         *inner.hang.entry(method.to_string()).or_default() += 1;
+    }
+
+    /// Answers the calls [`Self::hang_next`] held.
+    pub fn release_hung(&self) {
+        self.inner.lock().unwrap().hung_released = true;
     }
 
     /// How many calls were left unanswered by [`Self::hang_next`].
@@ -463,8 +471,8 @@ async fn handle(
         inner.hung += usize::from(hang);
         hang
     };
-    if hang {
-        return std::future::pending().await;
+    while hang && !fake.inner.lock().unwrap().hung_released {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let (status, body) = {
         let mut inner = fake.inner.lock().unwrap();

@@ -139,13 +139,17 @@ impl LlmClient {
         completion.finish(&mut on_text)
     }
 
-    /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A user
-    /// waits for it (it chooses the skills of their turn), so it is interactive.
-    pub async fn embed(&self, model: &str, inputs: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+    /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A
+    /// message's embedding chooses the skills and heuristics of its turn, so a user waits for
+    /// it ([`Priority::Interactive`]); newly learned heuristics are embedded in the background.
+    pub async fn embed(
+        &self,
+        model: &str,
+        inputs: &[String],
+        priority: Priority,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
         let request = serde_json::json!({"model": model, "input": inputs});
-        let (response, _slot) = self
-            .post("embeddings", &request, false, Priority::Interactive)
-            .await?;
+        let (response, _slot) = self.post("embeddings", &request, false, priority).await?;
         let body = self.body(response).await?;
         let mut wire: WireEmbeddings = serde_json::from_str(&body)
             .map_err(|e| LlmError::Malformed(format!("embeddings: {e}")))?;

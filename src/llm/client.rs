@@ -164,14 +164,23 @@ impl LlmClient {
         Ok(wire.data.into_iter().map(|d| d.embedding).collect())
     }
 
+    /// `model`'s context window: what the server says (asked once per model), else
+    /// `configured` (the model's `context_tokens`), else unknown.
+    pub async fn context_window(&self, model: &str, configured: Option<usize>) -> Option<usize> {
+        let discovered = self
+            .contexts
+            .get(model, || self.discover_context(model))
+            .await;
+        discovered.or(configured)
+    }
+
     /// The request with its completion cap lowered to what the model's context leaves after
     /// the estimated prompt, when the context is known (from the server, else from config).
     async fn fit_to_context<'a>(&self, request: &'a ChatRequest) -> Cow<'a, ChatRequest> {
-        let discovered = self
-            .contexts
-            .get(&request.model, || self.discover_context(&request.model))
+        let window = self
+            .context_window(&request.model, request.context_tokens)
             .await;
-        let Some(context) = discovered.or(request.context_tokens) else {
+        let Some(context) = window else {
             return Cow::Borrowed(request);
         };
         let room = completion_room(context, estimate_request_tokens(request));

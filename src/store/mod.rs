@@ -398,7 +398,8 @@ mod tests {
             PruneReport {
                 inbox: 1,
                 tickets: 1,
-                feedback: 2
+                feedback: 2,
+                refusals: 0
             }
         );
         assert!(store.ticket(&old_option).is_none());

@@ -55,6 +55,26 @@ impl Store {
         Ok(before.as_deref() != Some(day.as_bytes()))
     }
 
+    /// Removes the refusal days before the UTC day of `older_than_unix`, and unreadable ones:
+    /// only today's matter, so strangers who wrote once do not stay forever. Returns how many.
+    pub(super) fn prune_refusals(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+        let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
+            return Ok(0);
+        };
+        let cutoff = cutoff.date_naive();
+        let mut removed = 0;
+        for (key, value) in self.people.scan_prefix(b"refused:").filter_map(Result::ok) {
+            let day = std::str::from_utf8(&value)
+                .ok()
+                .and_then(|day| day.parse::<chrono::NaiveDate>().ok());
+            if day.is_none_or(|day| day < cutoff) {
+                self.people.remove(&key)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Records stranger `user`'s request for access at `now_unix`; `true` only for the first
     /// request (an atomic insert-if-absent, so a double press notifies the admins once).
     pub fn claim_access_request(&self, user: u64, now_unix: i64) -> anyhow::Result<bool> {
@@ -99,6 +119,36 @@ mod tests {
         assert!(
             store.first_refusal_on(9, 9, day(1)).unwrap(),
             "an unreadable day refuses"
+        );
+    }
+
+    #[test]
+    fn old_and_unreadable_refusal_days_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
+        store.first_refusal_on(1, 1, day(1)).unwrap();
+        store.first_refusal_on(2, 2, day(29)).unwrap();
+        store.first_refusal_on(3, 3, day(30)).unwrap();
+        store
+            .people
+            .insert(refused_key(4, 4).as_bytes(), &b"not a day"[..])
+            .unwrap();
+        store.claim_access_request(1, 0).unwrap();
+        // Cutoff: 2026-11-30 12:00 UTC.
+        let cutoff = day(30).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        assert_eq!(store.prune_refusals(cutoff).unwrap(), 3);
+        assert!(
+            !store.first_refusal_on(3, 3, day(30)).unwrap(),
+            "the cutoff's day stays"
+        );
+        assert!(
+            store.first_refusal_on(2, 2, day(29)).unwrap(),
+            "older days went"
+        );
+        assert!(
+            !store.claim_access_request(1, 1).unwrap(),
+            "requests are kept"
         );
     }
 

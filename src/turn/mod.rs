@@ -120,7 +120,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
             }
             (_, Some(answer)) => {
                 tracing::info!(update, chat, "sending an answer a crash held back");
-                let on_visible = record_visible(app, Some(update));
+                let on_visible = record_visible(app, Some(update), false);
                 out.answer(chat, Live::default(), &answer, Keyboard::None, on_visible)
                     .await;
                 set_state(app, update, InboxState::Answered).await;
@@ -154,14 +154,18 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
 /// cannot be finished in the message that shows it.
 pub const RESTART_NOTICE: &str = "⚠️ I was restarted while answering; the answer above may be incomplete. Send your message again if you need the rest.";
 
-/// Records (flushed) where the turn of `update` may be visible, before and after its first
-/// send: what recovery needs to never send its answer twice.
-fn record_visible(app: &Arc<App>, update: Option<u32>) -> OnVisible {
+/// Records (flushed) that the answer of `update` may be visible, before its first send, and
+/// (`with_id`) the id of the message that shows it, after: what recovery needs to never send
+/// an answer twice. An answer sent whole is marked `Answered` right after its send, which says
+/// more than its id, so it skips that second fsync.
+fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool) -> OnVisible {
     let app = app.clone();
     Arc::new(move |message| {
         let app = app.clone();
         Box::pin(async move {
-            if let Some(update) = update {
+            if let Some(update) = update
+                && (with_id || message.is_none())
+            {
                 set_state(&app, update, InboxState::Visible { message }).await;
             }
         })
@@ -232,7 +236,6 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let chat = input.chat;
     // A turn resumed after a crash whose answer was already showing goes into that message.
     let resumed = input.update.and_then(|u| app.store().visible_message(u));
-    let on_visible = record_visible(&app, input.update);
     let typing = AbortOnDrop(tokio::spawn(out.typing(chat)));
     let round = retire_options(&app, &out, chat);
 
@@ -254,7 +257,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Agent: LLM ↔ tools until an answer, shown live while it streams.
     let (events, live) = if app.config().telegram.streaming && resumed.is_none() {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let display = out.live(chat, receiver, on_visible.clone());
+        let display = out.live(chat, receiver, record_visible(&app, input.update, true));
         (Some(events), Some(tokio::spawn(display)))
     } else {
         (None, None)
@@ -362,7 +365,13 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         _ => Keyboard::answer(feedback.clone()),
     };
     let shown = out
-        .answer(chat, live, &result.answer, keyboard, on_visible)
+        .answer(
+            chat,
+            live,
+            &result.answer,
+            keyboard,
+            record_visible(&app, input.update, false),
+        )
         .await;
     if resumed.is_some() && shown.is_empty() {
         out.notice(chat, RESTART_NOTICE).await;

@@ -157,45 +157,30 @@ impl Display {
                     Ok(id) => *shown = Shown { id, html, stop },
                     Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
                 },
-                None => match first_send(&self.on_visible, i == 0, || {
-                    send_html(bot, policy, chat, &html, markup)
-                })
-                .await
-                {
-                    Ok(message) => {
-                        on_screen(&self.on_screen).insert(chat.0);
-                        self.shown.push(Shown {
-                            id: message.id,
-                            html,
-                            stop,
-                        });
+                None => {
+                    // The first message of the answer: recorded before it may be seen.
+                    let first = i == 0;
+                    if first {
+                        (self.on_visible)(None).await;
                     }
-                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
-                },
+                    match send_html(bot, policy, chat, &html, markup).await {
+                        Ok(message) => {
+                            on_screen(&self.on_screen).insert(chat.0);
+                            self.shown.push(Shown {
+                                id: message.id,
+                                html,
+                                stop,
+                            });
+                            if first {
+                                (self.on_visible)(Some(message.id.0)).await;
+                            }
+                        }
+                        Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
+                    }
+                }
             }
         }
     }
-}
-
-/// Sends a message; the first of an answer (`first`) is announced to `on_visible` before it
-/// is sent and with its id after, so the turn knows where its answer may be on screen.
-async fn first_send<F, Fut>(
-    on_visible: &OnVisible,
-    first: bool,
-    send: F,
-) -> Result<Message, teloxide::RequestError>
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<Message, teloxide::RequestError>>,
-{
-    if first {
-        on_visible(None).await;
-    }
-    let sent = send().await;
-    if first && let Ok(message) = &sent {
-        on_visible(Some(message.id.0)).await;
-    }
-    sent
 }
 
 /// The streamed text with the current tool's progress line under it.
@@ -230,11 +215,18 @@ pub async fn finish(
         let markup = if i == last { markup.clone() } else { None };
         let shown = match live.messages.get(i) {
             Some(&id) => edit_html(bot, policy, chat, MessageId(id), html, markup).await,
-            None => first_send(on_visible, i == 0, || {
-                send_html(bot, policy, chat, html, markup)
-            })
-            .await
-            .map(|m| m.id),
+            None => {
+                if i == 0 {
+                    on_visible(None).await;
+                }
+                let sent = send_html(bot, policy, chat, html, markup).await;
+                if i == 0
+                    && let Ok(message) = &sent
+                {
+                    on_visible(Some(message.id.0)).await;
+                }
+                sent.map(|m| m.id)
+            }
         };
         match shown {
             Ok(id) => ids.push(id),

@@ -1,4 +1,4 @@
-//! The [`Store`] handle: the sled database, its nine trees, and durable flushing. Each area's
+//! The [`Store`] handle: the sled database, its eleven trees, and durable flushing. Each area's
 //! file adds the methods for its trees.
 
 use std::path::Path;
@@ -17,6 +17,10 @@ pub(super) const HEURISTICS: &str = "heuristics";
 pub(super) const REFLECTIONS: &str = "reflections";
 pub(super) const SKILL_MATCHES: &str = "skill_matches";
 pub(super) const INBOX: &str = "inbox";
+/// Forum topics' turns and state, apart from the chat-wide trees, so that no scan of a
+/// chat's own records meets a topic's.
+pub(super) const TOPIC_HISTORY: &str = "topic_history";
+pub(super) const TOPIC_CHATS: &str = "topic_chats";
 
 /// The sled database and its trees. Cheap to clone.
 #[derive(Clone)]
@@ -31,6 +35,8 @@ pub struct Store {
     pub(super) reflections: sled::Tree,
     pub(super) skill_matches: sled::Tree,
     pub(super) inbox: sled::Tree,
+    pub(super) topic_history: sled::Tree,
+    pub(super) topic_chats: sled::Tree,
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
     flush_lock: Arc<tokio::sync::Mutex<u64>>,
@@ -65,6 +71,8 @@ impl Store {
             reflections: db.open_tree(REFLECTIONS)?,
             skill_matches: db.open_tree(SKILL_MATCHES)?,
             inbox: db.open_tree(INBOX)?,
+            topic_history: db.open_tree(TOPIC_HISTORY)?,
+            topic_chats: db.open_tree(TOPIC_CHATS)?,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),
             db,

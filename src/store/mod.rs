@@ -1,4 +1,4 @@
-//! The one place that talks to sled: one [`Store`] handle over nine trees, one file per area.
+//! The one place that talks to sled: one [`Store`] handle over eleven trees, one file per area.
 //!
 //! `db.rs` holds the handle (open, durable flush), `records.rs` the JSON and counter helpers
 //! every area shares, `retention.rs` the pruning that bounds storage. The areas:
@@ -9,6 +9,10 @@
 //!   history or not at all. Also the history window the LLM sees, and `/clear`.
 //! - `chats.rs`, tree `chats`: key `chat_id`, value a JSON [`ChatState`]: the history window,
 //!   the clear epoch and the chat's chosen model.
+//! - Forum topics keep the same records in trees of their own, `topic_history` (key
+//!   `chat_id ‖ topic ‖ seq`) and `topic_chats` (key `chat_id ‖ topic`, the topic an `i32`),
+//!   so a chat's prefix scans and ranges never meet a topic's records, and the chat's records
+//!   from before topics were told apart read as they always did.
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
 //!   it and a re-delivered update is never processed twice.
@@ -101,6 +105,8 @@ mod tests {
             image: None,
             state: InboxState::Pending,
             received: 1,
+            topic: None,
+            reply_to: None,
         }
     }
 
@@ -113,6 +119,7 @@ mod tests {
             chosen: None,
             feedback: None,
             created: 1,
+            topic: None,
         }
     }
 
@@ -387,6 +394,8 @@ mod tests {
                 image: None,
                 state,
                 received: 10,
+                topic: None,
+                reply_to: None,
             };
             store.accept_update(update, &entry).unwrap();
         }

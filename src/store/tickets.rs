@@ -36,6 +36,9 @@ pub struct OptionTicket {
     /// existed read as 0, the oldest, so the first prune removes them.
     #[serde(default)]
     pub created: i64,
+    /// The forum topic of the answer: a press continues that topic's conversation.
+    #[serde(default)]
+    pub topic: Option<i32>,
 }
 
 /// What 👍/👎 under one answer act on.
@@ -238,6 +241,7 @@ mod tests {
             chosen: None,
             feedback: None,
             created,
+            topic: None,
         }
     }
 

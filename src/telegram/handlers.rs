@@ -20,6 +20,7 @@ use super::send::{edit_html, edit_keyboard, notify, send_html};
 use super::{keyboards, media, tool_list, views};
 use crate::app::App;
 use crate::config::Role;
+use crate::conversation::Conversation;
 use crate::options::{self, Press};
 use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
@@ -46,6 +47,29 @@ pub fn addressed(msg: &Message, me: &Me) -> bool {
         .and_then(|reply| reply.from.as_ref())
         .is_some_and(|from| from.id == me.id);
     replied_to_bot || mentions(text, &username)
+}
+
+/// The conversation a message belongs to: its forum topic, or the chat outside topics (a
+/// private chat, a plain group, a forum's General topic; a reply thread in a plain group is no
+/// topic).
+pub fn conversation_of(msg: &Message) -> Conversation {
+    let topic = msg.thread_id.filter(|_| msg.is_topic_message);
+    Conversation::new(msg.chat.id.0, topic.map(|thread| thread.0.0))
+}
+
+/// The conversation a button was pressed in: its message's (none for inline messages).
+pub fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
+    let message = query.message.as_ref()?;
+    Some(match message.regular_message() {
+        Some(msg) => conversation_of(msg),
+        None => Conversation::from(message.chat().id.0),
+    })
+}
+
+/// The message an answer in `chat` replies to: the one that started it, in groups (negative
+/// ids), so answers stay threaded in a busy group; none in private chats.
+fn reply_in_groups(chat: i64, message: i32) -> Option<i32> {
+    (chat < 0).then_some(message)
 }
 
 /// Whether `text` contains `@username` as a whole word, case-insensitively.
@@ -94,7 +118,7 @@ pub async fn refuse_stranger(tg: Arc<Outbox>, msg: Message) -> HandlerResult {
          To let you in, the owner adds it to HEURIST_ALLOWED_USERS and restarts the bot.",
         user.id.0
     );
-    notify(tg.bot(), tg.policy(), msg.chat.id, &text).await;
+    notify(tg.bot(), tg.policy(), conversation_of(&msg), &text).await;
     Ok(())
 }
 
@@ -105,7 +129,7 @@ pub async fn command(
     role: Role,
     cmd: Command,
 ) -> HandlerResult {
-    let chat = msg.chat.id;
+    let chat = conversation_of(&msg);
     let (bot, policy) = (tg.bot(), tg.policy());
     if cmd.min_role() > role {
         tracing::info!(user = ?msg.from.as_ref().map(|u| u.id.0), command = ?cmd, "refused a command for admins");
@@ -121,13 +145,13 @@ pub async fn command(
         }
         Command::Clear => {
             let out: Out = tg.clone();
-            turn::retire_options(&app, &out, chat.0);
-            notify(bot, policy, chat, actions::clear(&app, chat.0)).await;
+            turn::retire_options(&app, &out, chat);
+            notify(bot, policy, chat, actions::clear(&app, chat)).await;
         }
         Command::Cancel => {
             // Asked before the stop: a live message on screen confirms it itself.
-            let live = tg.shows_live(chat.0);
-            if !actions::cancel(&app, chat.0) {
+            let live = tg.shows_live(chat);
+            if !actions::cancel(&app, chat) {
                 notify(bot, policy, chat, "Nothing is running.").await;
             } else if !live {
                 notify(
@@ -140,7 +164,7 @@ pub async fn command(
             }
         }
         Command::Stats => {
-            notify(bot, policy, chat, &views::stats_text(&app, chat.0, role)).await;
+            notify(bot, policy, chat, &views::stats_text(&app, chat.chat, role)).await;
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
         Command::Heuristics(which) => {
@@ -163,10 +187,10 @@ pub async fn command(
 }
 
 /// `/model`: the model keyboard; `/model <id>`: switch directly.
-async fn model_command(app: &App, tg: &Outbox, chat: ChatId, id: &str) -> HandlerResult {
+async fn model_command(app: &App, tg: &Outbox, chat: Conversation, id: &str) -> HandlerResult {
     let (bot, policy) = (tg.bot(), tg.policy());
     if id.is_empty() {
-        let current = app.model_for(chat.0).id;
+        let current = app.model_for(chat).id;
         let markup = keyboards::markup(&actions::models_keyboard(app, &current));
         let text = format!(
             "Model for this chat: <b>{}</b>. Choose another:",
@@ -175,7 +199,7 @@ async fn model_command(app: &App, tg: &Outbox, chat: ChatId, id: &str) -> Handle
         send_html(bot, policy, chat, &text, Some(markup)).await?;
         return Ok(());
     }
-    let text = match actions::set_model(app, chat.0, id) {
+    let text = match actions::set_model(app, chat, id) {
         Ok(model) => format!("Model for this chat: {model}"),
         Err(e) => e.to_string(),
     };
@@ -195,7 +219,7 @@ pub async fn text(
 ) -> HandlerResult {
     if text.starts_with('/') {
         let reply = "I do not know that command. /help lists what I can do.";
-        notify(tg.bot(), tg.policy(), msg.chat.id, reply).await;
+        notify(tg.bot(), tg.policy(), conversation_of(&msg), reply).await;
         return Ok(());
     }
     let text = without_mention(&text, &me);
@@ -213,13 +237,13 @@ pub async fn non_text(
     me: Me,
     role: Role,
 ) -> HandlerResult {
-    let chat = msg.chat.id;
+    let chat = conversation_of(&msg);
     let max_bytes = app.config().telegram.max_image_bytes;
     let photo = msg
         .photo()
         .and_then(|sizes| media::pick_photo(sizes, max_bytes));
     let reply = match photo {
-        Some(photo) if app.model_for(chat.0).vision => {
+        Some(photo) if app.model_for(chat).vision => {
             let caption = msg.caption().map(|c| without_mention(c, &me));
             let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
             let image = Some(photo.file.id.0.clone());
@@ -246,19 +270,21 @@ async fn start_turn(
     text: String,
     image: Option<String>,
 ) {
-    let chat = msg.chat.id;
+    let chat = conversation_of(msg);
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
     if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
         notify(tg.bot(), tg.policy(), chat, &refusal).await;
         return;
     }
     let input = TurnInput {
-        chat: chat.0,
+        chat: chat.chat,
         user,
         role,
         update: Some(update.id.0),
         text,
         image,
+        topic: chat.topic,
+        reply_to: reply_in_groups(chat.chat, msg.id.0),
     };
     let out: Out = tg.clone();
     turn::accept(app, &out, input).await;
@@ -334,6 +360,9 @@ pub async fn option_pressed(
         update: Some(update.id.0),
         text: label,
         image: None,
+        topic: ticket.topic,
+        // In a group, the answer to a press replies to the answer that offered the option.
+        reply_to: reply_in_groups(ticket.chat, ticket.message_id),
     };
     turn::accept(&app, &out, input).await;
     Ok(())
@@ -346,7 +375,7 @@ pub async fn set_model_pressed(
     tg: Arc<Outbox>,
     query: CallbackQuery,
     role: Role,
-    chat: ChatId,
+    chat: Conversation,
     key: String,
 ) -> HandlerResult {
     let models = &app.config().models;
@@ -354,7 +383,7 @@ pub async fn set_model_pressed(
         .iter()
         .find(|m| model_key(&m.id) == key)
         .map(|m| &m.id);
-    let outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
+    let outcome = actions::choose_model(&app, role, chat, id.map(String::as_str));
     answer_press(&bot, &tg, &query, outcome).await
 }
 
@@ -364,11 +393,11 @@ pub async fn clear_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
-    chat: ChatId,
+    chat: Conversation,
 ) -> HandlerResult {
     let out: Out = tg.clone();
-    turn::retire_options(&app, &out, chat.0);
-    let outcome = Outcome::done(actions::clear(&app, chat.0), Some(Keyboard::None));
+    turn::retire_options(&app, &out, chat);
+    let outcome = Outcome::done(actions::clear(&app, chat), Some(Keyboard::None));
     answer_press(&bot, &tg, &query, outcome).await
 }
 
@@ -479,9 +508,9 @@ pub async fn stop_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
-    chat: ChatId,
+    chat: Conversation,
 ) -> HandlerResult {
-    let outcome = if actions::cancel(&app, chat.0) {
+    let outcome = if actions::cancel(&app, chat) {
         Outcome::done("Stopped", None)
     } else {
         Outcome::refuse("Nothing is running")
@@ -522,6 +551,61 @@ async fn answer_press(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_forum_topic_makes_its_own_conversation() {
+        struct Case {
+            name: &'static str,
+            chat: serde_json::Value,
+            extra: serde_json::Value,
+            conversation: Conversation,
+        }
+        let group = serde_json::json!({"id": -5, "type": "supergroup", "title": "g"});
+        let forum =
+            serde_json::json!({"id": -5, "type": "supergroup", "title": "f", "is_forum": true});
+        let cases = [
+            Case {
+                name: "a private chat",
+                chat: serde_json::json!({"id": 7, "type": "private", "first_name": "a"}),
+                extra: serde_json::json!({}),
+                conversation: Conversation::from(7),
+            },
+            Case {
+                name: "a reply thread in a plain group is no topic",
+                chat: group,
+                extra: serde_json::json!({"message_thread_id": 3}),
+                conversation: Conversation::from(-5),
+            },
+            Case {
+                name: "a forum's General topic",
+                chat: forum.clone(),
+                extra: serde_json::json!({}),
+                conversation: Conversation::from(-5),
+            },
+            Case {
+                name: "a forum topic",
+                chat: forum,
+                extra: serde_json::json!({"message_thread_id": 3, "is_topic_message": true}),
+                conversation: Conversation::new(-5, Some(3)),
+            },
+        ];
+        for case in cases {
+            let mut json = serde_json::json!({
+                "message_id": 9, "date": 0, "chat": case.chat, "text": "hi",
+                "from": {"id": 7, "is_bot": false, "first_name": "a"},
+            });
+            for (key, value) in case.extra.as_object().unwrap() {
+                json[key] = value.clone();
+            }
+            let msg: Message = serde_json::from_value(json).unwrap();
+            assert_eq!(
+                conversation_of(&msg),
+                case.conversation,
+                "case {}",
+                case.name
+            );
+        }
+    }
 
     #[test]
     fn mentions_are_whole_words() {

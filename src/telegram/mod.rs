@@ -41,6 +41,7 @@ use outbox::Outbox;
 pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
         .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
+        .map(|msg: Message| handlers::conversation_of(&msg))
         .branch(
             dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_stranger),
         )
@@ -77,6 +78,8 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(
             // The chat the button was pressed in (none for inline messages: nothing to do).
             dptree::filter_map(|query: CallbackQuery| Some(query.message.as_ref()?.chat().id))
+                // And the forum topic in it, if any.
+                .filter_map(|query: CallbackQuery| handlers::pressed_in(&query))
                 .branch(options)
                 .branch(actions),
         )

@@ -18,8 +18,9 @@ use tokio::time::Instant;
 
 use super::keyboards;
 use super::render::{render_partial, render_parts};
-use super::send::{SendPolicy, edit_html, send_html, with_retry};
+use super::send::{SendPolicy, Target, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
+use crate::conversation::Conversation;
 use crate::turn::Live;
 
 /// The line a stopped turn's live message ends with: the one confirmation of the stop. The
@@ -34,24 +35,25 @@ struct Shown {
     stop: bool,
 }
 
-/// The chats whose live display has a message on screen: there, stopping a turn is confirmed
-/// by that message, and `/cancel` adds no second confirmation.
-pub type OnScreen = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i64>>>;
+/// The conversations whose live display has a message on screen: there, stopping a turn is
+/// confirmed by that message, and `/cancel` adds no second confirmation.
+pub type OnScreen = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<Conversation>>>;
 
 /// Locks `on_screen` (a poisoned lock still holds a valid set).
 pub fn on_screen(
     on_screen: &OnScreen,
-) -> std::sync::MutexGuard<'_, std::collections::HashSet<i64>> {
+) -> std::sync::MutexGuard<'_, std::collections::HashSet<Conversation>> {
     on_screen
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The live display of one turn in one chat.
+/// The live display of one turn in one conversation.
 pub struct Display {
     bot: Bot,
     policy: SendPolicy,
-    chat: ChatId,
+    /// Where its messages go; the reply is dropped once the first is sent.
+    to: Target,
     /// Spacing of edits (the chat's pacing interval).
     interval: Duration,
     shown: Vec<Shown>,
@@ -62,14 +64,14 @@ impl Display {
     pub fn new(
         bot: Bot,
         policy: SendPolicy,
-        chat: ChatId,
+        to: Target,
         interval: Duration,
         on_screen: OnScreen,
     ) -> Self {
         Self {
             bot,
             policy,
-            chat,
+            to,
             interval,
             shown: Vec::new(),
             on_screen,
@@ -96,7 +98,7 @@ impl Display {
                     () = tokio::time::sleep_until(next_flush) => {
                         if self.shown.is_empty() && !waited_for_slot {
                             waited_for_slot = true;
-                            next_flush = next_flush.max(self.policy.limiter.ready_at(self.chat.0));
+                            next_flush = next_flush.max(self.policy.limiter.ready_at(self.to.chat.0));
                             continue;
                         }
                         self.show(&display(&text, progress.as_deref())).await;
@@ -123,7 +125,7 @@ impl Display {
                 None => break false,
             }
         };
-        on_screen(&self.on_screen).remove(&self.chat.0);
+        on_screen(&self.on_screen).remove(&self.to.conversation());
         if finished {
             return Some(Live {
                 messages: self.shown.iter().map(|s| s.id.0).collect(),
@@ -133,7 +135,8 @@ impl Display {
         // anything of it was stored: say so where the user is looking, once.
         if let Some(last) = self.shown.last() {
             let html = format!("{}\n\n{STOPPED}", last.html);
-            let _ = edit_html(&self.bot, &self.policy, self.chat, last.id, &html, None).await;
+            let to = self.to.without_reply();
+            let _ = edit_html(&self.bot, &self.policy, to, last.id, &html, None).await;
         }
         None
     }
@@ -141,7 +144,8 @@ impl Display {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
-        let (bot, policy, chat) = (&self.bot, &self.policy, self.chat);
+        let (bot, policy, to) = (&self.bot, &self.policy, self.to);
+        let chat = to.chat;
         let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
@@ -149,13 +153,17 @@ impl Display {
             let markup = stop.then(keyboards::stop);
             match self.shown.get_mut(i) {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
-                Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {
-                    Ok(id) => *shown = Shown { id, html, stop },
-                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
-                },
-                None => match send_html(bot, policy, chat, &html, markup).await {
+                Some(shown) => {
+                    match edit_html(bot, policy, to.without_reply(), shown.id, &html, markup).await
+                    {
+                        Ok(id) => *shown = Shown { id, html, stop },
+                        Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
+                    }
+                }
+                None => match send_html(bot, policy, self.to, &html, markup).await {
                     Ok(message) => {
-                        on_screen(&self.on_screen).insert(chat.0);
+                        self.to = self.to.without_reply();
+                        on_screen(&self.on_screen).insert(to.conversation());
                         self.shown.push(Shown {
                             id: message.id,
                             html,
@@ -179,12 +187,13 @@ fn display(text: &str, progress: Option<&str>) -> String {
 }
 
 /// Turns the live display into the final answer: each part of the rendered `markdown` edited
-/// into place (or sent), the keyboard on the last, leftover live messages deleted. Returns
-/// the ids of the messages that show the answer.
+/// into place (or sent), the keyboard on the last, leftover live messages deleted. The first
+/// message sent is a reply to `to`'s message if nothing was live (else the live one was).
+/// Returns the ids of the messages that show the answer.
 pub async fn finish(
     bot: &Bot,
     policy: &SendPolicy,
-    chat: ChatId,
+    to: Target,
     live: &Live,
     markdown: &str,
     markup: Option<InlineKeyboardMarkup>,
@@ -194,14 +203,25 @@ pub async fn finish(
         parts.push("…".to_string());
     }
     let last = parts.len() - 1;
+    let chat = to.chat;
+    let mut next = if live.messages.is_empty() {
+        to
+    } else {
+        to.without_reply()
+    };
     let mut ids = Vec::with_capacity(parts.len());
     for (i, html) in parts.iter().enumerate() {
         let markup = if i == last { markup.clone() } else { None };
         let shown = match live.messages.get(i) {
-            Some(&id) => edit_html(bot, policy, chat, MessageId(id), html, markup).await,
-            None => send_html(bot, policy, chat, html, markup)
-                .await
-                .map(|m| m.id),
+            Some(&id) => {
+                let to = to.without_reply();
+                edit_html(bot, policy, to, MessageId(id), html, markup).await
+            }
+            None => {
+                let sent = send_html(bot, policy, next, html, markup).await;
+                next = next.without_reply();
+                sent.map(|m| m.id)
+            }
         };
         match shown {
             Ok(id) => ids.push(id),

@@ -9,6 +9,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::agent::AgentEvent;
+use crate::conversation::Conversation;
 
 /// The buttons under a message.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -58,10 +59,12 @@ pub struct Live {
 }
 
 /// A chat as a turn sees it. Every method logs its own failures: a turn goes on whatever
-/// the chat did with what it was shown.
+/// the chat did with what it was shown. New messages go to the conversation's forum topic,
+/// if it has one; `reply_to` (a message in that chat) makes an answer's first new message a
+/// reply to it.
 pub trait Messenger: Send + Sync {
     /// Shows that an answer is being worked on, for as long as the returned future runs.
-    fn typing(&self, chat: i64) -> BoxFuture<'static, ()>;
+    fn typing(&self, chat: Conversation) -> BoxFuture<'static, ()>;
 
     /// Shows a turn's progress as it happens (streamed text, tool progress, a Stop button).
     /// Resolves when `events` ends: to what is on screen after [`AgentEvent::Finished`], or to
@@ -69,16 +72,19 @@ pub trait Messenger: Send + Sync {
     /// already says so.
     fn live(
         &self,
-        chat: i64,
+        chat: Conversation,
+        reply_to: Option<i32>,
         events: mpsc::UnboundedReceiver<AgentEvent>,
     ) -> BoxFuture<'static, Option<Live>>;
 
     /// Shows a Markdown answer with `keyboard` under its last part: the `live` messages are
     /// edited into it (leftovers removed), missing parts are sent. Returns the ids of the
-    /// messages that show it.
+    /// messages that show it. A reply is sent only when `live` shows nothing yet (else the
+    /// live display's first message was the reply).
     fn answer<'a>(
         &'a self,
-        chat: i64,
+        chat: Conversation,
+        reply_to: Option<i32>,
         live: Live,
         markdown: &'a str,
         keyboard: Keyboard,
@@ -88,7 +94,7 @@ pub trait Messenger: Send + Sync {
     fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()>;
 
     /// Sends a short plain notice.
-    fn notice<'a>(&'a self, chat: i64, text: &'a str) -> BoxFuture<'a, ()>;
+    fn notice<'a>(&'a self, chat: Conversation, text: &'a str) -> BoxFuture<'a, ()>;
 
     /// Fetches a photo the user sent (by the chat's file id) as a `data:` URL for the model.
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>>;

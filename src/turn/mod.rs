@@ -20,6 +20,7 @@ use std::time::Duration;
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
 use crate::config::Role;
+use crate::conversation::Conversation;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
@@ -42,6 +43,18 @@ pub struct TurnInput {
     pub text: String,
     /// A photo's file id (downloaded in the turn, so a resumed turn can fetch it).
     pub image: Option<String>,
+    /// The forum topic the message came from: the turn's history, queue and answer are that
+    /// topic's.
+    pub topic: Option<i32>,
+    /// The message the answer replies to (the one that started the turn, in groups).
+    pub reply_to: Option<i32>,
+}
+
+impl TurnInput {
+    /// The conversation the turn belongs to.
+    pub fn conversation(&self) -> Conversation {
+        Conversation::new(self.chat, self.topic)
+    }
 }
 
 /// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
@@ -60,6 +73,8 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             image: input.image.clone(),
             state: InboxState::Pending,
             received: chrono::Utc::now().timestamp(),
+            topic: input.topic,
+            reply_to: input.reply_to,
         };
         match app.store().accept_update(update, &entry) {
             Ok(true) => {}
@@ -72,7 +87,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             }
         }
     }
-    let chat = input.chat;
+    let chat = input.conversation();
     let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
         .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
@@ -99,23 +114,31 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
         app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
     }
     for (update, entry) in app.store().unfinished_updates() {
-        let chat = entry.chat;
+        let chat = Conversation::new(entry.chat, entry.topic);
         match app.store().stored_answer(chat, update) {
             Some(answer) => {
-                tracing::info!(update, chat, "sending an answer a crash held back");
-                out.answer(chat, Live::default(), &answer, Keyboard::None)
-                    .await;
+                tracing::info!(update, %chat, "sending an answer a crash held back");
+                out.answer(
+                    chat,
+                    entry.reply_to,
+                    Live::default(),
+                    &answer,
+                    Keyboard::None,
+                )
+                .await;
                 set_state(app, update, InboxState::Answered).await;
             }
             None if entry.state == InboxState::Pending => {
-                tracing::info!(update, chat, "resuming a turn a crash interrupted");
+                tracing::info!(update, %chat, "resuming a turn a crash interrupted");
                 let input = TurnInput {
-                    chat,
+                    chat: entry.chat,
                     user: entry.user,
                     role: app.config().role_of(entry.user),
                     update: Some(update),
                     text: entry.text,
                     image: entry.image,
+                    topic: entry.topic,
+                    reply_to: entry.reply_to,
                 };
                 let on_panic = failed(app.clone(), out.clone(), chat, Some(update));
                 app.queues().enqueue(
@@ -166,11 +189,11 @@ pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
 
 /// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
 /// even after a restart), and the user is told once that the message could not be handled.
-async fn failed(app: Arc<App>, out: Out, chat: i64, update: Option<u32>) {
+async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>) {
     if let Some(update) = update {
         tracing::error!(
             update,
-            chat,
+            %chat,
             "a turn panicked; its message is marked failed"
         );
         let written = app.store().set_update_state(update, InboxState::Failed);
@@ -190,15 +213,15 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let Some(_slot) = app.turn_slot().await else {
         return;
     };
-    let chat = input.chat;
-    let typing = AbortOnDrop(tokio::spawn(out.typing(chat)));
-    let round = retire_options(&app, &out, chat);
+    let (chat, at) = (input.chat, input.conversation());
+    let typing = AbortOnDrop(tokio::spawn(out.typing(at)));
+    let round = retire_options(&app, &out, at);
 
     // Prompt: the history window, skills and heuristics for this message, the user message.
-    let model = app.model_for(chat);
+    let model = app.model_for(at);
     let window = app
         .store()
-        .history(chat, app.history_budget(&model))
+        .history(at, app.history_budget(&model))
         .unwrap_or_else(|e| {
             tracing::error!(chat, error = %e, "cannot read history; answering without it");
             Default::default()
@@ -214,7 +237,10 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Agent: LLM ↔ tools until an answer, shown live while it streams.
     let (events, live) = if app.config().telegram.streaming {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        (Some(events), Some(tokio::spawn(out.live(chat, receiver))))
+        (
+            Some(events),
+            Some(tokio::spawn(out.live(at, input.reply_to, receiver))),
+        )
     } else {
         (None, None)
     };
@@ -290,6 +316,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // at most `attach_wait_ms`, so quick ones come in the same call as its 👍/👎.
     let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
         chat,
+        topic: input.topic,
         user: input.user,
         epoch: window.epoch,
         feedback: feedback.clone(),
@@ -318,7 +345,9 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         },
         _ => Keyboard::answer(feedback.clone()),
     };
-    let shown = out.answer(chat, live, &result.answer, keyboard).await;
+    let shown = out
+        .answer(at, input.reply_to, live, &result.answer, keyboard)
+        .await;
     // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
     // (and flushed) in the background, so the chat's next message does not wait for an fsync.
     if let Some(update) = input.update {
@@ -330,7 +359,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
     match quick {
         Some(Some(attached)) => {
-            offer(&app, chat, round, &attached, message, feedback);
+            offer(&app, at, round, &attached, message, feedback);
         }
         Some(None) => {}
         // Later options: attached by one keyboard edit when they come.
@@ -340,7 +369,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 let Ok(Some(attached)) = options.await else {
                     return;
                 };
-                if offer(&app2, chat, round, &attached, message, feedback.clone()) {
+                if offer(&app2, at, round, &attached, message, feedback.clone()) {
                     let keyboard = Keyboard::Answer {
                         options: Options::Offered {
                             ticket: attached.ticket,
@@ -397,11 +426,11 @@ fn follow_ups(
 /// the background: a new turn or a clear makes them an earlier answer's. An answer whose option
 /// was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
 /// if the chat's state cannot be read: no options are offered then).
-pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
+pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u64> {
     let (round, offered) = app
         .store()
         .retire_offered(chat)
-        .inspect_err(|e| tracing::warn!(chat, error = %e, "cannot retire the chat's options"))
+        .inspect_err(|e| tracing::warn!(%chat, error = %e, "cannot retire the chat's options"))
         .ok()?;
     if let Some(offered) = offered
         && app
@@ -412,7 +441,7 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
         let out = out.clone();
         app.spawn(async move {
             let keyboard = Keyboard::answer(offered.feedback);
-            out.set_keyboard(chat, offered.message, keyboard).await;
+            out.set_keyboard(chat.chat, offered.message, keyboard).await;
         });
     }
     Some(round)
@@ -422,7 +451,7 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
 /// turn or a clear came first (the options then belong to an earlier answer).
 fn offer(
     app: &App,
-    chat: i64,
+    chat: Conversation,
     round: u64,
     attached: &options::Attached,
     message: i32,
@@ -440,7 +469,7 @@ fn offer(
     match recorded {
         Ok(current) => current,
         Err(e) => {
-            tracing::warn!(chat, error = %e, "cannot record the answer's options");
+            tracing::warn!(%chat, error = %e, "cannot record the answer's options");
             false
         }
     }
@@ -463,7 +492,7 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
             let Ok(chat) = i64::try_from(*admin) else {
                 continue;
             };
-            out.notice(chat, &text).await;
+            out.notice(chat.into(), &text).await;
         }
     }
     true
@@ -474,7 +503,7 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
 fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &TurnResult) {
     let (chat, store) = (input.chat, app.store());
     if result.dropped_turns > 0
-        && let Err(e) = store.skip_turns(chat, result.dropped_turns)
+        && let Err(e) = store.skip_turns(input.conversation(), result.dropped_turns)
     {
         tracing::warn!(chat, error = %e, "cannot move the history window");
     }
@@ -483,7 +512,7 @@ fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &Tu
         .iter()
         .map(ChatMessage::without_images)
         .collect();
-    match store.append_turn(chat, epoch, input.update, &stored) {
+    match store.append_turn(input.conversation(), epoch, input.update, &stored) {
         Ok(true) => {}
         Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),

@@ -16,3 +16,4 @@ mod pacing;
 mod search;
 mod skeleton;
 mod streaming;
+mod topics;

@@ -112,6 +112,30 @@ impl FakeTelegram {
         })
     }
 
+    /// A text message from `user` in forum topic `topic` (its `message_thread_id`) of the
+    /// forum supergroup `chat`.
+    pub fn send_in_topic(&self, chat: i64, topic: i64, user: i64, text: &str) -> i64 {
+        let text = text.to_string();
+        self.push_update(move |_, message_id| {
+            let content =
+                json!({"text": text, "message_thread_id": topic, "is_topic_message": true});
+            let mut msg = message(message_id, chat, user_json(user), content);
+            msg["chat"]["is_forum"] = json!(true);
+            json!({"message": msg})
+        })
+    }
+
+    /// The id of the message that update `update_id` carried.
+    pub fn message_id_of(&self, update_id: i64) -> i64 {
+        let inner = self.inner.lock().unwrap();
+        let update = inner
+            .delivered
+            .iter()
+            .find(|u| u["update_id"] == update_id)
+            .unwrap();
+        update["message"]["message_id"].as_i64().unwrap()
+    }
+
     /// Delivers update `update_id` again, as Telegram does when a bot crashed before
     /// confirming it.
     pub fn redeliver(&self, update_id: i64) {
@@ -586,6 +610,11 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             let mut content = json!({"text": text});
             if params["reply_markup"].is_object() {
                 content["reply_markup"] = params["reply_markup"].clone();
+            }
+            // A message sent to a forum topic is in that topic.
+            if let Some(topic) = params["message_thread_id"].as_i64() {
+                content["message_thread_id"] = json!(topic);
+                content["is_topic_message"] = json!(true);
             }
             ok(message(message_id, chat, bot_json(), content))
         }

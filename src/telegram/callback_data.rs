@@ -180,6 +180,9 @@ pub enum Action {
     Stop,
     /// The mark of an option already chosen: pressing it changes nothing.
     Chosen,
+    /// "Request access" under a stranger's refusal: only the user whose id it carries may use
+    /// it.
+    RequestAccess(u64),
 }
 
 impl Action {
@@ -201,6 +204,7 @@ impl Action {
             }
             Self::Stop => encode_action("stop", ""),
             Self::Chosen => encode_action("chosen", ""),
+            Self::RequestAccess(user) => encode_action("access", &user.to_string()),
         }
     }
 
@@ -239,6 +243,7 @@ impl Action {
             }
             "stop" => Self::Stop,
             "chosen" => Self::Chosen,
+            "access" => Self::RequestAccess(payload.parse().ok()?),
             _ => return None,
         })
     }
@@ -496,6 +501,7 @@ mod tests {
                     Action::Page { list: List::Skills, page: 12 },
                     Action::Stop,
                     Action::Chosen,
+                    Action::RequestAccess(id),
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

@@ -162,6 +162,67 @@ async fn clear_in_one_topic_leaves_the_other_topics_history() {
 }
 
 #[tokio::test]
+async fn an_option_pressed_in_a_topic_continues_that_topic() {
+    let llm = FakeLlm::start(|req, _| {
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": ["Tell me more", "Thanks"]}"#);
+        }
+        if is_reflection_request(req) {
+            return Reply::error(500, "not now");
+        }
+        Reply::text(&format!("answer to {}", last_user_text(req)))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.learning.reflect = false;
+        // The options come in the answer's own send.
+        c.options.attach_wait_ms = 5_000;
+    })
+    .await;
+    h.tg.send_in_topic(FORUM, TOPIC_B, BOB, &to_bot("beta one"));
+    one_answer(&h.tg, FORUM, "answer to beta one").await;
+    h.tg.send_in_topic(FORUM, TOPIC_A, ALICE, &to_bot("alpha one"));
+    let offered = one_answer(&h.tg, FORUM, "answer to alpha one").await;
+    let data = offered.params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .expect("the answer carries its options")
+        .to_string();
+    let message = offered.result["message_id"].as_i64().unwrap();
+    h.tg.press(ALICE, FORUM, message, &data);
+
+    let continued = one_answer(&h.tg, FORUM, "answer to Tell me more").await;
+    assert_eq!(continued.params["message_thread_id"], json!(TOPIC_A));
+    assert!(replies_to(&continued, message), "{:?}", continued.params);
+    let request = request_texts(&request_for(&h.llm, "Tell me more"));
+    assert!(
+        request.contains("alpha one"),
+        "the press continues topic A: {request}"
+    );
+    assert!(!request.contains("beta"), "topic B stays apart: {request}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_in_one_topic_stops_only_that_topics_turn() {
+    let llm = FakeLlm::start(|req, _| {
+        let slow = last_user_text(req) == "alpha slow";
+        Reply::text("late").after(Duration::from_secs(if slow { 30 } else { 0 }))
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_in_topic(FORUM, TOPIC_A, ALICE, &to_bot("alpha slow"));
+    h.tg.wait_for(|_| (!h.llm.agent_requests().is_empty()).then_some(()))
+        .await;
+    h.tg.send_in_topic(FORUM, TOPIC_B, ALICE, "/cancel");
+    let nothing = one_answer(&h.tg, FORUM, "Nothing is running.").await;
+    assert_eq!(nothing.params["message_thread_id"], json!(TOPIC_B));
+    h.tg.send_in_topic(FORUM, TOPIC_A, ALICE, "/cancel");
+    let stopped = one_answer(&h.tg, FORUM, "Stopped. Nothing of that request was kept.").await;
+    assert_eq!(stopped.params["message_thread_id"], json!(TOPIC_A));
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_group_answer_replies_to_its_message_and_a_private_one_does_not() {
     for streaming in [false, true] {
         let h = Harness::start_with(echo_llm().await, |c| {

@@ -144,8 +144,9 @@ impl Display {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
-        let (bot, policy, to) = (&self.bot, &self.policy, self.to);
-        let chat = to.chat;
+        let (bot, policy) = (&self.bot, &self.policy);
+        // Edits keep the topic (a message that is gone is sent anew there), never the reply.
+        let chat = self.to.without_reply();
         let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
@@ -153,24 +154,21 @@ impl Display {
             let markup = stop.then(keyboards::stop);
             match self.shown.get_mut(i) {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
-                Some(shown) => {
-                    match edit_html(bot, policy, to.without_reply(), shown.id, &html, markup).await
-                    {
-                        Ok(id) => *shown = Shown { id, html, stop },
-                        Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
-                    }
-                }
+                Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {
+                    Ok(id) => *shown = Shown { id, html, stop },
+                    Err(e) => tracing::debug!(chat = chat.chat.0, error = %e, "live edit failed"),
+                },
                 None => match send_html(bot, policy, self.to, &html, markup).await {
                     Ok(message) => {
-                        self.to = self.to.without_reply();
-                        on_screen(&self.on_screen).insert(to.conversation());
+                        self.to = chat;
+                        on_screen(&self.on_screen).insert(chat.conversation());
                         self.shown.push(Shown {
                             id: message.id,
                             html,
                             stop,
                         });
                     }
-                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
+                    Err(e) => tracing::debug!(chat = chat.chat.0, error = %e, "live send failed"),
                 },
             }
         }

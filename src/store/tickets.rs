@@ -196,7 +196,7 @@ impl Store {
 
 /// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
 /// ticket) is drawn again rather than overwritten.
-fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
+pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
     loop {
         let id = random_id()?;
         if tree

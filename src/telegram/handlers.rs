@@ -489,6 +489,44 @@ pub async fn stop_pressed(
     answer_press(&bot, &tg, &query, outcome).await
 }
 
+/// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
+/// used up), the failed message runs again as a new turn, once; the button goes.
+pub async fn retry_pressed(
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    update: Update,
+    query: CallbackQuery,
+    role: Role,
+    chat: ChatId,
+    ticket: String,
+) -> HandlerResult {
+    let (bot, user) = (tg.bot(), query.from.id.0);
+    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
+        bot.answer_callback_query(query.id).text(refusal).await?;
+        return Ok(());
+    }
+    let retried = match turn::retry::claim(&app, chat.0, &ticket) {
+        Ok(retried) => retried,
+        Err(refused) => return answer_press(bot, &tg, &query, refused).await,
+    };
+    // Claimed: the message runs whatever became of the toast.
+    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
+    if let Err(e) = answer_press(bot, &tg, &query, outcome).await {
+        tracing::warn!(chat = chat.0, error = %e, "cannot answer a retry press");
+    }
+    let input = TurnInput {
+        chat: retried.chat,
+        user,
+        role,
+        update: Some(update.id.0),
+        text: retried.text,
+        image: retried.image,
+    };
+    let out: Out = tg.clone();
+    turn::accept(&app, &out, input).await;
+    Ok(())
+}
+
 /// The mark of an option already chosen.
 pub async fn chosen_pressed(bot: Bot, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
     answer_press(&bot, &tg, &query, Outcome::done("Already chosen", None)).await

@@ -23,6 +23,15 @@ pub fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
             .map(|b| vec![b])
             .into_iter()
             .collect(),
+        Keyboard::Retry(ticket) => button(
+            "🔁 Retry",
+            &Action::Retry {
+                ticket: ticket.clone(),
+            },
+        )
+        .map(|b| vec![b])
+        .into_iter()
+        .collect(),
         Keyboard::Models { models, current } => models
             .iter()
             .filter_map(|id| {

@@ -23,6 +23,8 @@ pub enum Keyboard {
     },
     /// A one-tap way out of a conversation too long for the model.
     Clear,
+    /// Under a failed answer: 🔁 Retry runs the message of retry ticket `ticket` again, once.
+    Retry(String),
     /// The configured models, one per button, `current` marked.
     Models {
         models: Vec<String>,

@@ -9,10 +9,11 @@
 //!
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
 //! implements; [`actions`] holds the chat-level decisions (clear, model switch, stop,
-//! feedback) that commands and buttons share.
+//! feedback) that commands and buttons share, and [`retry`] the 🔁 Retry of a failed turn.
 
 pub mod actions;
 pub mod messenger;
+pub mod retry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,6 +240,9 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         None => Live::default(),
     };
 
+    // A passing LLM failure keeps the message for one 🔁 Retry.
+    let retry = retry::offer(&app, &input, &mut result);
+
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     store_turn(&app, &input, window.epoch, &model.id, &result);
     drop(typing);
@@ -318,6 +322,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         },
         _ => Keyboard::answer(feedback.clone()),
     };
+    let keyboard = retry.map_or(keyboard, Keyboard::Retry);
     let shown = out.answer(chat, live, &result.answer, keyboard).await;
     // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
     // (and flushed) in the background, so the chat's next message does not wait for an fsync.

@@ -203,8 +203,10 @@ pub async fn text(
     Ok(())
 }
 
-/// Photos go to a vision-capable model as a turn (the caption is the request). Photos for
-/// other models, stickers, voice notes and the like get a polite answer and no LLM call.
+/// Photos go to a vision-capable model as a turn (the caption is the request). For other
+/// models a photo's caption is answered as text, after a note that the image was not seen
+/// (without a caption, only the note). Stickers, voice notes and the like get a polite answer
+/// and no LLM call.
 pub async fn non_text(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -227,8 +229,25 @@ pub async fn non_text(
             return Ok(());
         }
         Some(_) => {
-            "This chat's model cannot see images. Please describe the picture in text, or ask an \
-             admin to switch to a model that can."
+            let caption = msg
+                .caption()
+                .map(|c| without_mention(c, &me))
+                .filter(|c| !c.is_empty());
+            let vision: Vec<&str> = app
+                .config()
+                .models
+                .iter()
+                .filter(|m| m.vision)
+                .map(|m| m.id.as_str())
+                .collect();
+            let current = app.model_for(chat.0).id;
+            let note = media::unseen_image_note(&current, &vision, caption.is_some());
+            notify(tg.bot(), tg.policy(), chat, &note).await;
+            if let Some(caption) = caption {
+                let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
+                start_turn(&app, &tg, &update, &msg, role, text, None).await;
+            }
+            return Ok(());
         }
         None => "I can only read text messages and photos. Please send your request as text.",
     };

@@ -15,7 +15,6 @@ use super::callback_data::{List, OptionPress};
 use super::commands::Command;
 use super::keyboards::model_key;
 use super::outbox::Outbox;
-use super::render::escape_html;
 use super::send::{edit_html, edit_keyboard, notify, send_html};
 use super::{keyboards, media, tool_list, views};
 use crate::app::App;
@@ -168,10 +167,7 @@ async fn model_command(app: &App, tg: &Outbox, chat: ChatId, id: &str) -> Handle
     if id.is_empty() {
         let current = app.model_for(chat.0).id;
         let markup = keyboards::markup(&actions::models_keyboard(app, &current));
-        let text = format!(
-            "Model for this chat: <b>{}</b>. Choose another:",
-            escape_html(&current)
-        );
+        let text = views::model_header_html(&current);
         send_html(bot, policy, chat, &text, Some(markup)).await?;
         return Ok(());
     }
@@ -373,8 +369,19 @@ pub async fn set_model_pressed(
         .iter()
         .find(|m| model_key(&m.id) == key)
         .map(|m| &m.id);
-    let outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
-    answer_press(&bot, &tg, &query, outcome).await
+    let mut outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
+    // The header names the model too: one edit puts the new text and the moved ✓ in place.
+    let switched = outcome.keyboard.take().filter(|_| !outcome.refused);
+    answer_press(&bot, &tg, &query, outcome).await?;
+    if let (Some(keyboard), Some(message)) = (switched, query.message.as_ref()) {
+        let html = views::model_header_html(&app.model_for(chat.0).id);
+        let markup = keyboards::markup(&keyboard);
+        let edited = edit_html(&bot, tg.policy(), chat, message.id(), &html, Some(markup)).await;
+        if let Err(e) = edited {
+            tracing::warn!(chat = chat.0, error = %e, "cannot update the /model message");
+        }
+    }
+    Ok(())
 }
 
 /// 🧹 Clear history.

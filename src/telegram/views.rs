@@ -104,6 +104,14 @@ pub fn help_html(app: &App, role: Role) -> String {
     html
 }
 
+/// The text of `/model`'s message: the chat's model now, above the buttons to choose another.
+pub fn model_header_html(current: &str) -> String {
+    format!(
+        "Model for this chat: <b>{}</b>. Choose another:",
+        escape_html(current)
+    )
+}
+
 /// `n` with thin groups of three digits: 1234567 → "1,234,567".
 pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();

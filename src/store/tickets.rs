@@ -181,6 +181,11 @@ impl Store {
         })
     }
 
+    /// The vote recorded on feedback ticket `id` (`None`: none yet, or no such ticket).
+    pub fn feedback_vote(&self, id: &str) -> Option<bool> {
+        read_json::<FeedbackTicket>(&self.feedback, FEEDBACK_TREE, id.as_bytes())?.vote
+    }
+
     /// Removes option and feedback tickets created before `before` (unix seconds), and
     /// unreadable ones; returns how many of each went.
     pub(super) fn prune_tickets(&self, before: i64) -> anyhow::Result<(usize, usize)> {

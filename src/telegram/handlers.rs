@@ -337,6 +337,7 @@ pub async fn option_pressed(
     let label = ticket.labels[index].clone();
     let chosen = Keyboard::Answer {
         options: Options::Chosen(label.clone()),
+        vote: turn::vote_on(&app, ticket.feedback.as_deref()),
         feedback: ticket.feedback.clone(),
     };
     let out: Out = tg.clone();

@@ -16,10 +16,12 @@ pub enum Keyboard {
     /// No buttons (an existing keyboard is removed).
     #[default]
     None,
-    /// Under an answer: its options, and the 👍/👎 of its feedback ticket.
+    /// Under an answer: its options, and the 👍/👎 of its feedback ticket with the vote
+    /// given so far (shown as `👍 ✓`), so an edit of the options keeps what the user sees.
     Answer {
         options: Options,
         feedback: Option<String>,
+        vote: Option<bool>,
     },
     /// A one-tap way out of a conversation too long for the model.
     Clear,
@@ -49,6 +51,7 @@ impl Keyboard {
         Self::Answer {
             options: Options::None,
             feedback,
+            vote: None,
         }
     }
 }

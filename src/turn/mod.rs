@@ -319,6 +319,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 labels: attached.labels.clone(),
             },
             feedback: feedback.clone(),
+            vote: None,
         },
         _ => Keyboard::answer(feedback.clone()),
     };
@@ -351,6 +352,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                             ticket: attached.ticket,
                             labels: attached.labels,
                         },
+                        vote: vote_on(&app2, feedback.as_deref()),
                         feedback,
                     };
                     out.set_keyboard(chat, message, keyboard).await;
@@ -398,9 +400,9 @@ fn follow_ups(
     receiver
 }
 
-/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay), in
-/// the background: a new turn or a clear makes them an earlier answer's. An answer whose option
-/// was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
+/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay, with
+/// the vote given), in the background: a new turn or a clear makes them an earlier answer's.
+/// An answer whose option was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
 /// if the chat's state cannot be read: no options are offered then).
 pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
     let (round, offered) = app
@@ -415,12 +417,22 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
             .is_none_or(|ticket| ticket.chosen.is_none())
     {
         let out = out.clone();
+        let vote = vote_on(app, offered.feedback.as_deref());
         app.spawn(async move {
-            let keyboard = Keyboard::answer(offered.feedback);
+            let keyboard = Keyboard::Answer {
+                options: Options::None,
+                feedback: offered.feedback,
+                vote,
+            };
             out.set_keyboard(chat, offered.message, keyboard).await;
         });
     }
     Some(round)
+}
+
+/// The vote given so far on feedback ticket `feedback`, for a keyboard edit to keep showing.
+pub(crate) fn vote_on(app: &App, feedback: Option<&str>) -> Option<bool> {
+    app.store().feedback_vote(feedback?)
 }
 
 /// Records that `message` shows `attached` as the chat's live options; `false` when a newer

@@ -534,7 +534,7 @@ pub async fn retry_pressed(
     }
     let retried = match turn::retry::claim(&app, chat.0, &ticket) {
         Ok(retried) => retried,
-        Err(refused) => return answer_press(bot, &tg, &query, refused).await,
+        Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
     };
     // Claimed: the message runs whatever became of the toast.
     let outcome = Outcome::done("Retrying…", Some(Keyboard::None));

@@ -239,7 +239,8 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
 
     // A passing LLM failure keeps the message for one 🔁 Retry.
-    let retry = retry::offer(&app, &input, &mut result);
+    let (text, image) = (&input.text, input.image.as_deref());
+    let retry = retry::offer(&app, &mut result, chat, input.user, text, image);
 
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     store_turn(&app, &input, window.epoch, &model.id, &result);

@@ -11,9 +11,6 @@ use crate::app::App;
 use crate::llm::LlmError;
 use crate::store::{RetryClaim, RetryTicket};
 
-use super::TurnInput;
-use super::actions::Outcome;
-
 /// How long a retry stays usable: a message a day old is no longer part of the conversation,
 /// and answering it then would answer out of context.
 const RETRY_LIFETIME_SECS: i64 = 24 * 3600;
@@ -36,10 +33,18 @@ pub(crate) fn retryable(error: &LlmError) -> bool {
     matches!(error, LlmError::Unavailable { .. } | LlmError::Malformed(_))
 }
 
-/// For a turn whose LLM failed for a passing reason: stores its message for one retry and
-/// says so in the answer. Returns the retry ticket to put under the answer (`None` for any
-/// other turn, or when the ticket cannot be stored: the answer then asks to send it again).
-pub(crate) fn offer(app: &App, input: &TurnInput, result: &mut TurnResult) -> Option<String> {
+/// For a turn whose LLM failed for a passing reason: stores its message (`text` and `image`
+/// from `user` in `chat`) for one retry and says so in the answer. Returns the retry ticket
+/// to put under the answer (`None` for any other turn, or when the ticket cannot be stored:
+/// the answer then asks to send it again).
+pub(crate) fn offer(
+    app: &App,
+    result: &mut TurnResult,
+    chat: i64,
+    user: u64,
+    text: &str,
+    image: Option<&str>,
+) -> Option<String> {
     let TurnStatus::LlmFailed(error) = &result.status else {
         return None;
     };
@@ -47,17 +52,17 @@ pub(crate) fn offer(app: &App, input: &TurnInput, result: &mut TurnResult) -> Op
         return None;
     }
     let ticket = RetryTicket {
-        chat: input.chat,
-        user: input.user,
-        text: input.text.clone(),
-        image: input.image.clone(),
+        chat,
+        user,
+        text: text.to_string(),
+        image: image.map(str::to_string),
         used: false,
         created: chrono::Utc::now().timestamp(),
     };
     let id = app
         .store()
         .create_retry(&ticket)
-        .inspect_err(|e| tracing::warn!(chat = input.chat, error = %e, "cannot store a retry"))
+        .inspect_err(|e| tracing::warn!(chat, error = %e, "cannot store a retry"))
         .ok();
     result.answer = failure_text(&result.answer, id.is_some());
     id
@@ -70,18 +75,16 @@ fn failure_text(failure: &str, offered: bool) -> String {
 }
 
 /// 🔁 Retry pressed in `chat`: claims retry ticket `id` (atomically, so a double press runs the
-/// message once). Returns the message to run again, or the refusal to show.
-pub fn claim(app: &App, chat: i64, id: &str) -> Result<RetryTicket, Outcome> {
+/// message once). Returns the message to run again, or the toast that refuses the press.
+pub fn claim(app: &App, chat: i64, id: &str) -> Result<RetryTicket, &'static str> {
     let oldest = chrono::Utc::now().timestamp() - RETRY_LIFETIME_SECS;
     match app.store().claim_retry(id, chat, oldest) {
         Ok(RetryClaim::Claimed(ticket)) => Ok(ticket),
-        Ok(RetryClaim::AlreadyUsed) => Err(Outcome::refuse(ALREADY_RETRIED)),
-        Ok(RetryClaim::Expired) => Err(Outcome::refuse(RETRY_EXPIRED)),
+        Ok(RetryClaim::AlreadyUsed) => Err(ALREADY_RETRIED),
+        Ok(RetryClaim::Expired) => Err(RETRY_EXPIRED),
         Err(e) => {
             tracing::error!(chat, error = %e, "cannot claim a retry");
-            Err(Outcome::refuse(
-                "Sorry, I could not retry that. Please send it again.",
-            ))
+            Err("Sorry, I could not retry that. Please send it again.")
         }
     }
 }

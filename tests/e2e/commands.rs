@@ -265,6 +265,7 @@ async fn stats_and_help_depend_on_the_role() {
         "👍 / 👎",
         "heuristics",
         "⏹ Stop",
+        "🔁 Retry",
         "/cancel",
         "<b>Photos</b>",
         "up to 20 messages a minute",

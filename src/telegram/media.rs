@@ -60,13 +60,13 @@ pub async fn download_image(
 
 /// What the model reads after a caption whose photo it cannot see, so its answer does not
 /// pretend to have seen it.
-pub const UNSEEN_PHOTO: &str = "[A photo was attached; this model cannot see images.]";
+pub(crate) const UNSEEN_PHOTO: &str = "[A photo was attached; this model cannot see images.]";
 
 /// The note for a photo sent to a chat whose model `current` cannot read images: one line that
 /// the image was not seen (and, with a `captioned` photo, that the caption is answered), then
 /// what works: an admin's `/model <id>` in this chat to one of `vision_models`, or, with none
 /// configured, a model with `vision = true` added by the bot's owner.
-pub fn unseen_image_note(current: &str, vision_models: &[&str], captioned: bool) -> String {
+pub(crate) fn unseen_image_note(current: &str, vision_models: &[&str], captioned: bool) -> String {
     let seen = if captioned {
         "so I answer its caption as text"
     } else {

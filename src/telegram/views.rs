@@ -107,7 +107,7 @@ pub fn help_html(app: &App, role: Role) -> String {
 }
 
 /// The text of `/model`'s message: the chat's model now, above the buttons to choose another.
-pub fn model_header_html(current: &str) -> String {
+pub(crate) fn model_header_html(current: &str) -> String {
     format!(
         "Model for this chat: <b>{}</b>. Choose another:",
         escape_html(current)

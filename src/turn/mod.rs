@@ -9,11 +9,11 @@
 //!
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
 //! implements; [`actions`] holds the chat-level decisions (clear, model switch, stop,
-//! feedback) that commands and buttons share, and [`retry`] the 🔁 Retry of a failed turn.
+//! feedback) that commands and buttons share, and `retry` the 🔁 Retry of a failed turn.
 
 pub mod actions;
 pub mod messenger;
-pub mod retry;
+pub(crate) mod retry;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,10 +16,10 @@ use crate::store::{RetryClaim, RetryTicket};
 const RETRY_LIFETIME_SECS: i64 = 24 * 3600;
 
 /// The toast of a retry pressed a second time.
-pub const ALREADY_RETRIED: &str = "Already retried: that message was sent again";
+pub(crate) const ALREADY_RETRIED: &str = "Already retried: that message was sent again";
 
 /// The toast of a retry that names nothing live (forged, another chat's, too old or pruned).
-pub const RETRY_EXPIRED: &str = "This retry has expired; please send your message again";
+pub(crate) const RETRY_EXPIRED: &str = "This retry has expired; please send your message again";
 
 /// What the failed answer adds when it offers the button, so it promises only what it does.
 const KEPT: &str = "Your message is kept: 🔁 Retry sends it again.";
@@ -76,7 +76,7 @@ fn failure_text(failure: &str, offered: bool) -> String {
 
 /// 🔁 Retry pressed in `chat`: claims retry ticket `id` (atomically, so a double press runs the
 /// message once). Returns the message to run again, or the toast that refuses the press.
-pub fn claim(app: &App, chat: i64, id: &str) -> Result<RetryTicket, &'static str> {
+pub(crate) fn claim(app: &App, chat: i64, id: &str) -> Result<RetryTicket, &'static str> {
     let oldest = chrono::Utc::now().timestamp() - RETRY_LIFETIME_SECS;
     match app.store().claim_retry(id, chat, oldest) {
         Ok(RetryClaim::Claimed(ticket)) => Ok(ticket),

@@ -1,4 +1,4 @@
-//! The [`Store`] handle: the sled database, its ten trees, and durable flushing. Each area's
+//! The [`Store`] handle: the sled database, its trees, and durable flushing. Each area's
 //! file adds the methods for its trees.
 
 use std::path::Path;
@@ -18,6 +18,7 @@ pub(super) const REFLECTIONS: &str = "reflections";
 pub(super) const SKILL_MATCHES: &str = "skill_matches";
 pub(super) const INBOX: &str = "inbox";
 pub(super) const RETRIES: &str = "retries";
+pub(super) const PEOPLE: &str = "people";
 
 /// The sled database and its trees. Cheap to clone.
 #[derive(Clone)]
@@ -33,6 +34,7 @@ pub struct Store {
     pub(super) skill_matches: sled::Tree,
     pub(super) inbox: sled::Tree,
     pub(super) retries: sled::Tree,
+    pub(super) people: sled::Tree,
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
     flush_lock: Arc<tokio::sync::Mutex<u64>>,
@@ -68,6 +70,7 @@ impl Store {
             skill_matches: db.open_tree(SKILL_MATCHES)?,
             inbox: db.open_tree(INBOX)?,
             retries: db.open_tree(RETRIES)?,
+            people: db.open_tree(PEOPLE)?,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),
             db,

@@ -182,6 +182,9 @@ pub enum Action {
     Chosen,
     /// Run the message of a failed turn again (retry ticket `ticket`), once.
     Retry { ticket: String },
+    /// "Request access" under a stranger's refusal: only the user whose id it carries may use
+    /// it.
+    RequestAccess(u64),
 }
 
 impl Action {
@@ -204,6 +207,7 @@ impl Action {
             Self::Stop => encode_action("stop", ""),
             Self::Chosen => encode_action("chosen", ""),
             Self::Retry { ticket } => encode_action("retry", ticket),
+            Self::RequestAccess(user) => encode_action("access", &user.to_string()),
         }
     }
 
@@ -243,6 +247,7 @@ impl Action {
             "stop" => Self::Stop,
             "chosen" => Self::Chosen,
             "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
+            "access" => Self::RequestAccess(payload.parse().ok()?),
             _ => return None,
         })
     }
@@ -506,6 +511,7 @@ mod tests {
                     Action::Stop,
                     Action::Chosen,
                     Action::Retry { ticket: ticket.clone() },
+                    Action::RequestAccess(id),
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

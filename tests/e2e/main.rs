@@ -13,6 +13,7 @@ mod local_models;
 mod mcp;
 mod options;
 mod pacing;
+mod refusals;
 mod retry;
 mod search;
 mod skeleton;

@@ -204,4 +204,27 @@ mod tests {
         );
         assert_eq!(store.prune_retries(200).unwrap(), 1);
     }
+
+    #[test]
+    fn of_many_presses_at_once_exactly_one_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = store.create_retry(&ticket(1, 100, false)).unwrap();
+        let claims: Vec<RetryClaim> = std::thread::scope(|scope| {
+            let presses: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 0).unwrap()))
+                .collect();
+            presses.into_iter().map(|p| p.join().unwrap()).collect()
+        });
+        let claimed = claims
+            .iter()
+            .filter(|c| matches!(c, RetryClaim::Claimed(_)))
+            .count();
+        assert_eq!(claimed, 1, "{claims:?}");
+        assert!(
+            claims
+                .iter()
+                .all(|c| matches!(c, RetryClaim::Claimed(_) | RetryClaim::AlreadyUsed))
+        );
+    }
 }

@@ -18,6 +18,10 @@ fn toast(h: &Harness, query: &str) -> Option<String> {
 
 /// A bot whose LLM answers `503` to every agent request while `down` is set.
 async fn flaky() -> (Harness, Arc<AtomicBool>) {
+    flaky_with(|_| {}).await
+}
+
+async fn flaky_with(tweak: impl FnOnce(&mut heurist::Config)) -> (Harness, Arc<AtomicBool>) {
     let down = Arc::new(AtomicBool::new(true));
     let flag = down.clone();
     let llm = FakeLlm::start(move |req, _| {
@@ -31,6 +35,7 @@ async fn flaky() -> (Harness, Arc<AtomicBool>) {
     let h = Harness::start_with(llm, |c| {
         c.options.enabled = false;
         c.learning.reflect = false;
+        tweak(c);
     })
     .await;
     (h, down)
@@ -166,5 +171,27 @@ async fn forged_foreign_and_old_retries_are_refused_and_run_nothing() {
     h.tg.wait_text(ALICE, "answer to mine", Duration::from_secs(10))
         .await
         .expect("the genuine retry runs");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_retry_over_the_rate_limit_is_refused_and_stays_usable() {
+    let (h, down) = flaky_with(|c| c.limits.turns_per_minute = 1).await;
+    let (message, data) = failed_answer(&h, ALICE, "limited").await;
+    let failed_requests = h.llm.agent_requests().len();
+    down.store(false, Ordering::SeqCst);
+
+    let query = h.tg.press(ALICE, ALICE, message, &data);
+    let said = h.tg.wait_for(|_| toast(&h, &query)).await;
+    assert!(said.contains("faster than I can answer"), "{said}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(h.llm.agent_requests().len(), failed_requests, "nothing ran");
+    // The refusal did not use the retry up: it can still be claimed once.
+    let id = data.strip_prefix("__act__retry|").unwrap();
+    let claim = h.app().store().claim_retry(id, ALICE, 0).unwrap();
+    assert!(
+        matches!(claim, heurist::store::RetryClaim::Claimed(_)),
+        "{claim:?}"
+    );
     h.stop().await;
 }

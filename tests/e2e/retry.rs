@@ -78,35 +78,42 @@ fn answers(h: &Harness, chat: i64, text: &str) -> usize {
 
 #[tokio::test]
 async fn retry_after_a_5xx_runs_the_message_once_and_answers() {
-    let (h, down) = flaky().await;
+    for (name, streaming) in [("sent whole", false), ("streamed live", true)] {
+        retry_runs_once(name, streaming).await;
+    }
+}
+
+/// The whole round, with answers streamed live or sent whole.
+async fn retry_runs_once(name: &str, streaming: bool) {
+    let (h, down) = flaky_with(|c| c.telegram.streaming = streaming).await;
     let (message, data) = failed_answer(&h, ALICE, "what is sled?").await;
     let failed_requests = h.llm.agent_requests().len();
-    assert!(failed_requests >= 1);
+    assert!(failed_requests >= 1, "{name}");
     down.store(false, Ordering::SeqCst);
 
     let query = h.tg.press(ALICE, ALICE, message, &data);
     h.tg.wait_text(ALICE, "answer to what is sled?", Duration::from_secs(10))
         .await
-        .expect("the retried message is answered");
-    assert_eq!(toast(&h, &query).as_deref(), Some("Retrying…"));
+        .unwrap_or_else(|| panic!("{name}: the retried message is answered"));
+    assert_eq!(toast(&h, &query).as_deref(), Some("Retrying…"), "{name}");
     // The button went from the failed answer.
     let removed = h.tg.calls("editMessageReplyMarkup");
     assert!(
         removed.iter().any(|c| c.params["message_id"] == message
             && c.params["reply_markup"]["inline_keyboard"] == Value::Array(vec![])),
-        "{removed:#?}"
+        "{name}: {removed:#?}"
     );
     let retried = &h.llm.agent_requests()[failed_requests..];
-    assert_eq!(retried.len(), 1, "one request for the retry");
-    assert_eq!(last_user_text(&retried[0]), "what is sled?");
+    assert_eq!(retried.len(), 1, "{name}: one request for the retry");
+    assert_eq!(last_user_text(&retried[0]), "what is sled?", "{name}");
 
     // A press that still arrives (a stale client) runs nothing.
     let again = h.tg.press(ALICE, ALICE, message, &data);
     let said = h.tg.wait_for(|_| toast(&h, &again)).await;
-    assert!(said.starts_with("Already retried"), "{said}");
+    assert!(said.starts_with("Already retried"), "{name}: {said}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(h.llm.agent_requests().len(), failed_requests + 1);
-    assert_eq!(answers(&h, ALICE, "answer to what is sled?"), 1);
+    assert_eq!(h.llm.agent_requests().len(), failed_requests + 1, "{name}");
+    assert_eq!(answers(&h, ALICE, "answer to what is sled?"), 1, "{name}");
     h.stop().await;
 }
 

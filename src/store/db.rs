@@ -21,6 +21,7 @@ pub(super) const INBOX: &str = "inbox";
 /// chat's own records meets a topic's.
 pub(super) const TOPIC_HISTORY: &str = "topic_history";
 pub(super) const TOPIC_CHATS: &str = "topic_chats";
+pub(super) const RETRIES: &str = "retries";
 pub(super) const PEOPLE: &str = "people";
 
 /// The sled database and its trees. Cheap to clone.
@@ -38,6 +39,7 @@ pub struct Store {
     pub(super) inbox: sled::Tree,
     pub(super) topic_history: sled::Tree,
     pub(super) topic_chats: sled::Tree,
+    pub(super) retries: sled::Tree,
     pub(super) people: sled::Tree,
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
@@ -75,6 +77,7 @@ impl Store {
             inbox: db.open_tree(INBOX)?,
             topic_history: db.open_tree(TOPIC_HISTORY)?,
             topic_chats: db.open_tree(TOPIC_CHATS)?,
+            retries: db.open_tree(RETRIES)?,
             people: db.open_tree(PEOPLE)?,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),

@@ -14,6 +14,7 @@ mod mcp;
 mod options;
 mod pacing;
 mod refusals;
+mod retry;
 mod search;
 mod skeleton;
 mod streaming;

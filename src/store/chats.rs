@@ -1,5 +1,6 @@
 //! The `chats` tree: per-chat state (history window, clear epoch, chosen model), changed only
-//! in sled transactions so concurrent changes never overwrite one another.
+//! in sled transactions so concurrent changes never overwrite one another. A forum topic's
+//! state is the same record in the `topic_chats` tree, keyed by chat and topic.
 
 use serde::{Deserialize, Serialize};
 use sled::transaction::{

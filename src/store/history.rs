@@ -1,4 +1,5 @@
 //! The `history` tree: every stored turn of every chat, and the window of it the LLM sees.
+//! A forum topic's turns are kept the same way in the `topic_history` tree.
 //!
 //! # The history window and prompt caching
 //! The LLM sees the turns from `window_start` on. The window only moves when the stored turns

@@ -109,8 +109,7 @@ fn zero_latency_llm() -> impl Fn(&Value, usize) -> Reply + Send + Sync + 'static
 }
 
 /// Stores `turns` turns in each of `chats` chats (ids from `first`), as the bot would have.
-fn prefill(db: &Path, first: i64, chats: usize, turns: usize) {
-    let store = heurist::store::Store::open(db).unwrap();
+fn prefill(store: &heurist::store::Store, first: i64, chats: usize, turns: usize) {
     for chat in first..first + chats as i64 {
         for t in 0..turns {
             let messages = [
@@ -122,7 +121,6 @@ fn prefill(db: &Path, first: i64, chats: usize, turns: usize) {
             store.append_turn(chat, 0, None, &messages).unwrap();
         }
     }
-    store.flush().unwrap();
 }
 
 fn proc_status_kb(pid: u32, field: &str) -> u64 {
@@ -178,11 +176,13 @@ async fn run(scenario: &Scenario) -> Figures {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     const FIRST_CHAT: i64 = 1001;
-    if scenario.history > 0 {
-        prefill(&db, FIRST_CHAT, scenario.chats, scenario.history);
-    }
-    if scenario.stored_chats > 0 {
-        prefill(&db, 1_000_000, scenario.stored_chats, 2);
+    if scenario.history > 0 || scenario.stored_chats > 0 {
+        // One handle for both: sled releases its directory lock a moment after the last
+        // handle is dropped, so a second open right after the first could fail.
+        let store = heurist::store::Store::open(&db).unwrap();
+        prefill(&store, FIRST_CHAT, scenario.chats, scenario.history);
+        prefill(&store, 1_000_000, scenario.stored_chats, 2);
+        store.flush().unwrap();
     }
     let size_before = dir_size(&db);
     let users = (FIRST_CHAT..FIRST_CHAT + scenario.chats as i64)

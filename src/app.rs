@@ -107,7 +107,7 @@ impl App {
     }
 
     /// The model this chat uses: its own choice if still configured, else the default.
-    pub fn model_for(&self, chat: i64) -> ModelConfig {
+    pub fn model_for(&self, chat: impl Into<crate::conversation::Conversation>) -> ModelConfig {
         self.store
             .chat_model(chat)
             .and_then(|id| self.config.model(&id).cloned())

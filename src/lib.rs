@@ -1,10 +1,10 @@
 //! Heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own tasks.
 //!
 //! The layers, each importing only the ones before it:
-//! [`config`] → [`llm`], [`store`] → [`agent`], [`learning`], [`options`], [`limits`],
-//! [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one turn) → [`telegram`]
-//! (the adapter: schema, handlers, rendering, sending) → the binary. A lower layer that must
-//! talk back (the turn showing an answer) does so through a trait it owns
+//! [`config`], [`conversation`] → [`llm`], [`store`] → [`agent`], [`learning`], [`options`],
+//! [`limits`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one turn) →
+//! [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A lower layer
+//! that must talk back (the turn showing an answer) does so through a trait it owns
 //! ([`turn::Messenger`]), which the adapter implements. `scripts/modgraph.py` prints the
 //! file-level import graph and fails on any cycle.
 
@@ -12,6 +12,7 @@ pub mod agent;
 pub mod app;
 pub mod background;
 pub mod config;
+pub mod conversation;
 pub mod learning;
 pub mod limits;
 pub mod llm;

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::{LlmConfig, OptionsConfig};
+use crate::conversation::Conversation;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{LlmClient, Priority};
 use crate::store::{Choice, OptionTicket, Store};
@@ -72,6 +73,8 @@ pub struct Attached {
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub chat: i64,
+    /// The forum topic of the answer, if any: a press continues that topic.
+    pub topic: Option<i32>,
     /// The user whose turn it answered, charged for the extraction's tokens.
     pub user: u64,
     pub epoch: u64,
@@ -90,6 +93,7 @@ pub async fn extract(
 ) -> Option<Attached> {
     let Answer {
         chat,
+        topic,
         user,
         epoch,
         feedback,
@@ -142,6 +146,7 @@ pub async fn extract(
         chosen: None,
         feedback,
         created: chrono::Utc::now().timestamp(),
+        topic,
     };
     match store.create_ticket(&ticket) {
         Ok(id) => Some(Attached {
@@ -192,7 +197,8 @@ pub fn decide(
     if ticket.chosen.is_some() {
         return Ok(Press::AlreadyChosen);
     }
-    let state = store.chat_state(chat);
+    // The press came from the ticket's chat; its topic is the ticket's.
+    let state = store.chat_state(Conversation::new(chat, ticket.topic));
     let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);
     if !current {
         return Ok(Press::Earlier);

@@ -1,6 +1,7 @@
-//! One turn at a time per chat, chats in parallel.
+//! One turn at a time per conversation (a chat, or a forum topic of one), conversations in
+//! parallel.
 //!
-//! Each chat with work has a lane: an unbounded FIFO and one worker task that runs the lane's
+//! Each chat or topic with work has a lane: an unbounded FIFO and one worker task that runs the lane's
 //! jobs in order, each as its own task so `/cancel` can abort it without touching the lane.
 //! A lane's worker exits when the lane is empty, so idle chats cost nothing. Handlers only
 //! enqueue and return, which keeps the dispatcher free for `/cancel` and callback presses while
@@ -18,6 +19,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
+
+use crate::conversation::Conversation;
 
 type BoxedJob = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -41,11 +44,11 @@ pub struct Cancelled {
 /// The per-chat lanes. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct ChatQueues {
-    lanes: Arc<Mutex<HashMap<i64, Lane>>>,
+    lanes: Arc<Mutex<HashMap<Conversation, Lane>>>,
 }
 
 impl ChatQueues {
-    fn lanes(&self) -> MutexGuard<'_, HashMap<i64, Lane>> {
+    fn lanes(&self) -> MutexGuard<'_, HashMap<Conversation, Lane>> {
         // A panic while holding this lock cannot leave the map inconsistent (every critical
         // section is a single insert, remove or field update), so poisoning is ignored.
         self.lanes.lock().unwrap_or_else(|e| e.into_inner())
@@ -55,11 +58,12 @@ impl ChatQueues {
     /// `on_panic` runs (in the lane, before the next job) only if the job panics.
     pub fn enqueue(
         &self,
-        chat: i64,
+        chat: impl Into<Conversation>,
         tag: Option<u32>,
         job: impl Future<Output = ()> + Send + 'static,
         on_panic: impl Future<Output = ()> + Send + 'static,
     ) {
+        let chat = chat.into();
         let mut job: Job = (Box::pin(job), tag, Box::pin(on_panic));
         let mut lanes = self.lanes();
         if let Some(lane) = lanes.get(&chat) {
@@ -83,7 +87,7 @@ impl ChatQueues {
         );
     }
 
-    async fn work(self, chat: i64, mut rx: mpsc::UnboundedReceiver<Job>) {
+    async fn work(self, chat: Conversation, mut rx: mpsc::UnboundedReceiver<Job>) {
         loop {
             let (job, tag, on_panic) = {
                 let mut lanes = self.lanes();
@@ -104,7 +108,7 @@ impl ChatQueues {
                 && e.is_panic()
             {
                 tracing::error!(
-                    chat,
+                    %chat,
                     tag,
                     "a turn panicked; the chat goes on with its next message"
                 );
@@ -118,8 +122,8 @@ impl ChatQueues {
     }
 
     /// Aborts the chat's running job, if any; queued jobs still run.
-    pub fn cancel(&self, chat: i64) -> Option<Cancelled> {
-        let (handle, tag) = self.lanes().get_mut(&chat)?.running.take()?;
+    pub fn cancel(&self, chat: impl Into<Conversation>) -> Option<Cancelled> {
+        let (handle, tag) = self.lanes().get_mut(&chat.into())?.running.take()?;
         handle.abort();
         Some(Cancelled { tag })
     }
@@ -206,6 +210,50 @@ mod tests {
         assert!(queues.drain(Duration::from_secs(1)).await);
         assert_eq!(finished.load(Ordering::SeqCst), 0);
         assert_eq!(queues.cancel(3), None);
+    }
+
+    /// The topics of one forum are lanes of their own: a long turn in one topic does not hold
+    /// up the next topic, while each topic's jobs still run in order.
+    #[tokio::test]
+    async fn topics_of_one_chat_run_in_parallel() {
+        let queues = ChatQueues::default();
+        let (slow, fast) = (
+            Conversation::new(-5, Some(1)),
+            Conversation::new(-5, Some(2)),
+        );
+        let (release, wait) = tokio::sync::oneshot::channel::<()>();
+        queues.enqueue(
+            slow,
+            Some(1),
+            async move {
+                let _ = wait.await;
+            },
+            async {},
+        );
+        let done = Arc::new(AtomicUsize::new(0));
+        let flag = done.clone();
+        queues.enqueue(
+            fast,
+            Some(2),
+            async move {
+                flag.store(1, Ordering::SeqCst);
+            },
+            async {},
+        );
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while done.load(Ordering::SeqCst) == 0 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+        .expect("the other topic's job ran while the first topic's was still running");
+        assert_eq!(
+            queues.cancel(-5),
+            None,
+            "the chat outside topics has no lane"
+        );
+        let _ = release.send(());
+        assert!(queues.drain(Duration::from_secs(5)).await);
     }
 
     #[tokio::test]

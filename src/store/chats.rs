@@ -1,5 +1,6 @@
 //! The `chats` tree: per-chat state (history window, clear epoch, chosen model), changed only
-//! in sled transactions so concurrent changes never overwrite one another.
+//! in sled transactions so concurrent changes never overwrite one another. A forum topic's
+//! state is the same record in the `topic_chats` tree, keyed by chat and topic.
 
 use serde::{Deserialize, Serialize};
 use sled::transaction::{
@@ -8,6 +9,7 @@ use sled::transaction::{
 
 use super::db::{self, Store};
 use super::records::{decode_json, read_json};
+use crate::conversation::Conversation;
 
 const TREE: &str = db::CHATS;
 
@@ -39,36 +41,54 @@ pub struct Offered {
     pub feedback: Option<String>,
 }
 
-/// The chat id, big-endian: the key of its state and the prefix of its turns.
-pub(super) fn chat_key(chat: i64) -> [u8; 8] {
-    chat.to_be_bytes()
+/// The chat id, big-endian, then a topic's id, big-endian: the key of the conversation's
+/// state and the prefix of its turns (in the topic trees when there is a topic).
+pub(super) fn chat_key(chat: impl Into<Conversation>) -> Vec<u8> {
+    let chat = chat.into();
+    let mut key = chat.chat.to_be_bytes().to_vec();
+    if let Some(topic) = chat.topic {
+        key.extend_from_slice(&topic.to_be_bytes());
+    }
+    key
 }
 
 /// A chat's state as a transaction reads it; a missing or unreadable one is the default.
 pub(super) fn read_in(
     tree: &TransactionalTree,
-    chat: i64,
+    chat: Conversation,
 ) -> Result<ChatState, UnabortableTransactionError> {
     let key = chat_key(chat);
     Ok(tree
-        .get(key)?
+        .get(&key)?
         .and_then(|bytes| decode_json(TREE, &key, &bytes))
         .unwrap_or_default())
 }
 
 impl Store {
-    pub fn chat_state(&self, chat: i64) -> ChatState {
-        read_json(&self.chats, TREE, &chat_key(chat)).unwrap_or_default()
+    /// The tree that holds the state of `chat`: its own, or the forum topics' one.
+    pub(super) fn chats_of(&self, chat: Conversation) -> &sled::Tree {
+        match chat.topic {
+            Some(_) => &self.topic_chats,
+            None => &self.chats,
+        }
+    }
+
+    pub fn chat_state(&self, chat: impl Into<Conversation>) -> ChatState {
+        let chat = chat.into();
+        read_json(self.chats_of(chat), TREE, &chat_key(chat)).unwrap_or_default()
     }
 
     /// The model id a chat chose, if any.
-    pub fn chat_model(&self, chat: i64) -> Option<String> {
+    pub fn chat_model(&self, chat: impl Into<Conversation>) -> Option<String> {
         self.chat_state(chat).model
     }
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
     /// to lose them) and the new option round, which only options of a later turn may join.
-    pub fn retire_offered(&self, chat: i64) -> anyhow::Result<(u64, Option<Offered>)> {
+    pub fn retire_offered(
+        &self,
+        chat: impl Into<Conversation>,
+    ) -> anyhow::Result<(u64, Option<Offered>)> {
         self.update_chat_state(chat, |state| {
             state.option_round += 1;
             (state.option_round, state.offered.take())
@@ -77,7 +97,12 @@ impl Store {
 
     /// Makes `offered` the chat's live options if no turn or clear retired round `round`
     /// since; `false` means they came too late and must not be shown.
-    pub fn offer(&self, chat: i64, round: u64, offered: &Offered) -> anyhow::Result<bool> {
+    pub fn offer(
+        &self,
+        chat: impl Into<Conversation>,
+        round: u64,
+        offered: &Offered,
+    ) -> anyhow::Result<bool> {
         self.update_chat_state(chat, |state| {
             let current = state.option_round == round;
             if current {
@@ -87,7 +112,7 @@ impl Store {
         })
     }
 
-    pub fn set_chat_model(&self, chat: i64, model: &str) -> anyhow::Result<()> {
+    pub fn set_chat_model(&self, chat: impl Into<Conversation>, model: &str) -> anyhow::Result<()> {
         self.update_chat_state(chat, |state| state.model = Some(model.to_string()))
     }
 
@@ -96,14 +121,15 @@ impl Store {
     /// returned on the run that was committed.
     pub(super) fn update_chat_state<R>(
         &self,
-        chat: i64,
+        chat: impl Into<Conversation>,
         change: impl Fn(&mut ChatState) -> R,
     ) -> anyhow::Result<R> {
-        let result = self.chats.transaction(|tree| {
+        let chat = chat.into();
+        let result = self.chats_of(chat).transaction(|tree| {
             let mut state = read_in(tree, chat)?;
             let result = change(&mut state);
             let bytes = serde_json::to_vec(&state).map_err(ConflictableTransactionError::Abort)?;
-            tree.insert(&chat_key(chat), bytes)?;
+            tree.insert(chat_key(chat), bytes)?;
             Ok(result)
         })?;
         Ok(result)

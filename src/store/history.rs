@@ -1,4 +1,5 @@
 //! The `history` tree: every stored turn of every chat, and the window of it the LLM sees.
+//! A forum topic's turns are kept the same way in the `topic_history` tree.
 //!
 //! # The history window and prompt caching
 //! The LLM sees the turns from `window_start` on. The window only moves when the stored turns
@@ -19,6 +20,7 @@ use sled::transaction::ConflictableTransactionError;
 use super::chats::{self, chat_key};
 use super::db::{self, Store};
 use super::records::decode_json;
+use crate::conversation::Conversation;
 use crate::llm::{ChatMessage, estimate_tokens};
 
 const TREE: &str = db::HISTORY;
@@ -45,19 +47,18 @@ pub struct HistoryWindow {
     pub epoch: u64,
 }
 
-/// `chat_id ‖ seq`, big-endian, so one chat's turns are one ordered range.
-pub(super) fn turn_key(chat: i64, seq: u64) -> [u8; 16] {
-    let mut key = [0u8; 16];
-    key[..8].copy_from_slice(&chat.to_be_bytes());
-    key[8..].copy_from_slice(&seq.to_be_bytes());
+/// `chat_id ‖ seq` (`chat_id ‖ topic ‖ seq` in a topic), big-endian, so one conversation's
+/// turns are one ordered range of its tree.
+pub(super) fn turn_key(chat: impl Into<Conversation>, seq: u64) -> Vec<u8> {
+    let mut key = chat_key(chat);
+    key.extend_from_slice(&seq.to_be_bytes());
     key
 }
 
-/// The sequence number in a turn key; `None` for a key of another length.
-fn seq_of(key: &[u8]) -> Option<u64> {
-    let key: [u8; 16] = key.try_into().ok()?;
-    let mut seq = [0u8; 8];
-    seq.copy_from_slice(&key[8..]);
+/// The sequence number in a turn key of `chat`; `None` for a key of another length.
+fn seq_of(key: &[u8], chat: Conversation) -> Option<u64> {
+    let prefix = chat_key(chat).len();
+    let seq: [u8; 8] = key.get(prefix..)?.try_into().ok()?;
     Some(u64::from_be_bytes(seq))
 }
 
@@ -89,23 +90,36 @@ fn trim_window(
 }
 
 impl Store {
+    /// The tree that holds the turns of `chat`: its own, or the forum topics' one.
+    fn history_of(&self, chat: Conversation) -> &sled::Tree {
+        match chat.topic {
+            Some(_) => &self.topic_history,
+            None => &self.history,
+        }
+    }
+
     /// The turns the LLM should see, within `budget_tokens`; moves the window when exceeded.
     ///
     /// Reads backwards from the newest turn and stops once past the budget, so a chat with a
     /// long stored history costs no more than its window (plus one turn) to load.
-    pub fn history(&self, chat: i64, budget_tokens: usize) -> anyhow::Result<HistoryWindow> {
+    pub fn history(
+        &self,
+        chat: impl Into<Conversation>,
+        budget_tokens: usize,
+    ) -> anyhow::Result<HistoryWindow> {
+        let chat = chat.into();
         let state = self.chat_state(chat);
         let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
         let mut total = 0;
         for entry in self
-            .history
+            .history_of(chat)
             .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
             .rev()
         {
             let (key, value) = entry?;
-            let Some(seq) = seq_of(&key) else {
+            let Some(seq) = seq_of(&key, chat) else {
                 tracing::warn!(
-                    chat,
+                    %chat,
                     ?key,
                     "skipping a history record with an unreadable key"
                 );
@@ -130,14 +144,15 @@ impl Store {
     }
 
     /// Moves the history window past its `count` oldest turns (after a context overflow).
-    pub fn skip_turns(&self, chat: i64, count: usize) -> anyhow::Result<()> {
+    pub fn skip_turns(&self, chat: impl Into<Conversation>, count: usize) -> anyhow::Result<()> {
+        let chat = chat.into();
         let state = self.chat_state(chat);
         let next = self
-            .history
+            .history_of(chat)
             .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
             .keys()
             .filter_map(|key| match key {
-                Ok(key) => seq_of(&key).map(Ok),
+                Ok(key) => seq_of(&key, chat).map(Ok),
                 Err(e) => Some(Err(e)),
             })
             .nth(count)
@@ -147,7 +162,7 @@ impl Store {
 
     /// Moves the window start to `start`, atomically and only forward: a window computed from
     /// a state that a clear or another move has overtaken changes nothing.
-    fn move_window(&self, chat: i64, start: u64) -> anyhow::Result<()> {
+    fn move_window(&self, chat: Conversation, start: u64) -> anyhow::Result<()> {
         self.update_chat_state(chat, |state| {
             state.window_start = state.window_start.max(start);
         })
@@ -159,34 +174,38 @@ impl Store {
     /// leaves either both records or neither.
     pub fn append_turn(
         &self,
-        chat: i64,
+        chat: impl Into<Conversation>,
         epoch: u64,
         update: Option<u32>,
         messages: &[ChatMessage],
     ) -> anyhow::Result<bool> {
+        let chat = chat.into();
         let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
             messages: messages.to_vec(),
             update,
         })?;
-        let stored = (&self.history, &self.chats).transaction(|(history, states)| {
-            let mut state = chats::read_in(states, chat)?;
-            if state.epoch != epoch {
-                return Ok(false);
-            }
-            let seq = state.next_seq;
-            state.next_seq += 1;
-            let state = serde_json::to_vec(&state).map_err(ConflictableTransactionError::Abort)?;
-            history.insert(&turn_key(chat, seq), turn.as_slice())?;
-            states.insert(&chat_key(chat), state)?;
-            Ok(true)
-        })?;
+        let stored =
+            (self.history_of(chat), self.chats_of(chat)).transaction(|(history, states)| {
+                let mut state = chats::read_in(states, chat)?;
+                if state.epoch != epoch {
+                    return Ok(false);
+                }
+                let seq = state.next_seq;
+                state.next_seq += 1;
+                let state =
+                    serde_json::to_vec(&state).map_err(ConflictableTransactionError::Abort)?;
+                history.insert(turn_key(chat, seq), turn.as_slice())?;
+                states.insert(chat_key(chat), state)?;
+                Ok(true)
+            })?;
         Ok(stored)
     }
 
     /// The answer of the stored turn that `update` started in `chat`, if it is still there.
-    pub fn stored_answer(&self, chat: i64, update: u32) -> Option<String> {
-        self.history
+    pub fn stored_answer(&self, chat: impl Into<Conversation>, update: u32) -> Option<String> {
+        let chat = chat.into();
+        self.history_of(chat)
             .scan_prefix(chat_key(chat))
             .rev()
             .filter_map(Result::ok)
@@ -200,18 +219,19 @@ impl Store {
     /// The epoch bump and the window move are one transaction; the turns before the new window
     /// are removed after it. A turn stored after the clear starts at or past the new window, so
     /// it is never removed, and a turn stored before it is never seen again.
-    pub fn clear_history(&self, chat: i64) -> anyhow::Result<()> {
+    pub fn clear_history(&self, chat: impl Into<Conversation>) -> anyhow::Result<()> {
+        let chat = chat.into();
         let cleared_below = self.update_chat_state(chat, |state| {
             state.window_start = state.next_seq;
             state.epoch += 1;
             state.window_start
         })?;
         for key in self
-            .history
+            .history_of(chat)
             .range(turn_key(chat, 0)..turn_key(chat, cleared_below))
             .keys()
         {
-            self.history.remove(key?)?;
+            self.history_of(chat).remove(key?)?;
         }
         Ok(())
     }
@@ -371,6 +391,59 @@ mod tests {
         assert!(store.history(2, 1000).unwrap().messages.is_empty());
         assert!(store.append_turn(2, 0, None, &turn(4, 1)).unwrap());
         assert_eq!(store.history(2, 1000).unwrap().messages, turn(4, 1));
+    }
+
+    /// A forum's topics and the chat outside them are separate conversations: each sees its
+    /// own turns and answers, and a clear, a window move or a model in one leaves the others.
+    #[test]
+    fn topics_and_their_chat_keep_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let chat = -100;
+        let (general, a, b) = (
+            Conversation::from(chat),
+            Conversation::new(chat, Some(3)),
+            Conversation::new(chat, Some(4)),
+        );
+        for (i, at) in [general, a, b].into_iter().enumerate() {
+            for n in 0..2 {
+                let update = Some((10 * i + n) as u32);
+                assert!(
+                    store
+                        .append_turn(at, 0, update, &turn(10 * i + n, 1))
+                        .unwrap()
+                );
+            }
+        }
+        store.set_chat_model(a, "topic-model").unwrap();
+        store.clear_history(b).unwrap();
+        store.skip_turns(general, 1).unwrap();
+
+        assert_eq!(store.history(general, 1000).unwrap().messages, turn(1, 1));
+        let mut both = turn(10, 1);
+        both.extend(turn(11, 1));
+        assert_eq!(store.history(a, 1000).unwrap().messages, both);
+        assert!(store.history(b, 1000).unwrap().messages.is_empty());
+        assert_eq!(store.chat_model(a).as_deref(), Some("topic-model"));
+        assert_eq!(store.chat_model(general), None);
+        assert_eq!(store.chat_state(b).epoch, 1);
+        assert_eq!(store.chat_state(general).epoch, 0);
+        assert_eq!(store.stored_answer(a, 11).as_deref(), Some("a11"));
+        assert_eq!(
+            store.stored_answer(general, 11),
+            None,
+            "the chat finds no topic turn"
+        );
+        assert_eq!(
+            store.stored_answer(a, 1),
+            None,
+            "a topic finds no chat turn"
+        );
+        assert_eq!(
+            store.history.scan_prefix(chat_key(chat)).count(),
+            2,
+            "the chat's own tree holds only its own turns"
+        );
     }
 
     /// `/clear`, `/model`, a finishing turn and a window move, released together: none of the

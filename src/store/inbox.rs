@@ -46,6 +46,13 @@ pub struct InboxEntry {
     pub state: InboxState,
     /// Unix seconds.
     pub received: i64,
+    /// The forum topic the message came from, which its answer goes to (entries from before
+    /// topics were told apart read as none).
+    #[serde(default)]
+    pub topic: Option<i32>,
+    /// The message its answer replies to (in groups), so a resumed answer still does.
+    #[serde(default)]
+    pub reply_to: Option<i32>,
 }
 
 impl Store {
@@ -134,6 +141,8 @@ mod tests {
             image: None,
             state,
             received,
+            topic: None,
+            reply_to: None,
         }
     }
 

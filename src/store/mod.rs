@@ -1,4 +1,4 @@
-//! The one place that talks to sled: one [`Store`] handle over ten trees, one file per area.
+//! The one place that talks to sled: one [`Store`] handle over thirteen trees, one file per area.
 //!
 //! `db.rs` holds the handle (open, durable flush), `records.rs` the JSON and counter helpers
 //! every area shares, `retention.rs` the pruning that bounds storage. The areas:
@@ -9,12 +9,18 @@
 //!   history or not at all. Also the history window the LLM sees, and `/clear`.
 //! - `chats.rs`, tree `chats`: key `chat_id`, value a JSON [`ChatState`]: the history window,
 //!   the clear epoch and the chat's chosen model.
+//! - Forum topics keep the same records in trees of their own, `topic_history` (key
+//!   `chat_id ‖ topic ‖ seq`) and `topic_chats` (key `chat_id ‖ topic`, the topic an `i32`),
+//!   so a chat's prefix scans and ranges never meet a topic's records, and the chat's records
+//!   from before topics were told apart read as they always did.
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
 //!   it and a re-delivered update is never processed twice.
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
+//! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
+//!   [`RetryTicket`]: the message of a failed turn that its 🔁 Retry button runs again, once.
 //! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
@@ -42,6 +48,7 @@ mod learning;
 mod people;
 mod records;
 pub(crate) mod retention;
+mod retries;
 mod tickets;
 mod usage;
 
@@ -51,6 +58,7 @@ pub use history::{HistoryWindow, StoredTurn};
 pub use inbox::{InboxEntry, InboxState};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use retention::PruneReport;
+pub use retries::{RetryClaim, RetryTicket};
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
 pub use usage::UsageTotals;
 
@@ -60,6 +68,7 @@ mod tests {
     //! records beside it.
 
     use super::*;
+    use crate::conversation::Conversation;
     use crate::llm::{ChatMessage, Usage};
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
@@ -92,6 +101,7 @@ mod tests {
             serde_json::to_vec(&good_heuristic()),
             serde_json::to_vec(&job),
             serde_json::to_vec(&UsageTotals::default()),
+            serde_json::to_vec(&good_retry()),
         ];
         values.into_iter().map(Result::unwrap).collect()
     }
@@ -104,6 +114,8 @@ mod tests {
             image: None,
             state: InboxState::Pending,
             received: 1,
+            topic: None,
+            reply_to: None,
         }
     }
 
@@ -116,6 +128,7 @@ mod tests {
             chosen: None,
             feedback: None,
             created: 1,
+            topic: None,
         }
     }
 
@@ -190,9 +203,13 @@ mod tests {
         SkillMatches,
         Usage,
         UserTokens,
+        TopicHistory,
+        TopicChats,
+        Retries,
+        People,
     }
 
-    const TARGETS: [Target; 13] = [
+    const TARGETS: [Target; 17] = [
         Target::History,
         Target::HistoryKey,
         Target::Chats,
@@ -206,9 +223,16 @@ mod tests {
         Target::SkillMatches,
         Target::Usage,
         Target::UserTokens,
+        Target::TopicHistory,
+        Target::TopicChats,
+        Target::Retries,
+        Target::People,
     ];
 
-    fn reset(store: &Store) -> (String, String) {
+    /// The forum topic the garbage test keeps a conversation in, beside the chat's own.
+    const TOPIC: Conversation = Conversation::new(CHAT, Some(3));
+
+    fn reset(store: &Store) -> (String, String, String) {
         for tree in [
             &store.history,
             &store.chats,
@@ -219,12 +243,20 @@ mod tests {
             &store.reflections,
             &store.skill_matches,
             &store.inbox,
+            &store.topic_history,
+            &store.topic_chats,
+            &store.retries,
+            &store.people,
         ] {
             tree.clear().unwrap();
         }
         store
             .append_turn(CHAT, 0, Some(UPDATE), &[ChatMessage::user("kept")])
             .unwrap();
+        store
+            .append_turn(TOPIC, 0, None, &[ChatMessage::user("in a topic")])
+            .unwrap();
+        store.remember_name(9, "Ann").unwrap();
         assert!(store.accept_update(UPDATE, &good_entry()).unwrap());
         store.put_heuristic(&good_heuristic()).unwrap();
         let job = ReflectionJob {
@@ -241,7 +273,19 @@ mod tests {
         store.count_skill_match("skill").unwrap();
         let ticket = store.create_ticket(&good_ticket()).unwrap();
         let feedback = store.create_feedback(&good_feedback(job)).unwrap();
-        (ticket, feedback)
+        let retry = store.create_retry(&good_retry()).unwrap();
+        (ticket, feedback, retry)
+    }
+
+    fn good_retry() -> RetryTicket {
+        RetryTicket {
+            chat: CHAT,
+            user: 9,
+            text: "again".into(),
+            image: None,
+            used: false,
+            created: chrono::Utc::now().timestamp(),
+        }
     }
 
     #[test]
@@ -263,7 +307,7 @@ mod tests {
         );
         runner
             .run(&cases, |(target, suffix, bytes)| {
-                let (ticket, feedback) = reset(&store);
+                let (ticket, feedback, retry) = reset(&store);
                 let today = usage::user_day_key(9, chrono::Utc::now().date_naive());
                 let (tree, key): (&sled::Tree, Vec<u8>) = match target {
                     Target::History => (&store.history, history::turn_key(CHAT, 1).to_vec()),
@@ -283,6 +327,14 @@ mod tests {
                     Target::SkillMatches => (&store.skill_matches, b"skill".to_vec()),
                     Target::Usage => (&store.usage, b"chat:5:m".to_vec()),
                     Target::UserTokens => (&store.usage, today.into_bytes()),
+                    Target::TopicHistory => {
+                        let mut key = chats::chat_key(TOPIC);
+                        key.extend(&suffix);
+                        (&store.topic_history, key)
+                    }
+                    Target::TopicChats => (&store.topic_chats, chats::chat_key(TOPIC)),
+                    Target::Retries => (&store.retries, retry.clone().into_bytes()),
+                    Target::People => (&store.people, b"refused:9:5".to_vec()),
                 };
                 tree.insert(key, bytes).unwrap();
 
@@ -317,6 +369,17 @@ mod tests {
                 let _ = store.ticket(&ticket);
                 let _ = store.choose_option(&ticket, 0).unwrap();
                 let _ = store.vote(&feedback, CHAT, true, 1).unwrap();
+                let topic = store.history(TOPIC, 10_000).unwrap();
+                if !matches!(target, Target::TopicChats | Target::TopicHistory) {
+                    prop_assert_eq!(topic.messages.len(), 1);
+                }
+                let _ = store.chat_model(TOPIC);
+                let claim = store.claim_retry(&retry, CHAT, 0).unwrap();
+                if !matches!(target, Target::Retries) {
+                    prop_assert!(matches!(claim, RetryClaim::Claimed(_)));
+                }
+                prop_assert_eq!(store.name_of(9), Some("Ann".to_string()));
+                let _ = store.first_refusal_on(9, CHAT, chrono::Utc::now().date_naive());
 
                 // Every writer works over garbage, or leaves it as it is.
                 store.record_usage(CHAT, "m", 1, 1, usage).unwrap();
@@ -390,6 +453,8 @@ mod tests {
                 image: None,
                 state,
                 received: 10,
+                topic: None,
+                reply_to: None,
             };
             store.accept_update(update, &entry).unwrap();
         }
@@ -399,7 +464,8 @@ mod tests {
                 inbox: 1,
                 tickets: 1,
                 feedback: 2,
-                refusals: 0
+                retries: 0,
+                refusals: 0,
             }
         );
         assert!(store.ticket(&old_option).is_none());

@@ -87,7 +87,8 @@ pub async fn refuse_stranger(app: Arc<App>, tg: Arc<Outbox>, msg: Message) -> Ha
         .flatten()
         .map(|b| InlineKeyboardMarkup::new([[b]]));
     let html = refusal_html(id, markup.is_some());
-    if let Err(e) = send_html(tg.bot(), tg.policy(), chat, &html, markup).await {
+    let to = super::handlers::conversation_of(&msg);
+    if let Err(e) = send_html(tg.bot(), tg.policy(), to, &html, markup).await {
         tracing::warn!(chat = chat.0, error = %e, "could not refuse a stranger");
     }
     Ok(())

@@ -21,6 +21,7 @@ use super::send::{edit_html, edit_keyboard, notify, send_html};
 use super::{keyboards, media, stats, tool_list, views};
 use crate::app::App;
 use crate::config::Role;
+use crate::conversation::Conversation;
 use crate::limits::{Refusal, Verdict};
 use crate::options::{self, Press};
 use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome};
@@ -48,6 +49,29 @@ pub fn addressed(msg: &Message, me: &Me) -> bool {
         .and_then(|reply| reply.from.as_ref())
         .is_some_and(|from| from.id == me.id);
     replied_to_bot || mentions(text, &username)
+}
+
+/// The conversation a message belongs to: its forum topic, or the chat outside topics (a
+/// private chat, a plain group, a forum's General topic; a reply thread in a plain group is no
+/// topic).
+pub fn conversation_of(msg: &Message) -> Conversation {
+    let topic = msg.thread_id.filter(|_| msg.is_topic_message);
+    Conversation::new(msg.chat.id.0, topic.map(|thread| thread.0.0))
+}
+
+/// The conversation a button was pressed in: its message's (none for inline messages).
+pub fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
+    let message = query.message.as_ref()?;
+    Some(match message.regular_message() {
+        Some(msg) => conversation_of(msg),
+        None => Conversation::from(message.chat().id.0),
+    })
+}
+
+/// The message an answer in `chat` replies to: the one that started it, in groups (negative
+/// ids), so answers stay threaded in a busy group; none in private chats.
+fn reply_in_groups(chat: i64, message: i32) -> Option<i32> {
+    (chat < 0).then_some(message)
 }
 
 /// Whether `text` contains `@username` as a whole word, case-insensitively.
@@ -88,7 +112,7 @@ pub async fn command(
     role: Role,
     cmd: Command,
 ) -> HandlerResult {
-    let chat = msg.chat.id;
+    let chat = conversation_of(&msg);
     let (bot, policy) = (tg.bot(), tg.policy());
     if cmd.min_role() > role {
         tracing::info!(user = ?msg.from.as_ref().map(|u| u.id.0), command = ?cmd, "refused a command for admins");
@@ -104,13 +128,13 @@ pub async fn command(
         }
         Command::Clear => {
             let out: Out = tg.clone();
-            turn::retire_options(&app, &out, chat.0);
-            notify(bot, policy, chat, actions::clear(&app, chat.0)).await;
+            turn::retire_options(&app, &out, chat);
+            notify(bot, policy, chat, actions::clear(&app, chat)).await;
         }
         Command::Cancel => {
             // Asked before the stop: a live message on screen confirms it itself.
-            let live = tg.shows_live(chat.0);
-            if !actions::cancel(&app, chat.0) {
+            let live = tg.shows_live(chat);
+            if !actions::cancel(&app, chat) {
                 notify(bot, policy, chat, "Nothing is running.").await;
             } else if !live {
                 notify(
@@ -124,7 +148,7 @@ pub async fn command(
         }
         Command::Stats => {
             let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-            let html = stats::stats_html(&stats::gather(&app, chat.0, user, role));
+            let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role));
             send_html(bot, policy, chat, &html, None).await?;
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
@@ -148,19 +172,16 @@ pub async fn command(
 }
 
 /// `/model`: the model keyboard; `/model <id>`: switch directly.
-async fn model_command(app: &App, tg: &Outbox, chat: ChatId, id: &str) -> HandlerResult {
+async fn model_command(app: &App, tg: &Outbox, chat: Conversation, id: &str) -> HandlerResult {
     let (bot, policy) = (tg.bot(), tg.policy());
     if id.is_empty() {
-        let current = app.model_for(chat.0).id;
+        let current = app.model_for(chat).id;
         let markup = keyboards::markup(&actions::models_keyboard(app, &current));
-        let text = format!(
-            "Model for this chat: <b>{}</b>. Choose another:",
-            escape_html(&current)
-        );
+        let text = views::model_header_html(&current);
         send_html(bot, policy, chat, &text, Some(markup)).await?;
         return Ok(());
     }
-    let text = match actions::set_model(app, chat.0, id) {
+    let text = match actions::set_model(app, chat, id) {
         Ok(model) => format!("Model for this chat: {model}"),
         Err(e) => e.to_string(),
     };
@@ -180,7 +201,7 @@ pub async fn text(
 ) -> HandlerResult {
     if text.starts_with('/') {
         let reply = "I do not know that command. /help lists what I can do.";
-        notify(tg.bot(), tg.policy(), msg.chat.id, reply).await;
+        notify(tg.bot(), tg.policy(), conversation_of(&msg), reply).await;
         return Ok(());
     }
     let text = without_mention(&text, &me);
@@ -188,8 +209,10 @@ pub async fn text(
     Ok(())
 }
 
-/// Photos go to a vision-capable model as a turn (the caption is the request). Photos for
-/// other models, stickers, voice notes and the like get a polite answer and no LLM call.
+/// Photos go to a vision-capable model as a turn (the caption is the request). For other
+/// models a photo's caption is answered as text, after a note that the image was not seen
+/// (without a caption, only the note). Stickers, voice notes and the like get a polite answer
+/// and no LLM call.
 pub async fn non_text(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -198,13 +221,13 @@ pub async fn non_text(
     me: Me,
     role: Role,
 ) -> HandlerResult {
-    let chat = msg.chat.id;
+    let chat = conversation_of(&msg);
     let max_bytes = app.config().telegram.max_image_bytes;
     let photo = msg
         .photo()
         .and_then(|sizes| media::pick_photo(sizes, max_bytes));
     let reply = match photo {
-        Some(photo) if app.model_for(chat.0).vision => {
+        Some(photo) if app.model_for(chat).vision => {
             let caption = msg.caption().map(|c| without_mention(c, &me));
             let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
             let image = Some(photo.file.id.0.clone());
@@ -212,8 +235,25 @@ pub async fn non_text(
             return Ok(());
         }
         Some(_) => {
-            "This chat's model cannot see images. Please describe the picture in text, or ask an \
-             admin to switch to a model that can."
+            let caption = msg
+                .caption()
+                .map(|c| without_mention(c, &me))
+                .filter(|c| !c.is_empty());
+            let vision: Vec<&str> = app
+                .config()
+                .models
+                .iter()
+                .filter(|m| m.vision)
+                .map(|m| m.id.as_str())
+                .collect();
+            let current = app.model_for(chat).id;
+            let note = media::unseen_image_note(&current, &vision, caption.is_some());
+            notify(tg.bot(), tg.policy(), chat, &note).await;
+            if let Some(caption) = caption {
+                let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
+                start_turn(&app, &tg, &update, &msg, role, text, None).await;
+            }
+            return Ok(());
         }
         None => "I can only read text messages and photos. Please send your request as text.",
     };
@@ -231,7 +271,7 @@ async fn start_turn(
     text: String,
     image: Option<String>,
 ) {
-    let chat = msg.chat.id;
+    let chat = conversation_of(msg);
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
     match app.limits().check(user, role, app.store()) {
         Verdict::Allowed => {}
@@ -254,12 +294,14 @@ async fn start_turn(
         tracing::debug!(user, error = %e, "cannot remember a user's name");
     }
     let input = TurnInput {
-        chat: chat.0,
+        chat: chat.chat,
         user,
         role,
         update: Some(update.id.0),
         text,
         image,
+        topic: chat.topic,
+        reply_to: reply_in_groups(chat.chat, msg.id.0),
     };
     let out: Out = tg.clone();
     turn::accept(app, &out, input).await;
@@ -267,9 +309,9 @@ async fn start_turn(
 
 /// A message over the turn rate: the burst's one refusal is sent, or edited to count this one
 /// too (see [`crate::limits`]).
-async fn refuse_in_burst(app: &App, tg: &Outbox, chat: ChatId, user: u64, wait: Duration) {
+async fn refuse_in_burst(app: &App, tg: &Outbox, chat: Conversation, user: u64, wait: Duration) {
     let (bot, policy) = (tg.bot(), tg.policy());
-    let shown = match app.limits().refusal(chat.0, user, wait) {
+    let shown = match app.limits().refusal(chat.chat, user, wait) {
         Refusal::Send(text) => send_html(bot, policy, chat, &escape_html(&text), None)
             .await
             .map(|sent| sent.id),
@@ -286,8 +328,8 @@ async fn refuse_in_burst(app: &App, tg: &Outbox, chat: ChatId, user: u64, wait: 
         }
     };
     match shown {
-        Ok(id) => app.limits().refusal_sent(chat.0, user, id.0),
-        Err(e) => tracing::warn!(chat = chat.0, error = %e, "could not show a rate refusal"),
+        Ok(id) => app.limits().refusal_sent(chat.chat, user, id.0),
+        Err(e) => tracing::warn!(%chat, error = %e, "could not show a rate refusal"),
     }
 }
 
@@ -349,6 +391,7 @@ pub async fn option_pressed(
     let label = ticket.labels[index].clone();
     let chosen = Keyboard::Answer {
         options: Options::Chosen(label.clone()),
+        vote: turn::vote_on(&app, ticket.feedback.as_deref()),
         feedback: ticket.feedback.clone(),
     };
     let out: Out = tg.clone();
@@ -361,6 +404,9 @@ pub async fn option_pressed(
         update: Some(update.id.0),
         text: label,
         image: None,
+        topic: ticket.topic,
+        // In a group, the answer to a press replies to the answer that offered the option.
+        reply_to: reply_in_groups(ticket.chat, ticket.message_id),
     };
     turn::accept(&app, &out, input).await;
     Ok(())
@@ -373,7 +419,7 @@ pub async fn set_model_pressed(
     tg: Arc<Outbox>,
     query: CallbackQuery,
     role: Role,
-    chat: ChatId,
+    chat: Conversation,
     key: String,
 ) -> HandlerResult {
     let models = &app.config().models;
@@ -381,8 +427,19 @@ pub async fn set_model_pressed(
         .iter()
         .find(|m| model_key(&m.id) == key)
         .map(|m| &m.id);
-    let outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
-    answer_press(&bot, &tg, &query, outcome).await
+    let mut outcome = actions::choose_model(&app, role, chat, id.map(String::as_str));
+    // The header names the model too: one edit puts the new text and the moved ✓ in place.
+    let switched = outcome.keyboard.take().filter(|_| !outcome.refused);
+    answer_press(&bot, &tg, &query, outcome).await?;
+    if let (Some(keyboard), Some(message)) = (switched, query.message.as_ref()) {
+        let html = views::model_header_html(&app.model_for(chat).id);
+        let markup = keyboards::markup(&keyboard);
+        let edited = edit_html(&bot, tg.policy(), chat, message.id(), &html, Some(markup)).await;
+        if let Err(e) = edited {
+            tracing::warn!(%chat, error = %e, "cannot update the /model message");
+        }
+    }
+    Ok(())
 }
 
 /// 🧹 Clear history.
@@ -391,11 +448,11 @@ pub async fn clear_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
-    chat: ChatId,
+    chat: Conversation,
 ) -> HandlerResult {
     let out: Out = tg.clone();
-    turn::retire_options(&app, &out, chat.0);
-    let outcome = Outcome::done(actions::clear(&app, chat.0), Some(Keyboard::None));
+    turn::retire_options(&app, &out, chat);
+    let outcome = Outcome::done(actions::clear(&app, chat), Some(Keyboard::None));
     answer_press(&bot, &tg, &query, outcome).await
 }
 
@@ -506,14 +563,58 @@ pub async fn stop_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
-    chat: ChatId,
+    chat: Conversation,
 ) -> HandlerResult {
-    let outcome = if actions::cancel(&app, chat.0) {
+    let outcome = if actions::cancel(&app, chat) {
         Outcome::done("Stopped", None)
     } else {
         Outcome::refuse("Nothing is running")
     };
     answer_press(&bot, &tg, &query, outcome).await
+}
+
+/// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
+/// used up), the failed message runs again as a new turn, once; the button goes.
+pub async fn retry_pressed(
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    update: Update,
+    query: CallbackQuery,
+    role: Role,
+    chat: Conversation,
+    ticket: String,
+) -> HandlerResult {
+    let (bot, user) = (tg.bot(), query.from.id.0);
+    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
+        bot.answer_callback_query(query.id).text(refusal).await?;
+        return Ok(());
+    }
+    let retried = match turn::retry::claim(&app, chat.chat, &ticket) {
+        Ok(retried) => retried,
+        Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
+    };
+    // Claimed: the message runs whatever became of the toast.
+    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
+    if let Err(e) = answer_press(bot, &tg, &query, outcome).await {
+        tracing::warn!(%chat, error = %e, "cannot answer a retry press");
+    }
+    let input = TurnInput {
+        chat: retried.chat,
+        user,
+        role,
+        update: Some(update.id.0),
+        text: retried.text,
+        image: retried.image,
+        // Pressed under the failed answer, in its topic: the retry answers there, replying to it.
+        topic: chat.topic,
+        reply_to: query
+            .message
+            .as_ref()
+            .and_then(|m| reply_in_groups(retried.chat, m.id().0)),
+    };
+    let out: Out = tg.clone();
+    turn::accept(&app, &out, input).await;
+    Ok(())
 }
 
 /// The mark of an option already chosen.
@@ -549,6 +650,61 @@ async fn answer_press(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_forum_topic_makes_its_own_conversation() {
+        struct Case {
+            name: &'static str,
+            chat: serde_json::Value,
+            extra: serde_json::Value,
+            conversation: Conversation,
+        }
+        let group = serde_json::json!({"id": -5, "type": "supergroup", "title": "g"});
+        let forum =
+            serde_json::json!({"id": -5, "type": "supergroup", "title": "f", "is_forum": true});
+        let cases = [
+            Case {
+                name: "a private chat",
+                chat: serde_json::json!({"id": 7, "type": "private", "first_name": "a"}),
+                extra: serde_json::json!({}),
+                conversation: Conversation::from(7),
+            },
+            Case {
+                name: "a reply thread in a plain group is no topic",
+                chat: group,
+                extra: serde_json::json!({"message_thread_id": 3}),
+                conversation: Conversation::from(-5),
+            },
+            Case {
+                name: "a forum's General topic",
+                chat: forum.clone(),
+                extra: serde_json::json!({}),
+                conversation: Conversation::from(-5),
+            },
+            Case {
+                name: "a forum topic",
+                chat: forum,
+                extra: serde_json::json!({"message_thread_id": 3, "is_topic_message": true}),
+                conversation: Conversation::new(-5, Some(3)),
+            },
+        ];
+        for case in cases {
+            let mut json = serde_json::json!({
+                "message_id": 9, "date": 0, "chat": case.chat, "text": "hi",
+                "from": {"id": 7, "is_bot": false, "first_name": "a"},
+            });
+            for (key, value) in case.extra.as_object().unwrap() {
+                json[key] = value.clone();
+            }
+            let msg: Message = serde_json::from_value(json).unwrap();
+            assert_eq!(
+                conversation_of(&msg),
+                case.conversation,
+                "case {}",
+                case.name
+            );
+        }
+    }
 
     #[test]
     fn mentions_are_whole_words() {

@@ -3,7 +3,7 @@
 //! is written and flushed ([`crate::turn::accept`]).
 //!
 //! The handshake is [`Intake`]: the listener holds every update that may start a turn (an
-//! allowed user's message or option press) as it hands it to the dispatcher, the schema's
+//! allowed user's message, an option or 🔁 Retry press) as it hands it to the dispatcher, the schema's
 //! root holds a [`Handling`] guard for the update while its handler runs, and the guard's
 //! drop (also on a panic) releases it. Long polling ([`Polling`]) asks Telegram for the next
 //! batch, whose `offset` confirms every earlier update, only when no update is held any more;
@@ -306,18 +306,20 @@ pub async fn answer_when_handled(
     response
 }
 
-/// Whether `update` may start a turn: a text message that is not a command, a photo, or an
-/// option press (the routes that call [`crate::turn::accept`]).
+/// Whether `update` may start a turn: a text message that is not a command, a photo, an
+/// option press or a 🔁 Retry (the routes that call [`crate::turn::accept`]).
 pub fn may_start_turn(update: &Update) -> bool {
+    use super::callback_data::{Action, decode_action, decode_callback};
     match &update.kind {
         UpdateKind::Message(msg) => {
             msg.text().is_some_and(|text| !text.starts_with('/')) || msg.photo().is_some()
         }
-        UpdateKind::CallbackQuery(query) => query
-            .data
-            .as_deref()
-            .and_then(super::callback_data::decode_callback)
-            .is_some(),
+        UpdateKind::CallbackQuery(query) => query.data.as_deref().is_some_and(|data| {
+            decode_callback(data).is_some()
+                || decode_action(data)
+                    .and_then(|(action, payload)| Action::from_decoded(&action, payload))
+                    .is_some_and(|action| matches!(action, Action::Retry { .. }))
+        }),
         _ => false,
     }
 }
@@ -416,6 +418,15 @@ mod tests {
             Case {
                 name: "an option press",
                 update: press(&super::super::callback_data::encode_option("t", "x").unwrap()),
+                held: true,
+            },
+            Case {
+                name: "a retry press",
+                update: press(
+                    &super::super::callback_data::Action::Retry { ticket: "t".into() }
+                        .encode()
+                        .unwrap(),
+                ),
                 held: true,
             },
             Case {

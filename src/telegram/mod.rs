@@ -46,6 +46,7 @@ use outbox::Outbox;
 pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
         .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
+        .map(|msg: Message| handlers::conversation_of(&msg))
         .branch(
             dptree::filter(|role: Role| role == Role::Stranger).endpoint(access::refuse_stranger),
         )
@@ -70,7 +71,8 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         )
         .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
         .branch(dptree::case![Action::Stop].endpoint(handlers::stop_pressed))
-        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed));
+        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed))
+        .branch(dptree::case![Action::Retry { ticket }].endpoint(handlers::retry_pressed));
     let options =
         dptree::filter_map(|query: CallbackQuery| decode_callback(query.data.as_deref()?))
             .filter_map(|decoded: (Option<String>, String)| OptionPress::from_decoded(decoded))
@@ -93,6 +95,8 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(
             // The chat the button was pressed in (none for inline messages: nothing to do).
             dptree::filter_map(|query: CallbackQuery| Some(query.message.as_ref()?.chat().id))
+                // And the forum topic in it, if any.
+                .filter_map(|query: CallbackQuery| handlers::pressed_in(&query))
                 .branch(options)
                 .branch(actions),
         )

@@ -12,10 +12,11 @@ use teloxide::prelude::*;
 use teloxide::types::MessageId;
 use tokio::sync::mpsc;
 
-use super::send::{SendPolicy, edit_keyboard, notify, typing};
+use super::send::{SendPolicy, Target, edit_keyboard, notify, typing};
 use super::{keyboards, media, stream};
 use crate::agent::AgentEvent;
 use crate::config::TelegramConfig;
+use crate::conversation::Conversation;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 
 pub struct Outbox {
@@ -51,26 +52,28 @@ impl Outbox {
 
     /// Whether a turn's live display has a message on screen in `chat` (which then confirms
     /// a stop itself).
-    pub fn shows_live(&self, chat: i64) -> bool {
+    pub fn shows_live(&self, chat: Conversation) -> bool {
         stream::on_screen(&self.on_screen).contains(&chat)
     }
 }
 
 impl Messenger for Outbox {
-    fn typing(&self, chat: i64) -> BoxFuture<'static, ()> {
-        typing(self.bot.clone(), ChatId(chat), self.typing_interval).boxed()
+    fn typing(&self, chat: Conversation) -> BoxFuture<'static, ()> {
+        let to = Target::from(chat);
+        typing(self.bot.clone(), to, self.typing_interval).boxed()
     }
 
     fn live(
         &self,
-        chat: i64,
+        chat: Conversation,
+        reply_to: Option<i32>,
         events: mpsc::UnboundedReceiver<AgentEvent>,
         on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>> {
         let display = stream::Display::new(
             self.bot.clone(),
             self.policy.clone(),
-            ChatId(chat),
+            Target::new(chat, reply_to),
             self.live_interval,
             self.on_screen.clone(),
             on_visible,
@@ -80,7 +83,8 @@ impl Messenger for Outbox {
 
     fn answer<'a>(
         &'a self,
-        chat: i64,
+        chat: Conversation,
+        reply_to: Option<i32>,
         live: Live,
         markdown: &'a str,
         keyboard: Keyboard,
@@ -92,7 +96,7 @@ impl Messenger for Outbox {
             stream::finish(
                 &self.bot,
                 &self.policy,
-                ChatId(chat),
+                Target::new(chat, reply_to),
                 &live,
                 markdown,
                 markup,
@@ -123,8 +127,8 @@ impl Messenger for Outbox {
         .boxed()
     }
 
-    fn notice<'a>(&'a self, chat: i64, text: &'a str) -> BoxFuture<'a, ()> {
-        notify(&self.bot, &self.policy, ChatId(chat), text).boxed()
+    fn notice<'a>(&'a self, chat: Conversation, text: &'a str) -> BoxFuture<'a, ()> {
+        notify(&self.bot, &self.policy, chat, text).boxed()
     }
 
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {

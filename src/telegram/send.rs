@@ -12,14 +12,19 @@ use std::time::Duration;
 
 use teloxide::ApiError;
 use teloxide::RequestError;
+use teloxide::payloads::SendMessageSetters;
 use teloxide::prelude::*;
-use teloxide::types::{ChatAction, InlineKeyboardMarkup, LinkPreviewOptions, MessageId, ParseMode};
+use teloxide::types::{
+    ChatAction, InlineKeyboardMarkup, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters,
+    ThreadId,
+};
 
 use std::sync::Arc;
 
 use super::limiter::{Limiter, Pacing, Scope};
 use super::render::html_to_plain;
 use crate::config::TelegramConfig;
+use crate::conversation::Conversation;
 
 /// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
 /// clone; clones share the limiter.
@@ -45,6 +50,65 @@ impl SendPolicy {
             link_previews: config.link_previews,
         }
     }
+}
+
+/// Where a new message goes: a chat, the forum topic in it, and the message it replies to.
+/// Edits need only the chat (a message stays in its topic), and pacing counts the chat.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    pub chat: ChatId,
+    pub thread: Option<ThreadId>,
+    pub reply_to: Option<MessageId>,
+}
+
+impl Target {
+    /// A conversation's chat and topic, the new message a reply to `reply_to` if given.
+    pub fn new(at: Conversation, reply_to: Option<i32>) -> Self {
+        Self {
+            chat: ChatId(at.chat),
+            thread: at.topic.map(|topic| ThreadId(MessageId(topic))),
+            reply_to: reply_to.map(MessageId),
+        }
+    }
+
+    /// The same chat and topic, not as a reply (an answer's parts after its first).
+    pub fn without_reply(self) -> Self {
+        Self {
+            reply_to: None,
+            ..self
+        }
+    }
+
+    /// The conversation a message sent here belongs to.
+    pub fn conversation(&self) -> Conversation {
+        Conversation::new(self.chat.0, self.thread.map(|thread| thread.0.0))
+    }
+}
+
+/// A chat outside any topic, replying to nothing.
+impl From<ChatId> for Target {
+    fn from(chat: ChatId) -> Self {
+        Self::new(Conversation::from(chat.0), None)
+    }
+}
+
+impl From<Conversation> for Target {
+    fn from(at: Conversation) -> Self {
+        Self::new(at, None)
+    }
+}
+
+/// `request` sent to `to`'s topic, as a reply to its message if it names one. The reply is
+/// sent even if that message is gone: the answer matters more than the thread.
+fn placed<R: SendMessageSetters>(mut request: R, to: Target) -> R {
+    if let Some(thread) = to.thread {
+        request = request.message_thread_id(thread);
+    }
+    if let Some(message) = to.reply_to {
+        request =
+            request.reply_parameters(ReplyParameters::new(message).allow_sending_without_reply());
+    }
+    request
 }
 
 /// Runs a Telegram request to `chat` in its paced slot, waiting out 429s (and pushing the
@@ -131,12 +195,14 @@ fn no_previews(policy: &SendPolicy) -> Option<LinkPreviewOptions> {
 pub async fn send_html(
     bot: &Bot,
     policy: &SendPolicy,
-    chat: ChatId,
+    to: impl Into<Target>,
     html: &str,
     markup: Option<InlineKeyboardMarkup>,
 ) -> Result<Message, RequestError> {
+    let to = to.into();
+    let chat = to.chat;
     let sent = with_retry(policy, chat, "sendMessage", || {
-        let mut request = bot.send_message(chat, html).parse_mode(ParseMode::Html);
+        let mut request = placed(bot.send_message(chat, html), to).parse_mode(ParseMode::Html);
         if let Some(previews) = no_previews(policy) {
             request = request.link_preview_options(previews);
         }
@@ -151,7 +217,7 @@ pub async fn send_html(
             tracing::warn!(%reason, "Telegram refused our HTML; sending plain text");
             let plain = html_to_plain(html);
             with_retry(policy, chat, "sendMessage", || {
-                let mut request = bot.send_message(chat, plain.as_str());
+                let mut request = placed(bot.send_message(chat, plain.as_str()), to);
                 if let Some(previews) = no_previews(policy) {
                     request = request.link_preview_options(previews);
                 }
@@ -168,16 +234,18 @@ pub async fn send_html(
 
 /// Replaces message `id`'s text with an HTML part and its keyboard (`None` removes it: an
 /// explicit empty keyboard, so a Stop button goes even when the text is unchanged), with
-/// the plain-text fallback. "Not modified" counts as done; a message that is gone is sent anew.
-/// Returns the id of the message that now shows the part.
+/// the plain-text fallback. "Not modified" counts as done; a message that is gone is sent anew
+/// (to `to`'s topic). Returns the id of the message that now shows the part.
 pub async fn edit_html(
     bot: &Bot,
     policy: &SendPolicy,
-    chat: ChatId,
+    to: impl Into<Target>,
     id: MessageId,
     html: &str,
     markup: Option<InlineKeyboardMarkup>,
 ) -> Result<MessageId, RequestError> {
+    let to = to.into();
+    let chat = to.chat;
     let markup = markup.unwrap_or_default();
     let edit = |text: String, parse: bool| {
         let markup = markup.clone();
@@ -203,7 +271,7 @@ pub async fn edit_html(
     match outcome {
         Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(id),
         Err(RequestError::Api(ApiError::MessageToEditNotFound)) => {
-            Ok(send_html(bot, policy, chat, html, Some(markup)).await?.id)
+            Ok(send_html(bot, policy, to, html, Some(markup)).await?.id)
         }
         Err(e) => Err(e),
     }
@@ -230,9 +298,11 @@ pub async fn edit_keyboard(
 }
 
 /// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
-pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
+pub async fn notify(bot: &Bot, policy: &SendPolicy, to: impl Into<Target>, text: &str) {
+    let to = to.into();
+    let chat = to.chat;
     let sent = with_retry(policy, chat, "sendMessage", || {
-        let mut request = bot.send_message(chat, text);
+        let mut request = placed(bot.send_message(chat, text), to);
         if let Some(previews) = no_previews(policy) {
             request = request.link_preview_options(previews);
         }
@@ -248,14 +318,68 @@ pub async fn notify(bot: &Bot, policy: &SendPolicy, chat: ChatId, text: &str) {
 /// on every turn, on the path of fast answers).
 const TYPING_DELAY: Duration = Duration::from_millis(300);
 
-/// Shows "typing…" in `chat` for as long as it runs (Telegram clears the action after about
-/// five seconds, so it is repeated `every` so often).
-pub async fn typing(bot: Bot, chat: ChatId, every: Duration) {
+/// Shows "typing…" in `to`'s chat and topic for as long as it runs (Telegram clears the
+/// action after about five seconds, so it is repeated `every` so often).
+pub async fn typing(bot: Bot, to: Target, every: Duration) {
+    let chat = to.chat;
     tokio::time::sleep(TYPING_DELAY).await;
     loop {
-        if let Err(e) = bot.send_chat_action(chat, ChatAction::Typing).await {
+        let mut request = bot.send_chat_action(chat, ChatAction::Typing);
+        if let Some(thread) = to.thread {
+            request = request.message_thread_id(thread);
+        }
+        if let Err(e) = request.await {
             tracing::debug!(chat = chat.0, error = %e, "typing action failed");
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_keeps_the_topic_and_drops_only_the_reply() {
+        struct Case {
+            name: &'static str,
+            at: Conversation,
+            reply_to: Option<i32>,
+            thread: Option<i32>,
+        }
+        let cases = [
+            Case {
+                name: "a private chat",
+                at: Conversation::from(7),
+                reply_to: None,
+                thread: None,
+            },
+            Case {
+                name: "a group, replying",
+                at: Conversation::from(-5),
+                reply_to: Some(40),
+                thread: None,
+            },
+            Case {
+                name: "a forum topic, replying",
+                at: Conversation::new(-5, Some(3)),
+                reply_to: Some(41),
+                thread: Some(3),
+            },
+        ];
+        for case in cases {
+            let to = Target::new(case.at, case.reply_to);
+            assert_eq!(to.chat, ChatId(case.at.chat), "case {}", case.name);
+            assert_eq!(to.thread.map(|t| t.0.0), case.thread, "case {}", case.name);
+            assert_eq!(
+                to.reply_to,
+                case.reply_to.map(MessageId),
+                "case {}",
+                case.name
+            );
+            let rest = to.without_reply();
+            assert_eq!(rest.reply_to, None, "case {}", case.name);
+            assert_eq!(rest.conversation(), case.at, "case {}", case.name);
+        }
     }
 }

@@ -18,8 +18,9 @@ use tokio::time::Instant;
 
 use super::keyboards;
 use super::render::{render_partial, render_parts};
-use super::send::{SendPolicy, edit_html, send_html, with_retry};
+use super::send::{SendPolicy, Target, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
+use crate::conversation::Conversation;
 use crate::turn::{Live, OnVisible};
 
 /// The line a stopped turn's live message ends with: the one confirmation of the stop. The
@@ -34,24 +35,25 @@ struct Shown {
     stop: bool,
 }
 
-/// The chats whose live display has a message on screen: there, stopping a turn is confirmed
-/// by that message, and `/cancel` adds no second confirmation.
-pub type OnScreen = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<i64>>>;
+/// The conversations whose live display has a message on screen: there, stopping a turn is
+/// confirmed by that message, and `/cancel` adds no second confirmation.
+pub type OnScreen = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<Conversation>>>;
 
 /// Locks `on_screen` (a poisoned lock still holds a valid set).
 pub fn on_screen(
     on_screen: &OnScreen,
-) -> std::sync::MutexGuard<'_, std::collections::HashSet<i64>> {
+) -> std::sync::MutexGuard<'_, std::collections::HashSet<Conversation>> {
     on_screen
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The live display of one turn in one chat.
+/// The live display of one turn in one conversation.
 pub struct Display {
     bot: Bot,
     policy: SendPolicy,
-    chat: ChatId,
+    /// Where its messages go; the reply is dropped once the first is sent.
+    to: Target,
     /// Spacing of edits (the chat's pacing interval).
     interval: Duration,
     shown: Vec<Shown>,
@@ -64,7 +66,7 @@ impl Display {
     pub fn new(
         bot: Bot,
         policy: SendPolicy,
-        chat: ChatId,
+        to: Target,
         interval: Duration,
         on_screen: OnScreen,
         on_visible: OnVisible,
@@ -72,7 +74,7 @@ impl Display {
         Self {
             bot,
             policy,
-            chat,
+            to,
             interval,
             shown: Vec::new(),
             on_screen,
@@ -100,7 +102,7 @@ impl Display {
                     () = tokio::time::sleep_until(next_flush) => {
                         if self.shown.is_empty() && !waited_for_slot {
                             waited_for_slot = true;
-                            next_flush = next_flush.max(self.policy.limiter.ready_at(self.chat.0));
+                            next_flush = next_flush.max(self.policy.limiter.ready_at(self.to.chat.0));
                             continue;
                         }
                         self.show(&display(&text, progress.as_deref())).await;
@@ -127,7 +129,7 @@ impl Display {
                 None => break false,
             }
         };
-        on_screen(&self.on_screen).remove(&self.chat.0);
+        on_screen(&self.on_screen).remove(&self.to.conversation());
         if finished {
             return Some(Live {
                 messages: self.shown.iter().map(|s| s.id.0).collect(),
@@ -137,7 +139,8 @@ impl Display {
         // anything of it was stored: say so where the user is looking, once.
         if let Some(last) = self.shown.last() {
             let html = format!("{}\n\n{STOPPED}", last.html);
-            let _ = edit_html(&self.bot, &self.policy, self.chat, last.id, &html, None).await;
+            let to = self.to.without_reply();
+            let _ = edit_html(&self.bot, &self.policy, to, last.id, &html, None).await;
         }
         None
     }
@@ -145,7 +148,9 @@ impl Display {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
-        let (bot, policy, chat) = (&self.bot, &self.policy, self.chat);
+        let (bot, policy) = (&self.bot, &self.policy);
+        // Edits keep the topic (a message that is gone is sent anew there), never the reply.
+        let chat = self.to.without_reply();
         let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
@@ -155,7 +160,7 @@ impl Display {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
                 Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {
                     Ok(id) => *shown = Shown { id, html, stop },
-                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
+                    Err(e) => tracing::debug!(chat = chat.chat.0, error = %e, "live edit failed"),
                 },
                 None => {
                     // The first message of the answer: recorded before it may be seen.
@@ -163,9 +168,10 @@ impl Display {
                     if first {
                         (self.on_visible)(None).await;
                     }
-                    match send_html(bot, policy, chat, &html, markup).await {
+                    match send_html(bot, policy, self.to, &html, markup).await {
                         Ok(message) => {
-                            on_screen(&self.on_screen).insert(chat.0);
+                            self.to = chat;
+                            on_screen(&self.on_screen).insert(chat.conversation());
                             self.shown.push(Shown {
                                 id: message.id,
                                 html,
@@ -175,7 +181,9 @@ impl Display {
                                 (self.on_visible)(Some(message.id.0)).await;
                             }
                         }
-                        Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
+                        Err(e) => {
+                            tracing::debug!(chat = chat.chat.0, error = %e, "live send failed")
+                        }
                     }
                 }
             }
@@ -193,13 +201,14 @@ fn display(text: &str, progress: Option<&str>) -> String {
 }
 
 /// Turns the live display into the final answer: each part of the rendered `markdown` edited
-/// into place (or sent), the keyboard on the last, leftover live messages deleted. Returns
-/// the ids of the messages that show the answer. With no live message, `on_visible` is told
-/// around the first send.
+/// into place (or sent), the keyboard on the last, leftover live messages deleted. The first
+/// message sent is a reply to `to`'s message if nothing was live (else the live one was).
+/// Returns the ids of the messages that show the answer. With no live message, `on_visible`
+/// is told around the first send.
 pub async fn finish(
     bot: &Bot,
     policy: &SendPolicy,
-    chat: ChatId,
+    to: Target,
     live: &Live,
     markdown: &str,
     markup: Option<InlineKeyboardMarkup>,
@@ -210,16 +219,26 @@ pub async fn finish(
         parts.push("…".to_string());
     }
     let last = parts.len() - 1;
+    let chat = to.chat;
+    let mut next = if live.messages.is_empty() {
+        to
+    } else {
+        to.without_reply()
+    };
     let mut ids = Vec::with_capacity(parts.len());
     for (i, html) in parts.iter().enumerate() {
         let markup = if i == last { markup.clone() } else { None };
         let shown = match live.messages.get(i) {
-            Some(&id) => edit_html(bot, policy, chat, MessageId(id), html, markup).await,
+            Some(&id) => {
+                let to = to.without_reply();
+                edit_html(bot, policy, to, MessageId(id), html, markup).await
+            }
             None => {
                 if i == 0 {
                     on_visible(None).await;
                 }
-                let sent = send_html(bot, policy, chat, html, markup).await;
+                let sent = send_html(bot, policy, next, html, markup).await;
+                next = next.without_reply();
                 if i == 0
                     && let Ok(message) = &sent
                 {

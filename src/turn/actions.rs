@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::Keyboard;
 use crate::app::App;
 use crate::config::Role;
+use crate::conversation::Conversation;
 use crate::store::{InboxState, ReflectionJob, Vote};
 
 /// The toast of a press whose data names nothing live (an expired, forged or unknown button).
@@ -49,7 +50,7 @@ impl Outcome {
 /// Stops the turn running in `chat` (/cancel, ⏹ Stop); says whether one was running. Its
 /// future is dropped before it wrote any history, and its update is marked done (flushed in
 /// the background), so recovery never resumes a stopped turn.
-pub fn cancel(app: &Arc<App>, chat: i64) -> bool {
+pub fn cancel(app: &Arc<App>, chat: Conversation) -> bool {
     let Some(cancelled) = app.queues().cancel(chat) else {
         return false;
     };
@@ -72,29 +73,29 @@ pub fn cancel(app: &Arc<App>, chat: i64) -> bool {
 }
 
 /// Clears `chat`'s history (heuristics stay) and expires its option buttons.
-pub fn clear(app: &App, chat: i64) -> &'static str {
+pub fn clear(app: &App, chat: Conversation) -> &'static str {
     match app.store().clear_history(chat) {
         Ok(()) => "Done: I forgot this chat's conversation.",
         Err(e) => {
-            tracing::error!(chat, error = %e, "cannot clear history");
+            tracing::error!(%chat, error = %e, "cannot clear history");
             "Sorry, I could not clear the history. Please try again."
         }
     }
 }
 
 /// Sets `chat`'s model to the configured model `id`; says which, or why not.
-pub fn set_model(app: &App, chat: i64, id: &str) -> anyhow::Result<String> {
+pub fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<String> {
     let Some(model) = app.config().model(id) else {
         let known: Vec<&str> = app.config().models.iter().map(|m| m.id.as_str()).collect();
         tracing::warn!(
-            chat,
+            %chat,
             model = id,
             "refused to switch to a model that is not configured"
         );
         anyhow::bail!("Unknown model {id:?}. Configured: {}", known.join(", "));
     };
     app.store().set_chat_model(chat, &model.id)?;
-    tracing::info!(chat, model = %model.id, "model switched");
+    tracing::info!(%chat, model = %model.id, "model switched");
     Ok(model.id.clone())
 }
 
@@ -107,7 +108,7 @@ pub fn models_keyboard(app: &App, current: &str) -> Keyboard {
 }
 
 /// A model button pressed: switch `chat` to `id` (admins only).
-pub fn choose_model(app: &App, role: Role, chat: i64, id: Option<&str>) -> Outcome {
+pub fn choose_model(app: &App, role: Role, chat: Conversation, id: Option<&str>) -> Outcome {
     if role < Role::Admin {
         return Outcome::refuse(ADMINS_ONLY);
     }

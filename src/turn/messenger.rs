@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::agent::AgentEvent;
+use crate::conversation::Conversation;
 
 /// The buttons under a message.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -18,13 +19,17 @@ pub enum Keyboard {
     /// No buttons (an existing keyboard is removed).
     #[default]
     None,
-    /// Under an answer: its options, and the 👍/👎 of its feedback ticket.
+    /// Under an answer: its options, and the 👍/👎 of its feedback ticket with the vote
+    /// given so far (shown as `👍 ✓`), so an edit of the options keeps what the user sees.
     Answer {
         options: Options,
         feedback: Option<String>,
+        vote: Option<bool>,
     },
     /// A one-tap way out of a conversation too long for the model.
     Clear,
+    /// Under a failed answer: 🔁 Retry runs the message of retry ticket `ticket` again, once.
+    Retry(String),
     /// The configured models, one per button, `current` marked.
     Models {
         models: Vec<String>,
@@ -49,6 +54,7 @@ impl Keyboard {
         Self::Answer {
             options: Options::None,
             feedback,
+            vote: None,
         }
     }
 }
@@ -70,10 +76,12 @@ pub fn unrecorded() -> OnVisible {
 }
 
 /// A chat as a turn sees it. Every method logs its own failures: a turn goes on whatever
-/// the chat did with what it was shown.
+/// the chat did with what it was shown. New messages go to the conversation's forum topic,
+/// if it has one; `reply_to` (a message in that chat) makes an answer's first new message a
+/// reply to it.
 pub trait Messenger: Send + Sync {
     /// Shows that an answer is being worked on, for as long as the returned future runs.
-    fn typing(&self, chat: i64) -> BoxFuture<'static, ()>;
+    fn typing(&self, chat: Conversation) -> BoxFuture<'static, ()>;
 
     /// Shows a turn's progress as it happens (streamed text, tool progress, a Stop button).
     /// Resolves when `events` ends: to what is on screen after [`AgentEvent::Finished`], or to
@@ -81,18 +89,21 @@ pub trait Messenger: Send + Sync {
     /// already says so. `on_visible` is awaited around its first send.
     fn live(
         &self,
-        chat: i64,
+        chat: Conversation,
+        reply_to: Option<i32>,
         events: mpsc::UnboundedReceiver<AgentEvent>,
         on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>>;
 
     /// Shows a Markdown answer with `keyboard` under its last part: the `live` messages are
     /// edited into it (leftovers removed), missing parts are sent. Returns the ids of the
-    /// messages that show it. `on_visible` is awaited around its first send when `live` shows
-    /// nothing yet.
+    /// messages that show it. A reply is sent only when `live` shows nothing yet (else the
+    /// live display's first message was the reply). `on_visible` is awaited around its first
+    /// send when `live` shows nothing yet.
     fn answer<'a>(
         &'a self,
-        chat: i64,
+        chat: Conversation,
+        reply_to: Option<i32>,
         live: Live,
         markdown: &'a str,
         keyboard: Keyboard,
@@ -103,7 +114,7 @@ pub trait Messenger: Send + Sync {
     fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()>;
 
     /// Sends a short plain notice.
-    fn notice<'a>(&'a self, chat: i64, text: &'a str) -> BoxFuture<'a, ()>;
+    fn notice<'a>(&'a self, chat: Conversation, text: &'a str) -> BoxFuture<'a, ()>;
 
     /// Fetches a photo the user sent (by the chat's file id) as a `data:` URL for the model.
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>>;

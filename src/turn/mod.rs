@@ -9,10 +9,11 @@
 //!
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
 //! implements; [`actions`] holds the chat-level decisions (clear, model switch, stop,
-//! feedback) that commands and buttons share.
+//! feedback) that commands and buttons share, and `retry` the 🔁 Retry of a failed turn.
 
 pub mod actions;
 pub mod messenger;
+pub(crate) mod retry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
 use crate::config::Role;
+use crate::conversation::Conversation;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
@@ -42,6 +44,18 @@ pub struct TurnInput {
     pub text: String,
     /// A photo's file id (downloaded in the turn, so a resumed turn can fetch it).
     pub image: Option<String>,
+    /// The forum topic the message came from: the turn's history, queue and answer are that
+    /// topic's.
+    pub topic: Option<i32>,
+    /// The message the answer replies to (the one that started the turn, in groups).
+    pub reply_to: Option<i32>,
+}
+
+impl TurnInput {
+    /// The conversation the turn belongs to.
+    pub fn conversation(&self) -> Conversation {
+        Conversation::new(self.chat, self.topic)
+    }
 }
 
 /// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
@@ -60,6 +74,8 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             image: input.image.clone(),
             state: InboxState::Pending,
             received: chrono::Utc::now().timestamp(),
+            topic: input.topic,
+            reply_to: input.reply_to,
         };
         match app.store().accept_update(update, &entry) {
             Ok(true) => {}
@@ -72,7 +88,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             }
         }
     }
-    let chat = input.chat;
+    let chat = input.conversation();
     let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
         .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
@@ -99,19 +115,19 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
         app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
     }
     for (update, entry) in app.store().unfinished_updates() {
-        let chat = entry.chat;
+        let chat = Conversation::new(entry.chat, entry.topic);
         match (entry.state, app.store().stored_answer(chat, update)) {
             // The answer may be on screen, in a message we cannot name: never a second one.
             (InboxState::Visible { message: None }, _) => {
-                tracing::info!(update, chat, "a crash came as an answer was being sent");
+                tracing::info!(update, %chat, "a crash came as an answer was being sent");
                 out.notice(chat, RESTART_NOTICE).await;
                 set_state(app, update, InboxState::Answered).await;
             }
             (InboxState::Visible { message: Some(id) }, Some(answer)) => {
-                tracing::info!(update, chat, "finishing an answer a crash interrupted");
+                tracing::info!(update, %chat, "finishing an answer a crash interrupted");
                 let live = Live { messages: vec![id] };
                 let shown = out
-                    .answer(chat, live, &answer, Keyboard::None, unrecorded())
+                    .answer(chat, None, live, &answer, Keyboard::None, unrecorded())
                     .await;
                 if shown.is_empty() {
                     out.notice(chat, RESTART_NOTICE).await;
@@ -119,22 +135,32 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 set_state(app, update, InboxState::Answered).await;
             }
             (_, Some(answer)) => {
-                tracing::info!(update, chat, "sending an answer a crash held back");
+                tracing::info!(update, %chat, "sending an answer a crash held back");
                 let on_visible = record_visible(app, Some(update), false);
-                out.answer(chat, Live::default(), &answer, Keyboard::None, on_visible)
-                    .await;
+                let live = Live::default();
+                out.answer(
+                    chat,
+                    entry.reply_to,
+                    live,
+                    &answer,
+                    Keyboard::None,
+                    on_visible,
+                )
+                .await;
                 set_state(app, update, InboxState::Answered).await;
             }
             // Not stored yet: run again (into the message already showing it, if any).
             (InboxState::Pending | InboxState::Visible { .. }, None) => {
-                tracing::info!(update, chat, "resuming a turn a crash interrupted");
+                tracing::info!(update, %chat, "resuming a turn a crash interrupted");
                 let input = TurnInput {
-                    chat,
+                    chat: entry.chat,
                     user: entry.user,
                     role: app.config().role_of(entry.user),
                     update: Some(update),
                     text: entry.text,
                     image: entry.image,
+                    topic: entry.topic,
+                    reply_to: entry.reply_to,
                 };
                 let on_panic = failed(app.clone(), out.clone(), chat, Some(update));
                 app.queues().enqueue(
@@ -209,11 +235,11 @@ pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
 
 /// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
 /// even after a restart), and the user is told once that the message could not be handled.
-async fn failed(app: Arc<App>, out: Out, chat: i64, update: Option<u32>) {
+async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>) {
     if let Some(update) = update {
         tracing::error!(
             update,
-            chat,
+            %chat,
             "a turn panicked; its message is marked failed"
         );
         let written = app.store().set_update_state(update, InboxState::Failed);
@@ -233,16 +259,16 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let Some(_slot) = app.turn_slot().await else {
         return;
     };
-    let chat = input.chat;
+    let (chat, at) = (input.chat, input.conversation());
     // A turn resumed after a crash whose answer was already showing goes into that message.
     let resumed = input.update.and_then(|u| app.store().visible_message(u));
-    let typing = AbortOnDrop(tokio::spawn(out.typing(chat)));
-    let round = retire_options(&app, &out, chat);
+    let typing = AbortOnDrop(tokio::spawn(out.typing(at)));
+    let round = retire_options(&app, &out, at);
 
     // Prompt: the history window, skills and heuristics for this message, the user message.
-    let model = app.model_for(chat);
+    let model = app.model_for(at);
     let budget = app.history_budget(&model).await;
-    let window = app.store().history(chat, budget).unwrap_or_else(|e| {
+    let window = app.store().history(at, budget).unwrap_or_else(|e| {
         tracing::error!(chat, error = %e, "cannot read history; answering without it");
         Default::default()
     });
@@ -257,7 +283,8 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Agent: LLM ↔ tools until an answer, shown live while it streams.
     let (events, live) = if app.config().telegram.streaming && resumed.is_none() {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let display = out.live(chat, receiver, record_visible(&app, input.update, true));
+        let on_visible = record_visible(&app, input.update, true);
+        let display = out.live(at, input.reply_to, receiver, on_visible);
         (Some(events), Some(tokio::spawn(display)))
     } else {
         (None, None)
@@ -284,6 +311,10 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
             messages: resumed.into_iter().collect(),
         },
     };
+
+    // A passing LLM failure keeps the message for one 🔁 Retry.
+    let (text, image) = (&input.text, input.image.as_deref());
+    let retry = retry::offer(&app, &mut result, chat, input.user, text, image);
 
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     store_turn(&app, &input, window.epoch, &model.id, &result);
@@ -336,6 +367,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // at most `attach_wait_ms`, so quick ones come in the same call as its 👍/👎.
     let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
         chat,
+        topic: input.topic,
         user: input.user,
         epoch: window.epoch,
         feedback: feedback.clone(),
@@ -361,20 +393,24 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 labels: attached.labels.clone(),
             },
             feedback: feedback.clone(),
+            vote: None,
         },
         _ => Keyboard::answer(feedback.clone()),
     };
+    let keyboard = retry.map_or(keyboard, Keyboard::Retry);
+    let on_visible = record_visible(&app, input.update, false);
     let shown = out
         .answer(
-            chat,
+            at,
+            input.reply_to,
             live,
             &result.answer,
             keyboard,
-            record_visible(&app, input.update, false),
+            on_visible,
         )
         .await;
     if resumed.is_some() && shown.is_empty() {
-        out.notice(chat, RESTART_NOTICE).await;
+        out.notice(at, RESTART_NOTICE).await;
     }
     // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
     // (and flushed) in the background, so the chat's next message does not wait for an fsync.
@@ -387,7 +423,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
     match quick {
         Some(Some(attached)) => {
-            offer(&app, chat, round, &attached, message, feedback);
+            offer(&app, at, round, &attached, message, feedback);
         }
         Some(None) => {}
         // Later options: attached by one keyboard edit when they come.
@@ -397,12 +433,13 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 let Ok(Some(attached)) = options.await else {
                     return;
                 };
-                if offer(&app2, chat, round, &attached, message, feedback.clone()) {
+                if offer(&app2, at, round, &attached, message, feedback.clone()) {
                     let keyboard = Keyboard::Answer {
                         options: Options::Offered {
                             ticket: attached.ticket,
                             labels: attached.labels,
                         },
+                        vote: vote_on(&app2, feedback.as_deref()),
                         feedback,
                     };
                     out.set_keyboard(chat, message, keyboard).await;
@@ -450,15 +487,15 @@ fn follow_ups(
     receiver
 }
 
-/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay), in
-/// the background: a new turn or a clear makes them an earlier answer's. An answer whose option
-/// was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
+/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay, with
+/// the vote given), in the background: a new turn or a clear makes them an earlier answer's.
+/// An answer whose option was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
 /// if the chat's state cannot be read: no options are offered then).
-pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
+pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u64> {
     let (round, offered) = app
         .store()
         .retire_offered(chat)
-        .inspect_err(|e| tracing::warn!(chat, error = %e, "cannot retire the chat's options"))
+        .inspect_err(|e| tracing::warn!(%chat, error = %e, "cannot retire the chat's options"))
         .ok()?;
     if let Some(offered) = offered
         && app
@@ -467,19 +504,29 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
             .is_none_or(|ticket| ticket.chosen.is_none())
     {
         let out = out.clone();
+        let vote = vote_on(app, offered.feedback.as_deref());
         app.spawn(async move {
-            let keyboard = Keyboard::answer(offered.feedback);
-            out.set_keyboard(chat, offered.message, keyboard).await;
+            let keyboard = Keyboard::Answer {
+                options: Options::None,
+                feedback: offered.feedback,
+                vote,
+            };
+            out.set_keyboard(chat.chat, offered.message, keyboard).await;
         });
     }
     Some(round)
+}
+
+/// The vote given so far on feedback ticket `feedback`, for a keyboard edit to keep showing.
+pub(crate) fn vote_on(app: &App, feedback: Option<&str>) -> Option<bool> {
+    app.store().feedback_vote(feedback?)
 }
 
 /// Records that `message` shows `attached` as the chat's live options; `false` when a newer
 /// turn or a clear came first (the options then belong to an earlier answer).
 fn offer(
     app: &App,
-    chat: i64,
+    chat: Conversation,
     round: u64,
     attached: &options::Attached,
     message: i32,
@@ -497,7 +544,7 @@ fn offer(
     match recorded {
         Ok(current) => current,
         Err(e) => {
-            tracing::warn!(chat, error = %e, "cannot record the answer's options");
+            tracing::warn!(%chat, error = %e, "cannot record the answer's options");
             false
         }
     }
@@ -520,7 +567,7 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
             let Ok(chat) = i64::try_from(*admin) else {
                 continue;
             };
-            out.notice(chat, &text).await;
+            out.notice(chat.into(), &text).await;
         }
     }
     true
@@ -531,7 +578,7 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
 fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &TurnResult) {
     let (chat, store) = (input.chat, app.store());
     if result.dropped_turns > 0
-        && let Err(e) = store.skip_turns(chat, result.dropped_turns)
+        && let Err(e) = store.skip_turns(input.conversation(), result.dropped_turns)
     {
         tracing::warn!(chat, error = %e, "cannot move the history window");
     }
@@ -540,7 +587,7 @@ fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &Tu
         .iter()
         .map(ChatMessage::without_images)
         .collect();
-    match store.append_turn(chat, epoch, input.update, &stored) {
+    match store.append_turn(input.conversation(), epoch, input.update, &stored) {
         Ok(true) => {}
         Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),

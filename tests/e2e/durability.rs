@@ -392,6 +392,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         chosen: None,
         feedback: None,
         created,
+        topic: None,
     };
     let feedback = |created| FeedbackTicket {
         chat: ALICE,
@@ -459,13 +460,17 @@ impl PanickingChat {
 }
 
 impl heurist::turn::Messenger for PanickingChat {
-    fn typing(&self, _chat: i64) -> futures_util::future::BoxFuture<'static, ()> {
+    fn typing(
+        &self,
+        _chat: heurist::conversation::Conversation,
+    ) -> futures_util::future::BoxFuture<'static, ()> {
         Box::pin(std::future::pending())
     }
 
     fn live(
         &self,
-        _chat: i64,
+        _chat: heurist::conversation::Conversation,
+        _reply_to: Option<i32>,
         _events: tokio::sync::mpsc::UnboundedReceiver<heurist::agent::AgentEvent>,
         _on_visible: heurist::turn::OnVisible,
     ) -> futures_util::future::BoxFuture<'static, Option<heurist::turn::Live>> {
@@ -474,7 +479,8 @@ impl heurist::turn::Messenger for PanickingChat {
 
     fn answer<'a>(
         &'a self,
-        _chat: i64,
+        _chat: heurist::conversation::Conversation,
+        _reply_to: Option<i32>,
         _live: heurist::turn::Live,
         markdown: &'a str,
         _keyboard: heurist::turn::Keyboard,
@@ -496,7 +502,11 @@ impl heurist::turn::Messenger for PanickingChat {
         Box::pin(async {})
     }
 
-    fn notice<'a>(&'a self, _chat: i64, text: &'a str) -> futures_util::future::BoxFuture<'a, ()> {
+    fn notice<'a>(
+        &'a self,
+        _chat: heurist::conversation::Conversation,
+        text: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, ()> {
         Box::pin(async move { self.notices.lock().unwrap().push(text.to_string()) })
     }
 
@@ -527,6 +537,8 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
         update: Some(77),
         text: "crash on me".into(),
         image: None,
+        topic: None,
+        reply_to: None,
     };
     {
         let app = heurist::App::new(config.clone()).unwrap();

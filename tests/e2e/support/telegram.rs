@@ -42,6 +42,8 @@ struct Inner {
     screen: HashMap<i64, std::collections::BTreeMap<i64, String>>,
     /// The inline keyboard each message shows now: (chat, message id) → reply_markup.
     markups: HashMap<(i64, i64), Value>,
+    /// The forum topic of each message sent to one: (chat, message id) → message_thread_id.
+    topics: HashMap<(i64, i64), i64>,
     /// When set, sends and edits to one chat closer together than this get 429, as Telegram's
     /// flood control answers.
     chat_rate: Option<Duration>,
@@ -118,6 +120,30 @@ impl FakeTelegram {
         })
     }
 
+    /// A text message from `user` in forum topic `topic` (its `message_thread_id`) of the
+    /// forum supergroup `chat`.
+    pub fn send_in_topic(&self, chat: i64, topic: i64, user: i64, text: &str) -> i64 {
+        let text = text.to_string();
+        self.push_update(move |_, message_id| {
+            let content =
+                json!({"text": text, "message_thread_id": topic, "is_topic_message": true});
+            let mut msg = message(message_id, chat, user_json(user), content);
+            msg["chat"]["is_forum"] = json!(true);
+            json!({"message": msg})
+        })
+    }
+
+    /// The id of the message that update `update_id` carried.
+    pub fn message_id_of(&self, update_id: i64) -> i64 {
+        let inner = self.inner.lock().unwrap();
+        let update = inner
+            .delivered
+            .iter()
+            .find(|u| u["update_id"] == update_id)
+            .unwrap();
+        update["message"]["message_id"].as_i64().unwrap()
+    }
+
     /// Delivers update `update_id` again, as Telegram does when a bot crashed before
     /// confirming it.
     pub fn redeliver(&self, update_id: i64) {
@@ -167,10 +193,11 @@ impl FakeTelegram {
 
     /// A press of an inline button with `data` under the bot's message `message_id`.
     pub fn press(&self, user: i64, chat: i64, message_id: i64, data: &str) -> String {
-        let (query_id, markup) = {
+        let (query_id, markup, topic) = {
             let inner = self.inner.lock().unwrap();
             let markup = inner.markups.get(&(chat, message_id)).cloned();
-            (format!("cq{}", inner.next_update_id), markup)
+            let topic = inner.topics.get(&(chat, message_id)).copied();
+            (format!("cq{}", inner.next_update_id), markup, topic)
         };
         let id = query_id.clone();
         let data = data.to_string();
@@ -178,6 +205,11 @@ impl FakeTelegram {
         let mut content = json!({"text": "answer"});
         if let Some(markup) = markup.filter(Value::is_object) {
             content["reply_markup"] = markup;
+        }
+        // A message in a forum topic comes back with its topic.
+        if let Some(topic) = topic {
+            content["message_thread_id"] = json!(topic);
+            content["is_topic_message"] = json!(true);
         }
         self.push_update(move |_, _| {
             json!({"callback_query": {
@@ -622,6 +654,12 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             let mut content = json!({"text": text});
             if params["reply_markup"].is_object() {
                 content["reply_markup"] = params["reply_markup"].clone();
+            }
+            // A message sent to a forum topic is in that topic.
+            if let Some(topic) = params["message_thread_id"].as_i64() {
+                content["message_thread_id"] = json!(topic);
+                content["is_topic_message"] = json!(true);
+                inner.topics.insert((chat, message_id), topic);
             }
             ok(message(message_id, chat, bot_json(), content))
         }

@@ -1,0 +1,300 @@
+//! Bounded storage: how large the sled directory grows with turns, and what pruning gives back.
+//!
+//! Writes turns through the real store API as a turn writes them: the update accepted into the
+//! inbox, the chat's option round retired, the turn appended to the history, the update marked
+//! stored, usage counted, a feedback ticket and an option ticket created and tied to the
+//! answer's message, the options offered, the update marked answered. The turns are spread
+//! evenly over twice `retention_days` (the shipped default), then the store is pruned at
+//! `retention_days`, as the bot does in the background, and the next `retention_days` days'
+//! turns (half as many) are written on the pruned store. Reported: the directory's size after
+//! the turns, after the prune, after the next turns (sled gives freed space back to its own
+//! later writes, not to the file system), and of the first turns' history alone (which no
+//! retention removes: a conversation's history stays until `/clear`).
+//!
+//! `cargo bench --bench storage` writes 100,000 turns (1,000 chats × 100) and then 50,000,
+//! about two minutes on 2 cores; `-- --smoke` a tiny run whose prune counts CI checks.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use heurist::llm::{ChatMessage, Usage};
+use heurist::store::{
+    FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
+};
+
+/// Words the generated texts are made of (sled does not compress, so only sizes matter; the
+/// words only keep the texts from being one repeated string).
+const WORDS: &[&str] = &[
+    "the",
+    "deploy",
+    "failed",
+    "because",
+    "config",
+    "value",
+    "timezone",
+    "recipe",
+    "budget",
+    "query",
+    "index",
+    "container",
+    "network",
+    "answer",
+    "check",
+    "first",
+    "explain",
+    "version",
+    "error",
+    "table",
+    "please",
+    "could",
+    "you",
+    "schedule",
+    "meeting",
+    "tomorrow",
+    "price",
+];
+
+/// A text of about `chars` characters, varied by `seed`.
+fn text(seed: u64, chars: usize) -> String {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = String::with_capacity(chars + 12);
+    while out.len() < chars {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        out.push_str(WORDS[(state >> 33) as usize % WORDS.len()]);
+        out.push(' ');
+    }
+    out
+}
+
+/// Realistic sizes: a question of 80–400 characters, an answer of 400–2,000 (what a chat
+/// model writes for a chat question: a few paragraphs).
+fn question_and_answer(turn: u64) -> (String, String) {
+    let question = text(turn, 80 + (turn * 37 % 321) as usize);
+    let answer = text(turn + 1, 400 + (turn * 53 % 1601) as usize);
+    (question, answer)
+}
+
+fn dir_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// What one run measured.
+struct Figures {
+    after_turns: u64,
+    after_prune: u64,
+    /// After the next period's turns, written on the pruned store.
+    after_next: u64,
+    history_alone: u64,
+    /// Pruned inbox entries, option tickets, feedback tickets.
+    pruned: (usize, usize, usize),
+    /// Turns received before the cutoff: what the prune had to remove of each.
+    expected: usize,
+    write_time: Duration,
+    prune_time: Duration,
+}
+
+/// Writes turn `turn` in `chat`, received at `received`, as the bot does; the turn's history
+/// goes to `history_only` too, when given.
+fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64, received: i64) {
+    let usage = Usage {
+        prompt_tokens: 1_500,
+        completion_tokens: 300,
+        cached_tokens: 1_200,
+    };
+    let user = chat as u64;
+    let update = turn as u32 + 1;
+    let (question, answer) = question_and_answer(turn);
+    let entry = InboxEntry {
+        chat,
+        user,
+        text: question.clone(),
+        image: None,
+        state: InboxState::Pending,
+        received,
+        topic: None,
+        reply_to: None,
+    };
+    assert!(store.accept_update(update, &entry).unwrap());
+    let (round, _) = store.retire_offered(chat).unwrap();
+    let epoch = store.chat_state(chat).epoch;
+    let messages = [
+        ChatMessage::user(question.clone()),
+        ChatMessage::assistant(answer.clone()),
+    ];
+    assert!(
+        store
+            .append_turn(chat, epoch, Some(update), &messages)
+            .unwrap()
+    );
+    if let Some(history_only) = history_only {
+        assert!(
+            history_only
+                .append_turn(chat, epoch, Some(update), &messages)
+                .unwrap()
+        );
+    }
+    store.set_update_state(update, InboxState::Stored).unwrap();
+    store.record_user_tokens(user, usage).unwrap();
+    store.record_usage(chat, "test-model", 1, 1, usage).unwrap();
+    let job = ReflectionJob {
+        chat,
+        user: Some(user),
+        model: "test-model".into(),
+        task: question.chars().take(512).collect(),
+        tools: vec![],
+        outcome: "success".into(),
+        external: false,
+        answer: Some(answer.chars().take(2_000).collect()),
+    };
+    let feedback = store
+        .create_feedback(&FeedbackTicket {
+            chat,
+            heuristics: vec![turn % 97, turn % 89],
+            job,
+            vote: None,
+            changes: 0,
+            created: received,
+        })
+        .unwrap();
+    let message = turn as i32 + 10;
+    let ticket = store
+        .create_ticket(&OptionTicket {
+            chat,
+            message_id: 0,
+            labels: vec![
+                "Tell me more about that".into(),
+                "Show an example".into(),
+                "Thanks, that helps".into(),
+            ],
+            epoch,
+            chosen: None,
+            feedback: Some(feedback.clone()),
+            created: received,
+            topic: None,
+        })
+        .unwrap();
+    store.set_ticket_message(&ticket, message).unwrap();
+    let offered = Offered {
+        ticket,
+        message,
+        feedback: Some(feedback),
+    };
+    assert!(store.offer(chat, round, &offered).unwrap());
+    store
+        .set_update_state(update, InboxState::Answered)
+        .unwrap();
+}
+
+/// Writes `chats × per_chat` turns, received evenly over the `2 × days` days before `now`
+/// (round-robin over the chats, so every chat's turns span the whole period), prunes at
+/// `days`, then writes the next `days` days' turns (half as many) on the pruned store.
+fn run(chats: u64, per_chat: u64, days: u32, now: i64) -> Figures {
+    let dir = tempfile::tempdir().unwrap();
+    let history_dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let history_only = Store::open(history_dir.path()).unwrap();
+    let turns = chats * per_chat;
+    let span = 2 * i64::from(days) * 86_400;
+    let cutoff = now - i64::from(days) * 86_400;
+    let chat_of = |turn: u64| 1_000 + (turn % chats) as i64;
+    let received_at = |turn: u64| now - span + (turn as i64 * span / turns as i64);
+    let started = Instant::now();
+    for turn in 0..turns {
+        write_turn(
+            &store,
+            Some(&history_only),
+            chat_of(turn),
+            turn,
+            received_at(turn),
+        );
+    }
+    store.flush().unwrap();
+    history_only.flush().unwrap();
+    let write_time = started.elapsed();
+    let expected = (0..turns).filter(|&t| received_at(t) < cutoff).count();
+    let after_turns = dir_size(dir.path());
+    let history_alone = dir_size(history_dir.path());
+
+    let started = Instant::now();
+    let report = store.prune(cutoff).unwrap();
+    store.flush().unwrap();
+    let prune_time = started.elapsed();
+    let after_prune = dir_size(dir.path());
+
+    for turn in turns..turns + turns / 2 {
+        write_turn(&store, None, chat_of(turn), turn, received_at(turn));
+    }
+    store.flush().unwrap();
+    let after_next = dir_size(dir.path());
+    Figures {
+        after_turns,
+        after_prune,
+        after_next,
+        history_alone,
+        pruned: (report.inbox, report.tickets, report.feedback),
+        expected,
+        write_time,
+        prune_time,
+    }
+}
+
+fn main() {
+    let smoke = std::env::args().any(|a| a == "--smoke");
+    let config = heurist::Config::from_toml(None, Path::new("config/heurist.toml")).unwrap();
+    let days = config.retention_days;
+    let (chats, per_chat) = if smoke { (10, 30) } else { (1_000, 100) };
+    let now = chrono::Utc::now().timestamp();
+    let f = run(chats, per_chat, days, now);
+    let turns = chats * per_chat;
+    println!(
+        "{turns} turns ({chats} chats × {per_chat}) received over {} days, pruned at retention_days = {days}:",
+        2 * days
+    );
+    println!(
+        "| sled after the turns | after the prune | after {} more turns | their history alone | pruned (inbox / options / feedback) | writing | pruning |",
+        turns / 2
+    );
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| {:.1} MB ({:.2} KB/turn) | {:.1} MB | {:.1} MB | {:.1} MB | {} / {} / {} | {:.1} s | {:.1} s |",
+        mb(f.after_turns),
+        f.after_turns as f64 / 1024.0 / turns as f64,
+        mb(f.after_prune),
+        mb(f.after_next),
+        mb(f.history_alone),
+        f.pruned.0,
+        f.pruned.1,
+        f.pruned.2,
+        f.write_time.as_secs_f64(),
+        f.prune_time.as_secs_f64(),
+    );
+    // Every record older than the retention goes, and only those: a turn's inbox entry
+    // (answered), its option ticket and its feedback ticket.
+    assert_eq!(
+        f.pruned,
+        (f.expected, f.expected, f.expected),
+        "prune counts"
+    );
+    if smoke {
+        println!("\n1 passed, 0 failed");
+    }
+}

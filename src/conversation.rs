@@ -1,0 +1,80 @@
+//! A conversation: one chat, or one forum topic of a chat.
+//!
+//! A forum supergroup holds many conversations at once, one per topic, each with its own
+//! history, queue, `/clear`, model and option round. Everything that is kept or run per
+//! conversation is keyed by a [`Conversation`]; pacing stays per chat, because Telegram's
+//! flood control counts a chat's messages whatever their topic. A message outside any topic
+//! (a private chat, a plain group, a forum's General topic) has no topic, so the chat id
+//! alone keys it, as it did before topics were told apart.
+
+use std::fmt;
+
+/// Where a turn's history and queue live: a chat and, in a forum, the topic in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Conversation {
+    pub chat: i64,
+    /// The forum topic's thread id (`message_thread_id`), `None` outside topics.
+    pub topic: Option<i32>,
+}
+
+impl Conversation {
+    pub const fn new(chat: i64, topic: Option<i32>) -> Self {
+        Self { chat, topic }
+    }
+}
+
+/// A chat's conversation outside any topic.
+impl From<i64> for Conversation {
+    fn from(chat: i64) -> Self {
+        Self::new(chat, None)
+    }
+}
+
+/// `chat`, or `chat/topic` in a forum topic: how logs name it.
+impl fmt::Display for Conversation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.topic {
+            Some(topic) => write!(f, "{}/{topic}", self.chat),
+            None => write!(f, "{}", self.chat),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_name_the_topic_only_when_there_is_one() {
+        struct Case {
+            name: &'static str,
+            conversation: Conversation,
+            shown: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "a private chat",
+                conversation: Conversation::from(42),
+                shown: "42",
+            },
+            Case {
+                name: "a group outside topics",
+                conversation: Conversation::new(-100, None),
+                shown: "-100",
+            },
+            Case {
+                name: "a forum topic",
+                conversation: Conversation::new(-100, Some(7)),
+                shown: "-100/7",
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                case.conversation.to_string(),
+                case.shown,
+                "case {}",
+                case.name
+            );
+        }
+    }
+}

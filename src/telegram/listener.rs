@@ -3,15 +3,16 @@
 //! is written and flushed ([`crate::turn::accept`]).
 //!
 //! The handshake is [`Intake`]: the listener holds every update that may start a turn (an
-//! allowed user's message, an option or 🔁 Retry press) as it hands it to the dispatcher, the schema's
-//! root holds a [`Handling`] guard for the update while its handler runs, and the guard's
-//! drop (also on a panic) releases it. Long polling ([`Polling`]) asks Telegram for the next
-//! batch, whose `offset` confirms every earlier update, only when no update is held any more;
-//! in webhook mode [`answer_when_handled`] answers Telegram's POST only then, so Telegram
-//! re-sends an update whose handler never finished. A crash before the release means Telegram
-//! delivers the update again, and the inbox (keyed by update id) ignores a message it already
-//! has. Commands, other button presses and strangers' messages record nothing and are not
-//! held: their replies, paced per chat, would otherwise make every chat's next message wait.
+//! allowed user's message, an option or 🔁 Retry press) as it hands it to the dispatcher, the
+//! schema's root holds a [`Handling`] guard for the update while its handler runs, and the
+//! guard's drop (also on a panic) releases it. Long polling ([`Polling`]) asks Telegram for
+//! the next batch, whose `offset` confirms every earlier update, only when no update is held
+//! any more; in webhook mode [`answer_when_handled`] answers Telegram's POST only then, so
+//! Telegram re-sends an update whose handler never finished. A crash before the release means
+//! Telegram delivers the update again, and the inbox (keyed by update id) ignores a message it
+//! already has. Commands, other button presses and strangers' messages record nothing and are
+//! not held: their replies, paced per chat, would otherwise make every chat's next message
+//! wait.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -3,7 +3,8 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
-use super::callback_data::{Action, OptionPress};
+use super::callback_data::{Action, OptionPress, decode_action};
+use crate::cancel::TurnId;
 use crate::turn::{Keyboard, Options};
 
 /// Longest button text shown; the full label still reaches the conversation.
@@ -110,9 +111,22 @@ pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
     Some(InlineKeyboardButton::callback(text, data))
 }
 
-/// The Stop button under a streaming answer.
-pub fn stop() -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop).map(|b| vec![b]))
+/// The Stop button under turn `turn`'s streaming answer.
+pub fn stop(turn: TurnId) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop(turn)).map(|b| vec![b]))
+}
+
+/// Whether `markup` is nothing but ⏹ buttons: the live keyboard of a turn that is over (a
+/// final edit that failed, or a crash), which a press then takes away.
+pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
+    let mut buttons = markup.inline_keyboard.iter().flatten().peekable();
+    buttons.peek().is_some()
+        && buttons.all(|button| match &button.kind {
+            InlineKeyboardButtonKind::CallbackData(data) => decode_action(data)
+                .and_then(|(action, payload)| Action::from_decoded(&action, payload))
+                .is_some_and(|action| matches!(action, Action::Stop(_))),
+            _ => false,
+        })
 }
 
 /// A label shortened for a button.

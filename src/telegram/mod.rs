@@ -64,7 +64,7 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
             dptree::case![Action::Approve { id, list, page }].endpoint(handlers::approve_pressed),
         )
         .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
-        .branch(dptree::case![Action::Stop].endpoint(handlers::stop_pressed))
+        .branch(dptree::case![Action::Stop(turn)].endpoint(handlers::stop_pressed))
         .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed));
     let options =
         dptree::filter_map(|query: CallbackQuery| decode_callback(query.data.as_deref()?))

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::send::{SendPolicy, edit_keyboard, notify, typing};
 use super::{keyboards, media, stream};
 use crate::agent::AgentEvent;
+use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
 use crate::turn::{Keyboard, Live, Messenger};
 
@@ -64,6 +65,7 @@ impl Messenger for Outbox {
     fn live(
         &self,
         chat: i64,
+        turn: TurnId,
         events: mpsc::UnboundedReceiver<AgentEvent>,
     ) -> BoxFuture<'static, Option<Live>> {
         let display = stream::Display::new(
@@ -71,6 +73,7 @@ impl Messenger for Outbox {
             self.policy.clone(),
             ChatId(chat),
             self.live_interval,
+            turn,
             self.on_screen.clone(),
         );
         display.run(events).boxed()

@@ -5,9 +5,9 @@
 //! (it is then sent once, rendered, with its keyboard); after that the display is edited at most once per
 //! `chat_interval_ms` (every send and edit also goes through the per-chat limiter, so flood
 //! control never triggers). Past 4096 UTF-16 units the display moves on to a new message. The
-//! last message carries a Stop button. When the turn is done, [`finish`] edits the messages
-//! into the properly rendered answer (tool progress removed) with its keyboard; if the turn was
-//! stopped instead, the display says so.
+//! last message carries a Stop button that names the turn. When the turn is done, [`finish`]
+//! edits the messages into the properly rendered answer (tool progress removed) with its
+//! keyboard; if the turn was stopped instead, the display says so.
 
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use super::keyboards;
 use super::render::{render_partial, render_parts};
 use super::send::{SendPolicy, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
+use crate::cancel::TurnId;
 use crate::turn::Live;
 
 /// The line a stopped turn's live message ends with: the one confirmation of the stop. The
@@ -54,6 +55,8 @@ pub struct Display {
     chat: ChatId,
     /// Spacing of edits (the chat's pacing interval).
     interval: Duration,
+    /// The turn shown, which its Stop button names.
+    turn: TurnId,
     shown: Vec<Shown>,
     on_screen: OnScreen,
 }
@@ -64,6 +67,7 @@ impl Display {
         policy: SendPolicy,
         chat: ChatId,
         interval: Duration,
+        turn: TurnId,
         on_screen: OnScreen,
     ) -> Self {
         Self {
@@ -71,6 +75,7 @@ impl Display {
             policy,
             chat,
             interval,
+            turn,
             shown: Vec::new(),
             on_screen,
         }
@@ -141,12 +146,12 @@ impl Display {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
-        let (bot, policy, chat) = (&self.bot, &self.policy, self.chat);
+        let (bot, policy, chat, turn) = (&self.bot, &self.policy, self.chat, self.turn);
         let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
             let stop = i == last;
-            let markup = stop.then(keyboards::stop);
+            let markup = stop.then(|| keyboards::stop(turn));
             match self.shown.get_mut(i) {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
                 Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {

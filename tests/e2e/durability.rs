@@ -466,6 +466,7 @@ impl heurist::turn::Messenger for PanickingChat {
     fn live(
         &self,
         _chat: i64,
+        _turn: heurist::cancel::TurnId,
         _events: tokio::sync::mpsc::UnboundedReceiver<heurist::agent::AgentEvent>,
     ) -> futures_util::future::BoxFuture<'static, Option<heurist::turn::Live>> {
         Box::pin(async { Some(heurist::turn::Live::default()) })

@@ -157,6 +157,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_keyboard_of_stop_buttons_is_a_dead_live_keyboard() {
+        struct Case {
+            name: &'static str,
+            markup: InlineKeyboardMarkup,
+            only_stop: bool,
+        }
+        let cases = [
+            Case {
+                name: "the live keyboard",
+                markup: stop(TurnId(7)),
+                only_stop: true,
+            },
+            Case {
+                name: "an answer's 👍/👎",
+                markup: markup(&Keyboard::answer(Some("t".into()))),
+                only_stop: false,
+            },
+            Case {
+                name: "no buttons",
+                markup: markup(&Keyboard::None),
+                only_stop: false,
+            },
+            Case {
+                name: "a ⏹ next to something else",
+                markup: InlineKeyboardMarkup::new([
+                    stop(TurnId(7)).inline_keyboard[0].clone(),
+                    vec![InlineKeyboardButton::callback("x", "__act__clear|")],
+                ]),
+                only_stop: false,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                only_stop(&case.markup),
+                case.only_stop,
+                "case: {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
     fn model_keys_are_short_stable_and_distinct() {
         let long = "openrouter/some-provider/a-very-long-model-slug-that-breaks-callback-data:free";
         assert_eq!(model_key(long).len(), 8);

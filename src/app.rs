@@ -123,12 +123,17 @@ impl App {
     }
 
     /// The history budget of a chat on `model`: the configured budget, shrunk where the model's
-    /// context window must also hold the system prompt, the answer cap and a reserve for the
-    /// new message and tool results.
-    pub fn history_budget(&self, model: &ModelConfig) -> usize {
+    /// context window (as the server reports it, else `context_tokens`) must also hold the
+    /// system prompt, the answer cap and a reserve for the new message and tool results.
+    pub async fn history_budget(&self, model: &ModelConfig) -> usize {
         const RESERVE: usize = 1024;
         let budget = self.config.agent.history_tokens;
-        match model.context_tokens {
+        let window = self
+            .agent
+            .llm()
+            .context_window(&model.id, model.context_tokens)
+            .await;
+        match window {
             Some(context) => {
                 let system = estimate_tokens(&[self.agent.system_message()]);
                 let room = context

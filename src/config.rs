@@ -201,6 +201,8 @@ pub enum Review {
 pub struct AccessConfig {
     pub allowed_users: Vec<u64>,
     pub admins: Vec<u64>,
+    /// Whether a stranger's refusal carries a "Request access" button that tells the admins.
+    pub request_button: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

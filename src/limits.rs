@@ -3,6 +3,14 @@
 //! Checked before a turn is accepted, so a limited message costs no LLM call. The rate window
 //! lives in memory (it is about bursts); the daily token count lives in sled (it must survive
 //! restarts). Admins are exempt unless configured otherwise.
+//!
+//! # One refusal per burst
+//! A burst is the run of a user's messages in one chat that the turn rate refuses, from the
+//! first one until the rate window frees (the wait the latest refusal named has passed). The
+//! first refused message of a burst gets a refusal message; every further one edits that
+//! message to count the unanswered messages and say the wait as it is now, so six fast
+//! messages over the limit cost one message on the user's screen, not six. A refused message
+//! is not kept: the refusal asks the user to send it again.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -28,11 +36,7 @@ impl Verdict {
     pub fn message(&self) -> Option<String> {
         match self {
             Self::Allowed => None,
-            Self::TooFast(wait) => Some(format!(
-                "You are sending messages faster than I can answer them. Please wait {} seconds \
-                 and try again.",
-                wait.as_secs().max(1)
-            )),
+            Self::TooFast(wait) => Some(too_fast_text(1, *wait)),
             Self::OverBudget(budget) => Some(format!(
                 "You have used today's budget of {budget} tokens. It renews at midnight UTC."
             )),
@@ -40,10 +44,46 @@ impl Verdict {
     }
 }
 
+/// What to do with a message the turn rate refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The first of a burst: send a refusal (then report its id with [`Limits::refusal_sent`]).
+    Send(String),
+    /// A later one: edit the burst's refusal message `message` to this text.
+    Edit { message: i32, text: String },
+}
+
+/// An open burst of refused messages (see the module docs).
+struct Burst {
+    /// The refusal message on screen; `None` until its send returned.
+    message: Option<i32>,
+    refused: u32,
+    /// When the rate window frees and the burst ends.
+    until: Instant,
+}
+
 pub struct Limits {
     config: LimitsConfig,
     /// Start times of each user's recent turns.
     recent: Mutex<HashMap<u64, VecDeque<Instant>>>,
+    /// Open bursts per (chat, user).
+    bursts: Mutex<HashMap<(i64, u64), Burst>>,
+}
+
+/// The refusal of a burst of `refused` messages, with `wait` until a turn is possible again.
+pub(crate) fn too_fast_text(refused: u32, wait: Duration) -> String {
+    let seconds = wait.as_secs().max(1);
+    let unit = if seconds == 1 { "second" } else { "seconds" };
+    if refused <= 1 {
+        return format!(
+            "You are sending messages faster than I can answer them. Please wait {seconds} \
+             {unit} and try again."
+        );
+    }
+    format!(
+        "You are sending messages faster than I can answer them. I did not answer your last \
+         {refused} messages. Please wait {seconds} {unit}, then send them again."
+    )
 }
 
 impl Limits {
@@ -51,6 +91,41 @@ impl Limits {
         Self {
             config,
             recent: Mutex::default(),
+            bursts: Mutex::default(),
+        }
+    }
+
+    /// Counts a message the turn rate refused (with `wait` until the window frees) into its
+    /// burst, and says whether to send a refusal or edit the burst's one.
+    pub fn refusal(&self, chat: i64, user: u64, wait: Duration) -> Refusal {
+        self.refusal_at(chat, user, wait, Instant::now())
+    }
+
+    fn refusal_at(&self, chat: i64, user: u64, wait: Duration, now: Instant) -> Refusal {
+        let mut bursts = self.bursts.lock().unwrap_or_else(|e| e.into_inner());
+        bursts.retain(|_, burst| burst.until > now);
+        let burst = bursts.entry((chat, user)).or_insert(Burst {
+            message: None,
+            refused: 0,
+            until: now,
+        });
+        burst.refused += 1;
+        burst.until = now + wait;
+        match burst.message {
+            Some(message) => Refusal::Edit {
+                message,
+                text: too_fast_text(burst.refused, wait),
+            },
+            // A burst whose refusal is not on screen (yet, or its send failed) sends one.
+            None => Refusal::Send(too_fast_text(burst.refused, wait)),
+        }
+    }
+
+    /// The burst's refusal is (now) message `message`: later refusals of the burst edit it.
+    pub fn refusal_sent(&self, chat: i64, user: u64, message: i32) {
+        let mut bursts = self.bursts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(burst) = bursts.get_mut(&(chat, user)) {
+            burst.message = Some(message);
         }
     }
 
@@ -132,6 +207,122 @@ mod tests {
             limits.check_at(1, Role::User, &store, t0 + Duration::from_secs(61)),
             Verdict::Allowed
         );
+    }
+
+    #[test]
+    fn a_burst_of_refusals_sends_once_then_edits_until_the_window_frees() {
+        struct Step {
+            name: &'static str,
+            chat: i64,
+            at_secs: u64,
+            wait_secs: u64,
+            /// The message id the send (if any) returned.
+            sent: Option<i32>,
+            expected: Refusal,
+        }
+        let send = |refused, wait| Refusal::Send(too_fast_text(refused, Duration::from_secs(wait)));
+        let edit = |message, refused, wait| Refusal::Edit {
+            message,
+            text: too_fast_text(refused, Duration::from_secs(wait)),
+        };
+        let steps = [
+            Step {
+                name: "the first refusal is sent",
+                chat: 1,
+                at_secs: 0,
+                wait_secs: 40,
+                sent: Some(10),
+                expected: send(1, 40),
+            },
+            Step {
+                name: "the second edits it",
+                chat: 1,
+                at_secs: 5,
+                wait_secs: 35,
+                sent: None,
+                expected: edit(10, 2, 35),
+            },
+            Step {
+                name: "another chat has its own burst",
+                chat: 2,
+                at_secs: 6,
+                wait_secs: 34,
+                sent: None,
+                expected: send(1, 34),
+            },
+            Step {
+                name: "a chat whose send did not return yet sends again",
+                chat: 2,
+                at_secs: 7,
+                wait_secs: 33,
+                sent: Some(20),
+                expected: send(2, 33),
+            },
+            Step {
+                name: "the third edits with the wait as it is now",
+                chat: 1,
+                at_secs: 39,
+                wait_secs: 1,
+                sent: None,
+                expected: edit(10, 3, 1),
+            },
+            Step {
+                name: "after the window freed, a new burst",
+                chat: 1,
+                at_secs: 41,
+                wait_secs: 50,
+                sent: Some(11),
+                expected: send(1, 50),
+            },
+        ];
+        let limits = limits(2, 0);
+        let t0 = Instant::now();
+        for step in steps {
+            let now = t0 + Duration::from_secs(step.at_secs);
+            let wait = Duration::from_secs(step.wait_secs);
+            assert_eq!(
+                limits.refusal_at(step.chat, 7, wait, now),
+                step.expected,
+                "{}",
+                step.name
+            );
+            if let Some(message) = step.sent {
+                limits.refusal_sent(step.chat, 7, message);
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_say_the_count_and_the_wait_in_plain_words() {
+        let cases = [
+            (
+                "one message",
+                1,
+                40,
+                "Please wait 40 seconds and try again.",
+            ),
+            (
+                "under a second",
+                1,
+                0,
+                "Please wait 1 second and try again.",
+            ),
+            (
+                "a burst",
+                6,
+                12,
+                "I did not answer your last 6 messages. Please wait 12 seconds, then send \
+                 them again.",
+            ),
+        ];
+        for (name, refused, wait, ending) in cases {
+            let text = too_fast_text(refused, Duration::from_secs(wait));
+            assert!(
+                text.starts_with("You are sending messages faster than I can answer them."),
+                "{name}: {text}"
+            );
+            assert!(text.ends_with(ending), "{name}: {text}");
+        }
     }
 
     #[test]

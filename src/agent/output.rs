@@ -1,11 +1,19 @@
 //! What a tool call gives back to the model, shared by the built-in tools, `web_search` and
 //! MCP servers: the result text, whether a third party wrote it, and the bounded read of an
-//! HTTP body that web tools build their results from.
+//! HTTP body that web tools build their results from, and the defusing of the delimiters they
+//! wrap outside text in.
 
 use futures_util::StreamExt;
 
 /// How every failed tool result starts (the agent counts them for the reflection's outcome).
 pub const ERROR_PREFIX: &str = "error: ";
+
+/// Outside text made unable to end its data block: every `<<<` and `>>>` becomes `‹‹‹` and
+/// `›››`, so a page, a search snippet or an MCP server's output cannot close the block early
+/// and go on as if the bot were speaking. Every tool that delimits outside text uses it.
+pub(crate) fn defuse(text: &str) -> String {
+    text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+}
 
 /// One tool call's result, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]

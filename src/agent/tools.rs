@@ -14,7 +14,7 @@ use serde_json::json;
 use super::html_text::html_to_text;
 use super::mcp::{Catalog, CatalogTool, Mcp};
 use super::net_guard::{check_url, guarded_client};
-use super::output::read_capped;
+use super::output::{defuse, read_capped};
 use super::search::{self, SearchArgs, WebSearch};
 use crate::config::{Role, ToolsConfig};
 use crate::llm::{ToolCall, ToolSpec};
@@ -198,12 +198,11 @@ impl Tools {
 }
 
 /// Text from outside as a tool result of at most `max_chars` characters: a header line, then
-/// the text between [`CONTENT_START`] and [`CONTENT_END`], cut (saying so) to fit. Inside the
-/// text every `<<<` and `>>>` becomes `‹‹‹` and `›››`, so a page cannot close the block early
-/// and go on as if the bot were speaking.
+/// the text between [`CONTENT_START`] and [`CONTENT_END`], cut (saying so) to fit, with its
+/// delimiters [`defuse`]d.
 pub(crate) fn external_content(header: &str, text: &str, max_chars: usize) -> String {
     let header: String = header.chars().take(MAX_HEADER_CHARS).collect();
-    let text = text.replace("<<<", "‹‹‹").replace(">>>", "›››");
+    let text = defuse(text);
     let frame = |note: &str| format!("{header}{note}\n{CONTENT_START}\n");
     let total = text.chars().count();
     let fixed = frame("").chars().count() + CONTENT_END.chars().count() + 1;

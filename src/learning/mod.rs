@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::config::{LearningConfig, LlmConfig, MaxTokensField, Review};
-use crate::llm::{ChatMessage, LlmClient};
+use crate::llm::{ChatMessage, LlmClient, Priority};
 use crate::store::Store;
 use heuristics::{
     Heuristic, HeuristicEntry, Origin, ReviewState, acceptable, format_heuristics_section,
@@ -285,7 +285,7 @@ impl Learning {
                     .iter()
                     .map(|s| format!("{}: {}", s.name, s.description))
                     .collect();
-                match self.llm.embed(model, &texts).await {
+                match self.llm.embed(model, &texts, Priority::Interactive).await {
                     Ok(vectors) => Some(vectors),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot embed skills; matching with BM25 only");
@@ -298,12 +298,12 @@ impl Learning {
     }
 
     /// The embeddings of `texts`, if an embeddings model is configured and answers.
-    async fn embed(&self, texts: &[String]) -> Option<Vec<Vec<f32>>> {
+    async fn embed(&self, texts: &[String], priority: Priority) -> Option<Vec<Vec<f32>>> {
         let model = self.config.embedding_model.as_str();
         if model.is_empty() || texts.is_empty() {
             return None;
         }
-        match self.llm.embed(model, texts).await {
+        match self.llm.embed(model, texts, priority).await {
             Ok(vectors) if vectors.len() == texts.len() => Some(vectors),
             Ok(_) => {
                 tracing::warn!("the embeddings model answered with the wrong number of vectors");
@@ -317,7 +317,9 @@ impl Learning {
     }
 
     async fn embed_query(&self, message: &str) -> Option<Vec<f32>> {
-        self.embed(&[message.to_string()]).await?.pop()
+        self.embed(&[message.to_string()], Priority::Interactive)
+            .await?
+            .pop()
     }
 
     /// Skills and heuristics for a turn on `message`, given the history window it extends.
@@ -467,7 +469,7 @@ impl Learning {
             fresh.push((text, skill));
         }
         let texts: Vec<String> = fresh.iter().map(|(t, _)| t.clone()).collect();
-        let vectors = self.embed(&texts).await;
+        let vectors = self.embed(&texts, Priority::Background).await;
         let pending = match self.config.review {
             Review::All => true,
             Review::External => source.external,

@@ -139,13 +139,17 @@ impl LlmClient {
         completion.finish(&mut on_text)
     }
 
-    /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A user
-    /// waits for it (it chooses the skills of their turn), so it is interactive.
-    pub async fn embed(&self, model: &str, inputs: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+    /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A
+    /// message's embedding chooses the skills and heuristics of its turn, so a user waits for
+    /// it ([`Priority::Interactive`]); newly learned heuristics are embedded in the background.
+    pub async fn embed(
+        &self,
+        model: &str,
+        inputs: &[String],
+        priority: Priority,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
         let request = serde_json::json!({"model": model, "input": inputs});
-        let (response, _slot) = self
-            .post("embeddings", &request, false, Priority::Interactive)
-            .await?;
+        let (response, _slot) = self.post("embeddings", &request, false, priority).await?;
         let body = self.body(response).await?;
         let mut wire: WireEmbeddings = serde_json::from_str(&body)
             .map_err(|e| LlmError::Malformed(format!("embeddings: {e}")))?;
@@ -160,14 +164,23 @@ impl LlmClient {
         Ok(wire.data.into_iter().map(|d| d.embedding).collect())
     }
 
+    /// `model`'s context window: what the server says (asked once per model), else
+    /// `configured` (the model's `context_tokens`), else unknown.
+    pub async fn context_window(&self, model: &str, configured: Option<usize>) -> Option<usize> {
+        let discovered = self
+            .contexts
+            .get(model, || self.discover_context(model))
+            .await;
+        discovered.or(configured)
+    }
+
     /// The request with its completion cap lowered to what the model's context leaves after
     /// the estimated prompt, when the context is known (from the server, else from config).
     async fn fit_to_context<'a>(&self, request: &'a ChatRequest) -> Cow<'a, ChatRequest> {
-        let discovered = self
-            .contexts
-            .get(&request.model, || self.discover_context(&request.model))
+        let window = self
+            .context_window(&request.model, request.context_tokens)
             .await;
-        let Some(context) = discovered.or(request.context_tokens) else {
+        let Some(context) = window else {
             return Cow::Borrowed(request);
         };
         let room = completion_room(context, estimate_request_tokens(request));

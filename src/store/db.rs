@@ -1,4 +1,4 @@
-//! The [`Store`] handle: the sled database, its nine trees, and durable flushing. Each area's
+//! The [`Store`] handle: the sled database, its trees, and durable flushing. Each area's
 //! file adds the methods for its trees.
 
 use std::path::Path;
@@ -17,6 +17,7 @@ pub(super) const HEURISTICS: &str = "heuristics";
 pub(super) const REFLECTIONS: &str = "reflections";
 pub(super) const SKILL_MATCHES: &str = "skill_matches";
 pub(super) const INBOX: &str = "inbox";
+pub(super) const PEOPLE: &str = "people";
 
 /// The sled database and its trees. Cheap to clone.
 #[derive(Clone)]
@@ -31,6 +32,7 @@ pub struct Store {
     pub(super) reflections: sled::Tree,
     pub(super) skill_matches: sled::Tree,
     pub(super) inbox: sled::Tree,
+    pub(super) people: sled::Tree,
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
     flush_lock: Arc<tokio::sync::Mutex<u64>>,
@@ -65,6 +67,7 @@ impl Store {
             reflections: db.open_tree(REFLECTIONS)?,
             skill_matches: db.open_tree(SKILL_MATCHES)?,
             inbox: db.open_tree(INBOX)?,
+            people: db.open_tree(PEOPLE)?,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),
             db,

@@ -1,4 +1,4 @@
-//! The one place that talks to sled: one [`Store`] handle over nine trees, one file per area.
+//! The one place that talks to sled: one [`Store`] handle over ten trees, one file per area.
 //!
 //! `db.rs` holds the handle (open, durable flush), `records.rs` the JSON and counter helpers
 //! every area shares, `retention.rs` the pruning that bounds storage. The areas:
@@ -19,7 +19,9 @@
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
-//!   [`UsageTotals`]) and `user:<id>:<day>` (value a big-endian token count).
+//!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts).
+//! - `people.rs`, tree `people`: users' display names, the day a stranger was last refused
+//!   per chat, and strangers' access requests (see the file).
 //!
 //! # Atomic changes
 //! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
@@ -37,6 +39,7 @@ mod db;
 mod history;
 mod inbox;
 mod learning;
+mod people;
 mod records;
 pub(crate) mod retention;
 mod tickets;
@@ -395,7 +398,8 @@ mod tests {
             PruneReport {
                 inbox: 1,
                 tickets: 1,
-                feedback: 2
+                feedback: 2,
+                refusals: 0
             }
         );
         assert!(store.ticket(&old_option).is_none());

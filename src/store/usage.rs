@@ -1,5 +1,6 @@
 //! The `usage` tree: token and call totals per chat and model and for the whole bot (what
-//! `/stats` shows), and each user's tokens per UTC day (what the daily budget checks).
+//! `/stats` shows), each user's tokens per UTC day (what the daily budget checks) and each
+//! user's tokens of all time (what `/stats` ranks admins' top users by).
 
 use serde::{Deserialize, Serialize};
 
@@ -8,6 +9,12 @@ use super::records::{decode_count, decode_json};
 use crate::llm::Usage;
 
 const TREE: &str = db::USAGE;
+
+/// The key of a user's token count of all time. Not under `user:`, so a scan of the days
+/// never meets it.
+fn user_total_key(user: u64) -> String {
+    format!("user_total:{user}")
+}
 
 /// Usage counters for one model (in one chat, or bot-wide).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,15 +59,54 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget.
+    /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget, and
+    /// to the user's count of all time.
     pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
-        let key = user_day_key(user, chrono::Utc::now().date_naive());
+        let today = user_day_key(user, chrono::Utc::now().date_naive());
         let tokens = usage.prompt_tokens + usage.completion_tokens;
-        self.usage.fetch_and_update(key.as_bytes(), |old| {
-            let count = decode_count(TREE, key.as_bytes(), old);
-            Some((count + tokens).to_be_bytes().to_vec())
-        })?;
+        for key in [today, user_total_key(user)] {
+            self.usage.fetch_and_update(key.as_bytes(), |old| {
+                let count = decode_count(TREE, key.as_bytes(), old);
+                Some((count + tokens).to_be_bytes().to_vec())
+            })?;
+        }
         Ok(())
+    }
+
+    /// The `limit` users with the most tokens today (UTC), most first: `(user, tokens)`.
+    pub fn top_users_today(&self, limit: usize) -> Vec<(u64, u64)> {
+        let suffix = format!(":{}", chrono::Utc::now().date_naive());
+        self.top_counts("user:", limit, |rest| {
+            rest.strip_suffix(suffix.as_str())?.parse().ok()
+        })
+    }
+
+    /// The `limit` users with the most tokens of all time, most first: `(user, tokens)`.
+    pub fn top_users_all_time(&self, limit: usize) -> Vec<(u64, u64)> {
+        self.top_counts("user_total:", limit, |rest| rest.parse().ok())
+    }
+
+    /// The largest counters under `prefix` whose rest of the key `user_of` maps to a user id.
+    fn top_counts(
+        &self,
+        prefix: &str,
+        limit: usize,
+        user_of: impl Fn(&str) -> Option<u64>,
+    ) -> Vec<(u64, u64)> {
+        let mut counts: Vec<(u64, u64)> = self
+            .usage
+            .scan_prefix(prefix.as_bytes())
+            .filter_map(Result::ok)
+            .filter_map(|(key, value)| {
+                let rest = std::str::from_utf8(key.get(prefix.len()..)?).ok()?;
+                let user = user_of(rest)?;
+                Some((user, decode_count(TREE, &key, Some(&value))))
+            })
+            .filter(|&(_, tokens)| tokens > 0)
+            .collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        counts.truncate(limit);
+        counts
     }
 
     /// Tokens the user's turns used today (UTC).
@@ -144,5 +190,93 @@ mod tests {
         assert_eq!(store.user_tokens_today(7), 0);
         store.record_user_tokens(7, u).unwrap();
         assert_eq!(store.user_tokens_today(7), 4);
+    }
+
+    #[test]
+    fn top_users_rank_by_tokens_today_and_of_all_time() {
+        struct Case {
+            name: &'static str,
+            /// (user, prompt tokens) recorded today.
+            today: &'static [(u64, u64)],
+            /// (user, tokens) already counted on an earlier day.
+            earlier: &'static [(u64, u64)],
+            limit: usize,
+            top_today: &'static [(u64, u64)],
+            top_all_time: &'static [(u64, u64)],
+        }
+        let cases = [
+            Case {
+                name: "nobody yet",
+                today: &[],
+                earlier: &[],
+                limit: 3,
+                top_today: &[],
+                top_all_time: &[],
+            },
+            Case {
+                name: "most first, summed per user, cut at the limit",
+                today: &[(1, 10), (2, 30), (1, 25), (3, 5)],
+                earlier: &[],
+                limit: 2,
+                top_today: &[(1, 35), (2, 30)],
+                top_all_time: &[(1, 35), (2, 30)],
+            },
+            Case {
+                name: "earlier days count for all time only",
+                today: &[(1, 10)],
+                earlier: &[(2, 500)],
+                limit: 5,
+                top_today: &[(1, 10)],
+                top_all_time: &[(2, 500), (1, 10)],
+            },
+            Case {
+                name: "ties by user id",
+                today: &[(9, 7), (4, 7)],
+                earlier: &[],
+                limit: 5,
+                top_today: &[(4, 7), (9, 7)],
+                top_all_time: &[(4, 7), (9, 7)],
+            },
+        ];
+        for case in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            for &(user, tokens) in case.today {
+                let usage = Usage {
+                    prompt_tokens: tokens,
+                    completion_tokens: 0,
+                    cached_tokens: 0,
+                };
+                store.record_user_tokens(user, usage).unwrap();
+            }
+            for &(user, tokens) in case.earlier {
+                let day = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
+                store
+                    .usage
+                    .insert(user_day_key(user, day), &tokens.to_be_bytes())
+                    .unwrap();
+                store
+                    .usage
+                    .insert(user_total_key(user), &tokens.to_be_bytes())
+                    .unwrap();
+            }
+            // An unreadable key is skipped.
+            store
+                .usage
+                .insert("user_total:x", &1u64.to_be_bytes())
+                .unwrap();
+            assert_eq!(
+                store.top_users_today(case.limit),
+                case.top_today,
+                "{}",
+                case.name
+            );
+            assert_eq!(
+                store.top_users_all_time(case.limit),
+                case.top_all_time,
+                "{}",
+                case.name
+            );
+        }
     }
 }

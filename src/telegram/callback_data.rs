@@ -182,6 +182,9 @@ pub enum Action {
     Stop(TurnId),
     /// The mark of an option already chosen: pressing it changes nothing.
     Chosen,
+    /// "Request access" under a stranger's refusal: only the user whose id it carries may use
+    /// it.
+    RequestAccess(u64),
 }
 
 impl Action {
@@ -203,6 +206,7 @@ impl Action {
             }
             Self::Stop(turn) => encode_action("stop", &turn.to_string()),
             Self::Chosen => encode_action("chosen", ""),
+            Self::RequestAccess(user) => encode_action("access", &user.to_string()),
         }
     }
 
@@ -241,6 +245,7 @@ impl Action {
             }
             "stop" => Self::Stop(TurnId::parse(&payload)?),
             "chosen" => Self::Chosen,
+            "access" => Self::RequestAccess(payload.parse().ok()?),
             _ => return None,
         })
     }
@@ -551,6 +556,7 @@ mod tests {
                     Action::Page { list: List::Skills, page: 12 },
                     Action::Stop(TurnId(id)),
                     Action::Chosen,
+                    Action::RequestAccess(id),
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

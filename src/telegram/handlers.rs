@@ -7,9 +7,10 @@
 //! callback query is answered at once, before anything slow.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use teloxide::prelude::*;
-use teloxide::types::Me;
+use teloxide::types::{Me, MessageId};
 
 use super::callback_data::{List, OptionPress};
 use super::commands::Command;
@@ -17,10 +18,11 @@ use super::keyboards::model_key;
 use super::outbox::Outbox;
 use super::render::escape_html;
 use super::send::{edit_html, edit_keyboard, notify, send_html};
-use super::{keyboards, media, tool_list, views};
+use super::{keyboards, media, stats, tool_list, views};
 use crate::app::App;
 use crate::cancel::TurnId;
 use crate::config::Role;
+use crate::limits::{Refusal, Verdict};
 use crate::options::{self, Press};
 use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
@@ -80,25 +82,6 @@ fn without_mention(text: &str, me: &Me) -> String {
     .to_string()
 }
 
-/// A user who is not on the allow-list: one short reply with their id, and no LLM call.
-pub async fn refuse_stranger(tg: Arc<Outbox>, msg: Message) -> HandlerResult {
-    let Some(user) = msg.from.as_ref() else {
-        return Ok(());
-    };
-    tracing::info!(
-        user = user.id.0,
-        chat = msg.chat.id.0,
-        "refused a user who is not allowed"
-    );
-    let text = format!(
-        "Sorry, this bot is private. Your Telegram user id is {}. \
-         To let you in, the owner adds it to HEURIST_ALLOWED_USERS and restarts the bot.",
-        user.id.0
-    );
-    notify(tg.bot(), tg.policy(), msg.chat.id, &text).await;
-    Ok(())
-}
-
 pub async fn command(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -134,7 +117,9 @@ pub async fn command(
             }
         }
         Command::Stats => {
-            notify(bot, policy, chat, &views::stats_text(&app, chat.0, role)).await;
+            let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+            let html = stats::stats_html(&stats::gather(&app, chat.0, user, role));
+            send_html(bot, policy, chat, &html, None).await?;
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
         Command::Heuristics(which) => {
@@ -242,9 +227,25 @@ async fn start_turn(
 ) {
     let chat = msg.chat.id;
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
-        notify(tg.bot(), tg.policy(), chat, &refusal).await;
-        return;
+    match app.limits().check(user, role, app.store()) {
+        Verdict::Allowed => {}
+        Verdict::TooFast(wait) => return refuse_in_burst(app, tg, chat, user, wait).await,
+        refused => {
+            notify(
+                tg.bot(),
+                tg.policy(),
+                chat,
+                &refused.message().unwrap_or_default(),
+            )
+            .await;
+            return;
+        }
+    }
+    // So `/stats` can name its top users.
+    if let Some(from) = msg.from.as_ref()
+        && let Err(e) = app.store().remember_name(user, &from.full_name())
+    {
+        tracing::debug!(user, error = %e, "cannot remember a user's name");
     }
     let input = TurnInput {
         chat: chat.0,
@@ -256,6 +257,32 @@ async fn start_turn(
     };
     let out: Out = tg.clone();
     turn::accept(app, &out, input).await;
+}
+
+/// A message over the turn rate: the burst's one refusal is sent, or edited to count this one
+/// too (see [`crate::limits`]).
+async fn refuse_in_burst(app: &App, tg: &Outbox, chat: ChatId, user: u64, wait: Duration) {
+    let (bot, policy) = (tg.bot(), tg.policy());
+    let shown = match app.limits().refusal(chat.0, user, wait) {
+        Refusal::Send(text) => send_html(bot, policy, chat, &escape_html(&text), None)
+            .await
+            .map(|sent| sent.id),
+        Refusal::Edit { message, text } => {
+            edit_html(
+                bot,
+                policy,
+                chat,
+                MessageId(message),
+                &escape_html(&text),
+                None,
+            )
+            .await
+        }
+    };
+    match shown {
+        Ok(id) => app.limits().refusal_sent(chat.0, user, id.0),
+        Err(e) => tracing::warn!(chat = chat.0, error = %e, "could not show a rate refusal"),
+    }
 }
 
 /// A button press from a user who is not on the allow-list.

@@ -3,11 +3,13 @@
 //!
 //! Every route is visible in [`schema`]: the sender's role is computed once, then messages
 //! (strangers refused first, then commands, text, anything else) and button presses
-//! (strangers refused first; option data through `decode_callback`, action data through
-//! `decode_action`, one branch per action; anything else is expired). Handlers live in
+//! (a stranger's "Request access" first, then strangers refused; option data through
+//! `decode_callback`, action data through `decode_action`, one branch per action; anything
+//! else is expired). Handlers live in
 //! [`handlers`]; what a turn shows goes through [`outbox::Outbox`], the adapter's side of
 //! [`crate::turn::Messenger`].
 
+pub mod access;
 pub mod callback_data;
 pub mod commands;
 pub mod handlers;
@@ -17,6 +19,7 @@ pub mod media;
 pub mod outbox;
 pub mod render;
 pub mod send;
+pub mod stats;
 pub mod stream;
 pub mod tool_list;
 pub mod views;
@@ -42,7 +45,7 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
         .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
         .branch(
-            dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_stranger),
+            dptree::filter(|role: Role| role == Role::Stranger).endpoint(access::refuse_stranger),
         )
         .branch(
             dptree::entry()
@@ -71,6 +74,17 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
             .filter_map(|decoded: (Option<String>, String)| OptionPress::from_decoded(decoded))
             .endpoint(handlers::option_pressed);
     let presses = Update::filter_callback_query()
+        .branch(
+            // The one button strangers may press: "Request access" under their refusal.
+            dptree::filter_map(|query: CallbackQuery| {
+                let (action, payload) = decode_action(query.data.as_deref()?)?;
+                match Action::from_decoded(&action, payload)? {
+                    Action::RequestAccess(user) => Some(user),
+                    _ => None,
+                }
+            })
+            .endpoint(access::request_pressed),
+        )
         .branch(
             dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_press),
         )

@@ -1,4 +1,4 @@
-//! What the informational commands show: `/help`, `/stats`, and the admin lists
+//! What the informational commands show: `/help` and the admin lists
 //! `/heuristics` (`/heuristics pending`) and `/skills`, a page at a time.
 //!
 //! Plain functions from the bot's state to a message, so each reads on its own and the
@@ -15,7 +15,6 @@ use super::render::escape_html;
 use crate::app::App;
 use crate::config::Role;
 use crate::learning::heuristics::ReviewState;
-use crate::store::UsageTotals;
 
 /// Heuristics per page of `/heuristics`, and characters of each shown: with these, a page of
 /// the longest heuristics stays far below Telegram's 4096 units.
@@ -115,28 +114,6 @@ pub(crate) fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-/// `/stats`: this chat's usage per model, and the whole bot's for admins.
-pub fn stats_text(app: &App, chat: i64, role: Role) -> String {
-    fn lines(rows: Vec<(String, UsageTotals)>) -> String {
-        if rows.is_empty() {
-            return "  nothing yet\n".to_string();
-        }
-        rows.iter()
-            .map(|(model, t)| {
-                format!(
-                    "  {model}: {} turns, {} calls; tokens {} prompt ({} cached), {} completion\n",
-                    t.turns, t.calls, t.prompt_tokens, t.cached_tokens, t.completion_tokens
-                )
-            })
-            .collect()
-    }
-    let mut text = format!("This chat:\n{}", lines(app.store().usage(Some(chat))));
-    if role == Role::Admin {
-        text.push_str(&format!("\nWhole bot:\n{}", lines(app.store().usage(None))));
-    }
-    text
 }
 
 /// Page `page` (from 0; past the end shows the last) of `/heuristics`, or of

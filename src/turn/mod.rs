@@ -198,13 +198,11 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
 
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(chat);
-    let window = app
-        .store()
-        .history(chat, app.history_budget(&model))
-        .unwrap_or_else(|e| {
-            tracing::error!(chat, error = %e, "cannot read history; answering without it");
-            Default::default()
-        });
+    let budget = app.history_budget(&model).await;
+    let window = app.store().history(chat, budget).unwrap_or_else(|e| {
+        tracing::error!(chat, error = %e, "cannot read history; answering without it");
+        Default::default()
+    });
     let context = app
         .learning()
         .context_for(&input.text, &window.messages)

@@ -438,3 +438,36 @@ async fn a_known_context_caps_max_tokens_and_is_asked_for_once() {
         h.stop().await;
     }
 }
+
+/// A context window the server reports shrinks the history sent, not only the answer cap:
+/// with `n_ctx` 4096 and `history_tokens` 12,000, eight turns of about 500 tokens each would
+/// overflow the server if all were sent; the oldest are left out instead.
+#[tokio::test]
+async fn a_context_the_server_reports_shrinks_the_history_budget() {
+    let llm = FakeLlm::start(|req, _| with_follow_ups(req, || Reply::text("noted"))).await;
+    llm.serve_props(json!({"default_generation_settings": {"n_ctx": 4096}}));
+    let h = Harness::start_with(llm, |c| c.agent.history_tokens = 12_000).await;
+    let texts: Vec<String> = (0..8)
+        .map(|i| format!("turn{i} {}", "lorem ipsum ".repeat(125)))
+        .collect();
+    for (i, text) in texts.iter().enumerate() {
+        h.tg.send_text(ALICE, text);
+        h.tg.wait_messages(ALICE, i + 1).await;
+    }
+    let requests = h.llm.agent_requests();
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains("turn7 "), "the new message is sent");
+    assert!(last.contains("turn6 "), "the latest turn still fits");
+    assert!(!last.contains("turn0 "), "the oldest turn is left out");
+    let history_chars: usize = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().len())
+        .sum();
+    assert!(
+        history_chars / 3 + 1024 <= 4096,
+        "the prompt ({history_chars} chars) leaves room for the answer cap"
+    );
+    h.stop().await;
+}

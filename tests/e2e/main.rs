@@ -14,6 +14,7 @@ mod local_models;
 mod mcp;
 mod options;
 mod pacing;
+mod refusals;
 mod search;
 mod skeleton;
 mod streaming;

@@ -350,8 +350,10 @@ async fn failing_extraction_never_costs_the_answer() {
     }
 }
 
+/// The answer waits for options at most `options.attach_wait_ms` (1.5 s by default), not for a
+/// 3 s extraction; the options then come by one keyboard edit.
 #[tokio::test]
-async fn a_slow_extraction_does_not_delay_the_answer() {
+async fn an_answer_waits_for_slow_options_at_most_attach_wait() {
     let h = Harness::start(
         llm_with_options(|_| json_options(&["Later"]).after(Duration::from_secs(3))).await,
     )

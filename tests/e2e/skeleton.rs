@@ -66,7 +66,10 @@ async fn a_stranger_gets_their_id_and_causes_no_llm_call() {
     let sent = h.tg.wait_messages(STRANGER, 1).await;
     let text = sent[0].params["text"].as_str().unwrap();
     assert!(text.contains(&STRANGER.to_string()), "{text}");
-    assert!(text.contains("HEURIST_ALLOWED_USERS"), "{text}");
+    assert!(
+        text.contains("ask the bot's owner to add your id"),
+        "{text}"
+    );
     // A later allowed message is answered, proving the stranger's was fully handled before.
     h.tg.send_text(ALICE, "hi");
     h.tg.wait_messages(ALICE, 1).await;

@@ -1,0 +1,174 @@
+//! The `people` tree: what the bot knows of the people who write to it, beyond their turns.
+//!
+//! - `name:<user>`: the user's display name as Telegram last showed it (UTF-8), so `/stats`
+//!   can name its top users.
+//! - `refused:<user>:<chat>`: the UTC day (`YYYY-MM-DD`) a stranger was last told that the bot
+//!   is private in that chat, so the refusal comes at most once a day per chat, restarts
+//!   included.
+//! - `request:<user>`: the unix second a stranger asked for access, so the admins hear of
+//!   it once however often the button is pressed.
+
+use super::db::Store;
+
+fn name_key(user: u64) -> String {
+    format!("name:{user}")
+}
+
+fn refused_key(user: u64, chat: i64) -> String {
+    format!("refused:{user}:{chat}")
+}
+
+fn request_key(user: u64) -> String {
+    format!("request:{user}")
+}
+
+impl Store {
+    /// Remembers `name` for `user`; written only when it changed, so a message costs a read.
+    pub fn remember_name(&self, user: u64, name: &str) -> anyhow::Result<()> {
+        let key = name_key(user);
+        if self.people.get(key.as_bytes())?.as_deref() != Some(name.as_bytes()) {
+            self.people.insert(key.as_bytes(), name.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The name last remembered for `user`; `None` if unknown or unreadable.
+    pub fn name_of(&self, user: u64) -> Option<String> {
+        let bytes = self.people.get(name_key(user).as_bytes()).ok()??;
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+
+    /// Records that stranger `user` is refused in `chat` on `today`; `true` if they were not
+    /// refused there yet that day (one atomic step, so two messages at once give one refusal).
+    pub fn first_refusal_on(
+        &self,
+        user: u64,
+        chat: i64,
+        today: chrono::NaiveDate,
+    ) -> anyhow::Result<bool> {
+        let day = today.to_string();
+        let before = self
+            .people
+            .fetch_and_update(refused_key(user, chat).as_bytes(), |_| {
+                Some(day.as_bytes().to_vec())
+            })?;
+        Ok(before.as_deref() != Some(day.as_bytes()))
+    }
+
+    /// Removes the refusal days before the UTC day of `older_than_unix`, and unreadable ones:
+    /// only today's matter, so strangers who wrote once do not stay forever. Returns how many.
+    pub(super) fn prune_refusals(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+        let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
+            return Ok(0);
+        };
+        let cutoff = cutoff.date_naive();
+        let mut removed = 0;
+        for (key, value) in self.people.scan_prefix(b"refused:").filter_map(Result::ok) {
+            let day = std::str::from_utf8(&value)
+                .ok()
+                .and_then(|day| day.parse::<chrono::NaiveDate>().ok());
+            if day.is_none_or(|day| day < cutoff) {
+                self.people.remove(&key)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Records stranger `user`'s request for access at `now_unix`; `true` only for the first
+    /// request (an atomic insert-if-absent, so a double press notifies the admins once).
+    pub fn claim_access_request(&self, user: u64, now_unix: i64) -> anyhow::Result<bool> {
+        let swapped = self.people.compare_and_swap(
+            request_key(user).as_bytes(),
+            None as Option<&[u8]>,
+            Some(now_unix.to_be_bytes().to_vec()),
+        )?;
+        Ok(swapped.is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stranger_is_refused_once_a_day_per_chat() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 12, d).unwrap();
+        // (name, user, chat, day, first refusal that day)
+        let steps = [
+            ("first message", 7, 7, day(1), true),
+            ("second message the same day", 7, 7, day(1), false),
+            ("another chat the same day", 7, -100, day(1), true),
+            ("another stranger", 8, 7, day(1), true),
+            ("the next day", 7, 7, day(2), true),
+            ("the next day again", 7, 7, day(2), false),
+        ];
+        for (name, user, chat, today, first) in steps {
+            assert_eq!(
+                store.first_refusal_on(user, chat, today).unwrap(),
+                first,
+                "{name}"
+            );
+        }
+        store
+            .people
+            .insert(refused_key(9, 9).as_bytes(), &b"\xff garbage"[..])
+            .unwrap();
+        assert!(
+            store.first_refusal_on(9, 9, day(1)).unwrap(),
+            "an unreadable day refuses"
+        );
+    }
+
+    #[test]
+    fn old_and_unreadable_refusal_days_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
+        store.first_refusal_on(1, 1, day(1)).unwrap();
+        store.first_refusal_on(2, 2, day(29)).unwrap();
+        store.first_refusal_on(3, 3, day(30)).unwrap();
+        store
+            .people
+            .insert(refused_key(4, 4).as_bytes(), &b"not a day"[..])
+            .unwrap();
+        store.claim_access_request(1, 0).unwrap();
+        // Cutoff: 2026-11-30 12:00 UTC.
+        let cutoff = day(30).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        assert_eq!(store.prune_refusals(cutoff).unwrap(), 3);
+        assert!(
+            !store.first_refusal_on(3, 3, day(30)).unwrap(),
+            "the cutoff's day stays"
+        );
+        assert!(
+            store.first_refusal_on(2, 2, day(29)).unwrap(),
+            "older days went"
+        );
+        assert!(
+            !store.claim_access_request(1, 1).unwrap(),
+            "requests are kept"
+        );
+    }
+
+    #[test]
+    fn an_access_request_is_claimed_once_and_names_are_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.claim_access_request(5, 100).unwrap());
+        assert!(!store.claim_access_request(5, 101).unwrap());
+        assert!(store.claim_access_request(6, 102).unwrap());
+
+        assert_eq!(store.name_of(5), None);
+        store.remember_name(5, "Zoë").unwrap();
+        assert_eq!(store.name_of(5).as_deref(), Some("Zoë"));
+        store.remember_name(5, "Zoë B").unwrap();
+        assert_eq!(store.name_of(5).as_deref(), Some("Zoë B"));
+        store
+            .people
+            .insert(name_key(6).as_bytes(), &b"\xff"[..])
+            .unwrap();
+        assert_eq!(store.name_of(6), None, "an unreadable name is unknown");
+    }
+}

@@ -1,0 +1,304 @@
+//! `/stats`: what the bot's answers cost, in words people use.
+//!
+//! [`gather`] reads the numbers from the store; [`stats_html`] turns them into the message and
+//! does nothing else, so every wording is unit-tested without a bot. Words: an *answer* is a
+//! turn the bot answered; *tokens read* are what the model was sent (some of them *reused from
+//! cache* by the provider, which makes them cheaper), *tokens written* what it wrote.
+
+use super::render::escape_html;
+use super::views::thousands;
+use crate::app::App;
+use crate::config::Role;
+use crate::store::UsageTotals;
+
+/// How many users each of the admins' top lists shows.
+const TOP_USERS: usize = 5;
+
+/// The numbers `/stats` shows one user.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// This chat's usage per model.
+    pub chat: Vec<(String, UsageTotals)>,
+    /// The user's tokens today (UTC).
+    pub today: u64,
+    /// The daily token budget, when one applies to this user.
+    pub budget: Option<u64>,
+    /// The whole bot, for admins only.
+    pub bot: Option<BotStats>,
+}
+
+/// What admins see beyond their own chat.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BotStats {
+    pub models: Vec<(String, UsageTotals)>,
+    pub top_today: Vec<TopUser>,
+    pub top_all_time: Vec<TopUser>,
+}
+
+/// One row of a top-users list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TopUser {
+    pub id: u64,
+    /// The name Telegram last showed for them, if they ever wrote.
+    pub name: Option<String>,
+    pub tokens: u64,
+}
+
+/// The numbers for `user` (with `role`) asking in `chat`.
+pub(crate) fn gather(app: &App, chat: i64, user: u64, role: Role) -> Stats {
+    let store = app.store();
+    let limits = &app.config().limits;
+    let exempt = role == Role::Admin && limits.exempt_admins;
+    let top = |rows: Vec<(u64, u64)>| {
+        rows.into_iter()
+            .map(|(id, tokens)| TopUser {
+                id,
+                name: store.name_of(id),
+                tokens,
+            })
+            .collect()
+    };
+    Stats {
+        chat: store.usage(Some(chat)),
+        today: store.user_tokens_today(user),
+        budget: (limits.daily_tokens > 0 && !exempt).then_some(limits.daily_tokens),
+        bot: (role == Role::Admin).then(|| BotStats {
+            models: store.usage(None),
+            top_today: top(store.top_users_today(TOP_USERS)),
+            top_all_time: top(store.top_users_all_time(TOP_USERS)),
+        }),
+    }
+}
+
+/// `n` with thousands separators and the right form of the noun: "1 answer", "1,024 tokens".
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// One usage figure: answers, tokens read (and how many reused from cache), tokens written.
+fn usage_line(t: &UsageTotals) -> String {
+    let cached = if t.cached_tokens > 0 {
+        format!(" ({} reused from cache)", thousands(t.cached_tokens))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} · {} read{cached} · {} written",
+        count(t.turns, "answer", "answers"),
+        count(t.prompt_tokens, "token", "tokens"),
+        count(t.completion_tokens, "token", "tokens"),
+    )
+}
+
+/// A titled block of usage per model, with a total when there is more than one model.
+fn usage_section(title: &str, rows: &[(String, UsageTotals)]) -> String {
+    let mut html = format!("<b>{title}</b>\n");
+    if rows.is_empty() {
+        html.push_str("No answers yet.\n");
+        return html;
+    }
+    if rows.len() > 1 {
+        let total = rows.iter().fold(UsageTotals::default(), |mut sum, (_, t)| {
+            sum.turns += t.turns;
+            sum.calls += t.calls;
+            sum.prompt_tokens += t.prompt_tokens;
+            sum.completion_tokens += t.completion_tokens;
+            sum.cached_tokens += t.cached_tokens;
+            sum
+        });
+        html.push_str(&format!("Total: {}\n", usage_line(&total)));
+    }
+    for (model, t) in rows {
+        html.push_str(&format!(
+            "• <code>{}</code>: {}\n",
+            escape_html(model),
+            usage_line(t)
+        ));
+    }
+    html
+}
+
+/// A numbered list of top users, names escaped, ids copyable.
+fn top_section(title: &str, users: &[TopUser]) -> String {
+    let mut html = format!("<b>{title}</b>\n");
+    if users.is_empty() {
+        html.push_str("Nobody yet.\n");
+    }
+    for (place, user) in users.iter().enumerate() {
+        let name = user
+            .name
+            .as_deref()
+            .map_or_else(|| "unknown name".to_string(), escape_html);
+        html.push_str(&format!(
+            "{}. {name} (<code>{}</code>): {}\n",
+            place + 1,
+            user.id,
+            count(user.tokens, "token", "tokens")
+        ));
+    }
+    html
+}
+
+/// The `/stats` message (HTML).
+pub(crate) fn stats_html(stats: &Stats) -> String {
+    let mut html = format!("📊 {}", usage_section("This chat", &stats.chat));
+    let used = count(stats.today, "token", "tokens");
+    html.push_str(&match stats.budget {
+        Some(budget) => format!(
+            "\n<b>Your budget today</b>: {used} of {} used, {} left. It renews at midnight UTC.\n",
+            thousands(budget),
+            thousands(budget.saturating_sub(stats.today)),
+        ),
+        None => format!("\n<b>You today</b>: {used}, no daily budget.\n"),
+    });
+    if let Some(bot) = &stats.bot {
+        html.push_str(&format!("\n🤖 {}", usage_section("Whole bot", &bot.models)));
+        html.push_str(&format!(
+            "\n{}",
+            top_section("Top users today", &bot.top_today)
+        ));
+        html.push_str(&format!(
+            "\n{}",
+            top_section("Top users of all time", &bot.top_all_time)
+        ));
+    }
+    html.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(turns: u64, read: u64, cached: u64, written: u64) -> UsageTotals {
+        UsageTotals {
+            turns,
+            calls: turns * 2,
+            prompt_tokens: read,
+            completion_tokens: written,
+            cached_tokens: cached,
+        }
+    }
+
+    #[test]
+    fn counts_have_separators_and_plurals() {
+        let cases = [
+            ("none", 0, "0 answers"),
+            ("one", 1, "1 answer"),
+            ("two", 2, "2 answers"),
+            ("thousands", 12_345, "12,345 answers"),
+        ];
+        for (name, n, want) in cases {
+            assert_eq!(count(n, "answer", "answers"), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_view_speaks_plainly() {
+        struct Case {
+            name: &'static str,
+            stats: Stats,
+            contains: &'static [&'static str],
+            absent: &'static [&'static str],
+        }
+        let top = |id, name: Option<&str>, tokens| TopUser {
+            id,
+            name: name.map(str::to_string),
+            tokens,
+        };
+        let cases = [
+            Case {
+                name: "a new chat",
+                stats: Stats::default(),
+                contains: &[
+                    "<b>This chat</b>\nNo answers yet.",
+                    "<b>You today</b>: 0 tokens, no daily budget.",
+                ],
+                absent: &["Whole bot", "Top users"],
+            },
+            Case {
+                name: "one model, one answer, a budget",
+                stats: Stats {
+                    chat: vec![("m".into(), totals(1, 1_234, 600, 1))],
+                    today: 1_235,
+                    budget: Some(50_000),
+                    bot: None,
+                },
+                contains: &[
+                    "• <code>m</code>: 1 answer · 1,234 tokens read (600 reused from cache) \
+                     · 1 token written",
+                    "<b>Your budget today</b>: 1,235 tokens of 50,000 used, 48,765 left. It \
+                     renews at midnight UTC.",
+                ],
+                absent: &[
+                    "Total:",
+                    "Whole bot",
+                    "calls",
+                    "cached",
+                    "completion",
+                    "prompt",
+                ],
+            },
+            Case {
+                name: "an exhausted budget shows none left",
+                stats: Stats {
+                    today: 70_000,
+                    budget: Some(50_000),
+                    ..Stats::default()
+                },
+                contains: &["70,000 tokens of 50,000 used, 0 left."],
+                absent: &[],
+            },
+            Case {
+                name: "two models get a total; no cache, no cache words",
+                stats: Stats {
+                    chat: vec![
+                        ("a".into(), totals(2, 1_000, 0, 100)),
+                        ("b<x>".into(), totals(1, 500, 0, 50)),
+                    ],
+                    ..Stats::default()
+                },
+                contains: &[
+                    "Total: 3 answers · 1,500 tokens read · 150 tokens written",
+                    "• <code>a</code>: 2 answers",
+                    "• <code>b&lt;x&gt;</code>: 1 answer",
+                ],
+                absent: &["reused from cache"],
+            },
+            Case {
+                name: "admins see the whole bot and the top users",
+                stats: Stats {
+                    bot: Some(BotStats {
+                        models: vec![("m".into(), totals(12_000, 9_876_543, 0, 1_000))],
+                        top_today: vec![top(1001, Some("Ann <B>"), 2_000), top(7, None, 1)],
+                        top_all_time: vec![],
+                    }),
+                    ..Stats::default()
+                },
+                contains: &[
+                    "🤖 <b>Whole bot</b>\n• <code>m</code>: 12,000 answers · 9,876,543 tokens read",
+                    "<b>Top users today</b>\n1. Ann &lt;B&gt; (<code>1001</code>): 2,000 tokens\n\
+                     2. unknown name (<code>7</code>): 1 token",
+                    "<b>Top users of all time</b>\nNobody yet.",
+                ],
+                absent: &[],
+            },
+        ];
+        for case in cases {
+            let html = stats_html(&case.stats);
+            for want in case.contains {
+                assert!(
+                    html.contains(want),
+                    "{}: {want:?} missing in\n{html}",
+                    case.name
+                );
+            }
+            for unwanted in case.absent {
+                assert!(
+                    !html.contains(unwanted),
+                    "{}: {unwanted:?} in\n{html}",
+                    case.name
+                );
+            }
+        }
+    }
+}

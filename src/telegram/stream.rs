@@ -158,17 +158,24 @@ impl Display {
                     Ok(id) => *shown = Shown { id, html, stop },
                     Err(e) => tracing::debug!(chat = chat.0, error = %e, "live edit failed"),
                 },
-                None => match send_html(bot, policy, chat, &html, markup).await {
-                    Ok(message) => {
-                        on_screen(&self.on_screen).insert(chat.0);
-                        self.shown.push(Shown {
+                None => {
+                    // On screen from the moment the send starts (it may wait for the chat's
+                    // slot): a `/cancel` meanwhile leaves the one confirmation to this message.
+                    on_screen(&self.on_screen).insert(chat.0);
+                    match send_html(bot, policy, chat, &html, markup).await {
+                        Ok(message) => self.shown.push(Shown {
                             id: message.id,
                             html,
                             stop,
-                        });
+                        }),
+                        Err(e) => {
+                            if self.shown.is_empty() {
+                                on_screen(&self.on_screen).remove(&chat.0);
+                            }
+                            tracing::debug!(chat = chat.0, error = %e, "live send failed");
+                        }
                     }
-                    Err(e) => tracing::debug!(chat = chat.0, error = %e, "live send failed"),
-                },
+                }
             }
         }
     }

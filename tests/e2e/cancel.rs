@@ -166,6 +166,37 @@ async fn stop_during_streaming_confirms_once_and_leaves_no_dead_stop_button() {
     h.stop().await;
 }
 
+#[tokio::test]
+async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
+    })
+    .await;
+    let h = Harness::start_with(llm, streaming).await;
+    h.tg.slow_answer("sendMessage", ms(800));
+    h.tg.send_text(ALICE, "a long one");
+    // The live message has reached Telegram, but the bot has not heard back yet.
+    h.tg.wait_for(|t| (!t.calls("sendMessage").is_empty()).then_some(()))
+        .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_for(|t| {
+        t.screen(ALICE)
+            .last()
+            .filter(|s| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
+            .cloned()
+    })
+    .await;
+    tokio::time::sleep(ms(500)).await;
+    assert_eq!(
+        sent_texts(&h, ALICE).len(),
+        1,
+        "the live message is the one confirmation: {:?}",
+        sent_texts(&h, ALICE)
+    );
+    assert_eq!(h.tg.screen_with_keyboards(ALICE).last().unwrap().1, "");
+    h.stop().await;
+}
+
 /// Answers the agent at once (streamed) and the options call only after `options_delay`, so
 /// the turn waits, its answer stored, up to `attach_wait_ms` before showing it.
 async fn llm_with_slow_options(options_delay: Duration) -> FakeLlm {

@@ -443,6 +443,36 @@ mod tests {
         assert_eq!(turns.stop(1, None), Found::Turn(Verdict::Complete));
     }
 
+    /// A stop and a finishing turn racing: exactly one wins, and both sides agree which.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_racing_the_store_step_has_one_winner() {
+        let turns = Arc::new(Turns::default());
+        let mut outcomes = std::collections::HashSet::new();
+        for _ in 0..300 {
+            let turn = turns.begin(1);
+            let barrier = Arc::new(tokio::sync::Barrier::new(2));
+            let (stopper, gate) = (turns.clone(), barrier.clone());
+            let stop = tokio::spawn(async move {
+                gate.wait().await;
+                stopper.stop(1, None)
+            });
+            let stored = turn
+                .until_store(async {
+                    barrier.wait().await;
+                })
+                .await
+                .is_some();
+            let found = stop.await.unwrap();
+            match found {
+                Found::Turn(Verdict::Stopped) => assert!(!stored, "stopped, yet stored"),
+                Found::Turn(Verdict::Kept) => assert!(stored, "kept, yet not stored"),
+                other => panic!("unexpected {other:?}"),
+            }
+            outcomes.insert(stored);
+        }
+        assert!(outcomes.contains(&true), "the store step never won");
+    }
+
     #[tokio::test]
     async fn a_stopped_turn_drops_its_work_and_never_stores() {
         let turns = Arc::new(Turns::default());

@@ -439,9 +439,7 @@ fn llm_failure_text(e: &LlmError) -> String {
     }
     match e {
         LlmError::Unavailable { .. } => {
-            "Sorry, the language model is not reachable right now. Please try again in a \
-             minute."
-                .to_string()
+            "Sorry, the language model is not reachable right now.".to_string()
         }
         LlmError::Rejected { .. } => {
             "Sorry, the language model refused this request. Please rephrase it or try again \
@@ -454,8 +452,7 @@ fn llm_failure_text(e: &LlmError) -> String {
                 .to_string()
         }
         LlmError::Malformed(_) => {
-            "Sorry, the language model sent an answer I could not read. Please try again."
-                .to_string()
+            "Sorry, the language model sent an answer I could not read.".to_string()
         }
     }
 }

@@ -17,6 +17,7 @@ pub(super) const HEURISTICS: &str = "heuristics";
 pub(super) const REFLECTIONS: &str = "reflections";
 pub(super) const SKILL_MATCHES: &str = "skill_matches";
 pub(super) const INBOX: &str = "inbox";
+pub(super) const RETRIES: &str = "retries";
 pub(super) const PEOPLE: &str = "people";
 
 /// The sled database and its trees. Cheap to clone.
@@ -32,6 +33,7 @@ pub struct Store {
     pub(super) reflections: sled::Tree,
     pub(super) skill_matches: sled::Tree,
     pub(super) inbox: sled::Tree,
+    pub(super) retries: sled::Tree,
     pub(super) people: sled::Tree,
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
@@ -67,6 +69,7 @@ impl Store {
             reflections: db.open_tree(REFLECTIONS)?,
             skill_matches: db.open_tree(SKILL_MATCHES)?,
             inbox: db.open_tree(INBOX)?,
+            retries: db.open_tree(RETRIES)?,
             people: db.open_tree(PEOPLE)?,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),

@@ -1,4 +1,4 @@
-//! The one place that talks to sled: one [`Store`] handle over ten trees, one file per area.
+//! The one place that talks to sled: one [`Store`] handle over eleven trees, one file per area.
 //!
 //! `db.rs` holds the handle (open, durable flush), `records.rs` the JSON and counter helpers
 //! every area shares, `retention.rs` the pruning that bounds storage. The areas:
@@ -15,6 +15,8 @@
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
+//! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
+//!   [`RetryTicket`]: the message of a failed turn that its 🔁 Retry button runs again, once.
 //! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
@@ -42,6 +44,7 @@ mod learning;
 mod people;
 mod records;
 pub(crate) mod retention;
+mod retries;
 mod tickets;
 mod usage;
 
@@ -51,6 +54,7 @@ pub use history::{HistoryWindow, StoredTurn};
 pub use inbox::{InboxEntry, InboxState};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use retention::PruneReport;
+pub use retries::{RetryClaim, RetryTicket};
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
 pub use usage::UsageTotals;
 
@@ -399,7 +403,8 @@ mod tests {
                 inbox: 1,
                 tickets: 1,
                 feedback: 2,
-                refusals: 0
+                retries: 0,
+                refusals: 0,
             }
         );
         assert!(store.ticket(&old_option).is_none());

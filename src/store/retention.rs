@@ -10,22 +10,24 @@ pub struct PruneReport {
     pub inbox: usize,
     pub tickets: usize,
     pub feedback: usize,
+    pub retries: usize,
     /// Strangers' refusal days (`people` tree).
     pub refusals: usize,
 }
 
 impl Store {
     /// Bounds the storage that grows with every turn: removes answered inbox entries received
-    /// before `older_than_unix` (unix seconds) and option and feedback tickets created before
-    /// it, with the unreadable records of those trees, and strangers' refusal days before the
-    /// cutoff's day. A pending or stored inbox entry is never removed: its turn is not
-    /// finished. A button whose ticket was pruned answers "expired".
+    /// before `older_than_unix` (unix seconds), and option and feedback tickets and retries
+    /// created before it, with the unreadable records of those trees, and strangers' refusal
+    /// days before the cutoff's day. A pending or stored inbox entry is never removed: its turn
+    /// is not finished. A button whose ticket was pruned answers "expired".
     pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
         let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
         Ok(PruneReport {
             inbox: self.prune_inbox(older_than_unix)?,
             tickets,
             feedback,
+            retries: self.prune_retries(older_than_unix)?,
             refusals: self.prune_refusals(older_than_unix)?,
         })
     }

@@ -181,6 +181,11 @@ impl Store {
         })
     }
 
+    /// The vote recorded on feedback ticket `id` (`None`: none yet, or no such ticket).
+    pub fn feedback_vote(&self, id: &str) -> Option<bool> {
+        read_json::<FeedbackTicket>(&self.feedback, FEEDBACK_TREE, id.as_bytes())?.vote
+    }
+
     /// Removes option and feedback tickets created before `before` (unix seconds), and
     /// unreadable ones; returns how many of each went.
     pub(super) fn prune_tickets(&self, before: i64) -> anyhow::Result<(usize, usize)> {
@@ -196,7 +201,7 @@ impl Store {
 
 /// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
 /// ticket) is drawn again rather than overwritten.
-fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
+pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
     loop {
         let id = random_id()?;
         if tree

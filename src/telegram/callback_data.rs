@@ -5,7 +5,7 @@
 //!   prefix, cut on a UTF-8 boundary so the whole string fits 64 bytes. The full label comes
 //!   from the record, so a long or non-ASCII label never breaks the keyboard.
 //! - Actions: `__act__<action>|<payload>`, payloads short by construction (model *keys*, not
-//!   slugs).
+//!   slugs; ticket ids).
 //!
 //! On top of the two formats, [`OptionPress`] and [`Action`] are what the dispatcher's schema
 //! routes on: one branch per action.
@@ -182,6 +182,8 @@ pub enum Action {
     Stop(TurnId),
     /// The mark of an option already chosen: pressing it changes nothing.
     Chosen,
+    /// Run the message of a failed turn again (retry ticket `ticket`), once.
+    Retry { ticket: String },
     /// "Request access" under a stranger's refusal: only the user whose id it carries may use
     /// it.
     RequestAccess(u64),
@@ -206,6 +208,7 @@ impl Action {
             }
             Self::Stop(turn) => encode_action("stop", &turn.to_string()),
             Self::Chosen => encode_action("chosen", ""),
+            Self::Retry { ticket } => encode_action("retry", ticket),
             Self::RequestAccess(user) => encode_action("access", &user.to_string()),
         }
     }
@@ -245,6 +248,7 @@ impl Action {
             }
             "stop" => Self::Stop(TurnId::parse(&payload)?),
             "chosen" => Self::Chosen,
+            "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
             "access" => Self::RequestAccess(payload.parse().ok()?),
             _ => return None,
         })
@@ -451,6 +455,11 @@ mod tests {
                 .encode(),
                 kept_tail: "zzzzzzzzzzzzz.d",
             },
+            Case {
+                name: "retry button: the whole ticket",
+                data: Action::Retry { ticket: id.clone() }.encode(),
+                kept_tail: "zzzzzzzzzzzzz",
+            },
         ];
         for case in cases {
             let data = case
@@ -556,6 +565,7 @@ mod tests {
                     Action::Page { list: List::Skills, page: 12 },
                     Action::Stop(TurnId(id)),
                     Action::Chosen,
+                    Action::Retry { ticket: ticket.clone() },
                     Action::RequestAccess(id),
                 ] {
                     let data = action.encode().unwrap();

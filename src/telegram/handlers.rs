@@ -147,10 +147,7 @@ async fn model_command(app: &App, tg: &Outbox, chat: ChatId, id: &str) -> Handle
     if id.is_empty() {
         let current = app.model_for(chat.0).id;
         let markup = keyboards::markup(&actions::models_keyboard(app, &current));
-        let text = format!(
-            "Model for this chat: <b>{}</b>. Choose another:",
-            escape_html(&current)
-        );
+        let text = views::model_header_html(&current);
         send_html(bot, policy, chat, &text, Some(markup)).await?;
         return Ok(());
     }
@@ -182,8 +179,10 @@ pub async fn text(
     Ok(())
 }
 
-/// Photos go to a vision-capable model as a turn (the caption is the request). Photos for
-/// other models, stickers, voice notes and the like get a polite answer and no LLM call.
+/// Photos go to a vision-capable model as a turn (the caption is the request). For other
+/// models a photo's caption is answered as text, after a note that the image was not seen
+/// (without a caption, only the note). Stickers, voice notes and the like get a polite answer
+/// and no LLM call.
 pub async fn non_text(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -206,8 +205,25 @@ pub async fn non_text(
             return Ok(());
         }
         Some(_) => {
-            "This chat's model cannot see images. Please describe the picture in text, or ask an \
-             admin to switch to a model that can."
+            let caption = msg
+                .caption()
+                .map(|c| without_mention(c, &me))
+                .filter(|c| !c.is_empty());
+            let vision: Vec<&str> = app
+                .config()
+                .models
+                .iter()
+                .filter(|m| m.vision)
+                .map(|m| m.id.as_str())
+                .collect();
+            let current = app.model_for(chat.0).id;
+            let note = media::unseen_image_note(&current, &vision, caption.is_some());
+            notify(tg.bot(), tg.policy(), chat, &note).await;
+            if let Some(caption) = caption {
+                let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
+                start_turn(&app, &tg, &update, &msg, role, text, None).await;
+            }
+            return Ok(());
         }
         None => "I can only read text messages and photos. Please send your request as text.",
     };
@@ -343,6 +359,7 @@ pub async fn option_pressed(
     let label = ticket.labels[index].clone();
     let chosen = Keyboard::Answer {
         options: Options::Chosen(label.clone()),
+        vote: turn::vote_on(&app, ticket.feedback.as_deref()),
         feedback: ticket.feedback.clone(),
     };
     let out: Out = tg.clone();
@@ -375,8 +392,19 @@ pub async fn set_model_pressed(
         .iter()
         .find(|m| model_key(&m.id) == key)
         .map(|m| &m.id);
-    let outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
-    answer_press(&bot, &tg, &query, outcome).await
+    let mut outcome = actions::choose_model(&app, role, chat.0, id.map(String::as_str));
+    // The header names the model too: one edit puts the new text and the moved ✓ in place.
+    let switched = outcome.keyboard.take().filter(|_| !outcome.refused);
+    answer_press(&bot, &tg, &query, outcome).await?;
+    if let (Some(keyboard), Some(message)) = (switched, query.message.as_ref()) {
+        let html = views::model_header_html(&app.model_for(chat.0).id);
+        let markup = keyboards::markup(&keyboard);
+        let edited = edit_html(&bot, tg.policy(), chat, message.id(), &html, Some(markup)).await;
+        if let Err(e) = edited {
+            tracing::warn!(chat = chat.0, error = %e, "cannot update the /model message");
+        }
+    }
+    Ok(())
 }
 
 /// 🧹 Clear history.
@@ -521,6 +549,44 @@ pub async fn stop_pressed(
         },
     };
     answer_press(&bot, &tg, &query, outcome).await
+}
+
+/// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
+/// used up), the failed message runs again as a new turn, once; the button goes.
+pub async fn retry_pressed(
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    update: Update,
+    query: CallbackQuery,
+    role: Role,
+    chat: ChatId,
+    ticket: String,
+) -> HandlerResult {
+    let (bot, user) = (tg.bot(), query.from.id.0);
+    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
+        bot.answer_callback_query(query.id).text(refusal).await?;
+        return Ok(());
+    }
+    let retried = match turn::retry::claim(&app, chat.0, &ticket) {
+        Ok(retried) => retried,
+        Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
+    };
+    // Claimed: the message runs whatever became of the toast.
+    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
+    if let Err(e) = answer_press(bot, &tg, &query, outcome).await {
+        tracing::warn!(chat = chat.0, error = %e, "cannot answer a retry press");
+    }
+    let input = TurnInput {
+        chat: retried.chat,
+        user,
+        role,
+        update: Some(update.id.0),
+        text: retried.text,
+        image: retried.image,
+    };
+    let out: Out = tg.clone();
+    turn::accept(&app, &out, input).await;
+    Ok(())
 }
 
 /// The mark of an option already chosen.

@@ -15,15 +15,32 @@ const BUTTON_TEXT_CHARS: usize = 40;
 pub fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
     let rows: Vec<Vec<InlineKeyboardButton>> = match keyboard {
         Keyboard::None => Vec::new(),
-        Keyboard::Answer { options, feedback } => {
+        Keyboard::Answer {
+            options,
+            feedback,
+            vote,
+        } => {
             let mut rows = option_rows(options);
             rows.extend(feedback.as_deref().and_then(feedback_row));
-            rows
+            let keyboard = InlineKeyboardMarkup::new(rows);
+            return match (feedback, vote) {
+                (Some(ticket), Some(up)) => with_vote(&keyboard, ticket, *up),
+                _ => keyboard,
+            };
         }
         Keyboard::Clear => button("🧹 Clear history", &Action::Clear)
             .map(|b| vec![b])
             .into_iter()
             .collect(),
+        Keyboard::Retry(ticket) => button(
+            "🔁 Retry",
+            &Action::Retry {
+                ticket: ticket.clone(),
+            },
+        )
+        .map(|b| vec![b])
+        .into_iter()
+        .collect(),
         Keyboard::Models { models, current } => models
             .iter()
             .filter_map(|id| {

@@ -68,7 +68,8 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         )
         .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
         .branch(dptree::case![Action::Stop(turn)].endpoint(handlers::stop_pressed))
-        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed));
+        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed))
+        .branch(dptree::case![Action::Retry { ticket }].endpoint(handlers::retry_pressed));
     let options =
         dptree::filter_map(|query: CallbackQuery| decode_callback(query.data.as_deref()?))
             .filter_map(|decoded: (Option<String>, String)| OptionPress::from_decoded(decoded))

@@ -78,6 +78,8 @@ pub fn help_html(app: &App, role: Role) -> String {
          makes me reflect on what went wrong.\n\
          • <b>⏹ Stop</b> under an answer being written, or /cancel, stops it; the partial \
          answer is not remembered. An answer already saved is kept (I say so).\n\
+         • <b>🔁 Retry</b> shows when the language model failed for a passing reason: your \
+         message is kept, and a tap sends it again, once.\n\
          • <b>Photos</b>: send one with a question as its caption; models that cannot see \
          images answer the caption only.\n\
          • <b>Limits</b>: {limits_line}\n\n\
@@ -102,6 +104,14 @@ pub fn help_html(app: &App, role: Role) -> String {
         );
     }
     html
+}
+
+/// The text of `/model`'s message: the chat's model now, above the buttons to choose another.
+pub(crate) fn model_header_html(current: &str) -> String {
+    format!(
+        "Model for this chat: <b>{}</b>. Choose another:",
+        escape_html(current)
+    )
 }
 
 /// `n` with thin groups of three digits: 1234567 → "1,234,567".

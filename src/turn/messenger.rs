@@ -17,13 +17,17 @@ pub enum Keyboard {
     /// No buttons (an existing keyboard is removed).
     #[default]
     None,
-    /// Under an answer: its options, and the 👍/👎 of its feedback ticket.
+    /// Under an answer: its options, and the 👍/👎 of its feedback ticket with the vote
+    /// given so far (shown as `👍 ✓`), so an edit of the options keeps what the user sees.
     Answer {
         options: Options,
         feedback: Option<String>,
+        vote: Option<bool>,
     },
     /// A one-tap way out of a conversation too long for the model.
     Clear,
+    /// Under a failed answer: 🔁 Retry runs the message of retry ticket `ticket` again, once.
+    Retry(String),
     /// The configured models, one per button, `current` marked.
     Models {
         models: Vec<String>,
@@ -48,6 +52,7 @@ impl Keyboard {
         Self::Answer {
             options: Options::None,
             feedback,
+            vote: None,
         }
     }
 }

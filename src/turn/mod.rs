@@ -9,10 +9,11 @@
 //!
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
 //! implements; [`actions`] holds the chat-level decisions (clear, model switch, stop,
-//! feedback) that commands and buttons share.
+//! feedback) that commands and buttons share, and `retry` the 🔁 Retry of a failed turn.
 
 pub mod actions;
 pub mod messenger;
+pub(crate) mod retry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -244,6 +245,10 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         None => Live::default(),
     };
 
+    // A passing LLM failure keeps the message for one 🔁 Retry.
+    let (text, image) = (&input.text, input.image.as_deref());
+    let retry = retry::offer(&app, &mut result, chat, input.user, text, image);
+
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     store_turn(&app, &input, window.epoch, &model.id, &result);
     drop(typing);
@@ -320,9 +325,11 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 labels: attached.labels.clone(),
             },
             feedback: feedback.clone(),
+            vote: None,
         },
         _ => Keyboard::answer(feedback.clone()),
     };
+    let keyboard = retry.map_or(keyboard, Keyboard::Retry);
     let shown = out.answer(chat, live, &result.answer, keyboard).await;
     turn.apply(crate::cancel::Event::Show);
     // Shown, or given up on after Telegram's retries: either way, not to be redone. Recorded
@@ -352,6 +359,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                             ticket: attached.ticket,
                             labels: attached.labels,
                         },
+                        vote: vote_on(&app2, feedback.as_deref()),
                         feedback,
                     };
                     out.set_keyboard(chat, message, keyboard).await;
@@ -419,9 +427,9 @@ fn follow_ups(
     receiver
 }
 
-/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay), in
-/// the background: a new turn or a clear makes them an earlier answer's. An answer whose option
-/// was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
+/// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay, with
+/// the vote given), in the background: a new turn or a clear makes them an earlier answer's.
+/// An answer whose option was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
 /// if the chat's state cannot be read: no options are offered then).
 pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
     let (round, offered) = app
@@ -436,12 +444,22 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: i64) -> Option<u64> {
             .is_none_or(|ticket| ticket.chosen.is_none())
     {
         let out = out.clone();
+        let vote = vote_on(app, offered.feedback.as_deref());
         app.spawn(async move {
-            let keyboard = Keyboard::answer(offered.feedback);
+            let keyboard = Keyboard::Answer {
+                options: Options::None,
+                feedback: offered.feedback,
+                vote,
+            };
             out.set_keyboard(chat, offered.message, keyboard).await;
         });
     }
     Some(round)
+}
+
+/// The vote given so far on feedback ticket `feedback`, for a keyboard edit to keep showing.
+pub(crate) fn vote_on(app: &App, feedback: Option<&str>) -> Option<bool> {
+    app.store().feedback_vote(feedback?)
 }
 
 /// Records that `message` shows `attached` as the chat's live options; `false` when a newer

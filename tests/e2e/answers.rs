@@ -240,3 +240,46 @@ async fn earlier_options_are_removed_by_a_new_turn_and_by_clear_and_refused() {
     assert_eq!(removals.len(), 2, "one edit per retired keyboard");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_vote_stays_shown_when_the_options_are_retired() {
+    let h = Harness::start_with(llm(&["Yes", "No"], Duration::ZERO).await, |c| {
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "first");
+    let (first, _) =
+        h.tg.wait_for(|_| option_calls(&h, ALICE).first().and_then(option_keyboard))
+            .await;
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let up = buttons(&sent[0])
+        .into_iter()
+        .find(|d| d.starts_with("__act__fb|") && d.ends_with(".u"))
+        .expect("a 👍 button");
+    h.tg.press(ALICE, ALICE, first, &up);
+    h.tg.wait_for(|t| {
+        to_chat(t.calls("editMessageReplyMarkup"), ALICE)
+            .into_iter()
+            .find(|c| c.params["message_id"] == json!(first))
+    })
+    .await;
+
+    h.tg.send_text(ALICE, "second");
+    // The retiring edit takes the options off and keeps the vote's mark.
+    let retired =
+        h.tg.wait_for(|t| {
+            to_chat(t.calls("editMessageReplyMarkup"), ALICE)
+                .into_iter()
+                .filter(|c| c.params["message_id"] == json!(first))
+                .nth(1)
+        })
+        .await;
+    let rows = retired.params["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 1, "only the 👍/👎 row: {rows:?}");
+    assert_eq!(rows[0][0]["text"], "👍 ✓");
+    assert_eq!(rows[0][1]["text"], "👎");
+    h.stop().await;
+}

@@ -69,15 +69,19 @@ async fn admins_switch_the_model_of_one_chat_with_buttons() {
     let query = h.tg.press(ADMIN, ADMIN, message_id, &buttons[1].1);
     let toast = h.tg.wait_for(|_| answered(&h, &query)).await;
     assert_eq!(toast["text"], format!("Model: {OTHER_MODEL}"));
-    let edit =
-        h.tg.wait_for(|t| t.calls("editMessageReplyMarkup").pop())
-            .await;
-    assert!(
-        edit.params["reply_markup"]["inline_keyboard"][1][0]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("✓ other/")
+    // One edit: the header names the new model, and the ✓ moved with it.
+    let edit = h.tg.wait_for(|t| t.calls("editMessageText").pop()).await;
+    assert_eq!(edit.params["message_id"], message_id);
+    assert_eq!(
+        edit.params["text"],
+        format!("Model for this chat: <b>{OTHER_MODEL}</b>. Choose another:")
     );
+    let rows = &edit.params["reply_markup"]["inline_keyboard"];
+    assert_eq!(rows[0][0]["text"], "test-model");
+    assert!(rows[1][0]["text"].as_str().unwrap().starts_with("✓ other/"));
+    assert!(h.tg.calls("editMessageReplyMarkup").is_empty());
+    let shown = h.tg.screen(ADMIN);
+    assert!(shown[0].contains(OTHER_MODEL), "{shown:?}");
 
     h.tg.send_text(ADMIN, "which model?");
     h.tg.wait_messages(ADMIN, 2).await;
@@ -135,6 +139,7 @@ async fn non_admins_and_forged_actions_change_nothing() {
     h.tg.wait_messages(ADMIN, 2).await;
     assert_eq!(models_used(&h, "model?"), ["test-model", "test-model"]);
     assert!(h.tg.calls("editMessageReplyMarkup").is_empty());
+    assert!(h.tg.calls("editMessageText").is_empty());
     h.stop().await;
 }
 
@@ -260,6 +265,7 @@ async fn stats_and_help_depend_on_the_role() {
         "👍 / 👎",
         "heuristics",
         "⏹ Stop",
+        "🔁 Retry",
         "/cancel",
         "<b>Photos</b>",
         "up to 20 messages a minute",

@@ -342,18 +342,54 @@ async fn a_photo_reaches_a_vision_model_once_and_stays_out_of_history() {
         "no image bytes in the history"
     );
     h.stop().await;
+}
 
-    // Without a vision model: a polite answer, no LLM call.
-    let h = Harness::start(FakeLlm::answering("never").await).await;
-    h.tg.send_photo_with_caption(ALICE, Some("what is this?"));
-    let sent = h.tg.wait_messages(ALICE, 1).await;
+#[tokio::test]
+async fn a_photo_on_a_model_without_vision_gets_its_caption_answered_with_a_note() {
+    let llm =
+        FakeLlm::start(|req, _| Reply::text(&format!("about: {}", last_user_text(req)))).await;
+    let h = Harness::start_with(llm, |c| {
+        // The chat's model (the first) cannot see; the other one can.
+        c.models[1].vision = true;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_photo_with_caption(ALICE, Some("how do I fix this error?"));
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    let note = sent[0].params["text"].as_str().unwrap();
+    let vision_model = &h.config.models[1].id;
     assert!(
-        sent[0].params["text"]
-            .as_str()
-            .unwrap()
-            .contains("cannot see images")
+        note.contains("I did not see the image")
+            && note.contains("test-model")
+            && note.contains("answer its caption as text")
+            && note.contains(&format!("/model {vision_model} here")),
+        "{note}"
     );
-    assert!(h.llm.requests().is_empty());
+    let requests = h.llm.agent_requests();
+    assert_eq!(requests.len(), 1);
+    let asked = &requests[0]["messages"].as_array().unwrap().last().unwrap()["content"];
+    let asked = asked.as_str().expect("plain text content, no image part");
+    assert!(asked.starts_with("how do I fix this error?"), "{asked}");
+    assert!(!asked.contains("base64"), "{asked}");
+    assert!(h.tg.calls("getFile").is_empty(), "the photo is not fetched");
+    let answer = sent[1].params["text"].as_str().unwrap();
+    assert!(
+        answer.starts_with("about: how do I fix this error?"),
+        "{answer}"
+    );
+
+    // Without a caption: the note only, and no LLM call.
+    h.tg.send_photo_with_caption(ALICE, None);
+    let sent = h.tg.wait_messages(ALICE, 3).await;
+    let note = sent[2].params["text"].as_str().unwrap();
+    assert!(
+        note.contains("I did not see the image") && note.contains("cannot answer it"),
+        "{note}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(h.llm.agent_requests().len(), 1);
+    assert_eq!(h.tg.messages_to(ALICE).len(), 3);
     h.stop().await;
 }
 

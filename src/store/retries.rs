@@ -1,0 +1,230 @@
+//! The `retries` tree: what a 🔁 Retry button under a failed answer re-runs. The button carries
+//! only a random id (as option tickets do, so a forged press cannot reach another chat's
+//! message); the record holds the message as the user sent it, and whether it was retried.
+//! Claiming a retry is one atomic update, so two presses at once run the message once.
+
+use serde::{Deserialize, Serialize};
+
+use super::db::{self, Store};
+use super::records::{prune_json, update_json};
+use super::tickets::insert_new;
+
+const TREE: &str = db::RETRIES;
+
+/// A failed turn's message, kept for one retry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryTicket {
+    pub chat: i64,
+    pub user: u64,
+    /// The message as the turn got it (a typed text, or a pressed option's full label).
+    pub text: String,
+    /// The photo's Telegram `file_id`, if the message had one.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// Set by the press that claimed the retry.
+    pub used: bool,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+/// What pressing 🔁 Retry did.
+#[derive(Debug, PartialEq)]
+pub enum RetryClaim {
+    /// This press claimed the retry; the message to run again.
+    Claimed(RetryTicket),
+    /// An earlier press claimed it.
+    AlreadyUsed,
+    /// No such retry in the chat the press came from, or it is too old: nothing runs. One
+    /// answer for all, so a press learns nothing about other chats.
+    Expired,
+}
+
+/// What a press does to a retry; decided inside the atomic update, from the record it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Claim,
+    Used,
+    Expired,
+}
+
+/// The pure rule behind [`Store::claim_retry`]: only the retry's own chat may claim it, once,
+/// while it was created at or after `oldest` (unix seconds).
+fn judge(ticket: &RetryTicket, chat: i64, oldest: i64) -> Verdict {
+    if ticket.chat != chat || ticket.created < oldest {
+        Verdict::Expired
+    } else if ticket.used {
+        Verdict::Used
+    } else {
+        Verdict::Claim
+    }
+}
+
+impl Store {
+    /// Stores a retry under a new random id and returns the id.
+    pub fn create_retry(&self, ticket: &RetryTicket) -> anyhow::Result<String> {
+        insert_new(&self.retries, &serde_json::to_vec(ticket)?)
+    }
+
+    /// Claims retry `id` for a press in `chat`, if it was created at or after `oldest`. The
+    /// check and the claim are one atomic update: of two concurrent presses, one gets the
+    /// message and the other [`RetryClaim::AlreadyUsed`].
+    pub fn claim_retry(&self, id: &str, chat: i64, oldest: i64) -> anyhow::Result<RetryClaim> {
+        let mut verdict = Verdict::Expired;
+        let before = update_json(&self.retries, TREE, id.as_bytes(), |t: &mut RetryTicket| {
+            verdict = judge(t, chat, oldest);
+            if verdict != Verdict::Claim {
+                return false;
+            }
+            t.used = true;
+            true
+        })?;
+        Ok(match (before, verdict) {
+            (Some(ticket), Verdict::Claim) => RetryClaim::Claimed(ticket),
+            (Some(_), Verdict::Used) => RetryClaim::AlreadyUsed,
+            _ => RetryClaim::Expired,
+        })
+    }
+
+    /// Removes retries created before `before` (unix seconds), and unreadable ones.
+    pub(super) fn prune_retries(&self, before: i64) -> anyhow::Result<usize> {
+        prune_json(&self.retries, TREE, |t: &RetryTicket| t.created < before)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket(chat: i64, created: i64, used: bool) -> RetryTicket {
+        RetryTicket {
+            chat,
+            user: 2,
+            text: "hello".into(),
+            image: None,
+            used,
+            created,
+        }
+    }
+
+    #[test]
+    fn a_retry_is_claimed_once_in_its_own_chat_while_fresh() {
+        struct Case {
+            name: &'static str,
+            ticket: RetryTicket,
+            chat: i64,
+            oldest: i64,
+            verdict: Verdict,
+        }
+        let cases = [
+            Case {
+                name: "fresh, own chat",
+                ticket: ticket(1, 100, false),
+                chat: 1,
+                oldest: 50,
+                verdict: Verdict::Claim,
+            },
+            Case {
+                name: "created exactly at the limit",
+                ticket: ticket(1, 50, false),
+                chat: 1,
+                oldest: 50,
+                verdict: Verdict::Claim,
+            },
+            Case {
+                name: "already used",
+                ticket: ticket(1, 100, true),
+                chat: 1,
+                oldest: 50,
+                verdict: Verdict::Used,
+            },
+            Case {
+                name: "too old",
+                ticket: ticket(1, 10, false),
+                chat: 1,
+                oldest: 50,
+                verdict: Verdict::Expired,
+            },
+            Case {
+                name: "another chat's",
+                ticket: ticket(1, 100, false),
+                chat: 7,
+                oldest: 50,
+                verdict: Verdict::Expired,
+            },
+            Case {
+                name: "another chat's, used: says nothing about it",
+                ticket: ticket(1, 100, true),
+                chat: 7,
+                oldest: 50,
+                verdict: Verdict::Expired,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                judge(&case.ticket, case.chat, case.oldest),
+                case.verdict,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn claiming_marks_the_record_and_a_second_claim_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let fresh = ticket(1, 100, false);
+        let id = store.create_retry(&fresh).unwrap();
+        assert_eq!(
+            store.claim_retry(&id, 7, 0).unwrap(),
+            RetryClaim::Expired,
+            "another chat claims nothing"
+        );
+        assert_eq!(
+            store.claim_retry(&id, 1, 0).unwrap(),
+            RetryClaim::Claimed(fresh)
+        );
+        assert_eq!(
+            store.claim_retry(&id, 1, 0).unwrap(),
+            RetryClaim::AlreadyUsed
+        );
+        assert_eq!(
+            store.claim_retry("0000000000000", 1, 0).unwrap(),
+            RetryClaim::Expired
+        );
+        store.retries.insert("garbage", "{").unwrap();
+        assert_eq!(
+            store.claim_retry("garbage", 1, 0).unwrap(),
+            RetryClaim::Expired
+        );
+        assert_eq!(
+            store.prune_retries(50).unwrap(),
+            1,
+            "only the unreadable one"
+        );
+        assert_eq!(store.prune_retries(200).unwrap(), 1);
+    }
+
+    #[test]
+    fn of_many_presses_at_once_exactly_one_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = store.create_retry(&ticket(1, 100, false)).unwrap();
+        let claims: Vec<RetryClaim> = std::thread::scope(|scope| {
+            let presses: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 0).unwrap()))
+                .collect();
+            presses.into_iter().map(|p| p.join().unwrap()).collect()
+        });
+        let claimed = claims
+            .iter()
+            .filter(|c| matches!(c, RetryClaim::Claimed(_)))
+            .count();
+        assert_eq!(claimed, 1, "{claims:?}");
+        assert!(
+            claims
+                .iter()
+                .all(|c| matches!(c, RetryClaim::Claimed(_) | RetryClaim::AlreadyUsed))
+        );
+    }
+}

@@ -66,8 +66,7 @@ impl Stop {
         match self {
             Self::Stopped => "Stopped. Nothing of that request was kept.",
             Self::Kept => KEPT,
-            Self::Over => "That answer is already complete: there is nothing to stop.",
-            Self::Nothing => "Nothing is running.",
+            Self::Over | Self::Nothing => "Nothing is running.",
         }
     }
 

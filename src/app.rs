@@ -12,6 +12,7 @@ use crate::agent::Agent;
 use crate::agent::mcp::Mcp;
 use crate::agent::tools::Tools;
 use crate::background::Background;
+use crate::cancel::Turns;
 use crate::config::{Config, ModelConfig};
 use crate::learning::Learning;
 use crate::limits::Limits;
@@ -26,6 +27,8 @@ pub struct App {
     learning: Learning,
     limits: Limits,
     queues: ChatQueues,
+    /// The turn running in each chat, with its phase (what a stop may still do).
+    turns: Arc<Turns>,
     /// Bounds the turns running at once across all chats.
     turn_slots: tokio::sync::Semaphore,
     /// Follow-ups of answers (option buttons, reflections), aborted at the end of a shutdown.
@@ -54,6 +57,7 @@ impl App {
             learning,
             limits: Limits::new(config.limits.clone()),
             queues: ChatQueues::default(),
+            turns: Arc::default(),
             background: Background::default(),
             admin_alerted: std::sync::Mutex::new(None),
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
@@ -99,6 +103,10 @@ impl App {
 
     pub(crate) fn queues(&self) -> &ChatQueues {
         &self.queues
+    }
+
+    pub(crate) fn turns(&self) -> &Arc<Turns> {
+        &self.turns
     }
 
     /// Waits for a turn slot (the semaphore is never closed, so this only waits).

@@ -2,15 +2,16 @@
 //!
 //! The layers, each importing only the ones before it:
 //! [`config`], [`conversation`] → [`llm`], [`store`] → [`agent`], [`learning`], [`options`],
-//! [`limits`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one turn) →
-//! [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A lower layer
-//! that must talk back (the turn showing an answer) does so through a trait it owns
+//! [`limits`], [`cancel`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one
+//! turn) → [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A
+//! lower layer that must talk back (the turn showing an answer) does so through a trait it owns
 //! ([`turn::Messenger`]), which the adapter implements. `scripts/modgraph.py` prints the
 //! file-level import graph and fails on any cycle.
 
 pub mod agent;
 pub mod app;
 pub mod background;
+pub mod cancel;
 pub mod config;
 pub mod conversation;
 pub mod learning;

@@ -1,12 +1,13 @@
 //! One turn at a time per conversation (a chat, or a forum topic of one), conversations in
 //! parallel.
 //!
-//! Each chat or topic with work has a lane: an unbounded FIFO and one worker task that runs the lane's
-//! jobs in order, each as its own task so `/cancel` can abort it without touching the lane.
+//! Each chat or topic with work has a lane: an unbounded FIFO and one worker task that runs the
+//! lane's jobs in order, each as its own task, so a shutdown can abort it without touching the
+//! lane.
 //! A lane's worker exits when the lane is empty, so idle chats cost nothing. Handlers only
 //! enqueue and return, which keeps the dispatcher free for `/cancel` and callback presses while
-//! a turn runs. Aborting drops the turn's future: it has written nothing yet (history is written
-//! at the end of a turn), so a cancelled turn leaves no partial history.
+//! a turn runs. `/cancel` does not abort a job here: the turn stops itself at a safe point
+//! (see [`crate::cancel`]).
 //!
 //! A job that panics is reported: the lane runs the job's `on_panic` future (given with the
 //! job, so it knows the job's tag and chat), then goes on with the chat's next job.
@@ -29,16 +30,9 @@ type Job = (BoxedJob, Option<u32>, BoxedJob);
 
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
-    /// The running job and its tag.
-    running: Option<(AbortHandle, Option<u32>)>,
+    /// The running job.
+    running: Option<AbortHandle>,
     worker: Option<AbortHandle>,
-}
-
-/// What [`ChatQueues::cancel`] stopped.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Cancelled {
-    /// The tag the job was queued with.
-    pub tag: Option<u32>,
 }
 
 /// The per-chat lanes. Cheap to clone.
@@ -54,7 +48,8 @@ impl ChatQueues {
         self.lanes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a job behind the chat's earlier ones; `tag` comes back from [`Self::cancel`].
+    /// Queues a job behind the chat's earlier ones; `tag` (the update it answers) names it
+    /// in the log if it panics.
     /// `on_panic` runs (in the lane, before the next job) only if the job panics.
     pub fn enqueue(
         &self,
@@ -102,7 +97,7 @@ impl ChatQueues {
             };
             let task = tokio::spawn(job);
             if let Some(lane) = self.lanes().get_mut(&chat) {
-                lane.running = Some((task.abort_handle(), tag));
+                lane.running = Some(task.abort_handle());
             }
             if let Err(e) = task.await
                 && e.is_panic()
@@ -121,19 +116,11 @@ impl ChatQueues {
         }
     }
 
-    /// Aborts the chat's running job, if any; queued jobs still run.
-    pub fn cancel(&self, chat: impl Into<Conversation>) -> Option<Cancelled> {
-        let (handle, tag) = self.lanes().get_mut(&chat.into())?.running.take()?;
-        handle.abort();
-        Some(Cancelled { tag })
-    }
-
     /// Aborts every running and queued job (the end of a shutdown's grace period).
     pub fn abort_all(&self) {
         for (_, lane) in self.lanes().drain() {
             lane.running
                 .iter()
-                .map(|(handle, _)| handle)
                 .chain(&lane.worker)
                 .for_each(AbortHandle::abort);
         }
@@ -163,7 +150,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
-    async fn one_chat_in_order_chats_in_parallel_and_cancel() {
+    async fn one_chat_in_order_chats_in_parallel_and_abort_all() {
         let queues = ChatQueues::default();
         let log = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
@@ -194,22 +181,37 @@ mod tests {
         assert!(queues.drain(Duration::from_secs(5)).await);
         assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 4]);
 
-        let finished = Arc::new(AtomicUsize::new(0));
-        let f = finished.clone();
+        // A running job is dropped by `abort_all` (its future's guard runs), not waited for.
+        struct Dropped(Arc<AtomicUsize>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.store(1, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let guard = Dropped(dropped.clone());
         queues.enqueue(
             3,
             Some(42),
             async move {
+                let _guard = guard;
                 tokio::time::sleep(Duration::from_secs(30)).await;
-                f.store(1, Ordering::SeqCst);
             },
             async {},
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(queues.cancel(3), Some(Cancelled { tag: Some(42) }));
-        assert!(queues.drain(Duration::from_secs(1)).await);
-        assert_eq!(finished.load(Ordering::SeqCst), 0);
-        assert_eq!(queues.cancel(3), None);
+        assert_eq!(queues.busy_chats(), 1);
+        assert_eq!(dropped.load(Ordering::SeqCst), 0, "still running");
+        queues.abort_all();
+        assert_eq!(queues.busy_chats(), 0);
+        let until = tokio::time::Instant::now() + Duration::from_secs(5);
+        while dropped.load(Ordering::SeqCst) == 0 {
+            assert!(
+                tokio::time::Instant::now() < until,
+                "the job was not aborted"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// The topics of one forum are lanes of their own: a long turn in one topic does not hold
@@ -247,11 +249,7 @@ mod tests {
         })
         .await
         .expect("the other topic's job ran while the first topic's was still running");
-        assert_eq!(
-            queues.cancel(-5),
-            None,
-            "the chat outside topics has no lane"
-        );
+        assert_eq!(queues.busy_chats(), 1, "only the slow topic's lane is left");
         let _ = release.send(());
         assert!(queues.drain(Duration::from_secs(5)).await);
     }

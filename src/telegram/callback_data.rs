@@ -22,6 +22,8 @@
 //! assert!(label.chars().all(|c| c == 'é'));
 //! ```
 
+use crate::cancel::TurnId;
+
 /// Callback data prefix for dynamic option buttons.
 pub const CALLBACK_PREFIX: &str = "__opt__";
 
@@ -176,8 +178,8 @@ pub enum Action {
     Approve { id: u64, list: List, page: u32 },
     /// Forget a learned heuristic, then show page `page` of `list` again.
     Forget { id: u64, list: List, page: u32 },
-    /// Stop the turn being worked on.
-    Stop,
+    /// Stop turn `TurnId` (only while it runs: an old ⏹ names a turn that is over).
+    Stop(TurnId),
     /// The mark of an option already chosen: pressing it changes nothing.
     Chosen,
     /// Run the message of a failed turn again (retry ticket `ticket`), once.
@@ -204,7 +206,7 @@ impl Action {
             Self::Forget { id, list, page } => {
                 encode_action("forget", &format!("{id}.{}{page}", list.code()))
             }
-            Self::Stop => encode_action("stop", ""),
+            Self::Stop(turn) => encode_action("stop", &turn.to_string()),
             Self::Chosen => encode_action("chosen", ""),
             Self::Retry { ticket } => encode_action("retry", ticket),
             Self::RequestAccess(user) => encode_action("access", &user.to_string()),
@@ -244,7 +246,7 @@ impl Action {
                     Self::Forget { id, list, page }
                 }
             }
-            "stop" => Self::Stop,
+            "stop" => Self::Stop(TurnId::parse(&payload)?),
             "chosen" => Self::Chosen,
             "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
             "access" => Self::RequestAccess(payload.parse().ok()?),
@@ -469,6 +471,59 @@ mod tests {
         }
     }
 
+    #[test]
+    fn stop_data_names_its_turn_and_garbled_data_names_none() {
+        struct Case {
+            name: &'static str,
+            data: &'static str,
+            action: Option<Action>,
+        }
+        let cases = [
+            Case {
+                name: "the largest turn id",
+                data: "__act__stop|3w5e11264sgsf",
+                action: Some(Action::Stop(TurnId(u64::MAX))),
+            },
+            Case {
+                name: "a short id",
+                data: "__act__stop|z",
+                action: Some(Action::Stop(TurnId(35))),
+            },
+            Case {
+                name: "a ⏹ from before turns had ids",
+                data: "__act__stop|",
+                action: None,
+            },
+            Case {
+                name: "no payload at all",
+                data: "__act__stop",
+                action: None,
+            },
+            Case {
+                name: "an id that overflows",
+                data: "__act__stop|zzzzzzzzzzzzz",
+                action: None,
+            },
+            Case {
+                name: "garbage",
+                data: "__act__stop|1;drop",
+                action: None,
+            },
+        ];
+        for case in cases {
+            let (name, payload) = decode_action(case.data).unwrap();
+            assert_eq!(
+                Action::from_decoded(&name, payload),
+                case.action,
+                "case: {}",
+                case.name
+            );
+        }
+        let longest = Action::Stop(TurnId(u64::MAX)).encode().unwrap();
+        assert_eq!(longest, "__act__stop|3w5e11264sgsf");
+        assert!(longest.len() <= MAX_CALLBACK_BYTES);
+    }
+
     mod properties {
         use super::*;
         use proptest::prelude::*;
@@ -508,7 +563,7 @@ mod tests {
                     Action::Forget { id, list: List::Pending, page: 999 },
                     Action::Approve { id, list: List::Heuristics, page: 0 },
                     Action::Page { list: List::Skills, page: 12 },
-                    Action::Stop,
+                    Action::Stop(TurnId(id)),
                     Action::Chosen,
                     Action::Retry { ticket: ticket.clone() },
                     Action::RequestAccess(id),

@@ -20,11 +20,12 @@ use super::render::escape_html;
 use super::send::{edit_html, edit_keyboard, notify, send_html};
 use super::{keyboards, media, stats, tool_list, views};
 use crate::app::App;
+use crate::cancel::TurnId;
 use crate::config::Role;
 use crate::conversation::Conversation;
 use crate::limits::{Refusal, Verdict};
 use crate::options::{self, Press};
-use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome};
+use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 type HandlerResult = anyhow::Result<()>;
@@ -134,16 +135,9 @@ pub async fn command(
         Command::Cancel => {
             // Asked before the stop: a live message on screen confirms it itself.
             let live = tg.shows_live(chat);
-            if !actions::cancel(&app, chat) {
-                notify(bot, policy, chat, "Nothing is running.").await;
-            } else if !live {
-                notify(
-                    bot,
-                    policy,
-                    chat,
-                    "Stopped. Nothing of that request was kept.",
-                )
-                .await;
+            match actions::cancel(&app, chat, None) {
+                Stop::Stopped if live => {}
+                stop => notify(bot, policy, chat, stop.reply()).await,
             }
         }
         Command::Stats => {
@@ -557,18 +551,31 @@ async fn review_press(
     Ok(())
 }
 
-/// ⏹ Stop under a streaming answer.
+/// ⏹ Stop under a streaming answer: stops its own turn only, and only before that turn's
+/// answer is kept. A ⏹ still on screen after its turn is over (a final edit that failed, a
+/// crash) is taken away.
 pub async fn stop_pressed(
     bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
     chat: Conversation,
+    turn: TurnId,
 ) -> HandlerResult {
-    let outcome = if actions::cancel(&app, chat) {
-        Outcome::done("Stopped", None)
-    } else {
-        Outcome::refuse("Nothing is running")
+    let stop = actions::cancel(&app, chat, Some(turn));
+    let dead = stop == Stop::Over
+        && query
+            .message
+            .as_ref()
+            .and_then(|m| m.regular_message())
+            .and_then(|m| m.reply_markup())
+            .is_some_and(keyboards::only_stop);
+    let outcome = match stop {
+        Stop::Stopped => Outcome::done(stop.toast(), None),
+        _ => Outcome {
+            keyboard: dead.then_some(Keyboard::None),
+            ..Outcome::refuse(stop.toast())
+        },
     };
     answer_press(&bot, &tg, &query, outcome).await
 }

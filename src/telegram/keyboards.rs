@@ -3,7 +3,8 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
-use super::callback_data::{Action, OptionPress};
+use super::callback_data::{Action, OptionPress, decode_action};
+use crate::cancel::TurnId;
 use crate::turn::{Keyboard, Options};
 
 /// Longest button text shown; the full label still reaches the conversation.
@@ -127,9 +128,22 @@ pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
     Some(InlineKeyboardButton::callback(text, data))
 }
 
-/// The Stop button under a streaming answer.
-pub fn stop() -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop).map(|b| vec![b]))
+/// The Stop button under turn `turn`'s streaming answer.
+pub fn stop(turn: TurnId) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop(turn)).map(|b| vec![b]))
+}
+
+/// Whether `markup` is nothing but ⏹ buttons: the live keyboard of a turn that is over (a
+/// final edit that failed, or a crash), which a press then takes away.
+pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
+    let mut buttons = markup.inline_keyboard.iter().flatten().peekable();
+    buttons.peek().is_some()
+        && buttons.all(|button| match &button.kind {
+            InlineKeyboardButtonKind::CallbackData(data) => decode_action(data)
+                .and_then(|(action, payload)| Action::from_decoded(&action, payload))
+                .is_some_and(|action| matches!(action, Action::Stop(_))),
+            _ => false,
+        })
 }
 
 /// A label shortened for a button.
@@ -158,6 +172,48 @@ pub fn model_key(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_keyboard_of_stop_buttons_is_a_dead_live_keyboard() {
+        struct Case {
+            name: &'static str,
+            markup: InlineKeyboardMarkup,
+            only_stop: bool,
+        }
+        let cases = [
+            Case {
+                name: "the live keyboard",
+                markup: stop(TurnId(7)),
+                only_stop: true,
+            },
+            Case {
+                name: "an answer's 👍/👎",
+                markup: markup(&Keyboard::answer(Some("t".into()))),
+                only_stop: false,
+            },
+            Case {
+                name: "no buttons",
+                markup: markup(&Keyboard::None),
+                only_stop: false,
+            },
+            Case {
+                name: "a ⏹ next to something else",
+                markup: InlineKeyboardMarkup::new([
+                    stop(TurnId(7)).inline_keyboard[0].clone(),
+                    vec![InlineKeyboardButton::callback("x", "__act__clear|")],
+                ]),
+                only_stop: false,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                only_stop(&case.markup),
+                case.only_stop,
+                "case: {}",
+                case.name
+            );
+        }
+    }
 
     #[test]
     fn model_keys_are_short_stable_and_distinct() {

@@ -70,7 +70,7 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
             dptree::case![Action::Approve { id, list, page }].endpoint(handlers::approve_pressed),
         )
         .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
-        .branch(dptree::case![Action::Stop].endpoint(handlers::stop_pressed))
+        .branch(dptree::case![Action::Stop(turn)].endpoint(handlers::stop_pressed))
         .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed))
         .branch(dptree::case![Action::Retry { ticket }].endpoint(handlers::retry_pressed));
     let options =

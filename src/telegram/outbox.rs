@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::send::{SendPolicy, Target, edit_keyboard, notify, typing};
 use super::{keyboards, media, stream};
 use crate::agent::AgentEvent;
+use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
@@ -67,6 +68,7 @@ impl Messenger for Outbox {
         &self,
         chat: Conversation,
         reply_to: Option<i32>,
+        turn: TurnId,
         events: mpsc::UnboundedReceiver<AgentEvent>,
         on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>> {
@@ -75,6 +77,7 @@ impl Messenger for Outbox {
             self.policy.clone(),
             Target::new(chat, reply_to),
             self.live_interval,
+            turn,
             self.on_screen.clone(),
             on_visible,
         );

@@ -5,9 +5,9 @@
 //! (it is then sent once, rendered, with its keyboard); after that the display is edited at most once per
 //! `chat_interval_ms` (every send and edit also goes through the per-chat limiter, so flood
 //! control never triggers). Past 4096 UTF-16 units the display moves on to a new message. The
-//! last message carries a Stop button. When the turn is done, [`finish`] edits the messages
-//! into the properly rendered answer (tool progress removed) with its keyboard; if the turn was
-//! stopped instead, the display says so.
+//! last message carries a Stop button that names the turn. When the turn is done, [`finish`]
+//! edits the messages into the properly rendered answer (tool progress removed) with its
+//! keyboard; if the turn was stopped instead, the display says so.
 
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use super::keyboards;
 use super::render::{render_partial, render_parts};
 use super::send::{SendPolicy, Target, edit_html, send_html, with_retry};
 use crate::agent::AgentEvent;
+use crate::cancel::TurnId;
 use crate::conversation::Conversation;
 use crate::turn::{Live, OnVisible};
 
@@ -56,6 +57,8 @@ pub struct Display {
     to: Target,
     /// Spacing of edits (the chat's pacing interval).
     interval: Duration,
+    /// The turn shown, which its Stop button names.
+    turn: TurnId,
     shown: Vec<Shown>,
     on_screen: OnScreen,
     /// Told around the first send, so a crash after it edits this display, not a new one.
@@ -68,6 +71,7 @@ impl Display {
         policy: SendPolicy,
         to: Target,
         interval: Duration,
+        turn: TurnId,
         on_screen: OnScreen,
         on_visible: OnVisible,
     ) -> Self {
@@ -76,6 +80,7 @@ impl Display {
             policy,
             to,
             interval,
+            turn,
             shown: Vec::new(),
             on_screen,
             on_visible,
@@ -148,14 +153,14 @@ impl Display {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
-        let (bot, policy) = (&self.bot, &self.policy);
+        let (bot, policy, turn) = (&self.bot, &self.policy, self.turn);
         // Edits keep the topic (a message that is gone is sent anew there), never the reply.
         let chat = self.to.without_reply();
         let parts = render_partial(markdown);
         let last = parts.len().saturating_sub(1);
         for (i, html) in parts.into_iter().enumerate() {
             let stop = i == last;
-            let markup = stop.then(keyboards::stop);
+            let markup = stop.then(|| keyboards::stop(turn));
             match self.shown.get_mut(i) {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
                 Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {
@@ -163,6 +168,9 @@ impl Display {
                     Err(e) => tracing::debug!(chat = chat.chat.0, error = %e, "live edit failed"),
                 },
                 None => {
+                    // On screen from the moment the send starts (it may wait for the chat's
+                    // slot): a `/cancel` meanwhile leaves the one confirmation to this message.
+                    on_screen(&self.on_screen).insert(chat.conversation());
                     // The first message of the answer: recorded before it may be seen.
                     let first = i == 0;
                     if first {
@@ -171,7 +179,6 @@ impl Display {
                     match send_html(bot, policy, self.to, &html, markup).await {
                         Ok(message) => {
                             self.to = chat;
-                            on_screen(&self.on_screen).insert(chat.conversation());
                             self.shown.push(Shown {
                                 id: message.id,
                                 html,
@@ -182,7 +189,10 @@ impl Display {
                             }
                         }
                         Err(e) => {
-                            tracing::debug!(chat = chat.chat.0, error = %e, "live send failed")
+                            if self.shown.is_empty() {
+                                on_screen(&self.on_screen).remove(&chat.conversation());
+                            }
+                            tracing::debug!(chat = chat.chat.0, error = %e, "live send failed");
                         }
                     }
                 }

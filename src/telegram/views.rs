@@ -76,7 +76,8 @@ pub fn help_html(app: &App, role: Role) -> String {
          • <b>👍 / 👎</b> rate an answer (you can change your vote once). I learn short \
          heuristics from my tasks; your ratings decide which ones I keep using, and a 👎 \
          makes me reflect on what went wrong.\n\
-         • <b>⏹ Stop</b> under an answer being written, or /cancel, stops it.\n\
+         • <b>⏹ Stop</b> under an answer being written, or /cancel, stops it; the partial \
+         answer is not remembered. An answer already saved is kept (I say so).\n\
          • <b>🔁 Retry</b> shows when the language model failed for a passing reason: your \
          message is kept, and a tap sends it again, once.\n\
          • <b>Photos</b>: send one with a question as its caption; models that cannot see \

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use super::Keyboard;
 use crate::app::App;
+use crate::cancel::{Found, TurnId, Verdict};
 use crate::config::Role;
 use crate::conversation::Conversation;
-use crate::store::{InboxState, ReflectionJob, Vote};
+use crate::store::{ReflectionJob, Vote};
 
 /// The toast of a press whose data names nothing live (an expired, forged or unknown button).
 pub const EXPIRED: &str = "This option has expired";
@@ -47,29 +48,62 @@ impl Outcome {
     }
 }
 
-/// Stops the turn running in `chat` (/cancel, ⏹ Stop); says whether one was running. Its
-/// future is dropped before it wrote any history, and its update is marked done (flushed in
-/// the background), so recovery never resumes a stopped turn.
-pub fn cancel(app: &Arc<App>, chat: Conversation) -> bool {
-    let Some(cancelled) = app.queues().cancel(chat) else {
-        return false;
-    };
-    if let Some(update) = cancelled.tag {
-        // Written now (an in-memory sled write), flushed in the background; a shutdown's final
-        // flush persists it too.
-        match app.store().set_update_state(update, InboxState::Answered) {
-            Ok(()) => {
-                let store = app.store().clone();
-                app.spawn(async move {
-                    if let Err(e) = store.flush_async().await {
-                        tracing::warn!(error = %e, "cannot flush a cancelled update's state");
-                    }
-                });
-            }
-            Err(e) => tracing::warn!(update, error = %e, "cannot mark a cancelled update done"),
+/// What a stop request came to, for the command's reply or the button's toast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The turn stops before its history write: nothing of it is kept.
+    Stopped,
+    /// Too late: the turn's answer is stored (or being stored) and is shown.
+    Kept,
+    /// The turn's answer is already on screen, or the ⏹ belongs to a turn that is over.
+    Over,
+    /// `/cancel` with no turn running in the chat.
+    Nothing,
+}
+
+impl Stop {
+    /// The reply to `/cancel` (when no live message confirms a stop itself).
+    pub fn reply(self) -> &'static str {
+        match self {
+            Self::Stopped => "Stopped. Nothing of that request was kept.",
+            Self::Kept => KEPT,
+            Self::Over | Self::Nothing => "Nothing is running.",
         }
     }
-    true
+
+    /// The toast of a ⏹ press.
+    pub fn toast(self) -> &'static str {
+        match self {
+            Self::Stopped => "Stopped",
+            Self::Kept => KEPT,
+            Self::Over | Self::Nothing => "That answer is already complete",
+        }
+    }
+}
+
+/// What a stop that came too late says: the answer was stored before it, and stays.
+const KEPT: &str = "Too late to stop: the answer was already saved, so it is kept.";
+
+/// Stops the turn running in `chat`: whichever runs (`/cancel`), or only turn `only` (its ⏹,
+/// so an old ⏹ stops nothing). The phase decides, atomically: a turn that has not begun its
+/// history write stops at its next safe point (it then marks its update done, so recovery
+/// never resumes it); a later stop leaves the answer as it is and says so.
+pub fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
+    let stop = match app.turns().stop(chat, only) {
+        Found::Turn(Verdict::Stopped) => Stop::Stopped,
+        // Stopped already and ending: its ⏹ pressed twice says so again; a second /cancel
+        // finds nothing left to stop.
+        Found::Turn(Verdict::AlreadyStopped) if only.is_some() => Stop::Stopped,
+        Found::Turn(Verdict::AlreadyStopped) => Stop::Nothing,
+        Found::Turn(Verdict::Kept) => Stop::Kept,
+        // The answer is on screen and only bookkeeping is left: for `/cancel`, nothing runs.
+        Found::Turn(_) if only.is_none() => Stop::Nothing,
+        Found::Turn(_) | Found::Other => Stop::Over,
+        Found::Nothing if only.is_some() => Stop::Over,
+        Found::Nothing => Stop::Nothing,
+    };
+    tracing::info!(%chat, turn = ?only, ?stop, "stop requested");
+    stop
 }
 
 /// Clears `chat`'s history (heuristics stay) and expires its option buttons.

@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::agent::AgentEvent;
+use crate::cancel::TurnId;
 use crate::conversation::Conversation;
 
 /// The buttons under a message.
@@ -83,14 +84,17 @@ pub trait Messenger: Send + Sync {
     /// Shows that an answer is being worked on, for as long as the returned future runs.
     fn typing(&self, chat: Conversation) -> BoxFuture<'static, ()>;
 
-    /// Shows a turn's progress as it happens (streamed text, tool progress, a Stop button).
-    /// Resolves when `events` ends: to what is on screen after [`AgentEvent::Finished`], or to
-    /// `None` when the turn was stopped (the sender dropped first), in which case the display
-    /// already says so. `on_visible` is awaited around its first send.
+    /// Shows a turn's progress as it happens (streamed text, tool progress, a Stop button
+    /// that names turn `turn`). Resolves when `events` ends: to what is on screen after
+    /// [`AgentEvent::Finished`] (sent only once the turn's answer is kept, so [`Self::answer`]
+    /// always finishes those messages), or to `None` when the turn was stopped (the sender
+    /// dropped first), in which case the display already says so and shows no Stop button.
+    /// `on_visible` is awaited around its first send.
     fn live(
         &self,
         chat: Conversation,
         reply_to: Option<i32>,
+        turn: TurnId,
         events: mpsc::UnboundedReceiver<AgentEvent>,
         on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>>;

@@ -256,6 +256,8 @@ pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this mess
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.
 pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
+    // Registered first, so a stop finds the turn while it waits for a slot too.
+    let turn = app.turns().begin(input.conversation());
     let Some(_slot) = app.turn_slot().await else {
         return;
     };
@@ -284,16 +286,20 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let (events, live) = if app.config().telegram.streaming && resumed.is_none() {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
         let on_visible = record_visible(&app, input.update, true);
-        let display = out.live(at, input.reply_to, receiver, on_visible);
+        let display = out.live(at, input.reply_to, turn.id(), receiver, on_visible);
         (Some(events), Some(tokio::spawn(display)))
     } else {
         (None, None)
     };
     let role = app.config().role_of(input.user);
-    let mut result = app
+    // The safe point: a stop before the agent is done drops its LLM or tool call at once and
+    // the turn stores nothing; once it is done, the turn is `Storing` and a stop keeps it.
+    let agent = app
         .agent()
-        .run(&model, prompt, user_message, events.as_ref(), role)
-        .await;
+        .run(&model, prompt, user_message, events.as_ref(), role);
+    let Some(mut result) = turn.until_store(agent).await else {
+        return stopped(&app, input.update, events, live).await;
+    };
     if let TurnStatus::LlmFailed(error) = &result.status
         && crate::agent::is_configuration_error(error)
         && !alert_admins(&app, &out, &model.id, error).await
@@ -409,6 +415,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
             on_visible,
         )
         .await;
+    turn.apply(crate::cancel::Event::Show);
     if resumed.is_some() && shown.is_empty() {
         out.notice(at, RESTART_NOTICE).await;
     }
@@ -447,6 +454,26 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
             });
         }
     }
+}
+
+/// Ends a turn stopped before its history write: its live display, left without `Finished`,
+/// marks the message stopped (awaited, so the chat's next turn comes after it), and its update
+/// is done (flushed in the background), so recovery never resumes it.
+async fn stopped(
+    app: &Arc<App>,
+    update: Option<u32>,
+    events: Option<tokio::sync::mpsc::UnboundedSender<AgentEvent>>,
+    live: Option<tokio::task::JoinHandle<Option<Live>>>,
+) {
+    drop(events);
+    if let Some(display) = live {
+        let _ = display.await;
+    }
+    if let Some(update) = update {
+        let app2 = app.clone();
+        app.spawn(async move { set_state(&app2, update, InboxState::Answered).await });
+    }
+    tracing::info!(update, "a turn was stopped before its history write");
 }
 
 /// Starts the turn's follow-ups in the background, on its own request prefix: option buttons

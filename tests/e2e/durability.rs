@@ -471,6 +471,7 @@ impl heurist::turn::Messenger for PanickingChat {
         &self,
         _chat: heurist::conversation::Conversation,
         _reply_to: Option<i32>,
+        _turn: heurist::cancel::TurnId,
         _events: tokio::sync::mpsc::UnboundedReceiver<heurist::agent::AgentEvent>,
         _on_visible: heurist::turn::OnVisible,
     ) -> futures_util::future::BoxFuture<'static, Option<heurist::turn::Live>> {

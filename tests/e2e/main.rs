@@ -4,6 +4,7 @@
 mod support;
 
 mod answers;
+mod cancel;
 mod commands;
 mod crashes;
 mod durability;

@@ -38,6 +38,9 @@ struct Inner {
     calls: Vec<Call>,
     /// Forced answers per method, used before normal handling: (HTTP status, body).
     scripted: HashMap<String, VecDeque<(u16, Value)>>,
+    /// Per method, how long its next calls' answers are held back (the call is recorded, and
+    /// its effect on screen made, at once: a slow network on the way back).
+    slow: HashMap<String, VecDeque<Duration>>,
     /// What each chat shows: message id → current text.
     screen: HashMap<i64, std::collections::BTreeMap<i64, String>>,
     /// The inline keyboard each message shows now: (chat, message id) → reply_markup.
@@ -329,6 +332,16 @@ impl FakeTelegram {
             .push_back((status, body));
     }
 
+    /// The next call of `method` is answered only after `delay` (recorded at once).
+    pub fn slow_answer(&self, method: &str, delay: Duration) {
+        let mut inner = self.inner.lock().unwrap();
+        inner
+            .slow
+            .entry(method.to_string())
+            .or_default()
+            .push_back(delay);
+    }
+
     pub fn calls(&self, method: &str) -> Vec<Call> {
         let inner = self.inner.lock().unwrap();
         inner
@@ -506,8 +519,9 @@ async fn handle(
     while hang && !fake.inner.lock().unwrap().hung_released {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (status, body) = {
+    let (status, body, delay) = {
         let mut inner = fake.inner.lock().unwrap();
+        let delay = inner.slow.get_mut(&method).and_then(VecDeque::pop_front);
         let scripted = inner
             .scripted
             .get_mut(&method)
@@ -532,9 +546,12 @@ async fn handle(
             ok: status == 200,
             result,
         });
-        (status, body)
+        (status, body, delay)
     };
     fake.called.notify_waiters();
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
 }
 

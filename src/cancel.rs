@@ -1,0 +1,502 @@
+//! Honest cancel: every running turn has an id and a phase, and a stop request is decided
+//! against that phase in one atomic step.
+//!
+//! A turn goes `Running` → `Storing` (its history write has begun: from here its answer is
+//! kept) → `Shown` (its answer is on screen). A stop while `Running` moves it to `Stopped`,
+//! which the turn notices at its next safe point (its LLM and tool calls are dropped at once);
+//! a turn that is `Stopped` never stores. A stop that comes later stops nothing and says why:
+//! the answer was kept, or is already complete. [`step`] is the whole state machine, pure;
+//! [`TurnControl`] holds one turn's phase in a `watch` channel, whose lock makes each
+//! transition atomic and whose receivers wake the turn when it is stopped.
+//!
+//! [`Turns`] knows the turn running in each conversation (a chat or a forum topic: one at a
+//! time, as its queue runs them in order), so `/cancel` finds it, and a ⏹ whose data names another turn finds that it is over.
+//!
+//! ```
+//! use heurist::cancel::TurnId;
+//! let id = TurnId(u64::MAX);
+//! assert_eq!(id.to_string(), "3w5e11264sgsf");
+//! assert_eq!(TurnId::parse(&id.to_string()), Some(id));
+//! assert_eq!(TurnId::parse("not an id!"), None);
+//! ```
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::watch;
+
+use crate::conversation::Conversation;
+
+/// A turn's id: unique within a run, and starting from a random point, so a ⏹ left on screen
+/// by an earlier run of the bot names no turn of this one. Shown in base 36 (at most 13
+/// characters), which keeps the ⏹'s callback data far under Telegram's 64 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TurnId(pub u64);
+
+/// The most base-36 digits a `u64` needs.
+const ID_CHARS: usize = 13;
+
+impl TurnId {
+    /// The id that `text` spells in lower-case base 36; `None` for anything else (forged or
+    /// garbled data names no turn).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        let canonical = !text.is_empty()
+            && text.len() <= ID_CHARS
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
+        if !canonical {
+            return None;
+        }
+        u64::from_str_radix(text, 36).ok().map(Self)
+    }
+}
+
+impl std::fmt::Display for TurnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        let mut digits = Vec::with_capacity(ID_CHARS);
+        let mut n = self.0;
+        loop {
+            digits.push(DIGITS[(n % 36) as usize]);
+            n /= 36;
+            if n == 0 {
+                break;
+            }
+        }
+        digits.iter().rev().try_for_each(|&d| {
+            use std::fmt::Write;
+            f.write_char(char::from(d))
+        })
+    }
+}
+
+/// Where a turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Preparing or asking the model: nothing of it is stored yet, so it may stop.
+    Running,
+    /// A stop was asked while it was running: it ends at its next safe point, storing nothing.
+    Stopped,
+    /// Its history write has begun: the answer is kept and will be shown.
+    Storing,
+    /// Its answer is on screen (its follow-ups may still run).
+    Shown,
+}
+
+/// What happens to a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// `/cancel` or its ⏹ was pressed.
+    Stop,
+    /// The turn is about to write its history.
+    Store,
+    /// The turn's answer was shown.
+    Show,
+}
+
+/// What an [`Event`] came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The turn stops: nothing of it is kept.
+    Stopped,
+    /// A stop was already asked; the turn is ending.
+    AlreadyStopped,
+    /// Too late to stop: the answer is stored (or being stored) and will be shown.
+    Kept,
+    /// Too late to stop: the answer is already on screen.
+    Complete,
+    /// The turn may go on (to its history write, or past it).
+    Proceed,
+    /// The turn was stopped: it must not store anything.
+    Refused,
+}
+
+/// The state machine of a turn: what `event` does in `phase`, and the phase after it.
+#[must_use]
+pub fn step(phase: Phase, event: Event) -> (Phase, Verdict) {
+    use {Event as E, Phase as P, Verdict as V};
+    match (phase, event) {
+        (P::Running, E::Stop) => (P::Stopped, V::Stopped),
+        (P::Stopped, E::Stop) => (P::Stopped, V::AlreadyStopped),
+        (P::Storing, E::Stop) => (P::Storing, V::Kept),
+        (P::Shown, E::Stop) => (P::Shown, V::Complete),
+        (P::Running, E::Store) => (P::Storing, V::Proceed),
+        (P::Stopped, E::Store | E::Show) => (P::Stopped, V::Refused),
+        (P::Storing | P::Shown, E::Store) => (phase, V::Proceed),
+        (P::Running | P::Storing | P::Shown, E::Show) => (P::Shown, V::Proceed),
+    }
+}
+
+/// One turn's id and phase, shared by the turn and whoever wants to stop it.
+#[derive(Debug)]
+pub struct TurnControl {
+    id: TurnId,
+    phase: watch::Sender<Phase>,
+}
+
+impl TurnControl {
+    fn new(id: TurnId) -> Self {
+        Self {
+            id,
+            phase: watch::Sender::new(Phase::Running),
+        }
+    }
+
+    pub fn id(&self) -> TurnId {
+        self.id
+    }
+
+    /// Applies `event` atomically (under the channel's lock) and wakes [`Self::stopped`]
+    /// when the turn was stopped.
+    pub fn apply(&self, event: Event) -> Verdict {
+        let mut verdict = Verdict::Refused;
+        self.phase.send_if_modified(|phase| {
+            let (next, said) = step(*phase, event);
+            verdict = said;
+            let changed = next != *phase;
+            *phase = next;
+            changed
+        });
+        verdict
+    }
+
+    /// Runs `work` unless or until the turn is stopped, then moves it to [`Phase::Storing`];
+    /// `None` if it was stopped first (`work` is dropped: its LLM or tool call ends there).
+    pub async fn until_store<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        let mut phase = self.phase.subscribe();
+        let output = tokio::select! {
+            // A stop that is already decided wins over work that finished at the same moment.
+            biased;
+            _ = phase.wait_for(|p| *p == Phase::Stopped) => None,
+            output = work => Some(output),
+        }?;
+        (self.apply(Event::Store) == Verdict::Proceed).then_some(output)
+    }
+}
+
+/// The turns running now, one per chat, and the source of new turn ids.
+#[derive(Debug)]
+pub struct Turns {
+    running: Mutex<HashMap<Conversation, Arc<TurnControl>>>,
+    next: AtomicU64,
+}
+
+impl Default for Turns {
+    fn default() -> Self {
+        // A random start, so ids differ between runs; a clock is as good if the OS has none.
+        let start = getrandom::u64().unwrap_or_else(|_| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        Self {
+            running: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(start),
+        }
+    }
+}
+
+/// What a stop request found in a chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The chat's running turn, and what the stop did to it.
+    Turn(Verdict),
+    /// The request named a turn that is not the one running (it is over).
+    Other,
+    /// No turn runs in the chat.
+    Nothing,
+}
+
+impl Turns {
+    fn running(&self) -> MutexGuard<'_, HashMap<Conversation, Arc<TurnControl>>> {
+        // Every critical section is one insert, lookup or remove: a poisoned map is whole.
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a new turn as `chat`'s running one, until the returned guard is dropped.
+    pub fn begin(self: &Arc<Self>, chat: impl Into<Conversation>) -> Running {
+        let chat = chat.into();
+        let id = TurnId(self.next.fetch_add(1, Ordering::Relaxed));
+        let control = Arc::new(TurnControl::new(id));
+        self.running().insert(chat, control.clone());
+        Running {
+            turns: self.clone(),
+            chat,
+            control,
+        }
+    }
+
+    /// Asks `chat`'s running turn to stop: any turn (`/cancel`), or only turn `only` (its ⏹).
+    pub fn stop(&self, chat: impl Into<Conversation>, only: Option<TurnId>) -> Found {
+        let Some(control) = self.running().get(&chat.into()).cloned() else {
+            return Found::Nothing;
+        };
+        if only.is_some_and(|id| id != control.id) {
+            return Found::Other;
+        }
+        Found::Turn(control.apply(Event::Stop))
+    }
+}
+
+/// A registered running turn; dropping it (the turn ended, however) unregisters it.
+#[derive(Debug)]
+pub struct Running {
+    turns: Arc<Turns>,
+    chat: Conversation,
+    control: Arc<TurnControl>,
+}
+
+impl std::ops::Deref for Running {
+    type Target = TurnControl;
+
+    fn deref(&self) -> &TurnControl {
+        &self.control
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = self.turns.running();
+        // Only this turn's own entry: a later turn of the chat may have registered already.
+        if running
+            .get(&self.chat)
+            .is_some_and(|c| Arc::ptr_eq(c, &self.control))
+        {
+            running.remove(&self.chat);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_machine() {
+        struct Case {
+            name: &'static str,
+            phase: Phase,
+            event: Event,
+            next: Phase,
+            verdict: Verdict,
+        }
+        use {Event as E, Phase as P, Verdict as V};
+        let cases = [
+            Case {
+                name: "a stop while running stops it",
+                phase: P::Running,
+                event: E::Stop,
+                next: P::Stopped,
+                verdict: V::Stopped,
+            },
+            Case {
+                name: "a second stop changes nothing",
+                phase: P::Stopped,
+                event: E::Stop,
+                next: P::Stopped,
+                verdict: V::AlreadyStopped,
+            },
+            Case {
+                name: "a stop once storing keeps the answer",
+                phase: P::Storing,
+                event: E::Stop,
+                next: P::Storing,
+                verdict: V::Kept,
+            },
+            Case {
+                name: "a stop once shown says it is complete",
+                phase: P::Shown,
+                event: E::Stop,
+                next: P::Shown,
+                verdict: V::Complete,
+            },
+            Case {
+                name: "a running turn may store",
+                phase: P::Running,
+                event: E::Store,
+                next: P::Storing,
+                verdict: V::Proceed,
+            },
+            Case {
+                name: "a stopped turn may not store",
+                phase: P::Stopped,
+                event: E::Store,
+                next: P::Stopped,
+                verdict: V::Refused,
+            },
+            Case {
+                name: "storing twice is still storing",
+                phase: P::Storing,
+                event: E::Store,
+                next: P::Storing,
+                verdict: V::Proceed,
+            },
+            Case {
+                name: "a stored answer is shown",
+                phase: P::Storing,
+                event: E::Show,
+                next: P::Shown,
+                verdict: V::Proceed,
+            },
+            Case {
+                name: "a stopped turn shows no answer",
+                phase: P::Stopped,
+                event: E::Show,
+                next: P::Stopped,
+                verdict: V::Refused,
+            },
+            Case {
+                name: "shown stays shown",
+                phase: P::Shown,
+                event: E::Store,
+                next: P::Shown,
+                verdict: V::Proceed,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                step(case.phase, case.event),
+                (case.next, case.verdict),
+                "case: {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn turn_ids_round_trip_and_garbage_names_no_turn() {
+        struct Case {
+            name: &'static str,
+            text: &'static str,
+            id: Option<u64>,
+        }
+        let cases = [
+            Case {
+                name: "zero",
+                text: "0",
+                id: Some(0),
+            },
+            Case {
+                name: "the largest",
+                text: "3w5e11264sgsf",
+                id: Some(u64::MAX),
+            },
+            Case {
+                name: "one past the largest overflows",
+                text: "3w5e11264sgsg",
+                id: None,
+            },
+            Case {
+                name: "too long",
+                text: "00000000000001",
+                id: None,
+            },
+            Case {
+                name: "upper case is not how ids are written",
+                text: "Z",
+                id: None,
+            },
+            Case {
+                name: "a sign",
+                text: "+1",
+                id: None,
+            },
+            Case {
+                name: "empty",
+                text: "",
+                id: None,
+            },
+            Case {
+                name: "not ascii",
+                text: "é",
+                id: None,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                TurnId::parse(case.text).map(|t| t.0),
+                case.id,
+                "case: {}",
+                case.name
+            );
+        }
+        for n in [1, 35, 36, 1_000_000, u64::MAX / 3] {
+            assert_eq!(TurnId::parse(&TurnId(n).to_string()), Some(TurnId(n)));
+        }
+    }
+
+    #[test]
+    fn a_stop_finds_only_the_turn_it_names_and_only_while_it_runs() {
+        let turns = Arc::new(Turns::default());
+        assert_eq!(turns.stop(1, None), Found::Nothing);
+        let first = turns.begin(1);
+        let old = first.id();
+        drop(first);
+        assert_eq!(turns.stop(1, Some(old)), Found::Nothing, "it ended");
+        let second = turns.begin(1);
+        assert_ne!(second.id(), old);
+        assert_eq!(turns.stop(1, Some(old)), Found::Other, "an old ⏹");
+        assert_eq!(turns.stop(2, Some(second.id())), Found::Nothing);
+        assert_eq!(second.apply(Event::Store), Verdict::Proceed);
+        assert_eq!(turns.stop(1, Some(second.id())), Found::Turn(Verdict::Kept));
+        assert_eq!(second.apply(Event::Show), Verdict::Proceed);
+        assert_eq!(turns.stop(1, None), Found::Turn(Verdict::Complete));
+    }
+
+    /// A stop and a finishing turn racing: exactly one wins, and both sides agree which.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stop_racing_the_store_step_has_one_winner() {
+        let turns = Arc::new(Turns::default());
+        let mut outcomes = std::collections::HashSet::new();
+        for _ in 0..300 {
+            let turn = turns.begin(1);
+            let barrier = Arc::new(tokio::sync::Barrier::new(2));
+            let (stopper, gate) = (turns.clone(), barrier.clone());
+            let stop = tokio::spawn(async move {
+                gate.wait().await;
+                stopper.stop(1, None)
+            });
+            let stored = turn
+                .until_store(async {
+                    barrier.wait().await;
+                })
+                .await
+                .is_some();
+            let found = stop.await.unwrap();
+            match found {
+                Found::Turn(Verdict::Stopped) => assert!(!stored, "stopped, yet stored"),
+                Found::Turn(Verdict::Kept) => assert!(stored, "kept, yet not stored"),
+                other => panic!("unexpected {other:?}"),
+            }
+            outcomes.insert(stored);
+        }
+        assert!(outcomes.contains(&true), "the store step never won");
+    }
+
+    #[tokio::test]
+    async fn a_stopped_turn_drops_its_work_and_never_stores() {
+        let turns = Arc::new(Turns::default());
+        let turn = turns.begin(7);
+        let stopper = turns.clone();
+        let work = async {
+            assert_eq!(stopper.stop(7, None), Found::Turn(Verdict::Stopped));
+            std::future::pending::<()>().await;
+        };
+        assert_eq!(turn.until_store(work).await, None);
+        assert_eq!(turn.apply(Event::Store), Verdict::Refused);
+        assert_eq!(turns.stop(7, None), Found::Turn(Verdict::AlreadyStopped));
+
+        let next = turns.begin(7);
+        assert_eq!(next.until_store(async { 5 }).await, Some(5));
+        assert_eq!(turns.stop(7, None), Found::Turn(Verdict::Kept));
+        drop(turn);
+        assert_eq!(
+            turns.stop(7, Some(next.id())),
+            Found::Turn(Verdict::Kept),
+            "an earlier turn's guard does not unregister a later one"
+        );
+    }
+}

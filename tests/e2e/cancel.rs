@@ -1,0 +1,395 @@
+//! Honest cancel: a ⏹ stops only its own turn, and only before that turn's answer is stored;
+//! a stop that comes later keeps the answer and says so, once; a live message is always
+//! finished (no dead ⏹).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::telegram::Call;
+use crate::support::*;
+
+/// Streaming on, edits 100 ms apart, no reflection.
+fn streaming(c: &mut heurist::Config) {
+    c.telegram.streaming = true;
+    c.telegram.chat_interval_ms = 100;
+    c.learning.reflect = false;
+}
+
+/// The ⏹ data under a live message, if it shows one.
+fn stop_data(call: &Call) -> Option<String> {
+    call.params["reply_markup"]["inline_keyboard"]
+        .as_array()?
+        .iter()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find_map(|b| {
+            b["callback_data"]
+                .as_str()
+                .filter(|d| d.starts_with("__act__stop|"))
+                .map(str::to_string)
+        })
+}
+
+/// The answer to callback query `query`, once it came.
+async fn toast(h: &Harness, query: &str) -> String {
+    let call =
+        h.tg.wait_for(|t| {
+            t.calls("answerCallbackQuery")
+                .into_iter()
+                .find(|c| c.params["callback_query_id"] == query)
+        })
+        .await;
+    call.params["text"].as_str().unwrap_or_default().to_string()
+}
+
+/// How often the chat's stored history holds a user message `text`.
+fn stored_times(h: &Harness, chat: i64, text: &str) -> usize {
+    let window = h.app().store().history(chat, 1_000_000).unwrap();
+    let messages = serde_json::to_value(&window.messages).unwrap();
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"] == json!(text))
+        .count()
+}
+
+/// The text messages sent to `chat` (not edits).
+fn sent_texts(h: &Harness, chat: i64) -> Vec<String> {
+    h.tg.messages_to(chat)
+        .iter()
+        .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_old_stop_button_does_not_stop_the_turn_running_now() {
+    let llm = FakeLlm::start(|req, _| {
+        if is_options_request(req) {
+            return Reply::error(500, "no options here");
+        }
+        match last_user_text(req).as_str() {
+            "first" => Reply::streamed("The first answer, told in a few pieces.", 6, ms(80)),
+            _ => Reply::streamed(&"The second answer goes on. ".repeat(12), 12, ms(150)),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        streaming(c);
+        c.options.enabled = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "first");
+    let first = h.tg.wait_messages(ALICE, 1).await.remove(0);
+    let old_stop = stop_data(&first).expect("the live message has a ⏹");
+    let first_id = first.result["message_id"].as_i64().unwrap();
+    // The first answer is complete: its ⏹ is gone.
+    h.tg.wait_for(|t| {
+        t.screen_with_keyboards(ALICE)
+            .first()
+            .filter(|(text, keyboard)| {
+                text.contains("The first answer, told") && !keyboard.contains("__act__stop")
+            })
+            .cloned()
+    })
+    .await;
+
+    h.tg.send_text(ALICE, "second");
+    let second = h.tg.wait_messages(ALICE, 2).await.remove(1);
+    let new_stop = stop_data(&second).expect("the second live message has a ⏹");
+    assert_ne!(new_stop, old_stop, "each turn's ⏹ names its own turn");
+    let query = h.tg.press(ALICE, ALICE, first_id, &old_stop);
+    assert_eq!(toast(&h, &query).await, "That answer is already complete");
+
+    // The second turn runs to its end: its whole answer, stored, no ⏹ and no stop notice.
+    let expected = "The second answer goes on. ".repeat(12);
+    h.tg.wait_for(|t| {
+        t.screen_with_keyboards(ALICE)
+            .last()
+            .filter(|(text, keyboard)| {
+                text.trim() == expected.trim() && !keyboard.contains("__act__stop")
+            })
+            .cloned()
+    })
+    .await;
+    assert!(
+        h.tg.screen(ALICE).iter().all(|s| !s.contains("Stopped")),
+        "nothing says stopped: {:?}",
+        h.tg.screen(ALICE)
+    );
+    h.tg.wait_for(|_| (stored_times(&h, ALICE, "second") == 1).then_some(()))
+        .await;
+    assert_eq!(stored_times(&h, ALICE, "first"), 1);
+    assert_eq!(sent_texts(&h, ALICE).len(), 2, "the two live messages only");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn stop_during_streaming_confirms_once_and_leaves_no_dead_stop_button() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
+    })
+    .await;
+    let h = Harness::start_with(llm, streaming).await;
+    h.tg.send_text(ALICE, "a long one");
+    let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
+    let stop = stop_data(&live).unwrap();
+    let query = h.tg.press(
+        ALICE,
+        ALICE,
+        live.result["message_id"].as_i64().unwrap(),
+        &stop,
+    );
+    assert_eq!(toast(&h, &query).await, "Stopped");
+    let (text, keyboard) =
+        h.tg.wait_for(|t| {
+            t.screen_with_keyboards(ALICE)
+                .last()
+                .filter(|(s, _)| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
+                .cloned()
+        })
+        .await;
+    assert_eq!(keyboard, "", "the stopped message has no buttons: {text}");
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(
+        sent_texts(&h, ALICE).len(),
+        1,
+        "one confirmation, in the live message: {:?}",
+        sent_texts(&h, ALICE)
+    );
+    assert_eq!(stored_times(&h, ALICE, "a long one"), 0, "nothing stored");
+    assert_eq!(
+        h.tg.screen_with_keyboards(ALICE).last().unwrap().1,
+        "",
+        "still no ⏹"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
+    })
+    .await;
+    let h = Harness::start_with(llm, streaming).await;
+    h.tg.slow_answer("sendMessage", ms(800));
+    h.tg.send_text(ALICE, "a long one");
+    // The live message has reached Telegram, but the bot has not heard back yet.
+    h.tg.wait_for(|t| (!t.calls("sendMessage").is_empty()).then_some(()))
+        .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_for(|t| {
+        t.screen(ALICE)
+            .last()
+            .filter(|s| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
+            .cloned()
+    })
+    .await;
+    tokio::time::sleep(ms(500)).await;
+    assert_eq!(
+        sent_texts(&h, ALICE).len(),
+        1,
+        "the live message is the one confirmation: {:?}",
+        sent_texts(&h, ALICE)
+    );
+    assert_eq!(h.tg.screen_with_keyboards(ALICE).last().unwrap().1, "");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"An answer whose edits all fail. ".repeat(8), 8, ms(80))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        streaming(c);
+        c.options.enabled = false;
+    })
+    .await;
+    for _ in 0..40 {
+        h.tg.script(
+            "editMessageText",
+            400,
+            json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
+        );
+    }
+    h.tg.send_text(ALICE, "question");
+    let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
+    let stop = stop_data(&live).unwrap();
+    let message = live.result["message_id"].as_i64().unwrap();
+    // The turn is over once its update is marked answered (after it showed what it could).
+    h.tg.wait_for(|_| {
+        let over = h.app().store().unfinished_updates().is_empty();
+        (over && stored_times(&h, ALICE, "question") == 1).then_some(())
+    })
+    .await;
+    assert!(
+        h.tg.screen_with_keyboards(ALICE)[0]
+            .1
+            .contains("__act__stop"),
+        "the final edit failed: the ⏹ is still there"
+    );
+    let query = h.tg.press(ALICE, ALICE, message, &stop);
+    assert_eq!(toast(&h, &query).await, "That answer is already complete");
+    let cleared =
+        h.tg.wait_for(|t| {
+            t.calls("editMessageReplyMarkup")
+                .into_iter()
+                .find(|c| c.params["message_id"] == message)
+        })
+        .await;
+    assert_eq!(
+        cleared.params["reply_markup"]["inline_keyboard"],
+        json!([]),
+        "the dead ⏹ is removed"
+    );
+    h.stop().await;
+}
+
+/// Answers the agent at once (streamed) and the options call only after `options_delay`, so
+/// the turn waits, its answer stored, up to `attach_wait_ms` before showing it.
+async fn llm_with_slow_options(options_delay: Duration) -> FakeLlm {
+    FakeLlm::start(move |req, _| {
+        if is_options_request(req) {
+            return Reply::text("```json\n{\"options\": [\"Yes\", \"No\"]}\n```")
+                .after(options_delay);
+        }
+        let answer = "Here is the answer, in a few pieces.";
+        if req["stream"] == true {
+            Reply::streamed(answer, 5, ms(60))
+        } else {
+            Reply::text(answer)
+        }
+    })
+    .await
+}
+
+/// Waits until the turn asked for its options: it has stored its answer by then.
+async fn wait_until_stored(h: &Harness) {
+    h.tg.wait_for(|_| {
+        h.llm
+            .requests()
+            .iter()
+            .any(is_options_request)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        stored_times(h, ALICE, "question"),
+        1,
+        "stored before options"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_after_the_answer_was_stored_keeps_it_and_says_so_once() {
+    let h = Harness::start_with(llm_with_slow_options(ms(4_000)).await, |c| {
+        streaming(c);
+        c.options.attach_wait_ms = 2_000;
+    })
+    .await;
+    h.tg.send_text(ALICE, "question");
+    let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
+    let stop = stop_data(&live).unwrap();
+    wait_until_stored(&h).await;
+    let query = h.tg.press(
+        ALICE,
+        ALICE,
+        live.result["message_id"].as_i64().unwrap(),
+        &stop,
+    );
+    assert_eq!(
+        toast(&h, &query).await,
+        "Too late to stop: the answer was already saved, so it is kept."
+    );
+    // The answer is finished in place: whole, with 👍/👎 and without ⏹.
+    let (_, keyboard) =
+        h.tg.wait_for(|t| {
+            t.screen_with_keyboards(ALICE)
+                .last()
+                .filter(|(text, _)| text == "Here is the answer, in a few pieces.")
+                .filter(|(_, keyboard)| keyboard.contains("__act__fb|"))
+                .cloned()
+        })
+        .await;
+    assert!(!keyboard.contains("__act__stop"), "no dead ⏹: {keyboard}");
+    assert_eq!(
+        sent_texts(&h, ALICE).len(),
+        1,
+        "the live message only: the toast was the one word on the stop"
+    );
+    assert_eq!(
+        stored_times(&h, ALICE, "question"),
+        1,
+        "stored exactly once"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_after_the_answer_was_stored_keeps_it_and_says_so_once() {
+    let h = Harness::start_with(llm_with_slow_options(ms(4_000)).await, |c| {
+        c.options.attach_wait_ms = 2_000;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "question");
+    wait_until_stored(&h).await;
+    h.tg.send_text(ALICE, "/cancel");
+    let answered =
+        h.tg.wait_for(|t| {
+            let texts: Vec<Value> = t
+                .messages_to(ALICE)
+                .iter()
+                .map(|c| c.params["text"].clone())
+                .collect();
+            (texts.len() >= 2).then_some(texts)
+        })
+        .await;
+    assert_eq!(
+        answered,
+        [
+            json!("Too late to stop: the answer was already saved, so it is kept."),
+            json!("Here is the answer, in a few pieces."),
+        ],
+        "told once, then the answer"
+    );
+    tokio::time::sleep(ms(300)).await;
+    assert_eq!(sent_texts(&h, ALICE).len(), 2, "nothing more");
+    assert_eq!(
+        stored_times(&h, ALICE, "question"),
+        1,
+        "stored exactly once"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_with_nothing_running_says_so_plainly() {
+    let h = Harness::start_with(FakeLlm::answering("done").await, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "hello");
+    h.tg.wait_messages(ALICE, 2).await;
+    h.tg.wait_for(|_| (stored_times(&h, ALICE, "hello") == 1).then_some(()))
+        .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_messages(ALICE, 3).await;
+    tokio::time::sleep(ms(200)).await;
+    assert_eq!(
+        sent_texts(&h, ALICE),
+        ["Nothing is running.", "done", "Nothing is running."]
+    );
+    assert_eq!(stored_times(&h, ALICE, "hello"), 1, "the answer stays");
+    h.stop().await;
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}

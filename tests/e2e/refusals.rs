@@ -94,6 +94,14 @@ async fn stats_speak_plainly_with_totals_budget_and_top_users() {
     ] {
         assert!(stats.contains(want), "{want:?} missing in\n{stats}");
     }
+
+    // In a group every member reads the reply: an admin's /stats there names nobody else.
+    h.tg.send_in_chat(GROUP, ADMIN, "/stats");
+    let stats = text_of(&h.tg.wait_messages(GROUP, 1).await[0]);
+    assert!(stats.contains("<b>This chat</b>"), "{stats}");
+    for private in ["Whole bot", "Top users", "User1001", "1001"] {
+        assert!(!stats.contains(private), "{private:?} in\n{stats}");
+    }
     h.stop().await;
 }
 

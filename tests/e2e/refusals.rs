@@ -2,6 +2,8 @@
 //! rate, strangers refused once a day (restarts included, groups only when they address the
 //! bot), the "Request access" button, and the usage figures in plain words.
 
+use std::time::Duration;
+
 use crate::support::telegram::Call;
 use crate::support::*;
 
@@ -266,6 +268,19 @@ async fn request_access_tells_the_admins_once_and_refuses_forged_presses() {
     assert!(screen[0].0.contains("✅ Request sent"), "{:?}", screen[0]);
     assert_eq!(screen[0].1, "", "the button is gone");
     assert_eq!(h.tg.messages_to(STRANGER).len(), 1);
+
+    // Forged data against a message that does not carry the button (here the refusal, whose
+    // button is gone) edits nothing.
+    let edits = edits_to(&h, STRANGER).len();
+    let forged = h.tg.press(STRANGER, STRANGER, id, &data);
+    let toast = h.tg.wait_for(|_| toast_of(&h, &forged)).await;
+    assert_eq!(toast, "Request already sent");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        edits_to(&h, STRANGER).len(),
+        edits,
+        "no message was rewritten"
+    );
     assert!(h.llm.requests().is_empty());
     h.stop().await;
 }

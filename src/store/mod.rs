@@ -374,7 +374,7 @@ mod tests {
                     prop_assert_eq!(topic.messages.len(), 1);
                 }
                 let _ = store.chat_model(TOPIC);
-                let claim = store.claim_retry(&retry, CHAT, 0).unwrap();
+                let claim = store.claim_retry(&retry, CHAT, 9, 0).unwrap();
                 if !matches!(target, Target::Retries) {
                     prop_assert!(matches!(claim, RetryClaim::Claimed(_)));
                 }

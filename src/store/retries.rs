@@ -37,6 +37,9 @@ pub enum RetryClaim {
     /// No such retry in the chat the press came from, or it is too old: nothing runs. One
     /// answer for all, so a press learns nothing about other chats.
     Expired,
+    /// Another member of the chat pressed it: a message is retried only by its sender, so
+    /// nobody runs someone else's text under their own role and budget.
+    NotYours,
 }
 
 /// What a press does to a retry; decided inside the atomic update, from the record it reads.
@@ -45,13 +48,16 @@ enum Verdict {
     Claim,
     Used,
     Expired,
+    NotYours,
 }
 
-/// The pure rule behind [`Store::claim_retry`]: only the retry's own chat may claim it, once,
-/// while it was created at or after `oldest` (unix seconds).
-fn judge(ticket: &RetryTicket, chat: i64, oldest: i64) -> Verdict {
+/// The pure rule behind [`Store::claim_retry`]: only the message's sender, in the retry's own
+/// chat, may claim it, once, while it was created at or after `oldest` (unix seconds).
+fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64) -> Verdict {
     if ticket.chat != chat || ticket.created < oldest {
         Verdict::Expired
+    } else if ticket.user != user {
+        Verdict::NotYours
     } else if ticket.used {
         Verdict::Used
     } else {
@@ -65,13 +71,19 @@ impl Store {
         insert_new(&self.retries, &serde_json::to_vec(ticket)?)
     }
 
-    /// Claims retry `id` for a press in `chat`, if it was created at or after `oldest`. The
-    /// check and the claim are one atomic update: of two concurrent presses, one gets the
+    /// Claims retry `id` for `user`'s press in `chat`, if it was created at or after `oldest`.
+    /// The check and the claim are one atomic update: of two concurrent presses, one gets the
     /// message and the other [`RetryClaim::AlreadyUsed`].
-    pub fn claim_retry(&self, id: &str, chat: i64, oldest: i64) -> anyhow::Result<RetryClaim> {
+    pub fn claim_retry(
+        &self,
+        id: &str,
+        chat: i64,
+        user: u64,
+        oldest: i64,
+    ) -> anyhow::Result<RetryClaim> {
         let mut verdict = Verdict::Expired;
         let before = update_json(&self.retries, TREE, id.as_bytes(), |t: &mut RetryTicket| {
-            verdict = judge(t, chat, oldest);
+            verdict = judge(t, chat, user, oldest);
             if verdict != Verdict::Claim {
                 return false;
             }
@@ -81,6 +93,7 @@ impl Store {
         Ok(match (before, verdict) {
             (Some(ticket), Verdict::Claim) => RetryClaim::Claimed(ticket),
             (Some(_), Verdict::Used) => RetryClaim::AlreadyUsed,
+            (Some(_), Verdict::NotYours) => RetryClaim::NotYours,
             _ => RetryClaim::Expired,
         })
     }
@@ -112,6 +125,7 @@ mod tests {
             name: &'static str,
             ticket: RetryTicket,
             chat: i64,
+            user: u64,
             oldest: i64,
             verdict: Verdict,
         }
@@ -120,6 +134,7 @@ mod tests {
                 name: "fresh, own chat",
                 ticket: ticket(1, 100, false),
                 chat: 1,
+                user: 2,
                 oldest: 50,
                 verdict: Verdict::Claim,
             },
@@ -127,6 +142,7 @@ mod tests {
                 name: "created exactly at the limit",
                 ticket: ticket(1, 50, false),
                 chat: 1,
+                user: 2,
                 oldest: 50,
                 verdict: Verdict::Claim,
             },
@@ -134,6 +150,7 @@ mod tests {
                 name: "already used",
                 ticket: ticket(1, 100, true),
                 chat: 1,
+                user: 2,
                 oldest: 50,
                 verdict: Verdict::Used,
             },
@@ -141,6 +158,7 @@ mod tests {
                 name: "too old",
                 ticket: ticket(1, 10, false),
                 chat: 1,
+                user: 2,
                 oldest: 50,
                 verdict: Verdict::Expired,
             },
@@ -148,20 +166,30 @@ mod tests {
                 name: "another chat's",
                 ticket: ticket(1, 100, false),
                 chat: 7,
+                user: 2,
                 oldest: 50,
                 verdict: Verdict::Expired,
+            },
+            Case {
+                name: "another member's message",
+                ticket: ticket(1, 100, false),
+                chat: 1,
+                user: 3,
+                oldest: 50,
+                verdict: Verdict::NotYours,
             },
             Case {
                 name: "another chat's, used: says nothing about it",
                 ticket: ticket(1, 100, true),
                 chat: 7,
+                user: 2,
                 oldest: 50,
                 verdict: Verdict::Expired,
             },
         ];
         for case in cases {
             assert_eq!(
-                judge(&case.ticket, case.chat, case.oldest),
+                judge(&case.ticket, case.chat, case.user, case.oldest),
                 case.verdict,
                 "case {}",
                 case.name
@@ -176,25 +204,30 @@ mod tests {
         let fresh = ticket(1, 100, false);
         let id = store.create_retry(&fresh).unwrap();
         assert_eq!(
-            store.claim_retry(&id, 7, 0).unwrap(),
+            store.claim_retry(&id, 7, 2, 0).unwrap(),
             RetryClaim::Expired,
             "another chat claims nothing"
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 0).unwrap(),
+            store.claim_retry(&id, 1, 3, 0).unwrap(),
+            RetryClaim::NotYours,
+            "another member claims nothing"
+        );
+        assert_eq!(
+            store.claim_retry(&id, 1, 2, 0).unwrap(),
             RetryClaim::Claimed(fresh)
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 0).unwrap(),
+            store.claim_retry(&id, 1, 2, 0).unwrap(),
             RetryClaim::AlreadyUsed
         );
         assert_eq!(
-            store.claim_retry("0000000000000", 1, 0).unwrap(),
+            store.claim_retry("0000000000000", 1, 2, 0).unwrap(),
             RetryClaim::Expired
         );
         store.retries.insert("garbage", "{").unwrap();
         assert_eq!(
-            store.claim_retry("garbage", 1, 0).unwrap(),
+            store.claim_retry("garbage", 1, 2, 0).unwrap(),
             RetryClaim::Expired
         );
         assert_eq!(
@@ -212,7 +245,7 @@ mod tests {
         let id = store.create_retry(&ticket(1, 100, false)).unwrap();
         let claims: Vec<RetryClaim> = std::thread::scope(|scope| {
             let presses: Vec<_> = (0..8)
-                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 0).unwrap()))
+                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 2, 0).unwrap()))
                 .collect();
             presses.into_iter().map(|p| p.join().unwrap()).collect()
         });

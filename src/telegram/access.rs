@@ -13,7 +13,7 @@ use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, User};
 
 use super::callback_data::Action;
-use super::keyboards::button;
+use super::keyboards::{self, button};
 use super::outbox::Outbox;
 use super::render::escape_html;
 use super::send::{edit_html, send_html};
@@ -132,7 +132,16 @@ pub async fn request_pressed(
     if first {
         notify_admins(&app, &tg, presser).await;
     }
-    if let (true, Some(message)) = (sent, query.message.as_ref()) {
+    // Only the refusal that carries this very button is edited, not any message a forged
+    // press names.
+    let refusal = query.message.as_ref().filter(|message| {
+        let data = query.data.as_deref().unwrap_or_default();
+        message
+            .regular_message()
+            .and_then(|m| m.reply_markup())
+            .is_some_and(|markup| keyboards::carries(markup, data))
+    });
+    if let (true, Some(message)) = (sent, refusal) {
         let (chat, id) = (message.chat().id, message.id());
         let html = request_sent_html(named);
         if let Err(e) = edit_html(tg.bot(), tg.policy(), chat, id, &html, None).await {

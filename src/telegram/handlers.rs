@@ -596,7 +596,7 @@ pub async fn retry_pressed(
         bot.answer_callback_query(query.id).text(refusal).await?;
         return Ok(());
     }
-    let retried = match turn::retry::claim(&app, chat.chat, &ticket) {
+    let retried = match turn::retry::claim(&app, chat.chat, user, &ticket) {
         Ok(retried) => retried,
         Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
     };

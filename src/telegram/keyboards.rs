@@ -146,6 +146,15 @@ pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
         })
 }
 
+/// Whether `markup` has a button whose callback data is `data`: a press edits its message
+/// only when the message really carries the pressed button (callback data can be forged and
+/// sent against any message the bot wrote).
+pub fn carries(markup: &InlineKeyboardMarkup, data: &str) -> bool {
+    markup.inline_keyboard.iter().flatten().any(
+        |button| matches!(&button.kind, InlineKeyboardButtonKind::CallbackData(d) if d == data),
+    )
+}
+
 /// A label shortened for a button.
 pub fn button_text(label: &str) -> String {
     shorten(label, BUTTON_TEXT_CHARS)

@@ -62,7 +62,9 @@ pub(crate) fn gather(app: &App, chat: i64, user: u64, role: Role) -> Stats {
         chat: store.usage(Some(chat)),
         today: store.user_tokens_today(user),
         budget: (limits.daily_tokens > 0 && !exempt).then_some(limits.daily_tokens),
-        bot: (role == Role::Admin).then(|| BotStats {
+        // Other users' names, ids and usage: for an admin's private chat only, never posted
+        // to a group where every member would read them (private chats have positive ids).
+        bot: (role == Role::Admin && chat > 0).then(|| BotStats {
             models: store.usage(None),
             top_today: top(store.top_users_today(TOP_USERS)),
             top_all_time: top(store.top_users_all_time(TOP_USERS)),

@@ -18,6 +18,9 @@ const RETRY_LIFETIME_SECS: i64 = 24 * 3600;
 /// The toast of a retry pressed a second time.
 pub(crate) const ALREADY_RETRIED: &str = "Already retried: that message was sent again";
 
+/// The toast of a retry pressed by someone other than the message's sender.
+pub(crate) const NOT_YOURS: &str = "Only the person who sent that message can retry it";
+
 /// The toast of a retry that names nothing live (forged, another chat's, too old or pruned).
 pub(crate) const RETRY_EXPIRED: &str = "This retry has expired; please send your message again";
 
@@ -74,13 +77,19 @@ fn failure_text(failure: &str, offered: bool) -> String {
     format!("{failure} {next}")
 }
 
-/// 🔁 Retry pressed in `chat`: claims retry ticket `id` (atomically, so a double press runs the
+/// 🔁 Retry pressed by `user` in `chat`: claims retry ticket `id` (atomically, so a double press runs the
 /// message once). Returns the message to run again, or the toast that refuses the press.
-pub(crate) fn claim(app: &App, chat: i64, id: &str) -> Result<RetryTicket, &'static str> {
+pub(crate) fn claim(
+    app: &App,
+    chat: i64,
+    user: u64,
+    id: &str,
+) -> Result<RetryTicket, &'static str> {
     let oldest = chrono::Utc::now().timestamp() - RETRY_LIFETIME_SECS;
-    match app.store().claim_retry(id, chat, oldest) {
+    match app.store().claim_retry(id, chat, user, oldest) {
         Ok(RetryClaim::Claimed(ticket)) => Ok(ticket),
         Ok(RetryClaim::AlreadyUsed) => Err(ALREADY_RETRIED),
+        Ok(RetryClaim::NotYours) => Err(NOT_YOURS),
         Ok(RetryClaim::Expired) => Err(RETRY_EXPIRED),
         Err(e) => {
             tracing::error!(chat, error = %e, "cannot claim a retry");

@@ -2,6 +2,8 @@
 //! rate, strangers refused once a day (restarts included, groups only when they address the
 //! bot), the "Request access" button, and the usage figures in plain words.
 
+use std::time::Duration;
+
 use crate::support::telegram::Call;
 use crate::support::*;
 
@@ -93,6 +95,14 @@ async fn stats_speak_plainly_with_totals_budget_and_top_users() {
         "<b>Top users of all time</b>\n1. User1001 (<code>1001</code>): 220 tokens",
     ] {
         assert!(stats.contains(want), "{want:?} missing in\n{stats}");
+    }
+
+    // In a group every member reads the reply: an admin's /stats there names nobody else.
+    h.tg.send_in_chat(GROUP, ADMIN, "/stats");
+    let stats = text_of(&h.tg.wait_messages(GROUP, 1).await[0]);
+    assert!(stats.contains("<b>This chat</b>"), "{stats}");
+    for private in ["Whole bot", "Top users", "User1001", "1001"] {
+        assert!(!stats.contains(private), "{private:?} in\n{stats}");
     }
     h.stop().await;
 }
@@ -258,6 +268,19 @@ async fn request_access_tells_the_admins_once_and_refuses_forged_presses() {
     assert!(screen[0].0.contains("✅ Request sent"), "{:?}", screen[0]);
     assert_eq!(screen[0].1, "", "the button is gone");
     assert_eq!(h.tg.messages_to(STRANGER).len(), 1);
+
+    // Forged data against a message that does not carry the button (here the refusal, whose
+    // button is gone) edits nothing.
+    let edits = edits_to(&h, STRANGER).len();
+    let forged = h.tg.press(STRANGER, STRANGER, id, &data);
+    let toast = h.tg.wait_for(|_| toast_of(&h, &forged)).await;
+    assert_eq!(toast, "Request already sent");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        edits_to(&h, STRANGER).len(),
+        edits,
+        "no message was rewritten"
+    );
     assert!(h.llm.requests().is_empty());
     h.stop().await;
 }

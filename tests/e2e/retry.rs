@@ -1,5 +1,6 @@
 //! 🔁 Retry under a failed answer: the failed message runs again once, through the real
-//! dispatcher and turn path; a second, concurrent, forged, foreign or old press runs nothing.
+//! dispatcher and turn path; a second, concurrent, forged, foreign, old or other member's press
+//! runs nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -159,15 +160,36 @@ async fn forged_foreign_and_old_retries_are_refused_and_run_nothing() {
         created: chrono::Utc::now().timestamp() - 25 * 3600,
     };
     let old = h.app().store().create_retry(&old).unwrap();
+    const EXPIRED: &str = "This retry has expired";
+    // (name, presser, chat, data, toast)
     let presses = [
-        ("forged id", ALICE, "__act__retry|zzzzzzzzzzzzz".to_string()),
-        ("another chat's retry", BOB, data.clone()),
-        ("a day old", ALICE, format!("__act__retry|{old}")),
+        (
+            "forged id",
+            ALICE,
+            ALICE,
+            "__act__retry|zzzzzzzzzzzzz".to_string(),
+            EXPIRED,
+        ),
+        ("another chat's retry", BOB, BOB, data.clone(), EXPIRED),
+        (
+            "a day old",
+            ALICE,
+            ALICE,
+            format!("__act__retry|{old}"),
+            EXPIRED,
+        ),
+        (
+            "another member's message, as in a group",
+            BOB,
+            ALICE,
+            data.clone(),
+            "Only the person who sent that message can retry it",
+        ),
     ];
-    for (name, chat, data) in presses {
-        let query = h.tg.press(chat, chat, message, &data);
+    for (name, user, chat, data, want) in presses {
+        let query = h.tg.press(user, chat, message, &data);
         let said = h.tg.wait_for(|_| toast(&h, &query)).await;
-        assert!(said.starts_with("This retry has expired"), "{name}: {said}");
+        assert!(said.starts_with(want), "{name}: {said}");
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(h.llm.agent_requests().len(), failed_requests, "nothing ran");
@@ -195,7 +217,11 @@ async fn a_retry_over_the_rate_limit_is_refused_and_stays_usable() {
     assert_eq!(h.llm.agent_requests().len(), failed_requests, "nothing ran");
     // The refusal did not use the retry up: it can still be claimed once.
     let id = data.strip_prefix("__act__retry|").unwrap();
-    let claim = h.app().store().claim_retry(id, ALICE, 0).unwrap();
+    let claim = h
+        .app()
+        .store()
+        .claim_retry(id, ALICE, ALICE as u64, 0)
+        .unwrap();
     assert!(
         matches!(claim, heurist::store::RetryClaim::Claimed(_)),
         "{claim:?}"

@@ -178,8 +178,9 @@ pub enum Action {
     Approve { id: u64, list: List, page: u32 },
     /// Forget a learned heuristic, then show page `page` of `list` again.
     Forget { id: u64, list: List, page: u32 },
-    /// Stop turn `TurnId` (only while it runs: an old ⏹ names a turn that is over).
-    Stop(TurnId),
+    /// Stop turn `TurnId` (only while it runs: an old ⏹ names a turn that is over). `None`:
+    /// a ⏹ left on screen by a version before turns had ids, whose turn is over too.
+    Stop(Option<TurnId>),
     /// The mark of an option already chosen: pressing it changes nothing.
     Chosen,
     /// Run the message of a failed turn again (retry ticket `ticket`), once.
@@ -206,7 +207,9 @@ impl Action {
             Self::Forget { id, list, page } => {
                 encode_action("forget", &format!("{id}.{}{page}", list.code()))
             }
-            Self::Stop(turn) => encode_action("stop", &turn.to_string()),
+            Self::Stop(turn) => {
+                encode_action("stop", &turn.map(|t| t.to_string()).unwrap_or_default())
+            }
             Self::Chosen => encode_action("chosen", ""),
             Self::Retry { ticket } => encode_action("retry", ticket),
             Self::RequestAccess(user) => encode_action("access", &user.to_string()),
@@ -246,7 +249,8 @@ impl Action {
                     Self::Forget { id, list, page }
                 }
             }
-            "stop" => Self::Stop(TurnId::parse(&payload)?),
+            "stop" if payload.is_empty() => Self::Stop(None),
+            "stop" => Self::Stop(Some(TurnId::parse(&payload)?)),
             "chosen" => Self::Chosen,
             "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
             "access" => Self::RequestAccess(payload.parse().ok()?),
@@ -482,22 +486,22 @@ mod tests {
             Case {
                 name: "the largest turn id",
                 data: "__act__stop|3w5e11264sgsf",
-                action: Some(Action::Stop(TurnId(u64::MAX))),
+                action: Some(Action::Stop(Some(TurnId(u64::MAX)))),
             },
             Case {
                 name: "a short id",
                 data: "__act__stop|z",
-                action: Some(Action::Stop(TurnId(35))),
+                action: Some(Action::Stop(Some(TurnId(35)))),
             },
             Case {
-                name: "a ⏹ from before turns had ids",
+                name: "a ⏹ from before turns had ids: its turn is over",
                 data: "__act__stop|",
-                action: None,
+                action: Some(Action::Stop(None)),
             },
             Case {
-                name: "no payload at all",
+                name: "no payload at all: a ⏹ without an id, too",
                 data: "__act__stop",
-                action: None,
+                action: Some(Action::Stop(None)),
             },
             Case {
                 name: "an id that overflows",
@@ -519,7 +523,7 @@ mod tests {
                 case.name
             );
         }
-        let longest = Action::Stop(TurnId(u64::MAX)).encode().unwrap();
+        let longest = Action::Stop(Some(TurnId(u64::MAX))).encode().unwrap();
         assert_eq!(longest, "__act__stop|3w5e11264sgsf");
         assert!(longest.len() <= MAX_CALLBACK_BYTES);
     }
@@ -563,7 +567,8 @@ mod tests {
                     Action::Forget { id, list: List::Pending, page: 999 },
                     Action::Approve { id, list: List::Heuristics, page: 0 },
                     Action::Page { list: List::Skills, page: 12 },
-                    Action::Stop(TurnId(id)),
+                    Action::Stop(Some(TurnId(id))),
+                    Action::Stop(None),
                     Action::Chosen,
                     Action::Retry { ticket: ticket.clone() },
                     Action::RequestAccess(id),

@@ -560,9 +560,13 @@ pub async fn stop_pressed(
     tg: Arc<Outbox>,
     query: CallbackQuery,
     chat: Conversation,
-    turn: TurnId,
+    turn: Option<TurnId>,
 ) -> HandlerResult {
-    let stop = actions::cancel(&app, chat, Some(turn));
+    // A ⏹ without an id was left by a version before turns had ids: its turn is over.
+    let stop = match turn {
+        Some(turn) => actions::cancel(&app, chat, Some(turn)),
+        None => Stop::Over,
+    };
     let dead = stop == Stop::Over
         && query
             .message

@@ -130,7 +130,7 @@ pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
 
 /// The Stop button under turn `turn`'s streaming answer.
 pub fn stop(turn: TurnId) -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop(turn)).map(|b| vec![b]))
+    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop(Some(turn))).map(|b| vec![b]))
 }
 
 /// Whether `markup` is nothing but ⏹ buttons: the live keyboard of a turn that is over (a

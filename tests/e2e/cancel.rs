@@ -199,53 +199,64 @@ async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
 
 #[tokio::test]
 async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() {
-    let llm = FakeLlm::start(|_, _| {
-        Reply::streamed(&"An answer whose edits all fail. ".repeat(8), 8, ms(80))
-    })
-    .await;
-    let h = Harness::start_with(llm, |c| {
-        streaming(c);
-        c.options.enabled = false;
-    })
-    .await;
-    for _ in 0..40 {
-        h.tg.script(
-            "editMessageText",
-            400,
-            json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
-        );
-    }
-    h.tg.send_text(ALICE, "question");
-    let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
-    let stop = stop_data(&live).unwrap();
-    let message = live.result["message_id"].as_i64().unwrap();
-    // The turn is over once its update is marked answered (after it showed what it could).
-    h.tg.wait_for(|_| {
-        let over = h.app().store().unfinished_updates().is_empty();
-        (over && stored_times(&h, ALICE, "question") == 1).then_some(())
-    })
-    .await;
-    assert!(
-        h.tg.screen_with_keyboards(ALICE)[0]
-            .1
-            .contains("__act__stop"),
-        "the final edit failed: the ⏹ is still there"
-    );
-    let query = h.tg.press(ALICE, ALICE, message, &stop);
-    assert_eq!(toast(&h, &query).await, "That answer is already complete");
-    let cleared =
-        h.tg.wait_for(|t| {
-            t.calls("editMessageReplyMarkup")
-                .into_iter()
-                .find(|c| c.params["message_id"] == message)
+    // The turn's own ⏹, and one in the format of a version before turns had ids.
+    for (name, legacy) in [("its own ⏹", false), ("a ⏹ without a turn id", true)] {
+        let llm = FakeLlm::start(|_, _| {
+            Reply::streamed(&"An answer whose edits all fail. ".repeat(8), 8, ms(80))
         })
         .await;
-    assert_eq!(
-        cleared.params["reply_markup"]["inline_keyboard"],
-        json!([]),
-        "the dead ⏹ is removed"
-    );
-    h.stop().await;
+        let h = Harness::start_with(llm, |c| {
+            streaming(c);
+            c.options.enabled = false;
+        })
+        .await;
+        for _ in 0..40 {
+            h.tg.script(
+                "editMessageText",
+                400,
+                json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
+            );
+        }
+        h.tg.send_text(ALICE, "question");
+        let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
+        let stop = if legacy {
+            "__act__stop|".to_string()
+        } else {
+            stop_data(&live).unwrap()
+        };
+        let message = live.result["message_id"].as_i64().unwrap();
+        // The turn is over once its update is marked answered (after it showed what it could).
+        h.tg.wait_for(|_| {
+            let over = h.app().store().unfinished_updates().is_empty();
+            (over && stored_times(&h, ALICE, "question") == 1).then_some(())
+        })
+        .await;
+        assert!(
+            h.tg.screen_with_keyboards(ALICE)[0]
+                .1
+                .contains("__act__stop"),
+            "case {name}: the final edit failed: the ⏹ is still there"
+        );
+        let query = h.tg.press(ALICE, ALICE, message, &stop);
+        assert_eq!(
+            toast(&h, &query).await,
+            "That answer is already complete",
+            "case {name}"
+        );
+        let cleared =
+            h.tg.wait_for(|t| {
+                t.calls("editMessageReplyMarkup")
+                    .into_iter()
+                    .find(|c| c.params["message_id"] == message)
+            })
+            .await;
+        assert_eq!(
+            cleared.params["reply_markup"]["inline_keyboard"],
+            json!([]),
+            "case {name}: the dead ⏹ is removed"
+        );
+        h.stop().await;
+    }
 }
 
 /// Answers the agent at once (streamed) and the options call only after `options_delay`, so

@@ -401,6 +401,45 @@ async fn cancel_with_nothing_running_says_so_plainly() {
     h.stop().await;
 }
 
+/// A turn stopped after some of its LLM calls still pays for them: stopping just before the
+/// last call must not make tool rounds free under a daily budget.
+#[tokio::test]
+async fn a_stopped_turn_is_charged_for_the_calls_it_made() {
+    let llm = FakeLlm::start(|req, _| {
+        let rounds = req["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        match rounds {
+            0 => Reply::tool_call("c1", "no_such_tool", json!({})),
+            1 => Reply::tool_call("c2", "no_such_tool", json!({})),
+            _ => Reply::text("too late").after(Duration::from_secs(30)),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.telegram.streaming = false;
+        c.limits.daily_tokens = 100_000;
+    })
+    .await;
+    h.tg.send_text(ALICE, "use tools");
+    h.tg.wait_for(|_| (h.llm.agent_requests().len() == 3).then_some(()))
+        .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(
+        sent_texts(&h, ALICE),
+        ["Stopped. Nothing of that request was kept."]
+    );
+    // Two calls completed (each 100 tokens read + 10 written, as the fake reports); the
+    // third was dropped unanswered.
+    h.tg.wait_for(|_| (h.app().store().user_tokens_today(ALICE as u64) == 220).then_some(()))
+        .await;
+    assert_eq!(stored_times(&h, ALICE, "use tools"), 0, "nothing stored");
+    h.stop().await;
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }

@@ -259,6 +259,40 @@ async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() 
     }
 }
 
+/// A stop whose "Stopped" line cannot be edited in (Telegram refuses every text edit) still
+/// takes the ⏹ away, so no dead button stays under the stopped answer.
+#[tokio::test]
+async fn a_stop_whose_confirmation_edit_fails_still_removes_the_stop_button() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
+    })
+    .await;
+    let h = Harness::start_with(llm, streaming).await;
+    for _ in 0..40 {
+        h.tg.script(
+            "editMessageText",
+            400,
+            json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
+        );
+    }
+    h.tg.send_text(ALICE, "a long one");
+    let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
+    let message = live.result["message_id"].as_i64().unwrap();
+    let query =
+        h.tg.press(ALICE, ALICE, message, &stop_data(&live).unwrap());
+    assert_eq!(toast(&h, &query).await, "Stopped");
+    let cleared =
+        h.tg.wait_for(|t| {
+            t.calls("editMessageReplyMarkup")
+                .into_iter()
+                .find(|c| c.params["message_id"] == message)
+        })
+        .await;
+    assert_eq!(cleared.params["reply_markup"]["inline_keyboard"], json!([]));
+    assert_eq!(stored_times(&h, ALICE, "a long one"), 0, "nothing stored");
+    h.stop().await;
+}
+
 /// Answers the agent at once (streamed) and the options call only after `options_delay`, so
 /// the turn waits, its answer stored, up to `attach_wait_ms` before showing it.
 async fn llm_with_slow_options(options_delay: Duration) -> FakeLlm {

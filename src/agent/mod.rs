@@ -73,6 +73,29 @@ pub enum TurnStatus {
     LlmFailed(LlmError),
 }
 
+/// What a turn's LLM calls have cost so far, readable while the turn runs: a stopped turn's
+/// future is dropped with its [`TurnResult`], and the calls it made are still charged to the
+/// user's daily budget.
+#[derive(Debug, Default)]
+pub struct Spent(std::sync::Mutex<Usage>);
+
+impl Spent {
+    fn add(&self, usage: Usage) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) += usage;
+    }
+
+    /// The usage of every call that completed.
+    pub fn total(&self) -> Usage {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Everything a finished turn produced.
 #[derive(Debug)]
 pub struct TurnResult {
@@ -223,6 +246,7 @@ impl Agent {
         user: ChatMessage,
         events: Option<&Events>,
         role: Role,
+        spent: &Spent,
     ) -> TurnResult {
         let mut conversation = prompt;
         let mut turn_start = conversation.len();
@@ -266,6 +290,7 @@ impl Agent {
             iterations += 1;
             result.calls += 1;
             result.usage += completion.usage;
+            spent.add(completion.usage);
             conversation.push(completion.message());
             result.last_request = Some(request);
             if completion.tool_calls.is_empty() {

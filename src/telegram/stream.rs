@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::keyboards;
 use super::render::{render_partial, render_parts};
-use super::send::{SendPolicy, Target, edit_html, send_html, with_retry};
+use super::send::{SendPolicy, Target, edit_html, edit_keyboard, send_html, with_retry};
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
@@ -145,7 +145,15 @@ impl Display {
         if let Some(last) = self.shown.last() {
             let html = format!("{}\n\n{STOPPED}", last.html);
             let to = self.to.without_reply();
-            let _ = edit_html(&self.bot, &self.policy, to, last.id, &html, None).await;
+            if edit_html(&self.bot, &self.policy, to, last.id, &html, None)
+                .await
+                .is_err()
+            {
+                // The text could not take the line (too long, or Telegram refused): at least
+                // the ⏹ goes, so no dead button stays under a stopped answer.
+                let none = InlineKeyboardMarkup::default();
+                edit_keyboard(&self.bot, &self.policy, to.chat, last.id, none, "stopped").await;
+            }
         }
         None
     }

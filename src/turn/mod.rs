@@ -294,10 +294,12 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let role = app.config().role_of(input.user);
     // The safe point: a stop before the agent is done drops its LLM or tool call at once and
     // the turn stores nothing; once it is done, the turn is `Storing` and a stop keeps it.
+    let spent = crate::agent::Spent::default();
     let agent = app
         .agent()
-        .run(&model, prompt, user_message, events.as_ref(), role);
+        .run(&model, prompt, user_message, events.as_ref(), role, &spent);
     let Some(mut result) = turn.until_store(agent).await else {
+        charge_stopped(&app, input.user, spent.total());
         return stopped(&app, input.update, events, live).await;
     };
     if let TurnStatus::LlmFailed(error) = &result.status
@@ -453,6 +455,17 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 }
             });
         }
+    }
+}
+
+/// Charges what a stopped turn's finished LLM calls cost to the user's daily budget (a
+/// stopped turn stores nothing else: no history, no usage per chat).
+fn charge_stopped(app: &App, user: u64, usage: crate::llm::Usage) {
+    if usage == crate::llm::Usage::default() {
+        return;
+    }
+    if let Err(e) = app.store().record_user_tokens(user, usage) {
+        tracing::warn!(user, error = %e, "cannot record a stopped turn's token use");
     }
 }
 

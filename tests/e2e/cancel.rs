@@ -259,6 +259,40 @@ async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() 
     }
 }
 
+/// A stop whose "Stopped" line cannot be edited in (Telegram refuses every text edit) still
+/// takes the ⏹ away, so no dead button stays under the stopped answer.
+#[tokio::test]
+async fn a_stop_whose_confirmation_edit_fails_still_removes_the_stop_button() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
+    })
+    .await;
+    let h = Harness::start_with(llm, streaming).await;
+    for _ in 0..40 {
+        h.tg.script(
+            "editMessageText",
+            400,
+            json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
+        );
+    }
+    h.tg.send_text(ALICE, "a long one");
+    let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
+    let message = live.result["message_id"].as_i64().unwrap();
+    let query =
+        h.tg.press(ALICE, ALICE, message, &stop_data(&live).unwrap());
+    assert_eq!(toast(&h, &query).await, "Stopped");
+    let cleared =
+        h.tg.wait_for(|t| {
+            t.calls("editMessageReplyMarkup")
+                .into_iter()
+                .find(|c| c.params["message_id"] == message)
+        })
+        .await;
+    assert_eq!(cleared.params["reply_markup"]["inline_keyboard"], json!([]));
+    assert_eq!(stored_times(&h, ALICE, "a long one"), 0, "nothing stored");
+    h.stop().await;
+}
+
 /// Answers the agent at once (streamed) and the options call only after `options_delay`, so
 /// the turn waits, its answer stored, up to `attach_wait_ms` before showing it.
 async fn llm_with_slow_options(options_delay: Duration) -> FakeLlm {
@@ -398,6 +432,45 @@ async fn cancel_with_nothing_running_says_so_plainly() {
         ["Nothing is running.", "done", "Nothing is running."]
     );
     assert_eq!(stored_times(&h, ALICE, "hello"), 1, "the answer stays");
+    h.stop().await;
+}
+
+/// A turn stopped after some of its LLM calls still pays for them: stopping just before the
+/// last call must not make tool rounds free under a daily budget.
+#[tokio::test]
+async fn a_stopped_turn_is_charged_for_the_calls_it_made() {
+    let llm = FakeLlm::start(|req, _| {
+        let rounds = req["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        match rounds {
+            0 => Reply::tool_call("c1", "no_such_tool", json!({})),
+            1 => Reply::tool_call("c2", "no_such_tool", json!({})),
+            _ => Reply::text("too late").after(Duration::from_secs(30)),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.telegram.streaming = false;
+        c.limits.daily_tokens = 100_000;
+    })
+    .await;
+    h.tg.send_text(ALICE, "use tools");
+    h.tg.wait_for(|_| (h.llm.agent_requests().len() == 3).then_some(()))
+        .await;
+    h.tg.send_text(ALICE, "/cancel");
+    h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(
+        sent_texts(&h, ALICE),
+        ["Stopped. Nothing of that request was kept."]
+    );
+    // Two calls completed (each 100 tokens read + 10 written, as the fake reports); the
+    // third was dropped unanswered.
+    h.tg.wait_for(|_| (h.app().store().user_tokens_today(ALICE as u64) == 220).then_some(()))
+        .await;
+    assert_eq!(stored_times(&h, ALICE, "use tools"), 0, "nothing stored");
     h.stop().await;
 }
 

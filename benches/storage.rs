@@ -190,6 +190,7 @@ fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64,
             feedback: Some(feedback.clone()),
             created: received,
             topic: None,
+            chosen_by: None,
         })
         .unwrap();
     store.set_ticket_message(&ticket, message).unwrap();

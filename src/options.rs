@@ -147,6 +147,7 @@ pub async fn extract(
         feedback,
         created: chrono::Utc::now().timestamp(),
         topic,
+        chosen_by: None,
     };
     match store.create_ticket(&ticket) {
         Ok(id) => Some(Attached {
@@ -175,13 +176,16 @@ pub enum Press {
 }
 
 /// The server-side checks of a press of option `index` (whose button carried `label`, a
-/// prefix of the full label) of ticket `id` in `chat`, then the atomic choice.
+/// prefix of the full label) of ticket `id` in `chat`, then the atomic choice. `update` is the
+/// press's update: the same press re-delivered after a crash that came between the choice and
+/// the turn's inbox entry goes on (the inbox then keeps it from running twice).
 pub fn decide(
     store: &Store,
     chat: i64,
     id: &str,
     index: usize,
     label: &str,
+    update: Option<u32>,
 ) -> anyhow::Result<Press> {
     let Some(ticket) = store.ticket(id) else {
         return Ok(Press::Expired);
@@ -194,7 +198,8 @@ pub fn decide(
     if !exists {
         return Ok(Press::Expired);
     }
-    if ticket.chosen.is_some() {
+    let again = ticket.chosen_again_by(index, update);
+    if ticket.chosen.is_some() && !again {
         return Ok(Press::AlreadyChosen);
     }
     // The press came from the ticket's chat; its topic is the ticket's.
@@ -203,7 +208,7 @@ pub fn decide(
     if !current {
         return Ok(Press::Earlier);
     }
-    Ok(match store.choose_option(id, index)? {
+    Ok(match store.choose_option(id, index, update)? {
         Choice::Chosen(ticket) => Press::Continue(ticket, index),
         Choice::AlreadyChosen => Press::AlreadyChosen,
         Choice::Unknown => Press::Expired,

@@ -129,6 +129,7 @@ mod tests {
             feedback: None,
             created: 1,
             topic: None,
+            chosen_by: None,
         }
     }
 
@@ -284,6 +285,7 @@ mod tests {
             text: "again".into(),
             image: None,
             used: false,
+            claimed_by: None,
             created: chrono::Utc::now().timestamp(),
         }
     }
@@ -367,14 +369,14 @@ mod tests {
                 let _ = store.usage(None);
                 let _ = store.user_tokens_today(9);
                 let _ = store.ticket(&ticket);
-                let _ = store.choose_option(&ticket, 0).unwrap();
+                let _ = store.choose_option(&ticket, 0, None).unwrap();
                 let _ = store.vote(&feedback, CHAT, true, 1).unwrap();
                 let topic = store.history(TOPIC, 10_000).unwrap();
                 if !matches!(target, Target::TopicChats | Target::TopicHistory) {
                     prop_assert_eq!(topic.messages.len(), 1);
                 }
                 let _ = store.chat_model(TOPIC);
-                let claim = store.claim_retry(&retry, CHAT, 9, 0).unwrap();
+                let claim = store.claim_retry(&retry, CHAT, 9, 0, None).unwrap();
                 if !matches!(target, Target::Retries) {
                     prop_assert!(matches!(claim, RetryClaim::Claimed(_)));
                 }

@@ -23,6 +23,10 @@ pub struct RetryTicket {
     pub image: Option<String>,
     /// Set by the press that claimed the retry.
     pub used: bool,
+    /// The update (the press) that claimed it: the same press re-delivered after a crash that
+    /// came before its turn reached the inbox may still go on.
+    #[serde(default)]
+    pub claimed_by: Option<u32>,
     /// Unix seconds.
     pub created: i64,
 }
@@ -53,12 +57,12 @@ enum Verdict {
 
 /// The pure rule behind [`Store::claim_retry`]: only the message's sender, in the retry's own
 /// chat, may claim it, once, while it was created at or after `oldest` (unix seconds).
-fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64) -> Verdict {
+fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64, update: Option<u32>) -> Verdict {
     if ticket.chat != chat || ticket.created < oldest {
         Verdict::Expired
     } else if ticket.user != user {
         Verdict::NotYours
-    } else if ticket.used {
+    } else if ticket.used && !(update.is_some() && ticket.claimed_by == update) {
         Verdict::Used
     } else {
         Verdict::Claim
@@ -71,23 +75,26 @@ impl Store {
         insert_new(&self.retries, &serde_json::to_vec(ticket)?)
     }
 
-    /// Claims retry `id` for `user`'s press in `chat`, if it was created at or after `oldest`.
-    /// The check and the claim are one atomic update: of two concurrent presses, one gets the
-    /// message and the other [`RetryClaim::AlreadyUsed`].
+    /// Claims retry `id` for `user`'s press `update` in `chat`, if it was created at or after
+    /// `oldest`. The check and the claim are one atomic update: of two concurrent presses, one
+    /// gets the message and the other [`RetryClaim::AlreadyUsed`]; the claiming press itself,
+    /// re-delivered, gets the message again (the inbox keeps it from running twice).
     pub fn claim_retry(
         &self,
         id: &str,
         chat: i64,
         user: u64,
         oldest: i64,
+        update: Option<u32>,
     ) -> anyhow::Result<RetryClaim> {
         let mut verdict = Verdict::Expired;
         let before = update_json(&self.retries, TREE, id.as_bytes(), |t: &mut RetryTicket| {
-            verdict = judge(t, chat, user, oldest);
-            if verdict != Verdict::Claim {
+            verdict = judge(t, chat, user, oldest, update);
+            if verdict != Verdict::Claim || t.used {
                 return false;
             }
             t.used = true;
+            t.claimed_by = update;
             true
         })?;
         Ok(match (before, verdict) {
@@ -115,6 +122,7 @@ mod tests {
             text: "hello".into(),
             image: None,
             used,
+            claimed_by: None,
             created,
         }
     }
@@ -189,7 +197,7 @@ mod tests {
         ];
         for case in cases {
             assert_eq!(
-                judge(&case.ticket, case.chat, case.user, case.oldest),
+                judge(&case.ticket, case.chat, case.user, case.oldest, None),
                 case.verdict,
                 "case {}",
                 case.name
@@ -204,30 +212,54 @@ mod tests {
         let fresh = ticket(1, 100, false);
         let id = store.create_retry(&fresh).unwrap();
         assert_eq!(
-            store.claim_retry(&id, 7, 2, 0).unwrap(),
+            store.claim_retry(&id, 7, 2, 0, None).unwrap(),
             RetryClaim::Expired,
             "another chat claims nothing"
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 3, 0).unwrap(),
+            store.claim_retry(&id, 1, 3, 0, None).unwrap(),
             RetryClaim::NotYours,
             "another member claims nothing"
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 2, 0).unwrap(),
-            RetryClaim::Claimed(fresh)
+            store.claim_retry(&id, 1, 2, 0, None).unwrap(),
+            RetryClaim::Claimed(fresh.clone())
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 2, 0).unwrap(),
+            store.claim_retry(&id, 1, 2, 0, None).unwrap(),
             RetryClaim::AlreadyUsed
         );
         assert_eq!(
-            store.claim_retry("0000000000000", 1, 2, 0).unwrap(),
+            store.claim_retry(&id, 1, 2, 0, Some(5)).unwrap(),
+            RetryClaim::AlreadyUsed,
+            "a press that did not claim it claims nothing"
+        );
+        let other = store.create_retry(&fresh).unwrap();
+        let claimed = RetryTicket {
+            used: true,
+            claimed_by: Some(5),
+            ..fresh.clone()
+        };
+        assert_eq!(
+            store.claim_retry(&other, 1, 2, 0, Some(5)).unwrap(),
+            RetryClaim::Claimed(fresh.clone())
+        );
+        assert_eq!(
+            store.claim_retry(&other, 1, 2, 0, Some(5)).unwrap(),
+            RetryClaim::Claimed(claimed),
+            "the claiming press, re-delivered after a crash, goes on"
+        );
+        assert_eq!(
+            store.claim_retry(&other, 1, 2, 0, Some(6)).unwrap(),
+            RetryClaim::AlreadyUsed
+        );
+        assert_eq!(
+            store.claim_retry("0000000000000", 1, 2, 0, None).unwrap(),
             RetryClaim::Expired
         );
         store.retries.insert("garbage", "{").unwrap();
         assert_eq!(
-            store.claim_retry("garbage", 1, 2, 0).unwrap(),
+            store.claim_retry("garbage", 1, 2, 0, None).unwrap(),
             RetryClaim::Expired
         );
         assert_eq!(
@@ -235,7 +267,7 @@ mod tests {
             1,
             "only the unreadable one"
         );
-        assert_eq!(store.prune_retries(200).unwrap(), 1);
+        assert_eq!(store.prune_retries(200).unwrap(), 2, "the two retries");
     }
 
     #[test]
@@ -245,7 +277,7 @@ mod tests {
         let id = store.create_retry(&ticket(1, 100, false)).unwrap();
         let claims: Vec<RetryClaim> = std::thread::scope(|scope| {
             let presses: Vec<_> = (0..8)
-                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 2, 0).unwrap()))
+                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 2, 0, None).unwrap()))
                 .collect();
             presses.into_iter().map(|p| p.join().unwrap()).collect()
         });

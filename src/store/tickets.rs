@@ -39,6 +39,18 @@ pub struct OptionTicket {
     /// The forum topic of the answer: a press continues that topic's conversation.
     #[serde(default)]
     pub topic: Option<i32>,
+    /// The update (the press) that chose the option: Telegram re-delivers a press whose turn a
+    /// crash kept from the inbox, and that same press may still go on.
+    #[serde(default)]
+    pub chosen_by: Option<u32>,
+}
+
+impl OptionTicket {
+    /// Whether option `index` was chosen by press `update` (so this press, re-delivered after
+    /// a crash, may go on); never for a press without an update id.
+    pub fn chosen_again_by(&self, index: usize, update: Option<u32>) -> bool {
+        update.is_some() && self.chosen == Some(index) && self.chosen_by == update
+    }
 }
 
 /// What 👍/👎 under one answer act on.
@@ -130,7 +142,12 @@ impl Store {
 
     /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
     /// wins and the other sees [`Choice::AlreadyChosen`].
-    pub fn choose_option(&self, id: &str, index: usize) -> anyhow::Result<Choice> {
+    pub fn choose_option(
+        &self,
+        id: &str,
+        index: usize,
+        update: Option<u32>,
+    ) -> anyhow::Result<Choice> {
         let before = update_json(
             &self.tickets,
             OPTIONS_TREE,
@@ -139,12 +156,14 @@ impl Store {
                 let fresh = t.chosen.is_none();
                 if fresh {
                     t.chosen = Some(index);
+                    t.chosen_by = update;
                 }
                 fresh
             },
         )?;
         Ok(match before {
             None => Choice::Unknown,
+            Some(ticket) if ticket.chosen_again_by(index, update) => Choice::Chosen(ticket),
             Some(ticket) if ticket.chosen.is_some() => Choice::AlreadyChosen,
             Some(ticket) => Choice::Chosen(ticket),
         })
@@ -247,6 +266,7 @@ mod tests {
             feedback: None,
             created,
             topic: None,
+            chosen_by: None,
         }
     }
 
@@ -279,10 +299,33 @@ mod tests {
         let other = store.create_ticket(&ticket).unwrap();
         assert_ne!(id, other);
         assert!(id.len() <= 13);
-        assert_eq!(store.choose_option(&id, 1).unwrap(), Choice::Chosen(ticket));
-        assert_eq!(store.choose_option(&id, 0).unwrap(), Choice::AlreadyChosen);
+        assert_eq!(
+            store.choose_option(&id, 1, Some(7)).unwrap(),
+            Choice::Chosen(ticket.clone())
+        );
+        assert_eq!(
+            store.choose_option(&id, 0, Some(8)).unwrap(),
+            Choice::AlreadyChosen
+        );
+        // The same press re-delivered after a crash goes on; no other one does.
+        let chosen = OptionTicket {
+            chosen: Some(1),
+            chosen_by: Some(7),
+            ..ticket
+        };
+        assert_eq!(
+            store.choose_option(&id, 1, Some(7)).unwrap(),
+            Choice::Chosen(chosen)
+        );
+        assert_eq!(
+            store.choose_option(&id, 1, None).unwrap(),
+            Choice::AlreadyChosen
+        );
         assert_eq!(store.ticket(&id).unwrap().chosen, Some(1));
-        assert_eq!(store.choose_option("nope", 0).unwrap(), Choice::Unknown);
+        assert_eq!(
+            store.choose_option("nope", 0, None).unwrap(),
+            Choice::Unknown
+        );
     }
 
     #[test]

@@ -368,6 +368,7 @@ pub async fn option_pressed(
         &press.ticket,
         press.index,
         &press.label,
+        Some(update.id.0),
     )?;
     let (ticket, index) = match decided {
         Press::Continue(ticket, index) => (ticket, index),
@@ -381,7 +382,11 @@ pub async fn option_pressed(
             return answer_press(bot, &tg, &query, refused).await;
         }
     };
-    bot.answer_callback_query(query.id).await?;
+    // The option is chosen now: the turn must start whatever Telegram says to the answer (a
+    // press re-delivered after a crash has a query too old to answer).
+    if let Err(e) = bot.answer_callback_query(query.id).await {
+        tracing::warn!(chat = chat.0, error = %e, "cannot answer an option press");
+    }
     let label = ticket.labels[index].clone();
     let chosen = Keyboard::Answer {
         options: Options::Chosen(label.clone()),
@@ -389,8 +394,13 @@ pub async fn option_pressed(
         feedback: ticket.feedback.clone(),
     };
     let out: Out = tg.clone();
-    out.set_keyboard(ticket.chat, ticket.message_id, chosen)
-        .await;
+    // In the background: its paced edit must not hold the press's intake (every chat's next
+    // update waits for it), and it takes the chat's slot before the turn's first message.
+    let marked = out.clone();
+    let (mark_chat, mark_message) = (ticket.chat, ticket.message_id);
+    app.spawn(async move {
+        marked.set_keyboard(mark_chat, mark_message, chosen).await;
+    });
     let input = TurnInput {
         chat: ticket.chat,
         user,
@@ -600,7 +610,7 @@ pub async fn retry_pressed(
         bot.answer_callback_query(query.id).text(refusal).await?;
         return Ok(());
     }
-    let retried = match turn::retry::claim(&app, chat.chat, user, &ticket) {
+    let retried = match turn::retry::claim(&app, chat.chat, user, &ticket, update.id.0) {
         Ok(retried) => retried,
         Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
     };

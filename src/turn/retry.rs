@@ -60,6 +60,7 @@ pub(crate) fn offer(
         text: text.to_string(),
         image: image.map(str::to_string),
         used: false,
+        claimed_by: None,
         created: chrono::Utc::now().timestamp(),
     };
     let id = app
@@ -77,16 +78,20 @@ fn failure_text(failure: &str, offered: bool) -> String {
     format!("{failure} {next}")
 }
 
-/// 🔁 Retry pressed by `user` in `chat`: claims retry ticket `id` (atomically, so a double press runs the
+/// 🔁 Retry pressed by `user` in `chat` (update `update`): claims retry ticket `id` (atomically, so a double press runs the
 /// message once). Returns the message to run again, or the toast that refuses the press.
 pub(crate) fn claim(
     app: &App,
     chat: i64,
     user: u64,
     id: &str,
+    update: u32,
 ) -> Result<RetryTicket, &'static str> {
     let oldest = chrono::Utc::now().timestamp() - RETRY_LIFETIME_SECS;
-    match app.store().claim_retry(id, chat, user, oldest) {
+    match app
+        .store()
+        .claim_retry(id, chat, user, oldest, Some(update))
+    {
         Ok(RetryClaim::Claimed(ticket)) => Ok(ticket),
         Ok(RetryClaim::AlreadyUsed) => Err(ALREADY_RETRIED),
         Ok(RetryClaim::NotYours) => Err(NOT_YOURS),

@@ -393,6 +393,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         feedback: None,
         created,
         topic: None,
+        chosen_by: None,
     };
     let feedback = |created| FeedbackTicket {
         chat: ALICE,

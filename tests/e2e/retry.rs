@@ -157,6 +157,7 @@ async fn forged_foreign_and_old_retries_are_refused_and_run_nothing() {
         text: "yesterday".into(),
         image: None,
         used: false,
+        claimed_by: None,
         created: chrono::Utc::now().timestamp() - 25 * 3600,
     };
     let old = h.app().store().create_retry(&old).unwrap();
@@ -220,7 +221,7 @@ async fn a_retry_over_the_rate_limit_is_refused_and_stays_usable() {
     let claim = h
         .app()
         .store()
-        .claim_retry(id, ALICE, ALICE as u64, 0)
+        .claim_retry(id, ALICE, ALICE as u64, 0, None)
         .unwrap();
     assert!(
         matches!(claim, heurist::store::RetryClaim::Claimed(_)),

@@ -15,6 +15,7 @@ use teloxide::types::{Me, MessageId};
 use super::callback_data::{List, OptionPress};
 use super::commands::Command;
 use super::keyboards::model_key;
+use super::listener::Handling;
 use super::outbox::Outbox;
 use super::render::escape_html;
 use super::send::{edit_html, edit_keyboard, notify, send_html};
@@ -184,6 +185,8 @@ async fn model_command(app: &App, tg: &Outbox, chat: Conversation, id: &str) -> 
 }
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
+// An endpoint takes each dependency the schema gives it as a parameter.
+#[allow(clippy::too_many_arguments)]
 pub async fn text(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -192,14 +195,16 @@ pub async fn text(
     me: Me,
     role: Role,
     text: String,
+    handling: Handling,
 ) -> HandlerResult {
     if text.starts_with('/') {
+        handling.done();
         let reply = "I do not know that command. /help lists what I can do.";
         notify(tg.bot(), tg.policy(), conversation_of(&msg), reply).await;
         return Ok(());
     }
     let text = without_mention(&text, &me);
-    start_turn(&app, &tg, &update, &msg, role, text, None).await;
+    start_turn(&app, &tg, &update, &msg, role, text, None, &handling).await;
     Ok(())
 }
 
@@ -214,6 +219,7 @@ pub async fn non_text(
     msg: Message,
     me: Me,
     role: Role,
+    handling: Handling,
 ) -> HandlerResult {
     let chat = conversation_of(&msg);
     let max_bytes = app.config().telegram.max_image_bytes;
@@ -225,7 +231,7 @@ pub async fn non_text(
             let caption = msg.caption().map(|c| without_mention(c, &me));
             let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
             let image = Some(photo.file.id.0.clone());
-            start_turn(&app, &tg, &update, &msg, role, text, image).await;
+            start_turn(&app, &tg, &update, &msg, role, text, image, &handling).await;
             return Ok(());
         }
         Some(_) => {
@@ -242,20 +248,26 @@ pub async fn non_text(
                 .collect();
             let current = app.model_for(chat).id;
             let note = media::unseen_image_note(&current, &vision, caption.is_some());
+            // Before the caption's answer, so it holds this update's intake for one paced
+            // message (a photo on a model without vision only).
             notify(tg.bot(), tg.policy(), chat, &note).await;
             if let Some(caption) = caption {
                 let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
-                start_turn(&app, &tg, &update, &msg, role, text, None).await;
+                start_turn(&app, &tg, &update, &msg, role, text, None, &handling).await;
             }
             return Ok(());
         }
         None => "I can only read text messages and photos. Please send your request as text.",
     };
+    handling.done();
     notify(tg.bot(), tg.policy(), chat, reply).await;
     Ok(())
 }
 
-/// Starts a turn for `msg` (within the user's limits, else a friendly refusal).
+/// Starts a turn for `msg` (within the user's limits, else a friendly refusal); `false` if
+/// refused. Intake is released once the turn is in the inbox, or before a refusal (which
+/// records nothing).
+#[allow(clippy::too_many_arguments)]
 async fn start_turn(
     app: &Arc<App>,
     tg: &Arc<Outbox>,
@@ -264,13 +276,19 @@ async fn start_turn(
     role: Role,
     text: String,
     image: Option<String>,
-) {
+    handling: &Handling,
+) -> bool {
     let chat = conversation_of(msg);
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
     match app.limits().check(user, role, app.store()) {
         Verdict::Allowed => {}
-        Verdict::TooFast(wait) => return refuse_in_burst(app, tg, chat, user, wait).await,
+        Verdict::TooFast(wait) => {
+            handling.done();
+            refuse_in_burst(app, tg, chat, user, wait).await;
+            return false;
+        }
         refused => {
+            handling.done();
             notify(
                 tg.bot(),
                 tg.policy(),
@@ -278,7 +296,7 @@ async fn start_turn(
                 &refused.message().unwrap_or_default(),
             )
             .await;
-            return;
+            return false;
         }
     }
     // So `/stats` can name its top users.
@@ -299,6 +317,8 @@ async fn start_turn(
     };
     let out: Out = tg.clone();
     turn::accept(app, &out, input).await;
+    handling.done();
+    true
 }
 
 /// A message over the turn rate: the burst's one refusal is sent, or edited to count this one
@@ -346,6 +366,8 @@ pub async fn expired_press(bot: Bot, tg: Arc<Outbox>, query: CallbackQuery) -> H
 
 /// An option button: checked on the server, then the conversation continues exactly as if
 /// the user had typed the option's full label.
+// An endpoint takes each dependency the schema gives it as a parameter.
+#[allow(clippy::too_many_arguments)]
 pub async fn option_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -354,6 +376,7 @@ pub async fn option_pressed(
     role: Role,
     chat: ChatId,
     press: OptionPress,
+    handling: Handling,
 ) -> HandlerResult {
     // A press starts a turn: the same limits as a typed message, checked before the option is
     // used up.
@@ -413,6 +436,7 @@ pub async fn option_pressed(
         reply_to: reply_in_groups(ticket.chat, ticket.message_id),
     };
     turn::accept(&app, &out, input).await;
+    handling.done();
     Ok(())
 }
 
@@ -596,6 +620,8 @@ pub async fn stop_pressed(
 
 /// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
 /// used up), the failed message runs again as a new turn, once; the button goes.
+// An endpoint takes each dependency the schema gives it as a parameter.
+#[allow(clippy::too_many_arguments)]
 pub async fn retry_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -604,6 +630,7 @@ pub async fn retry_pressed(
     role: Role,
     chat: Conversation,
     ticket: String,
+    handling: Handling,
 ) -> HandlerResult {
     let (bot, user) = (tg.bot(), query.from.id.0);
     if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
@@ -635,6 +662,7 @@ pub async fn retry_pressed(
     };
     let out: Out = tg.clone();
     turn::accept(&app, &out, input).await;
+    handling.done();
     Ok(())
 }
 

@@ -5,7 +5,8 @@
 //! The handshake is [`Intake`]: the listener holds every update that may start a turn (an
 //! allowed user's message, an option or 🔁 Retry press) as it hands it to the dispatcher, the
 //! schema's root holds a [`Handling`] guard for the update while its handler runs, and the
-//! guard's drop (also on a panic) releases it. Long polling ([`Polling`]) asks Telegram for
+//! handler releases it once the update is durable or refused ([`Handling::done`]; the guard's
+//! drop, also on a panic, releases it at the latest). Long polling ([`Polling`]) asks Telegram for
 //! the next batch, whose `offset` confirms every earlier update, only when no update is held
 //! any more; in webhook mode [`answer_when_handled`] answers Telegram's POST only then, so
 //! Telegram re-sends an update whose handler never finished. A crash before the release means
@@ -63,12 +64,13 @@ impl Intake {
         held
     }
 
-    /// The guard the schema holds while `update` is handled; dropping it releases the update.
+    /// The guard the schema holds while `update` is handled; dropping its last clone releases
+    /// the update, and [`Handling::done`] releases it sooner.
     pub fn handling(self: &Arc<Self>, update: u32) -> Handling {
-        Handling {
+        Handling(Arc::new(Guard {
             intake: self.clone(),
             update,
-        }
+        }))
     }
 
     fn release(&self, update: u32) {
@@ -103,13 +105,27 @@ impl Intake {
     }
 }
 
-/// Held by the schema while one update is handled (see [`crate::telegram::schema`]).
-pub struct Handling {
+/// Held by the schema while one update is handled (see [`crate::telegram::schema`]); a
+/// handler that may start a turn gets a clone, and says [`Handling::done`] once the update is
+/// durable (its turn accepted into the inbox) or known to record nothing (a refusal), so its
+/// paced replies do not hold every chat's next update.
+#[derive(Clone)]
+pub struct Handling(Arc<Guard>);
+
+impl Handling {
+    /// Releases the update now: nothing more of it needs to be on disk before Telegram may be
+    /// told it arrived. Releasing twice is harmless.
+    pub fn done(&self) {
+        self.0.intake.release(self.0.update);
+    }
+}
+
+struct Guard {
     intake: Arc<Intake>,
     update: u32,
 }
 
-impl Drop for Handling {
+impl Drop for Guard {
     fn drop(&mut self) {
         self.intake.release(self.update);
     }

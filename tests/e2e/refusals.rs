@@ -284,3 +284,38 @@ async fn request_access_tells_the_admins_once_and_refuses_forged_presses() {
     assert!(h.llm.requests().is_empty());
     h.stop().await;
 }
+
+/// A refusal waits for its group's pacing slot (3 s after the group's last message), and the
+/// refused message records nothing: its update is released at once, so Telegram is asked for
+/// the next updates meanwhile and another chat's message is answered before that refusal.
+#[tokio::test]
+async fn a_refusal_waiting_for_its_group_slot_holds_no_other_chat() {
+    let h = Harness::start_with(FakeLlm::answering("ok").await, |c| {
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.limits.turns_per_minute = 1;
+        c.telegram.chat_interval_ms = 1000;
+        c.telegram.group_interval_ms = 3000;
+        c.telegram.global_per_second = 30;
+    })
+    .await;
+    h.tg.send_in_chat(GROUP, ALICE, "@heurist_test_bot first");
+    h.tg.wait_messages(GROUP, 1).await;
+    h.tg.send_in_chat(GROUP, ALICE, "@heurist_test_bot second, over the limit");
+    // The refusal's handler is now waiting for the group's next slot.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.tg.send_text(BOB, "hello");
+    h.tg.wait_messages(BOB, 1).await;
+    assert_eq!(
+        h.tg.messages_to(GROUP).len(),
+        1,
+        "Bob was answered while the group's refusal still waited for its slot"
+    );
+    let refusal = h.tg.wait_messages(GROUP, 2).await;
+    assert!(
+        text_of(&refusal[1]).contains("faster than I can answer"),
+        "{}",
+        text_of(&refusal[1])
+    );
+    h.stop().await;
+}

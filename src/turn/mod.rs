@@ -471,7 +471,7 @@ fn charge_stopped(app: &App, user: u64, usage: crate::llm::Usage) {
 
 /// Ends a turn stopped before its history write: its live display, left without `Finished`,
 /// marks the message stopped (awaited, so the chat's next turn comes after it), and its update
-/// is done (flushed in the background), so recovery never resumes it.
+/// is done (flushed before the next turn), so recovery never resumes it.
 async fn stopped(
     app: &Arc<App>,
     update: Option<u32>,
@@ -482,9 +482,10 @@ async fn stopped(
     if let Some(display) = live {
         let _ = display.await;
     }
+    // Awaited (flushed) before the chat's next turn: a crash right after a stop must not
+    // resume the stopped turn into its "Stopped" message.
     if let Some(update) = update {
-        let app2 = app.clone();
-        app.spawn(async move { set_state(&app2, update, InboxState::Answered).await });
+        set_state(app, update, InboxState::Answered).await;
     }
     tracing::info!(update, "a turn was stopped before its history write");
 }

@@ -34,6 +34,10 @@ use teloxide::types::{AllowedUpdate, UpdateKind};
 use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
+/// How long the next batch waits for held updates before confirming them anyway: far longer
+/// than a handler takes to reach the inbox, even behind a slow command of its chat.
+const STALLED: Duration = Duration::from_secs(120);
+
 /// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
 pub type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
 
@@ -97,6 +101,13 @@ impl Intake {
             }
             released.await;
         }
+    }
+
+    /// Releases every held update; returns their ids (see [`STALLED`]).
+    fn forget_all(&self) -> Vec<u32> {
+        let lost: Vec<u32> = std::mem::take(&mut *self.held()).into_iter().collect();
+        self.released.notify_waiters();
+        lost
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, BTreeSet<u32>> {
@@ -223,8 +234,20 @@ impl Batches<'_> {
             if self.done {
                 return None;
             }
-            // The next request's offset confirms the whole batch: wait until it is handled.
-            polling.intake.drained().await;
+            // The next request's offset confirms the whole batch: wait until it is handled. A
+            // hold is released within milliseconds of its handler starting; one that outlives
+            // `STALLED` was lost with a handler that panicked (teloxide then drops the chat's
+            // queued updates unhandled), and must not stop every chat's intake for good.
+            if tokio::time::timeout(STALLED, polling.intake.drained())
+                .await
+                .is_err()
+            {
+                let lost = polling.intake.forget_all();
+                tracing::error!(
+                    ?lost,
+                    "updates still held after {STALLED:?}: confirming them anyway"
+                );
+            }
             if polling.flag.is_stopped() {
                 self.done = true;
                 // Confirms the last batch, so the next start does not get it again.
@@ -493,5 +516,15 @@ mod tests {
             .await
             .expect("drained once the last handler finished")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn forgetting_a_stalled_hold_drains_the_intake() {
+        let intake = Arc::new(Intake::new(Box::new(|_| true)));
+        intake.held().extend([3, 4]);
+        assert_eq!(intake.forget_all(), [3, 4]);
+        tokio::time::timeout(Duration::from_secs(5), intake.drained())
+            .await
+            .expect("nothing is held any more");
     }
 }

@@ -132,6 +132,7 @@ fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64,
         received,
         topic: None,
         reply_to: None,
+        parts: Vec::new(),
     };
     assert!(store.accept_update(update, &entry).unwrap());
     let (round, _) = store.retire_offered(chat).unwrap();

@@ -53,6 +53,10 @@ pub struct InboxEntry {
     /// The message its answer replies to (in groups), so a resumed answer still does.
     #[serde(default)]
     pub reply_to: Option<i32>,
+    /// The later messages of a visible answer too long for one (the first is in
+    /// [`InboxState::Visible`]), so a resumed answer is edited into all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<i32>,
 }
 
 impl Store {
@@ -99,11 +103,45 @@ impl Store {
 
     /// The message that shows an update's answer, if it was recorded as visible in one.
     pub fn visible_message(&self, update: u32) -> Option<i32> {
-        let value = self.inbox.get(update.to_be_bytes()).ok()??;
-        match decode_json::<InboxEntry>(TREE, &update.to_be_bytes(), &value)?.state {
-            InboxState::Visible { message } => message,
-            _ => None,
+        self.visible_messages(update).first().copied()
+    }
+
+    /// Every message that shows an update's answer, first to last, as recorded; empty if none.
+    pub fn visible_messages(&self, update: u32) -> Vec<i32> {
+        let Some(entry) = self
+            .inbox
+            .get(update.to_be_bytes())
+            .ok()
+            .flatten()
+            .and_then(|value| decode_json::<InboxEntry>(TREE, &update.to_be_bytes(), &value))
+        else {
+            return Vec::new();
+        };
+        match entry.state {
+            InboxState::Visible {
+                message: Some(first),
+            } => std::iter::once(first).chain(entry.parts).collect(),
+            _ => Vec::new(),
         }
+    }
+
+    /// Records `message` as a later message of update `update`'s visible answer.
+    pub fn add_visible_part(&self, update: u32, message: i32) -> anyhow::Result<()> {
+        update_json(
+            &self.inbox,
+            TREE,
+            &update.to_be_bytes(),
+            |e: &mut InboxEntry| {
+                let first =
+                    matches!(e.state, InboxState::Visible { message: Some(m) } if m == message);
+                if first || e.parts.contains(&message) {
+                    return false;
+                }
+                e.parts.push(message);
+                true
+            },
+        )?;
+        Ok(())
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.
@@ -143,6 +181,7 @@ mod tests {
             received,
             topic: None,
             reply_to: None,
+            parts: Vec::new(),
         }
     }
 
@@ -215,6 +254,16 @@ mod tests {
         assert_eq!(store.visible_message(1), Some(7));
         assert_eq!(store.visible_message(2), None);
         assert_eq!(store.visible_message(3), None, "no such update");
+        // A long answer's later parts, each once, after its first message.
+        for part in [8, 9, 8, 7] {
+            store.add_visible_part(1, part).unwrap();
+        }
+        assert_eq!(store.visible_messages(1), [7, 8, 9]);
+        assert_eq!(
+            store.visible_messages(2),
+            Vec::<i32>::new(),
+            "no first message"
+        );
         // A record written before `Visible` existed.
         let old = br#"{"chat":1,"user":2,"text":"hi","state":"Stored","received":5}"#;
         store.inbox.insert(4u32.to_be_bytes(), &old[..]).unwrap();

@@ -116,6 +116,7 @@ mod tests {
             received: 1,
             topic: None,
             reply_to: None,
+            parts: Vec::new(),
         }
     }
 
@@ -457,6 +458,7 @@ mod tests {
                 received: 10,
                 topic: None,
                 reply_to: None,
+                parts: Vec::new(),
             };
             store.accept_update(update, &entry).unwrap();
         }

@@ -192,9 +192,8 @@ impl Display {
                                 html,
                                 stop,
                             });
-                            if first {
-                                (self.on_visible)(Some(message.id.0)).await;
-                            }
+                            // Every part's id: a resumed answer is edited into all of them.
+                            (self.on_visible)(Some(message.id.0)).await;
                         }
                         Err(e) => {
                             if self.shown.is_empty() {
@@ -257,9 +256,7 @@ pub async fn finish(
                 }
                 let sent = send_html(bot, policy, next, html, markup).await;
                 next = next.without_reply();
-                if i == 0
-                    && let Ok(message) = &sent
-                {
+                if let Ok(message) = &sent {
                     on_visible(Some(message.id.0)).await;
                 }
                 sent.map(|m| m.id)

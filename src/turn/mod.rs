@@ -76,6 +76,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             received: chrono::Utc::now().timestamp(),
             topic: input.topic,
             reply_to: input.reply_to,
+            parts: Vec::new(),
         };
         match app.store().accept_update(update, &entry) {
             Ok(true) => {}
@@ -123,9 +124,11 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 out.notice(chat, RESTART_NOTICE).await;
                 set_state(app, update, InboxState::Answered).await;
             }
-            (InboxState::Visible { message: Some(id) }, Some(answer)) => {
+            (InboxState::Visible { message: Some(_) }, Some(answer)) => {
                 tracing::info!(update, %chat, "finishing an answer a crash interrupted");
-                let live = Live { messages: vec![id] };
+                let live = Live {
+                    messages: app.store().visible_messages(update),
+                };
                 let shown = out
                     .answer(chat, None, live, &answer, Keyboard::None, unrecorded())
                     .await;
@@ -181,18 +184,28 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
 pub const RESTART_NOTICE: &str = "⚠️ I was restarted while answering; the answer above may be incomplete. Send your message again if you need the rest.";
 
 /// Records (flushed) that the answer of `update` may be visible, before its first send, and
-/// (`with_id`) the id of the message that shows it, after: what recovery needs to never send
-/// an answer twice. An answer sent whole is marked `Answered` right after its send, which says
+/// (`with_id`) the ids of the messages that show it, after each send (the first in the state,
+/// later parts of a long answer beside it): what recovery needs to never send an answer twice. An answer sent whole is marked `Answered` right after its send, which says
 /// more than its id, so it skips that second fsync.
 fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool) -> OnVisible {
     let app = app.clone();
     Arc::new(move |message| {
         let app = app.clone();
         Box::pin(async move {
-            if let Some(update) = update
-                && (with_id || message.is_none())
-            {
-                set_state(&app, update, InboxState::Visible { message }).await;
+            let Some(update) = update else {
+                return;
+            };
+            match message {
+                None => set_state(&app, update, InboxState::Visible { message }).await,
+                Some(_) if !with_id => {}
+                // A later part of an answer already recorded by its first message.
+                Some(id) if app.store().visible_message(update).is_some_and(|f| f != id) => {
+                    let added = app.store().add_visible_part(update, id);
+                    if let Err(e) = added.and(app.store().flush_async().await) {
+                        tracing::warn!(update, error = %e, "cannot record an answer's part");
+                    }
+                }
+                Some(_) => set_state(&app, update, InboxState::Visible { message }).await,
             }
         })
     })
@@ -263,7 +276,10 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
     let (chat, at) = (input.chat, input.conversation());
     // A turn resumed after a crash whose answer was already showing goes into that message.
-    let resumed = input.update.and_then(|u| app.store().visible_message(u));
+    let resumed = input
+        .update
+        .map(|u| app.store().visible_messages(u))
+        .filter(|ids| !ids.is_empty());
     let typing = AbortOnDrop(tokio::spawn(out.typing(at)));
     let round = retire_options(&app, &out, at);
 
@@ -316,7 +332,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let live = match live {
         Some(handle) => handle.await.ok().flatten().unwrap_or_default(),
         None => Live {
-            messages: resumed.into_iter().collect(),
+            messages: resumed.clone().unwrap_or_default(),
         },
     };
 
@@ -406,7 +422,9 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         _ => Keyboard::answer(feedback.clone()),
     };
     let keyboard = retry.map_or(keyboard, Keyboard::Retry);
-    let on_visible = record_visible(&app, input.update, false);
+    // An answer sent whole is marked answered right after its send; one that finishes a live
+    // display records the parts it adds, as the display recorded its own.
+    let on_visible = record_visible(&app, input.update, !live.messages.is_empty());
     let shown = out
         .answer(
             at,

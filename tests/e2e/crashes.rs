@@ -276,3 +276,58 @@ async fn the_webhook_answers_telegram_only_once_the_message_is_in_the_inbox() {
     );
     h.stop().await;
 }
+
+/// A streamed answer too long for one message is killed after its second message appeared:
+/// the restart finishes the answer in both messages, and sends no third.
+#[tokio::test]
+async fn kill_9_during_a_long_answer_finishes_it_in_the_messages_already_shown() {
+    const CHAT: i64 = 6000;
+    let long = format!("{} END", "word ".repeat(1400));
+    let answer = long.clone();
+    let llm = FakeLlm::start(move |req, _| {
+        if req["stream"] == true {
+            Reply::streamed(&answer, 40, Duration::from_millis(150))
+        } else {
+            Reply::text(&answer)
+        }
+    })
+    .await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let users = CHAT.to_string();
+    let mut bot = spawn_recovered(&tg, &llm, dir.path(), &users).await;
+    tg.send_text(CHAT, "a long one");
+    let until = Instant::now() + Duration::from_secs(20);
+    while tg.messages_to(CHAT).len() < 2 {
+        assert!(
+            Instant::now() < until,
+            "no second live message; log:\n{}",
+            bot.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Past the flush that records the second message.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    bot.kill();
+
+    let bot = spawn_recovered(&tg, &llm, dir.path(), &users).await;
+    let until = Instant::now() + Duration::from_secs(20);
+    while !tg.screen(CHAT).last().is_some_and(|t| t.ends_with("END")) {
+        assert!(
+            Instant::now() < until,
+            "the answer was not finished; log:\n{}",
+            bot.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sent = tg.messages_to(CHAT);
+    assert_eq!(sent.len(), 2, "no third message: {sent:#?}");
+    let screen = tg.screen(CHAT);
+    assert_eq!(screen.len(), 2, "{screen:#?}");
+    assert_eq!(
+        screen.join(" ").split_whitespace().count(),
+        long.split_whitespace().count(),
+        "the whole answer, once"
+    );
+}

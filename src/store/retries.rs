@@ -56,7 +56,8 @@ enum Verdict {
 }
 
 /// The pure rule behind [`Store::claim_retry`]: only the message's sender, in the retry's own
-/// chat, may claim it, once, while it was created at or after `oldest` (unix seconds).
+/// chat, may claim it, while it was created at or after `oldest` (unix seconds), and only once
+/// (the claiming press `update` itself, re-delivered, claims it again).
 fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64, update: Option<u32>) -> Verdict {
     if ticket.chat != chat || ticket.created < oldest {
         Verdict::Expired

@@ -264,9 +264,8 @@ pub async fn non_text(
     Ok(())
 }
 
-/// Starts a turn for `msg` (within the user's limits, else a friendly refusal); `false` if
-/// refused. Intake is released once the turn is in the inbox, or before a refusal (which
-/// records nothing).
+/// Starts a turn for `msg` (within the user's limits, else a friendly refusal). Intake is
+/// released once the turn is in the inbox, or before a refusal (which records nothing).
 #[allow(clippy::too_many_arguments)]
 async fn start_turn(
     app: &Arc<App>,
@@ -277,7 +276,7 @@ async fn start_turn(
     text: String,
     image: Option<String>,
     handling: &Handling,
-) -> bool {
+) {
     let chat = conversation_of(msg);
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
     match app.limits().check(user, role, app.store()) {
@@ -285,7 +284,7 @@ async fn start_turn(
         Verdict::TooFast(wait) => {
             handling.done();
             refuse_in_burst(app, tg, chat, user, wait).await;
-            return false;
+            return;
         }
         refused => {
             handling.done();
@@ -296,7 +295,7 @@ async fn start_turn(
                 &refused.message().unwrap_or_default(),
             )
             .await;
-            return false;
+            return;
         }
     }
     // So `/stats` can name its top users.
@@ -318,7 +317,6 @@ async fn start_turn(
     let out: Out = tg.clone();
     turn::accept(app, &out, input).await;
     handling.done();
-    true
 }
 
 /// A message over the turn rate: the burst's one refusal is sent, or edited to count this one
@@ -641,11 +639,8 @@ pub async fn retry_pressed(
         Ok(retried) => retried,
         Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
     };
-    // Claimed: the message runs whatever became of the toast.
-    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
-    if let Err(e) = answer_press(bot, &tg, &query, outcome).await {
-        tracing::warn!(%chat, error = %e, "cannot answer a retry press");
-    }
+    // Claimed: the message runs whatever becomes of the toast, and is in the inbox before the
+    // paced edit that takes the button away (which then holds no chat's intake).
     let input = TurnInput {
         chat: retried.chat,
         user,
@@ -663,6 +658,10 @@ pub async fn retry_pressed(
     let out: Out = tg.clone();
     turn::accept(&app, &out, input).await;
     handling.done();
+    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
+    if let Err(e) = answer_press(bot, &tg, &query, outcome).await {
+        tracing::warn!(%chat, error = %e, "cannot answer a retry press");
+    }
     Ok(())
 }
 

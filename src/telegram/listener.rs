@@ -1,6 +1,6 @@
 //! Taking updates from Telegram so that none is lost: an update is confirmed to Telegram only
-//! once its handler has finished, and a message's handler finishes only after its inbox entry
-//! is written and flushed ([`crate::turn::accept`]).
+//! once it was released, and a message is released only after its inbox entry is written and
+//! flushed ([`crate::turn::accept`]), or once it is known to record nothing (a refusal).
 //!
 //! The handshake is [`Intake`]: the listener holds every update that may start a turn (an
 //! allowed user's message, an option or 🔁 Retry press) as it hands it to the dispatcher, the
@@ -234,10 +234,11 @@ impl Batches<'_> {
             if self.done {
                 return None;
             }
-            // The next request's offset confirms the whole batch: wait until it is handled. A
-            // hold is released within milliseconds of its handler starting; one that outlives
-            // `STALLED` was lost with a handler that panicked (teloxide then drops the chat's
-            // queued updates unhandled), and must not stop every chat's intake for good.
+            // The next request's offset confirms the whole batch: wait until it is released. A
+            // hold is released within milliseconds of its handler starting, which may wait
+            // behind its chat's earlier handlers; one that outlives `STALLED` was most likely
+            // lost with a handler that panicked (teloxide then drops the chat's queued updates
+            // unhandled), and must not stop every chat's intake for good.
             if tokio::time::timeout(STALLED, polling.intake.drained())
                 .await
                 .is_err()
@@ -317,8 +318,9 @@ fn backoff(errors: u32) -> Duration {
 /// The largest webhook body read; Telegram's updates are far smaller.
 const MAX_UPDATE_BYTES: usize = 1 << 20;
 
-/// Middleware for the webhook route: answers Telegram's POST only after the update's handler
-/// finished (its message is then in the inbox), so an update lost to a crash is sent again.
+/// Middleware for the webhook route: answers Telegram's POST only after the update was
+/// released (its message is then in the inbox, or it records nothing), so an update lost to a
+/// crash is sent again.
 /// A request the route refuses (a wrong secret token) is answered at once.
 pub async fn answer_when_handled(
     State(intake): State<Arc<Intake>>,

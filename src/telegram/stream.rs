@@ -221,7 +221,7 @@ fn display(text: &str, progress: Option<&str>) -> String {
 /// into place (or sent), the keyboard on the last, leftover live messages deleted. The first
 /// message sent is a reply to `to`'s message if nothing was live (else the live one was).
 /// Returns the ids of the messages that show the answer. With no live message, `on_visible`
-/// is told around the first send.
+/// is told before the first send; it is told each sent message's id.
 pub async fn finish(
     bot: &Bot,
     policy: &SendPolicy,

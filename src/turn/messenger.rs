@@ -67,8 +67,9 @@ pub struct Live {
 }
 
 /// Called, and awaited, as a turn's answer becomes visible: with `None` just before the first
-/// message that shows it is sent, with `Some(id)` once that message exists. The turn records
-/// both durably, so after a crash it edits that message instead of sending a second answer.
+/// message that shows it is sent, with `Some(id)` once each of its messages exists (the first,
+/// then the later parts of a long answer). The turn records them durably, so after a crash it
+/// edits those messages instead of sending a second answer.
 pub type OnVisible = Arc<dyn Fn(Option<i32>) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// An [`OnVisible`] for answers whose visibility is not recorded (nothing would resume them).
@@ -89,7 +90,7 @@ pub trait Messenger: Send + Sync {
     /// [`AgentEvent::Finished`] (sent only once the turn's answer is kept, so [`Self::answer`]
     /// always finishes those messages), or to `None` when the turn was stopped (the sender
     /// dropped first), in which case the display already says so and shows no Stop button.
-    /// `on_visible` is awaited around its first send.
+    /// `on_visible` is awaited before its first send and after each send.
     fn live(
         &self,
         chat: Conversation,
@@ -102,8 +103,8 @@ pub trait Messenger: Send + Sync {
     /// Shows a Markdown answer with `keyboard` under its last part: the `live` messages are
     /// edited into it (leftovers removed), missing parts are sent. Returns the ids of the
     /// messages that show it. A reply is sent only when `live` shows nothing yet (else the
-    /// live display's first message was the reply). `on_visible` is awaited around its first
-    /// send when `live` shows nothing yet.
+    /// live display's first message was the reply). `on_visible` is awaited before the first
+    /// send when `live` shows nothing yet, and after each send.
     fn answer<'a>(
         &'a self,
         chat: Conversation,

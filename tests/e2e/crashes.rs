@@ -306,8 +306,27 @@ async fn kill_9_during_a_long_answer_finishes_it_in_the_messages_already_shown()
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // Past the flush that records the second message.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The display edits again only after the second message's id was recorded (flushed): an
+    // edit after it proves the record is on disk.
+    let edits = |tg: &FakeTelegram| {
+        tg.calls("editMessageText")
+            .into_iter()
+            .filter(|c| c.params["chat_id"] == CHAT)
+            .count()
+    };
+    let before = edits(&tg);
+    while edits(&tg) == before {
+        assert!(
+            Instant::now() < until,
+            "no edit after the second message; log:\n{}",
+            bot.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !tg.screen(CHAT).last().is_some_and(|t| t.ends_with("END")),
+        "killed while the answer was still streaming"
+    );
     bot.kill();
 
     let bot = spawn_recovered(&tg, &llm, dir.path(), &users).await;

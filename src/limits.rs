@@ -5,18 +5,20 @@
 //! restarts). Admins are exempt unless configured otherwise.
 //!
 //! # One refusal per burst
-//! A burst is the run of a user's messages in one chat that the turn rate refuses, from the
-//! first one until the rate window frees (the wait the latest refusal named has passed). The
-//! first refused message of a burst gets a refusal message; every further one edits that
-//! message to count the unanswered messages and say the wait as it is now, so six fast
-//! messages over the limit cost one message on the user's screen, not six. A refused message
-//! is not kept: the refusal asks the user to send it again.
+//! A burst is the run of a user's messages in one conversation (a chat, or a forum topic of
+//! one) that the turn rate refuses, from the first one until the rate window frees (the wait
+//! the latest refusal named has passed). The first refused message of a burst gets a refusal
+//! message in its conversation; every further one there edits that message to count the
+//! unanswered messages and say the wait as it is now, so six fast messages over the limit cost
+//! one message on the user's screen, not six. A refused message is not kept: the refusal asks
+//! the user to send it again.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::{LimitsConfig, Role};
+use crate::conversation::Conversation;
 use crate::store::Store;
 
 const WINDOW: Duration = Duration::from_secs(60);
@@ -67,7 +69,7 @@ pub struct Limits {
     /// Start times of each user's recent turns.
     recent: Mutex<HashMap<u64, VecDeque<Instant>>>,
     /// Open bursts per (chat, user).
-    bursts: Mutex<HashMap<(i64, u64), Burst>>,
+    bursts: Mutex<HashMap<(Conversation, u64), Burst>>,
 }
 
 /// The refusal of a burst of `refused` messages, with `wait` until a turn is possible again.
@@ -97,11 +99,11 @@ impl Limits {
 
     /// Counts a message the turn rate refused (with `wait` until the window frees) into its
     /// burst, and says whether to send a refusal or edit the burst's one.
-    pub fn refusal(&self, chat: i64, user: u64, wait: Duration) -> Refusal {
-        self.refusal_at(chat, user, wait, Instant::now())
+    pub fn refusal(&self, chat: impl Into<Conversation>, user: u64, wait: Duration) -> Refusal {
+        self.refusal_at(chat.into(), user, wait, Instant::now())
     }
 
-    fn refusal_at(&self, chat: i64, user: u64, wait: Duration, now: Instant) -> Refusal {
+    fn refusal_at(&self, chat: Conversation, user: u64, wait: Duration, now: Instant) -> Refusal {
         let mut bursts = self.bursts.lock().unwrap_or_else(|e| e.into_inner());
         bursts.retain(|_, burst| burst.until > now);
         let burst = bursts.entry((chat, user)).or_insert(Burst {
@@ -122,7 +124,8 @@ impl Limits {
     }
 
     /// The burst's refusal is (now) message `message`: later refusals of the burst edit it.
-    pub fn refusal_sent(&self, chat: i64, user: u64, message: i32) {
+    pub fn refusal_sent(&self, chat: impl Into<Conversation>, user: u64, message: i32) {
+        let chat = chat.into();
         let mut bursts = self.bursts.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(burst) = bursts.get_mut(&(chat, user)) {
             burst.message = Some(message);
@@ -281,7 +284,7 @@ mod tests {
             let now = t0 + Duration::from_secs(step.at_secs);
             let wait = Duration::from_secs(step.wait_secs);
             assert_eq!(
-                limits.refusal_at(step.chat, 7, wait, now),
+                limits.refusal_at(step.chat.into(), 7, wait, now),
                 step.expected,
                 "{}",
                 step.name

@@ -323,7 +323,7 @@ async fn start_turn(
 /// too (see [`crate::limits`]).
 async fn refuse_in_burst(app: &App, tg: &Outbox, chat: Conversation, user: u64, wait: Duration) {
     let (bot, policy) = (tg.bot(), tg.policy());
-    let shown = match app.limits().refusal(chat.chat, user, wait) {
+    let shown = match app.limits().refusal(chat, user, wait) {
         Refusal::Send(text) => send_html(bot, policy, chat, &escape_html(&text), None)
             .await
             .map(|sent| sent.id),
@@ -340,7 +340,7 @@ async fn refuse_in_burst(app: &App, tg: &Outbox, chat: Conversation, user: u64, 
         }
     };
     match shown {
-        Ok(id) => app.limits().refusal_sent(chat.chat, user, id.0),
+        Ok(id) => app.limits().refusal_sent(chat, user, id.0),
         Err(e) => tracing::warn!(%chat, error = %e, "could not show a rate refusal"),
     }
 }

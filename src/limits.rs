@@ -346,4 +346,24 @@ mod tests {
         );
         assert_eq!(limits.check(1, Role::Admin, &store), Verdict::Allowed);
     }
+
+    #[test]
+    fn each_forum_topic_has_its_own_burst() {
+        let limits = limits(1, 0);
+        let wait = Duration::from_secs(30);
+        let (a, b) = (
+            Conversation::new(-5, Some(1)),
+            Conversation::new(-5, Some(2)),
+        );
+        assert!(matches!(limits.refusal(a, 7, wait), Refusal::Send(_)));
+        limits.refusal_sent(a, 7, 10);
+        assert!(
+            matches!(limits.refusal(b, 7, wait), Refusal::Send(_)),
+            "another topic's refusal is a message of its own"
+        );
+        assert!(matches!(
+            limits.refusal(a, 7, wait),
+            Refusal::Edit { message: 10, .. }
+        ));
+    }
 }

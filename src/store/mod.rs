@@ -285,6 +285,7 @@ mod tests {
             user: 9,
             text: "again".into(),
             image: None,
+            topic: None,
             used: false,
             claimed_by: None,
             created: chrono::Utc::now().timestamp(),

@@ -21,6 +21,10 @@ pub struct RetryTicket {
     /// The photo's Telegram `file_id`, if the message had one.
     #[serde(default)]
     pub image: Option<String>,
+    /// The forum topic the message came from: the retry answers there, even when Telegram no
+    /// longer shows which topic the pressed message is in.
+    #[serde(default)]
+    pub topic: Option<i32>,
     /// Set by the press that claimed the retry.
     pub used: bool,
     /// The update (the press) that claimed it: the same press re-delivered after a crash that
@@ -122,6 +126,7 @@ mod tests {
             user: 2,
             text: "hello".into(),
             image: None,
+            topic: None,
             used,
             claimed_by: None,
             created,

@@ -649,7 +649,7 @@ pub async fn retry_pressed(
         text: retried.text,
         image: retried.image,
         // Pressed under the failed answer, in its topic: the retry answers there, replying to it.
-        topic: chat.topic,
+        topic: retried.topic.or(chat.topic),
         reply_to: query
             .message
             .as_ref()

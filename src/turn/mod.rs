@@ -338,7 +338,15 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
 
     // A passing LLM failure keeps the message for one 🔁 Retry.
     let (text, image) = (&input.text, input.image.as_deref());
-    let retry = retry::offer(&app, &mut result, chat, input.user, text, image);
+    let retry = retry::offer(
+        &app,
+        &mut result,
+        chat,
+        input.topic,
+        input.user,
+        text,
+        image,
+    );
 
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     store_turn(&app, &input, window.epoch, &model.id, &result);

@@ -37,13 +37,14 @@ pub(crate) fn retryable(error: &LlmError) -> bool {
 }
 
 /// For a turn whose LLM failed for a passing reason: stores its message (`text` and `image`
-/// from `user` in `chat`) for one retry and says so in the answer. Returns the retry ticket
-/// to put under the answer (`None` for any other turn, or when the ticket cannot be stored:
-/// the answer then asks to send it again).
+/// from `user` in `chat`, forum topic `topic`) for one retry and says so in the answer.
+/// Returns the retry ticket to put under the answer (`None` for any other turn, or when the
+/// ticket cannot be stored: the answer then asks to send it again).
 pub(crate) fn offer(
     app: &App,
     result: &mut TurnResult,
     chat: i64,
+    topic: Option<i32>,
     user: u64,
     text: &str,
     image: Option<&str>,
@@ -59,6 +60,7 @@ pub(crate) fn offer(
         user,
         text: text.to_string(),
         image: image.map(str::to_string),
+        topic,
         used: false,
         claimed_by: None,
         created: chrono::Utc::now().timestamp(),

@@ -156,6 +156,7 @@ async fn forged_foreign_and_old_retries_are_refused_and_run_nothing() {
         user: ALICE as u64,
         text: "yesterday".into(),
         image: None,
+        topic: None,
         used: false,
         claimed_by: None,
         created: chrono::Utc::now().timestamp() - 25 * 3600,

@@ -378,11 +378,10 @@ pub async fn option_pressed(
 ) -> HandlerResult {
     // A press starts a turn: the same limits as a typed message, checked before the option is
     // used up.
-    let (bot, user) = (tg.bot(), query.from.id.0);
-    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
-        bot.answer_callback_query(query.id).text(refusal).await?;
+    if refused_press(&app, &tg, &query, role).await? {
         return Ok(());
     }
+    let (bot, user) = (tg.bot(), query.from.id.0);
     let decided = options::decide(
         app.store(),
         chat.0,
@@ -630,11 +629,10 @@ pub async fn retry_pressed(
     ticket: String,
     handling: Handling,
 ) -> HandlerResult {
-    let (bot, user) = (tg.bot(), query.from.id.0);
-    if let Some(refusal) = app.limits().check(user, role, app.store()).message() {
-        bot.answer_callback_query(query.id).text(refusal).await?;
+    if refused_press(&app, &tg, &query, role).await? {
         return Ok(());
     }
+    let (bot, user) = (tg.bot(), query.from.id.0);
     let retried = match turn::retry::claim(&app, chat.chat, user, &ticket, update.id.0) {
         Ok(retried) => retried,
         Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
@@ -663,6 +661,25 @@ pub async fn retry_pressed(
         tracing::warn!(%chat, error = %e, "cannot answer a retry press");
     }
     Ok(())
+}
+
+/// A press that would start a turn, checked against the presser's limits (before anything is
+/// used up); `true` if refused, with the refusal as the press's toast.
+async fn refused_press(
+    app: &App,
+    tg: &Outbox,
+    query: &CallbackQuery,
+    role: Role,
+) -> anyhow::Result<bool> {
+    let limited = app.limits().check(query.from.id.0, role, app.store());
+    let Some(refusal) = limited.message() else {
+        return Ok(false);
+    };
+    tg.bot()
+        .answer_callback_query(query.id.clone())
+        .text(refusal)
+        .await?;
+    Ok(true)
 }
 
 /// The mark of an option already chosen.

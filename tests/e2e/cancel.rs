@@ -126,11 +126,7 @@ async fn an_old_stop_button_does_not_stop_the_turn_running_now() {
 
 #[tokio::test]
 async fn stop_during_streaming_confirms_once_and_leaves_no_dead_stop_button() {
-    let llm = FakeLlm::start(|_, _| {
-        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
-    })
-    .await;
-    let h = Harness::start_with(llm, streaming).await;
+    let h = long_stream().await;
     h.tg.send_text(ALICE, "a long one");
     let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
     let stop = stop_data(&live).unwrap();
@@ -168,11 +164,7 @@ async fn stop_during_streaming_confirms_once_and_leaves_no_dead_stop_button() {
 
 #[tokio::test]
 async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
-    let llm = FakeLlm::start(|_, _| {
-        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
-    })
-    .await;
-    let h = Harness::start_with(llm, streaming).await;
+    let h = long_stream().await;
     h.tg.slow_answer("sendMessage", ms(800));
     h.tg.send_text(ALICE, "a long one");
     // The live message has reached Telegram, but the bot has not heard back yet.
@@ -210,13 +202,7 @@ async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() 
             c.options.enabled = false;
         })
         .await;
-        for _ in 0..40 {
-            h.tg.script(
-                "editMessageText",
-                400,
-                json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
-            );
-        }
+        refuse_text_edits(&h);
         h.tg.send_text(ALICE, "question");
         let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
         let stop = if legacy {
@@ -263,18 +249,8 @@ async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() 
 /// takes the ⏹ away, so no dead button stays under the stopped answer.
 #[tokio::test]
 async fn a_stop_whose_confirmation_edit_fails_still_removes_the_stop_button() {
-    let llm = FakeLlm::start(|_, _| {
-        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
-    })
-    .await;
-    let h = Harness::start_with(llm, streaming).await;
-    for _ in 0..40 {
-        h.tg.script(
-            "editMessageText",
-            400,
-            json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
-        );
-    }
+    let h = long_stream().await;
+    refuse_text_edits(&h);
     h.tg.send_text(ALICE, "a long one");
     let live = h.tg.wait_messages(ALICE, 1).await.remove(0);
     let message = live.result["message_id"].as_i64().unwrap();
@@ -472,6 +448,26 @@ async fn a_stopped_turn_is_charged_for_the_calls_it_made() {
         .await;
     assert_eq!(stored_times(&h, ALICE, "use tools"), 0, "nothing stored");
     h.stop().await;
+}
+
+/// A bot (streaming on) whose LLM streams a long answer slowly, so a stop lands mid-stream.
+async fn long_stream() -> Harness {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"A long answer that streams. ".repeat(40), 40, ms(150))
+    })
+    .await;
+    Harness::start_with(llm, streaming).await
+}
+
+/// Makes Telegram refuse the next 40 text edits, as it does for a message it cannot edit.
+fn refuse_text_edits(h: &Harness) {
+    for _ in 0..40 {
+        h.tg.script(
+            "editMessageText",
+            400,
+            json!({"ok": false, "error_code": 400, "description": "Bad Request: message can't be edited"}),
+        );
+    }
 }
 
 fn ms(n: u64) -> Duration {

@@ -1,11 +1,12 @@
 //! Nothing lost, nobody in: crashes, shutdown, re-delivery, webhooks, budgets, hostile input.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::llm::stalling_llm;
 use crate::support::*;
 
 fn answers_to(tg: &FakeTelegram, chat: i64, text: &str) -> usize {
@@ -17,16 +18,7 @@ fn answers_to(tg: &FakeTelegram, chat: i64, text: &str) -> usize {
 
 #[tokio::test]
 async fn kill_9_mid_turn_then_restart_gives_exactly_one_answer() {
-    let slow = Arc::new(AtomicBool::new(true));
-    let flag = slow.clone();
-    let llm = FakeLlm::start(move |req, _| {
-        if is_options_request(req) || is_reflection_request(req) {
-            return Reply::error(500, "not now");
-        }
-        let delay = if flag.load(Ordering::SeqCst) { 30 } else { 0 };
-        Reply::text("the one answer").after(Duration::from_secs(delay))
-    })
-    .await;
+    let (llm, slow) = stalling_llm("the one answer").await;
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);

@@ -1,13 +1,13 @@
 //! Forum topics and group replies: each topic of a forum is its own conversation (history,
 //! queue, `/clear`), answered in that topic; in groups an answer replies to its message.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use heurist::telegram::render::render_parts;
 use serde_json::{Value, json};
 
+use crate::support::llm::stalling_llm;
 use crate::support::telegram::{BOT_USERNAME, Call};
 use crate::support::*;
 
@@ -298,16 +298,7 @@ async fn a_live_answer_in_a_group_replies_with_its_first_message_only() {
 
 #[tokio::test]
 async fn a_pending_topic_turn_is_answered_in_its_topic_after_a_crash() {
-    let slow = Arc::new(AtomicBool::new(true));
-    let flag = slow.clone();
-    let llm = FakeLlm::start(move |req, _| {
-        if is_options_request(req) || is_reflection_request(req) {
-            return Reply::error(500, "not now");
-        }
-        let delay = if flag.load(Ordering::SeqCst) { 30 } else { 0 };
-        Reply::text("the topic's answer").after(Duration::from_secs(delay))
-    })
-    .await;
+    let (llm, slow) = stalling_llm("the topic's answer").await;
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);

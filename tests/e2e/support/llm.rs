@@ -4,7 +4,7 @@
 //! flight (a responder may see how many others are, as llama-server's shared context would),
 //! and can serve llama.cpp's `GET /props` and a `GET /v1/models` listing.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -335,6 +335,23 @@ pub fn last_user_text(request: &Value) -> String {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_string()
+}
+
+/// An LLM whose agent calls answer `answer` only after 30 s while the returned flag is set, and
+/// at once after it is cleared (options and reflection fail): a turn stays in flight until the
+/// test kills the bot, and the restarted bot's turn is answered at once.
+pub async fn stalling_llm(answer: &'static str) -> (FakeLlm, Arc<AtomicBool>) {
+    let slow = Arc::new(AtomicBool::new(true));
+    let flag = slow.clone();
+    let llm = FakeLlm::start(move |req, _| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(500, "not now");
+        }
+        let delay = if flag.load(Ordering::SeqCst) { 30 } else { 0 };
+        Reply::text(answer).after(Duration::from_secs(delay))
+    })
+    .await;
+    (llm, slow)
 }
 
 /// Whether a request is an options extraction (its last user message is that prompt).

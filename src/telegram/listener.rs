@@ -60,12 +60,15 @@ impl Intake {
 
     /// Holds an update that is about to be handled if it may start a turn; `true` if held.
     fn hold(&self, update: &Update) -> bool {
+        self.hold_owned(update).is_some()
+    }
+
+    /// [`Self::hold`], saying whether this call took the hold (`Some(false)`: the update was
+    /// held already, by an earlier request for it).
+    fn hold_owned(&self, update: &Update) -> Option<bool> {
         // The dispatcher drops updates it cannot parse without handling them.
         let held = !matches!(update.kind, UpdateKind::Error(_)) && (self.starts_turn)(update);
-        if held {
-            self.held().insert(update.id.0);
-        }
-        held
+        held.then(|| self.held().insert(update.id.0))
     }
 
     /// The guard the schema holds while `update` is handled; dropping its last clone releases
@@ -331,19 +334,29 @@ pub async fn answer_when_handled(
     let Ok(bytes) = axum::body::to_bytes(body, MAX_UPDATE_BYTES).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let update = serde_json::from_slice::<Update>(&bytes)
+    // Whether this request holds the update, and whether it took the hold (a second POST of
+    // an update already held, forged or re-sent, must not release the first one's hold).
+    let held = serde_json::from_slice::<Update>(&bytes)
         .ok()
-        .filter(|update| intake.hold(update))
-        .map(|update| update.id.0);
+        .and_then(|update| Some((update.id.0, intake.hold_owned(&update)?)));
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
-    if let Some(update) = update {
-        if response.status() == StatusCode::OK {
-            intake.released(update).await;
-        } else {
-            intake.release(update);
+    let answered = response.status() == StatusCode::OK;
+    match held {
+        // Bounded as in polling: a hold lost with a panicked handler must not hang Telegram's
+        // requests for ever.
+        Some((update, _)) if answered => {
+            let released = tokio::time::timeout(STALLED, intake.released(update)).await;
+            if released.is_err() {
+                tracing::error!(
+                    update,
+                    "update still held after {STALLED:?}: answering anyway"
+                );
+            }
         }
+        Some((update, true)) => intake.release(update),
+        _ => {}
     }
     response
 }
@@ -528,5 +541,21 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), intake.drained())
             .await
             .expect("nothing is held any more");
+    }
+
+    #[test]
+    fn only_the_first_hold_of_an_update_owns_it() {
+        let intake = Intake::new(Box::new(|_| true));
+        let update: Update = serde_json::from_str(
+            r#"{"update_id": 5, "message": {"message_id": 1, "date": 0,
+                "chat": {"id": 1, "type": "private"}, "text": "hi"}}"#,
+        )
+        .unwrap();
+        assert_eq!(intake.hold_owned(&update), Some(true));
+        assert_eq!(
+            intake.hold_owned(&update),
+            Some(false),
+            "a second POST of it"
+        );
     }
 }

@@ -173,50 +173,15 @@ mod tests {
     use super::*;
 
     fn job(task: &str) -> ReflectionJob {
-        ReflectionJob {
-            chat: 1,
-            user: None,
-            model: "m".into(),
-            task: task.into(),
-            tools: vec![],
-            outcome: "success".into(),
-            external: false,
-            answer: None,
-        }
+        super::super::fixtures::job(1, task)
     }
 
     #[test]
     fn unreadable_learning_records_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let heuristic = Heuristic {
-            id: store.new_heuristic_id().unwrap(),
-            skill: None,
-            text: "check the units".into(),
-            uses: 1,
-
-            review: ReviewState::Approved,
-
-            origin: Origin::default(),
-
-            injected: 0,
-
-            successes: 0,
-
-            failures: 0,
-
-            up: 0,
-
-            down: 0,
-
-            last_injected: 0,
-
-            created: 1,
-
-            updated: 1,
-
-            vector: None,
-        };
+        let heuristic =
+            super::super::fixtures::heuristic(store.new_heuristic_id().unwrap(), "check the units");
         store.put_heuristic(&heuristic).unwrap();
         store
             .heuristics

@@ -42,6 +42,8 @@
 
 mod chats;
 mod db;
+#[cfg(test)]
+mod fixtures;
 mod history;
 mod inbox;
 mod learning;
@@ -78,16 +80,7 @@ mod tests {
 
     /// Valid records of every tree; any of them is garbage in another tree.
     fn samples() -> Vec<Vec<u8>> {
-        let job = ReflectionJob {
-            chat: CHAT,
-            user: None,
-            model: "m".into(),
-            task: "t".into(),
-            tools: vec![],
-            outcome: "success".into(),
-            external: false,
-            answer: None,
-        };
+        let job = fixtures::job(CHAT, "t");
         let values = [
             serde_json::to_vec(&StoredTurn {
                 tokens: 3,
@@ -146,34 +139,7 @@ mod tests {
     }
 
     fn good_heuristic() -> Heuristic {
-        Heuristic {
-            id: 1,
-            skill: None,
-            text: "a good heuristic".into(),
-            uses: 1,
-
-            review: ReviewState::Approved,
-
-            origin: Origin::default(),
-
-            injected: 0,
-
-            successes: 0,
-
-            failures: 0,
-
-            up: 0,
-
-            down: 0,
-
-            last_injected: 0,
-
-            created: 1,
-
-            updated: 1,
-
-            vector: None,
-        }
+        fixtures::heuristic(1, "a good heuristic")
     }
 
     /// Arbitrary bytes, JSON of the wrong shape, and valid records cut short or of another tree.
@@ -261,16 +227,7 @@ mod tests {
         store.remember_name(9, "Ann").unwrap();
         assert!(store.accept_update(UPDATE, &good_entry()).unwrap());
         store.put_heuristic(&good_heuristic()).unwrap();
-        let job = ReflectionJob {
-            chat: CHAT,
-            user: None,
-            model: "m".into(),
-            task: "kept".into(),
-            tools: vec![],
-            outcome: "success".into(),
-            external: false,
-            answer: None,
-        };
+        let job = fixtures::job(CHAT, "kept");
         store.save_reflection(&job).unwrap();
         store.count_skill_match("skill").unwrap();
         let ticket = store.create_ticket(&good_ticket()).unwrap();
@@ -423,16 +380,7 @@ mod tests {
     fn feedback_ticket_at(created: i64) -> FeedbackTicket {
         FeedbackTicket {
             created,
-            ..good_feedback(ReflectionJob {
-                chat: CHAT,
-                user: None,
-                model: "m".into(),
-                task: "t".into(),
-                tools: vec![],
-                outcome: "success".into(),
-                external: false,
-                answer: None,
-            })
+            ..good_feedback(fixtures::job(CHAT, "t"))
         }
     }
 

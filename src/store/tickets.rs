@@ -274,16 +274,7 @@ mod tests {
         FeedbackTicket {
             chat,
             heuristics: vec![3],
-            job: ReflectionJob {
-                chat,
-                user: None,
-                model: "m".into(),
-                task: "t".into(),
-                tools: vec![],
-                outcome: "success".into(),
-                external: false,
-                answer: None,
-            },
+            job: super::super::fixtures::job(chat, "t"),
             vote: None,
             changes: 0,
             created,

@@ -1,0 +1,39 @@
+//! Records the store's tests build on: a reflection job and an approved heuristic, written
+//! once so each test states only what it changes.
+
+use super::{Heuristic, Origin, ReflectionJob, ReviewState};
+
+/// A successful reflection job of `chat` about `task`.
+pub(super) fn job(chat: i64, task: &str) -> ReflectionJob {
+    ReflectionJob {
+        chat,
+        user: None,
+        model: "m".into(),
+        task: task.into(),
+        tools: vec![],
+        outcome: "success".into(),
+        external: false,
+        answer: None,
+    }
+}
+
+/// An approved heuristic `id` with `text`, never injected yet.
+pub(super) fn heuristic(id: u64, text: &str) -> Heuristic {
+    Heuristic {
+        id,
+        skill: None,
+        text: text.into(),
+        uses: 1,
+        review: ReviewState::Approved,
+        origin: Origin::default(),
+        injected: 0,
+        successes: 0,
+        failures: 0,
+        up: 0,
+        down: 0,
+        last_injected: 0,
+        created: 1,
+        updated: 1,
+        vector: None,
+    }
+}

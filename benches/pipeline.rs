@@ -26,9 +26,12 @@
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 
-use std::path::Path;
+#[path = "common/disk.rs"]
+mod disk;
+
 use std::time::{Duration, Instant};
 
+use disk::dir_size;
 use heurist::llm::ChatMessage;
 use serde_json::{Value, json};
 use support::telegram::FakeTelegram;
@@ -146,21 +149,6 @@ fn cpu_time(pid: u32) -> Duration {
     let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
         + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
     Duration::from_millis(ticks * 1000 / TICKS_PER_SEC)
-}
-
-fn dir_size(path: &Path) -> u64 {
-    std::fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_size(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -14,9 +14,13 @@
 //! `cargo bench --bench storage` writes 100,000 turns (1,000 chats × 100) and then 50,000,
 //! about two minutes on 2 cores; `-- --smoke` a tiny run whose prune counts CI checks.
 
+#[path = "common/disk.rs"]
+mod disk;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use disk::dir_size;
 use heurist::llm::{ChatMessage, Usage};
 use heurist::store::{
     FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
@@ -76,21 +80,6 @@ fn question_and_answer(turn: u64) -> (String, String) {
     let question = text(turn, 80 + (turn * 37 % 321) as usize);
     let answer = text(turn + 1, 400 + (turn * 53 % 1601) as usize);
     (question, answer)
-}
-
-fn dir_size(path: &Path) -> u64 {
-    std::fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_size(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 fn mb(bytes: u64) -> f64 {

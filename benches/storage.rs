@@ -1,18 +1,23 @@
 //! Bounded storage: how large the sled directory grows with turns, and what pruning gives back.
 //!
 //! Writes turns through the real store API as a turn writes them: the update accepted into the
-//! inbox, the chat's option round retired, the turn appended to the history, the update marked
-//! stored, usage counted, a feedback ticket and an option ticket created and tied to the
+//! inbox, the chat's option round retired, the history window read (with the shipped
+//! `history_tokens`, which moves the window), the turn appended to the history, the update
+//! marked stored, usage counted, a feedback ticket and an option ticket created and tied to the
 //! answer's message, the options offered, the update marked answered. The turns are spread
 //! evenly over twice `retention_days` (the shipped default), then the store is pruned at
 //! `retention_days`, as the bot does in the background, and the next `retention_days` days'
-//! turns (half as many) are written on the pruned store. Reported: the directory's size after
-//! the turns, after the prune, after the next turns (sled gives freed space back to its own
-//! later writes, not to the file system), and of the first turns' history alone (which no
-//! retention removes: a conversation's history stays until `/clear`).
+//! turns (half as many) are written on the pruned store. Then the store is opened again, as a
+//! restart does, with the shipped compaction policy, which compacts it.
+//!
+//! Reported: the directory's size after the turns, after the prune, after the next turns (sled
+//! gives freed space back to its own later writes, not to the file system), after the
+//! restart's compaction, and the live records' bytes (keys and values) at the end: what no
+//! compaction can remove, the history windows and the records within the retention.
 //!
 //! `cargo bench --bench storage` writes 100,000 turns (1,000 chats × 100) and then 50,000,
-//! about two minutes on 2 cores; `-- --smoke` a tiny run whose prune counts CI checks.
+//! about two minutes on 2 cores; `-- --smoke` a tiny run whose prune counts and compaction CI
+//! checks.
 
 #[path = "common/disk.rs"]
 mod disk;
@@ -22,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use disk::dir_size;
 use heurist::llm::{ChatMessage, Usage};
+use heurist::store::compaction::CompactionPolicy;
 use heurist::store::{
     FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
 };
@@ -92,7 +98,13 @@ struct Figures {
     after_prune: u64,
     /// After the next period's turns, written on the pruned store.
     after_next: u64,
-    history_alone: u64,
+    /// After the restart that follows, which compacts the store (the shipped policy).
+    after_compaction: u64,
+    compaction_time: Duration,
+    /// Keys and values of every record at the end.
+    live: u64,
+    /// Turns pruned for being before their history window, of the first turns.
+    history_pruned: usize,
     /// Pruned inbox entries, option tickets, feedback tickets.
     pruned: (usize, usize, usize),
     /// Turns received before the cutoff: what the prune had to remove of each.
@@ -101,9 +113,9 @@ struct Figures {
     prune_time: Duration,
 }
 
-/// Writes turn `turn` in `chat`, received at `received`, as the bot does; the turn's history
-/// goes to `history_only` too, when given.
-fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64, received: i64) {
+/// Writes turn `turn` in `chat`, received at `received`, as the bot does with a history budget
+/// of `history_tokens`.
+fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, received: i64) {
     let usage = Usage {
         prompt_tokens: 1_500,
         completion_tokens: 300,
@@ -125,7 +137,7 @@ fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64,
     };
     assert!(store.accept_update(update, &entry).unwrap());
     let (round, _) = store.retire_offered(chat).unwrap();
-    let epoch = store.chat_state(chat).epoch;
+    let epoch = store.history(chat, history_tokens).unwrap().epoch;
     let messages = [
         ChatMessage::user(question.clone()),
         ChatMessage::assistant(answer.clone()),
@@ -135,13 +147,6 @@ fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64,
             .append_turn(chat, epoch, Some(update), &messages)
             .unwrap()
     );
-    if let Some(history_only) = history_only {
-        assert!(
-            history_only
-                .append_turn(chat, epoch, Some(update), &messages)
-                .unwrap()
-        );
-    }
     store.set_update_state(update, InboxState::Stored).unwrap();
     store.record_user_tokens(user, usage).unwrap();
     store.record_usage(chat, "test-model", 1, 1, usage).unwrap();
@@ -198,11 +203,16 @@ fn write_turn(store: &Store, history_only: Option<&Store>, chat: i64, turn: u64,
 /// Writes `chats × per_chat` turns, received evenly over the `2 × days` days before `now`
 /// (round-robin over the chats, so every chat's turns span the whole period), prunes at
 /// `days`, then writes the next `days` days' turns (half as many) on the pruned store.
-fn run(chats: u64, per_chat: u64, days: u32, now: i64) -> Figures {
+fn run(
+    chats: u64,
+    per_chat: u64,
+    days: u32,
+    now: i64,
+    history_tokens: usize,
+    policy: CompactionPolicy,
+) -> Figures {
     let dir = tempfile::tempdir().unwrap();
-    let history_dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    let history_only = Store::open(history_dir.path()).unwrap();
+    let (store, _) = Store::open_data_dir(dir.path(), 1 << 30, policy).unwrap();
     let turns = chats * per_chat;
     let span = 2 * i64::from(days) * 86_400;
     let cutoff = now - i64::from(days) * 86_400;
@@ -212,18 +222,16 @@ fn run(chats: u64, per_chat: u64, days: u32, now: i64) -> Figures {
     for turn in 0..turns {
         write_turn(
             &store,
-            Some(&history_only),
+            history_tokens,
             chat_of(turn),
             turn,
             received_at(turn),
         );
     }
     store.flush().unwrap();
-    history_only.flush().unwrap();
     let write_time = started.elapsed();
     let expected = (0..turns).filter(|&t| received_at(t) < cutoff).count();
     let after_turns = dir_size(dir.path());
-    let history_alone = dir_size(history_dir.path());
 
     let started = Instant::now();
     let report = store.prune(cutoff).unwrap();
@@ -232,15 +240,42 @@ fn run(chats: u64, per_chat: u64, days: u32, now: i64) -> Figures {
     let after_prune = dir_size(dir.path());
 
     for turn in turns..turns + turns / 2 {
-        write_turn(&store, None, chat_of(turn), turn, received_at(turn));
+        write_turn(
+            &store,
+            history_tokens,
+            chat_of(turn),
+            turn,
+            received_at(turn),
+        );
     }
     store.flush().unwrap();
     let after_next = dir_size(dir.path());
+    drop(store);
+
+    let started = Instant::now();
+    let (store, _) = Store::open_data_dir(dir.path(), 1 << 30, policy).unwrap();
+    let compaction_time = started.elapsed();
+    let after_compaction = dir_size(dir.path());
+    let live = store.live_bytes().unwrap();
+    drop(store);
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["CURRENT", "store-2"],
+        "only the new generation is left"
+    );
     Figures {
         after_turns,
         after_prune,
         after_next,
-        history_alone,
+        after_compaction,
+        compaction_time,
+        live,
+        history_pruned: report.history,
         pruned: (report.inbox, report.tickets, report.feedback),
         expected,
         write_time,
@@ -254,29 +289,52 @@ fn main() {
     let days = config.retention_days;
     let (chats, per_chat) = if smoke { (10, 30) } else { (1_000, 100) };
     let now = chrono::Utc::now().timestamp();
-    let f = run(chats, per_chat, days, now);
+    let shipped = CompactionPolicy {
+        factor: config.compact_factor,
+        min_growth: config.compact_min_mb << 20,
+    };
+    // The smoke run's store is far below compact_min_mb: it compacts on any doubling.
+    let policy = if smoke {
+        CompactionPolicy {
+            min_growth: 0,
+            ..shipped
+        }
+    } else {
+        shipped
+    };
+    let f = run(
+        chats,
+        per_chat,
+        days,
+        now,
+        config.agent.history_tokens,
+        policy,
+    );
     let turns = chats * per_chat;
     println!(
         "{turns} turns ({chats} chats × {per_chat}) received over {} days, pruned at retention_days = {days}:",
         2 * days
     );
     println!(
-        "| sled after the turns | after the prune | after {} more turns | their history alone | pruned (inbox / options / feedback) | writing | pruning |",
+        "| sled after the turns | after the prune | after {} more turns | after the restart's compaction | live records | pruned (inbox / options / feedback / turns before their window) | writing | pruning | compacting |",
         turns / 2
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     println!(
-        "| {:.1} MB ({:.2} KB/turn) | {:.1} MB | {:.1} MB | {:.1} MB | {} / {} / {} | {:.1} s | {:.1} s |",
+        "| {:.1} MB ({:.2} KB/turn) | {:.1} MB | {:.1} MB | {:.1} MB | {:.1} MB | {} / {} / {} / {} | {:.1} s | {:.1} s | {:.1} s |",
         mb(f.after_turns),
         f.after_turns as f64 / 1024.0 / turns as f64,
         mb(f.after_prune),
         mb(f.after_next),
-        mb(f.history_alone),
+        mb(f.after_compaction),
+        mb(f.live),
         f.pruned.0,
         f.pruned.1,
         f.pruned.2,
+        f.history_pruned,
         f.write_time.as_secs_f64(),
         f.prune_time.as_secs_f64(),
+        f.compaction_time.as_secs_f64(),
     );
     // Every record older than the retention goes, and only those: a turn's inbox entry
     // (answered), its option ticket and its feedback ticket.
@@ -284,6 +342,13 @@ fn main() {
         f.pruned,
         (f.expected, f.expected, f.expected),
         "prune counts"
+    );
+    // The restart compacts: what is left is smaller than before it.
+    assert!(
+        f.after_compaction < f.after_next,
+        "compaction must shrink the store: {} → {} bytes",
+        f.after_next,
+        f.after_compaction
     );
     if smoke {
         println!("\n1 passed, 0 failed");

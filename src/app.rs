@@ -19,10 +19,16 @@ use crate::limits::Limits;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::queue::ChatQueues;
 use crate::store::Store;
+use crate::store::compaction::{CompactionPolicy, DataDir};
 
 pub struct App {
     config: Config,
     store: Store,
+    /// Which generation of the store is live, and whether it is due for compaction.
+    data_dir: DataDir,
+    /// Set once the store is due for compaction and the chats are idle: the bot restarts in
+    /// place, and the new start compacts.
+    compaction_wanted: tokio::sync::watch::Sender<bool>,
     agent: Agent,
     learning: Learning,
     limits: Limits,
@@ -40,7 +46,11 @@ pub struct App {
 impl App {
     /// Opens the database and builds the clients; fails with a message naming what to fix.
     pub fn new(config: Config) -> anyhow::Result<Arc<Self>> {
-        let store = Store::open_with_cache(&config.data_dir, config.cache_bytes)?;
+        let policy = CompactionPolicy {
+            factor: config.compact_factor,
+            min_growth: config.compact_min_mb.saturating_mul(1 << 20),
+        };
+        let (store, data_dir) = Store::open_data_dir(&config.data_dir, config.cache_bytes, policy)?;
         let llm = LlmClient::new(&config.llm)?;
         let tools =
             Tools::new(&config.tools, &config.agent.time_zone)?.with_mcp(Mcp::start(&config.mcp));
@@ -53,6 +63,8 @@ impl App {
         let agent = Agent::new(llm, tools, &config);
         Ok(Arc::new(Self {
             store,
+            data_dir,
+            compaction_wanted: tokio::sync::watch::Sender::new(false),
             agent,
             learning,
             limits: Limits::new(config.limits.clone()),
@@ -87,6 +99,28 @@ impl App {
     /// The sled store (tests inspect it through here).
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The data directory: the live store's generation (tests look at it through here).
+    pub fn data_dir(&self) -> &DataDir {
+        &self.data_dir
+    }
+
+    /// Asks for the restart in place that compacts the store.
+    pub(crate) fn want_compaction(&self) {
+        self.compaction_wanted.send_replace(true);
+    }
+
+    /// Resolves once a restart to compact the store is wanted.
+    pub async fn compaction_wanted(&self) {
+        let mut wanted = self.compaction_wanted.subscribe();
+        // The sender lives as long as `self`, so this only returns once it is set.
+        let _ = wanted.wait_for(|wanted| *wanted).await;
+    }
+
+    /// Whether no turn, queued turn or reflection is running: a quiet moment to restart.
+    pub(crate) fn idle(&self) -> bool {
+        self.queues.busy_chats() == 0 && self.learning.reflections_running() == 0
     }
 
     pub fn learning(&self) -> &Learning {

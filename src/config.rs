@@ -31,6 +31,10 @@ pub struct Config {
     pub retention_days: u32,
     /// How often that pruning runs while the bot runs (and once at start).
     pub prune_interval_secs: u64,
+    /// Compact the store once it is this many times its size after the last compaction; 0 never.
+    pub compact_factor: f64,
+    /// ... and at least this much larger, in MiB.
+    pub compact_min_mb: u64,
     pub telegram: TelegramConfig,
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
@@ -402,6 +406,13 @@ impl Config {
         }
         if self.models.is_empty() {
             bail!("no model configured: set HEURIST_MODELS or add a [[models]] entry");
+        }
+        if !(self.compact_factor == 0.0 || self.compact_factor >= 1.1) {
+            bail!(
+                "compact_factor = {} would compact the store at every check: set it to 1.1 or \
+                 more (2.0 is the default), or 0 to turn compaction off",
+                self.compact_factor
+            );
         }
         if !self.telegram.api_url.is_empty() {
             reqwest::Url::parse(&self.telegram.api_url).map_err(|e| {

@@ -41,13 +41,45 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Runs the bot until Ctrl-C or SIGTERM, then shuts down gracefully.
+/// Runs the bot until Ctrl-C or SIGTERM, then shuts down gracefully. When the store is due for
+/// compaction (see [`store::compaction`]), the bot stops the same way and starts again in
+/// place, and that start compacts; Telegram keeps the updates sent meanwhile.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    let running = start(config).await?;
-    shutdown_signal().await;
+    let mut signal = std::pin::pin!(shutdown_signal());
+    let mut running = start(config.clone()).await?;
+    loop {
+        tokio::select! {
+            () = &mut signal => break,
+            () = running.compaction_wanted() => {}
+        }
+        tracing::info!("restarting in place to compact the store");
+        running.stop().await;
+        running = tokio::select! {
+            () = &mut signal => return Ok(()),
+            started = restart(&config) => started?,
+        };
+    }
     tracing::info!("shutting down");
     running.stop().await;
     Ok(())
+}
+
+/// Starts the bot again after a stop for compaction. A start that fails (Telegram or the store
+/// not reachable for a moment) is tried again every few seconds, for up to five minutes.
+async fn restart(config: &Config) -> anyhow::Result<Running> {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+    const FOR: std::time::Duration = std::time::Duration::from_secs(300);
+    let deadline = tokio::time::Instant::now() + FOR;
+    loop {
+        match start(config.clone()).await {
+            Ok(running) => return Ok(running),
+            Err(e) if tokio::time::Instant::now() + EVERY < deadline => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot start again; trying again soon");
+                tokio::time::sleep(EVERY).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -214,6 +214,31 @@ impl Store {
             .and_then(|turn| turn.messages.last().map(|m| m.content().to_string()))
     }
 
+    /// Removes every conversation's turns before its history window: the LLM never sees them
+    /// again (the window only moves forward), so they are only weight on the disk. Returns how
+    /// many went. Conversations whose state cannot be read are left alone.
+    pub(super) fn prune_history(&self) -> anyhow::Result<usize> {
+        let mut pruned = 0;
+        for (states, turns) in [
+            (&self.chats, &self.history),
+            (&self.topic_chats, &self.topic_history),
+        ] {
+            for entry in states.iter() {
+                let (key, value) = entry?;
+                let Some(state) = decode_json::<chats::ChatState>(db::CHATS, &key, &value) else {
+                    continue;
+                };
+                // A conversation's state key is the prefix of its turns' keys.
+                let below = |seq: u64| [key.as_ref(), &seq.to_be_bytes()].concat();
+                for old in turns.range(below(0)..below(state.window_start)).keys() {
+                    turns.remove(old?)?;
+                    pruned += 1;
+                }
+            }
+        }
+        Ok(pruned)
+    }
+
     /// Forgets a chat's conversation (its settings stay) and invalidates turns in flight.
     ///
     /// The epoch bump and the window move are one transaction; the turns before the new window
@@ -247,6 +272,58 @@ mod tests {
             ChatMessage::user(format!("q{i} {}", "x".repeat(size))),
             ChatMessage::assistant(format!("a{i}")),
         ]
+    }
+
+    #[test]
+    fn pruning_removes_only_the_turns_before_each_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let per_turn = estimate_tokens(&turn(0, 300));
+        let budget = per_turn * 4;
+        let chats = [
+            Conversation::from(7),
+            Conversation::from(-100),
+            Conversation::new(-100, Some(3)),
+        ];
+        for chat in chats {
+            for i in 0..12 {
+                let epoch = store.history(chat, budget).unwrap().epoch;
+                assert!(store.append_turn(chat, epoch, None, &turn(i, 300)).unwrap());
+            }
+        }
+        // A chat whose window never moved keeps every turn.
+        let quiet = Conversation::from(8);
+        assert!(store.append_turn(quiet, 0, None, &turn(0, 300)).unwrap());
+        let windows: Vec<_> = chats
+            .iter()
+            .map(|&c| store.history(c, budget).unwrap().messages)
+            .collect();
+        let before = store.history.len() + store.topic_history.len();
+
+        let pruned = store.prune_history().unwrap();
+
+        let starts: u64 = chats
+            .iter()
+            .map(|&c| store.chat_state(c).window_start)
+            .sum();
+        assert!(starts > 0, "the windows moved");
+        assert_eq!(
+            pruned as u64, starts,
+            "exactly the turns before the windows"
+        );
+        assert_eq!(
+            store.history.len() + store.topic_history.len(),
+            before - pruned
+        );
+        for (chat, window) in chats.iter().zip(&windows) {
+            assert_eq!(
+                &store.history(*chat, budget).unwrap().messages,
+                window,
+                "the LLM sees the same history in {chat}"
+            );
+        }
+        assert_eq!(store.history(quiet, budget).unwrap().messages.len(), 2);
+        assert_eq!(store.prune_history().unwrap(), 0, "nothing left to prune");
     }
 
     #[test]

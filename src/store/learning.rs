@@ -109,7 +109,7 @@ impl Store {
     }
 
     pub fn new_heuristic_id(&self) -> anyhow::Result<u64> {
-        Ok(self.db.generate_id()?)
+        self.next_id()
     }
 
     pub fn put_heuristic(&self, heuristic: &Heuristic) -> anyhow::Result<()> {
@@ -125,7 +125,7 @@ impl Store {
 
     /// Persists a reflection before it runs, so a restart can resume it.
     pub fn save_reflection(&self, job: &ReflectionJob) -> anyhow::Result<u64> {
-        let id = self.db.generate_id()?;
+        let id = self.next_id()?;
         self.reflections
             .insert(id.to_be_bytes(), serde_json::to_vec(job)?)?;
         Ok(id)

@@ -1,6 +1,6 @@
-//! The one place that talks to sled: one [`Store`] handle over thirteen trees, one file per area.
+//! The one place that talks to sled: one [`Store`] handle over fourteen trees, one file per area.
 //!
-//! `db.rs` holds the handle (open, durable flush), `records.rs` the JSON and counter helpers
+//! `db.rs` holds the handle (open, durable flush, ids), `records.rs` the JSON and counter helpers
 //! every area shares, `retention.rs` the pruning that bounds storage. The areas:
 //!
 //! - `history.rs`, tree `history`: key `chat_id ‖ seq` (big-endian), value a JSON
@@ -28,6 +28,10 @@
 //!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts).
 //! - `people.rs`, tree `people`: users' display names, the day a stranger was last refused
 //!   per chat, and strangers' access requests (see the file).
+//! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that heuristic and
+//!   reflection ids come from (a record, so a compacted copy goes on from it).
+//! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
+//!   and the compaction that bounds its size on disk.
 //!
 //! # Atomic changes
 //! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
@@ -41,6 +45,7 @@
 //! tickets along with old ones.
 
 mod chats;
+pub mod compaction;
 mod db;
 #[cfg(test)]
 mod fixtures;
@@ -419,6 +424,7 @@ mod tests {
                 feedback: 2,
                 retries: 0,
                 refusals: 0,
+                history: 0,
             }
         );
         assert!(store.ticket(&old_option).is_none());

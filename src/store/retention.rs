@@ -1,4 +1,5 @@
-//! Bounded storage: the inbox and the option and feedback tickets grow with every turn, so
+//! Bounded storage: the inbox and the option and feedback tickets grow with every turn, and so
+//! do turns that fell out of their history window, so
 //! [`super::Store::prune`] runs at start and then at a fixed interval while the bot runs (the
 //! turn layer schedules it) with the cutoff computed here.
 
@@ -13,14 +14,18 @@ pub struct PruneReport {
     pub retries: usize,
     /// Strangers' refusal days (`people` tree).
     pub refusals: usize,
+    /// Turns before their conversation's history window (`history` and `topic_history`).
+    pub history: usize,
 }
 
 impl Store {
     /// Bounds the storage that grows with every turn: removes answered inbox entries received
     /// before `older_than_unix` (unix seconds), and option and feedback tickets and retries
     /// created before it, with the unreadable records of those trees, and strangers' refusal
-    /// days before the cutoff's day. A pending or stored inbox entry is never removed: its turn
-    /// is not finished. A button whose ticket was pruned answers "expired".
+    /// days before the cutoff's day. It also removes every turn before its conversation's
+    /// history window, whatever its age: the LLM never sees those again. A pending or stored
+    /// inbox entry is never removed: its turn is not finished. A button whose ticket was
+    /// pruned answers "expired".
     pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
         let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
         Ok(PruneReport {
@@ -29,6 +34,7 @@ impl Store {
             feedback,
             retries: self.prune_retries(older_than_unix)?,
             refusals: self.prune_refusals(older_than_unix)?,
+            history: self.prune_history()?,
         })
     }
 }

@@ -244,6 +244,12 @@ impl Running {
         &self.app
     }
 
+    /// Resolves once the store is due for compaction and the chats are idle: the caller
+    /// stops this run and starts a new one, which compacts ([`crate::run`] does).
+    pub async fn compaction_wanted(&self) {
+        self.app.compaction_wanted().await;
+    }
+
     /// Stops taking updates, lets running turns finish (up to a grace period), flushes sled.
     pub async fn stop(self) {
         loop {

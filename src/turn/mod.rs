@@ -213,8 +213,11 @@ fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool) -> OnVisib
 
 /// Prunes records older than `retention_days` now and then every `interval` (at least a
 /// second), until the shutdown aborts it. It holds the app, not a bare store handle, so a
-/// shutdown that waits for the app to be released also waits for a prune in progress.
+/// shutdown that waits for the app to be released also waits for a prune in progress. After a
+/// prune, a store due for compaction asks for a restart in place ([`App::compaction_wanted`])
+/// at the next moment no chat is busy, waiting at most `COMPACTION_WAIT` for one.
 async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
+    const COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
     let mut ticks = tokio::time::interval(interval.max(std::time::Duration::from_secs(1)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -226,6 +229,18 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
             Ok(Ok(report)) => tracing::debug!(?report, "pruned old records"),
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot prune old records"),
             Err(e) => tracing::warn!(error = %e, "the prune task failed"),
+        }
+        if app.data_dir().compaction_due() {
+            let deadline = tokio::time::Instant::now() + COMPACTION_WAIT;
+            while !app.idle() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            tracing::info!(
+                mb = app.data_dir().size() >> 20,
+                "the store is due for compaction: restarting in place"
+            );
+            app.want_compaction();
+            return;
         }
     }
 }

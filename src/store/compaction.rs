@@ -1,0 +1,659 @@
+//! Bounded disk: sled 0.34 never gives back the space of records it removed or rewrote (the
+//! file only grows, and pruned space is not visibly reused), so the store is compacted: copied,
+//! tree by tree, into a fresh sled directory, which then replaces it. The copy holds only the
+//! live records.
+//!
+//! # Layout of the data directory
+//! - `CURRENT`: one line, `store-<n> <bytes>`: the generation in use, and its size right after
+//!   it was written (what the next compaction is measured against).
+//! - `store-<n>/`: that generation's sled files.
+//!
+//! A data directory from before generations holds sled's own files (`conf`, `db`, `blobs/`,
+//! `snap.*`); it is used as it is until its first compaction moves it into `store-1`.
+//!
+//! # Crash safety
+//! `CURRENT` is replaced by an atomic rename, and only after the new generation is written,
+//! checked against the old one (sled's checksum of every tree) and flushed, with its files and
+//! directories synced. So after a crash at any point `CURRENT` names a whole generation: the old
+//! one (the copy is discarded at the next start) or the new one (the old one is then deleted).
+//! Nothing but `CURRENT` decides which generation is live, and a directory `CURRENT` names is
+//! never deleted.
+//!
+//! # When
+//! At start-up, when the store has grown past `compact_factor` times its size after the last
+//! compaction and by at least `compact_min_mb`. A bot that runs for months checks the same
+//! after every prune and, once its chats are idle, restarts itself in place to compact (see
+//! `heurist::run`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+use super::db::{IDS, NEXT_ID, Store};
+
+/// The file naming the live generation.
+const CURRENT: &str = "CURRENT";
+/// Where the next `CURRENT` is written before it is renamed over the old one.
+const CURRENT_TMP: &str = "CURRENT.tmp";
+/// The files sled keeps in its directory (besides `snap.*` snapshots).
+const SLED_FILES: &[&str] = &["conf", "db"];
+const SLED_BLOBS: &str = "blobs";
+const SLED_SNAPSHOT_PREFIX: &str = "snap.";
+const GENERATION_PREFIX: &str = "store-";
+
+/// When the store is compacted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionPolicy {
+    /// Compact once the store is this many times its size after the last compaction; 0 never.
+    pub factor: f64,
+    /// ... and only once it has grown by at least this many bytes.
+    pub min_growth: u64,
+}
+
+impl CompactionPolicy {
+    /// Whether a store of `size` bytes, `baseline` bytes right after its last compaction, is
+    /// due for one.
+    pub fn due(&self, baseline: u64, size: u64) -> bool {
+        self.factor > 0.0
+            && size > baseline.saturating_add(self.min_growth)
+            && size as f64 > baseline as f64 * self.factor
+    }
+}
+
+/// Which sled directory is live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Generation {
+    /// sled's files in the data directory itself (before generations).
+    Legacy,
+    /// `store-<n>`.
+    Numbered(u64),
+}
+
+impl Generation {
+    fn dir(self, root: &Path) -> PathBuf {
+        match self {
+            Generation::Legacy => root.to_path_buf(),
+            Generation::Numbered(n) => root.join(format!("{GENERATION_PREFIX}{n}")),
+        }
+    }
+
+    fn next(self) -> u64 {
+        match self {
+            Generation::Legacy => 1,
+            Generation::Numbered(n) => n + 1,
+        }
+    }
+}
+
+/// The data directory: which generation is live and what its size was after it was written.
+#[derive(Debug, Clone)]
+pub struct DataDir {
+    root: PathBuf,
+    generation: Generation,
+    baseline: u64,
+    policy: CompactionPolicy,
+    /// A compaction failed at this start: none is due again until the next one, so a full
+    /// disk does not make the bot restart in place over and over.
+    failed: bool,
+}
+
+impl DataDir {
+    /// The live sled directory.
+    pub fn store_dir(&self) -> PathBuf {
+        self.generation.dir(&self.root)
+    }
+
+    /// What the live generation's sled files take on disk now.
+    pub fn size(&self) -> u64 {
+        sled_size(&self.store_dir())
+    }
+
+    /// Whether the store has grown enough to be compacted (see [`CompactionPolicy`]).
+    pub fn compaction_due(&self) -> bool {
+        !self.failed && self.policy.due(self.baseline, self.size())
+    }
+}
+
+impl Store {
+    /// Opens the store of the data directory `root` (creating it), with sled's page cache at
+    /// most `cache_bytes`: finishes or discards what a crash left of a compaction, and compacts
+    /// first when `policy` says the store is due. A compaction that fails (a full disk, say) is
+    /// logged and the store is opened as it was.
+    pub fn open_data_dir(
+        root: &Path,
+        cache_bytes: u64,
+        policy: CompactionPolicy,
+    ) -> anyhow::Result<(Store, DataDir)> {
+        fs::create_dir_all(root)
+            .with_context(|| format!("cannot create the data directory {}", root.display()))?;
+        let (generation, baseline) = live_generation(root)?;
+        remove_stale(root, generation);
+        let mut dir = DataDir {
+            root: root.to_path_buf(),
+            generation,
+            baseline,
+            policy,
+            failed: false,
+        };
+        let mut compacted = false;
+        if dir.compaction_due() {
+            match compact(&dir, cache_bytes) {
+                Ok(next) => {
+                    dir = next;
+                    compacted = true;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "cannot compact the store; it is used as it is");
+                    remove_stale(root, generation);
+                    dir.failed = true;
+                }
+            }
+        }
+        let store = Store::open_with_cache(&dir.store_dir(), cache_bytes)?;
+        if compacted {
+            // sled grows its files a little as it opens them: the baseline is the size the
+            // store is used at, not the size the copy was written at.
+            store.flush()?;
+            dir.baseline = dir.size();
+            if let Generation::Numbered(n) = dir.generation {
+                commit(root, n, dir.baseline)?;
+            }
+        }
+        Ok((store, dir))
+    }
+}
+
+/// Reads `CURRENT`; without it, a directory holding sled's files is the legacy generation and
+/// an empty one starts generation 1 (recorded first, so its directory is never taken for a
+/// stale copy).
+fn live_generation(root: &Path) -> anyhow::Result<(Generation, u64)> {
+    let current = root.join(CURRENT);
+    match fs::read_to_string(&current) {
+        Ok(text) => parse_current(&text).with_context(|| {
+            format!(
+                "{} is unreadable (it names the live store, e.g. \"store-3 1048576\"); \
+                 restore it, or move the data directory aside to start afresh",
+                current.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if root.join("db").exists() || root.join("conf").exists() {
+                Ok((Generation::Legacy, 0))
+            } else {
+                commit(root, 1, 0)?;
+                Ok((Generation::Numbered(1), 0))
+            }
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", current.display())),
+    }
+}
+
+fn parse_current(text: &str) -> anyhow::Result<(Generation, u64)> {
+    let mut words = text.split_whitespace();
+    let (Some(name), Some(bytes), None) = (words.next(), words.next(), words.next()) else {
+        bail!("expected \"store-<n> <bytes>\", found {text:?}");
+    };
+    let Some(n) = generation_number(name) else {
+        bail!("{name:?} is not a store generation");
+    };
+    let baseline = bytes
+        .parse()
+        .with_context(|| format!("{bytes:?} is not a size"))?;
+    Ok((Generation::Numbered(n), baseline))
+}
+
+/// `store-<n>` → `n`.
+fn generation_number(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(GENERATION_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Deletes what a crash left: an unrenamed `CURRENT.tmp`, generations other than the live one
+/// (an unfinished copy, or the old store after its copy was committed), and sled's files in
+/// the data directory itself once a generation has replaced them. Failures are logged; the
+/// next start tries again.
+fn remove_stale(root: &Path, live: Generation) {
+    let mut stale = vec![root.join(CURRENT_TMP)];
+    if let Ok(entries) = fs::read_dir(root) {
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let old_generation =
+                generation_number(&name).is_some_and(|n| Generation::Numbered(n) != live);
+            let legacy_file = live != Generation::Legacy
+                && (SLED_FILES.contains(&&*name)
+                    || name == SLED_BLOBS
+                    || name.starts_with(SLED_SNAPSHOT_PREFIX));
+            if old_generation || legacy_file {
+                stale.push(entry.path());
+            }
+        }
+    }
+    for path in stale {
+        let removed = if path.is_dir() {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        match removed {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "removed a superseded or unfinished store copy")
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a superseded store copy")
+            }
+        }
+    }
+}
+
+/// Copies the live generation into the next one, checks the copy, makes it durable, names it
+/// in `CURRENT`, and deletes the old one. Returns the data directory as it now is.
+fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
+    let started = Instant::now();
+    let from = dir.store_dir();
+    let next = dir.generation.next();
+    let to = Generation::Numbered(next).dir(&dir.root);
+    let before = dir.size();
+    tracing::info!(mb = before / (1 << 20), from = %from.display(), "compacting the store");
+    if to.exists() {
+        fs::remove_dir_all(&to).with_context(|| format!("cannot remove {}", to.display()))?;
+    }
+    {
+        let old = sled::Config::new()
+            .path(&from)
+            .cache_capacity(cache_bytes)
+            .open()
+            .with_context(|| format!("cannot open the store in {}", from.display()))?;
+        let new = sled::Config::new()
+            .path(&to)
+            .cache_capacity(cache_bytes)
+            .create_new(true)
+            .open()
+            .with_context(|| format!("cannot create {}", to.display()))?;
+        let records = copy(&old, &new)?;
+        if old.checksum()? != new.checksum()? {
+            bail!("the copy in {} differs from the store", to.display());
+        }
+        // Ids are handed out from a counter in the data, which the copy carried over; a store
+        // from before that counter gave them from sled's own generator, which starts afresh
+        // in a new database: the copy's counter starts above every id the old one gave.
+        let floor = old.generate_id()?;
+        new.open_tree(IDS)?.fetch_and_update(NEXT_ID, |counter| {
+            let counter = counter.and_then(|c| <[u8; 8]>::try_from(c).ok());
+            Some(
+                counter
+                    .map_or(floor, u64::from_be_bytes)
+                    .max(floor)
+                    .to_be_bytes()
+                    .to_vec(),
+            )
+        })?;
+        new.flush()?;
+        tracing::debug!(records, "copied the store");
+    }
+    sync_all(&to)?;
+    let after = sled_size(&to);
+    commit(&dir.root, next, after)?;
+    let compacted = DataDir {
+        root: dir.root.clone(),
+        generation: Generation::Numbered(next),
+        baseline: after,
+        policy: dir.policy,
+        failed: false,
+    };
+    remove_stale(&dir.root, compacted.generation);
+    tracing::info!(
+        before_mb = before / (1 << 20),
+        after_mb = after / (1 << 20),
+        secs = started.elapsed().as_secs_f64(),
+        into = %to.display(),
+        "compacted the store"
+    );
+    Ok(compacted)
+}
+
+/// Copies every tree of `old` into `new` in key order, in batches; returns the records copied.
+fn copy(old: &sled::Db, new: &sled::Db) -> anyhow::Result<u64> {
+    const BATCH_BYTES: usize = 4 << 20;
+    let mut records = 0;
+    for name in old.tree_names() {
+        let from = old.open_tree(&name)?;
+        let into = new.open_tree(&name)?;
+        let mut batch = sled::Batch::default();
+        let mut bytes = 0;
+        for entry in from.iter() {
+            let (key, value) = entry?;
+            bytes += key.len() + value.len();
+            batch.insert(key, value);
+            records += 1;
+            if bytes >= BATCH_BYTES {
+                into.apply_batch(std::mem::take(&mut batch))?;
+                bytes = 0;
+            }
+        }
+        into.apply_batch(batch)?;
+    }
+    Ok(records)
+}
+
+/// Writes `CURRENT` naming `store-<n>` of `bytes`: to a temporary file, synced, renamed over
+/// the old one, and the directory synced, so it is the old or the new, whole, after a crash.
+fn commit(root: &Path, n: u64, bytes: u64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let tmp = root.join(CURRENT_TMP);
+    let mut file =
+        fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    writeln!(file, "{GENERATION_PREFIX}{n} {bytes}")?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&tmp, root.join(CURRENT))
+        .with_context(|| format!("cannot rename {} to {CURRENT}", tmp.display()))?;
+    sync_dir(root)
+}
+
+/// Syncs every file and directory below `dir`, and `dir` itself.
+fn sync_all(dir: &Path) -> anyhow::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            sync_all(&path)?;
+        } else {
+            fs::File::open(&path)?.sync_all()?;
+        }
+    }
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync {}", dir.display()))
+}
+
+/// The bytes of sled's files in `dir` (its `db` and `conf`, snapshots and blobs), and nothing
+/// else: the legacy generation shares its directory with the generations and `CURRENT`.
+fn sled_size(dir: &Path) -> u64 {
+    fn tree_size(path: &Path) -> u64 {
+        match fs::metadata(path) {
+            Ok(m) if m.is_dir() => fs::read_dir(path)
+                .map(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .map(|e| tree_size(&e.path()))
+                        .sum()
+                })
+                .unwrap_or(0),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            SLED_FILES.contains(&&*name)
+                || name == SLED_BLOBS
+                || name.starts_with(SLED_SNAPSHOT_PREFIX)
+        })
+        .map(|e| tree_size(&e.path()))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ChatMessage;
+    use crate::store::fixtures;
+
+    /// Compacts on any growth of 10 % or more.
+    const EAGER: CompactionPolicy = CompactionPolicy {
+        factor: 1.1,
+        min_growth: 0,
+    };
+    const NEVER: CompactionPolicy = CompactionPolicy {
+        factor: 0.0,
+        min_growth: 0,
+    };
+
+    /// Every record of every tree, by tree name, as the store holds it.
+    fn dump(store: &Store) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+        let mut records = Vec::new();
+        for name in store.db.tree_names() {
+            for entry in store.db.open_tree(&name).unwrap().iter() {
+                let (key, value) = entry.unwrap();
+                records.push((name.to_vec(), key.to_vec(), value.to_vec()));
+            }
+        }
+        records.sort();
+        records
+    }
+
+    /// Writes `turns` turns of chat 7, heuristics and a reflection, as the bot would.
+    fn fill(store: &Store, turns: usize) -> Vec<u64> {
+        for i in 0..turns {
+            let text = format!("question {i} {}", "x".repeat(500));
+            let turn = [ChatMessage::user(text), ChatMessage::assistant("answer")];
+            assert!(store.append_turn(7, 0, None, &turn).unwrap());
+        }
+        let mut ids = Vec::new();
+        for i in 0..3 {
+            let id = store.new_heuristic_id().unwrap();
+            store
+                .put_heuristic(&fixtures::heuristic(id, &format!("heuristic {i}")))
+                .unwrap();
+            ids.push(id);
+        }
+        ids.push(store.save_reflection(&fixtures::job(7, "task")).unwrap());
+        store.flush().unwrap();
+        ids
+    }
+
+    fn names(root: &Path) -> Vec<String> {
+        let mut names: Vec<_> = fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_store_is_due_once_it_has_grown_by_the_factor_and_the_minimum() {
+        let policy = CompactionPolicy {
+            factor: 2.0,
+            min_growth: 100,
+        };
+        struct Case {
+            name: &'static str,
+            policy: CompactionPolicy,
+            baseline: u64,
+            size: u64,
+            due: bool,
+        }
+        let cases = [
+            Case {
+                name: "doubled and grown by the minimum",
+                policy,
+                baseline: 1_000,
+                size: 2_001,
+                due: true,
+            },
+            Case {
+                name: "exactly doubled is not over",
+                policy,
+                baseline: 1_000,
+                size: 2_000,
+                due: false,
+            },
+            Case {
+                name: "doubled but under the minimum growth",
+                policy,
+                baseline: 50,
+                size: 120,
+                due: false,
+            },
+            Case {
+                name: "a fresh store past the minimum",
+                policy,
+                baseline: 0,
+                size: 101,
+                due: true,
+            },
+            Case {
+                name: "off",
+                policy: NEVER,
+                baseline: 0,
+                size: u64::MAX,
+                due: false,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                case.policy.due(case.baseline, case.size),
+                case.due,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_fresh_directory_starts_generation_one_and_keeps_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        assert_eq!(dir.store_dir(), root.path().join("store-1"));
+        assert_eq!(
+            fs::read_to_string(root.path().join(CURRENT)).unwrap(),
+            "store-1 0\n"
+        );
+        fill(&store, 3);
+        drop(store);
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        assert_eq!(dir.store_dir(), root.path().join("store-1"));
+        assert_eq!(store.history(7, 1 << 20).unwrap().messages.len(), 6);
+    }
+
+    #[test]
+    fn compaction_moves_a_legacy_store_keeping_every_record_and_ids_go_on_above() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::open(root.path()).unwrap();
+        let mut ids = fill(&store, 200);
+        // Ids a store from before the id counter gave straight from sled's generator.
+        for _ in 0..3 {
+            ids.push(store.db.generate_id().unwrap());
+        }
+        store.ids.remove(NEXT_ID).unwrap();
+        store.flush().unwrap();
+        let before = dump(&store);
+        drop(store);
+
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+
+        assert_eq!(dir.store_dir(), root.path().join("store-1"));
+        assert_eq!(
+            names(root.path()),
+            ["CURRENT", "store-1"],
+            "sled's old files are gone"
+        );
+        let after: Vec<_> = dump(&store)
+            .into_iter()
+            .filter(|(tree, _, _)| tree.as_slice() != IDS.as_bytes())
+            .collect();
+        let before: Vec<_> = before
+            .into_iter()
+            .filter(|(tree, _, _)| tree.as_slice() != IDS.as_bytes())
+            .collect();
+        assert_eq!(after, before, "every record of every tree, unchanged");
+        let next = store.new_heuristic_id().unwrap();
+        assert!(
+            ids.iter().all(|&id| next > id),
+            "a new id {next} is above every old one {ids:?}"
+        );
+        assert!(!dir.compaction_due(), "the baseline is the compacted size");
+    }
+
+    #[test]
+    fn each_compaction_writes_the_next_generation_and_only_when_due() {
+        let root = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        let ids = fill(&store, 200);
+        drop(store);
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        assert_eq!(dir.store_dir(), root.path().join("store-2"));
+        let records = dump(&store);
+        let next = store.new_heuristic_id().unwrap();
+        assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
+        drop(store);
+
+        // Not grown since: opened as it is.
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        assert_eq!(dir.store_dir(), root.path().join("store-2"));
+        assert_eq!(names(root.path()), ["CURRENT", "store-2"]);
+        assert_eq!(store.heuristics().len(), 3);
+        assert_eq!(dump(&store).len(), records.len());
+    }
+
+    #[test]
+    fn what_a_crash_left_of_a_compaction_is_removed_and_the_live_store_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        fill(&store, 20);
+        let records = dump(&store);
+        drop(store);
+        // A crash during the copy into store-2, before CURRENT was renamed.
+        fs::create_dir(root.path().join("store-2")).unwrap();
+        fs::write(root.path().join("store-2/db"), b"half a copy").unwrap();
+        fs::write(root.path().join(CURRENT_TMP), b"store-2 11\n").unwrap();
+        // And what an earlier crash after a commit left: an older generation, and sled's
+        // files from before generations.
+        fs::create_dir_all(root.path().join("store-0/blobs")).unwrap();
+        fs::write(root.path().join("db"), b"legacy").unwrap();
+        fs::write(root.path().join("conf"), b"legacy").unwrap();
+        fs::write(root.path().join("snap.00000000000A1B2C"), b"legacy").unwrap();
+        fs::create_dir(root.path().join("blobs")).unwrap();
+        // Not ours: left alone.
+        fs::write(root.path().join("notes.txt"), b"mine").unwrap();
+
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+
+        assert_eq!(dir.store_dir(), root.path().join("store-1"));
+        assert_eq!(names(root.path()), ["CURRENT", "notes.txt", "store-1"]);
+        assert_eq!(dump(&store), records);
+    }
+
+    #[test]
+    fn an_unreadable_current_stops_the_start_and_deletes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        fill(&store, 2);
+        drop(store);
+        for garbage in [
+            "",
+            "store-x 5\n",
+            "store-1\n",
+            "db 0\n",
+            "store-1 0 extra\n",
+        ] {
+            fs::write(root.path().join(CURRENT), garbage).unwrap();
+            let err = Store::open_data_dir(root.path(), 1 << 20, EAGER)
+                .err()
+                .unwrap_or_else(|| panic!("{garbage:?} was accepted"));
+            assert!(
+                format!("{err:#}").contains("CURRENT is unreadable"),
+                "{err:#}"
+            );
+            assert_eq!(names(root.path()), ["CURRENT", "store-1"]);
+        }
+    }
+}

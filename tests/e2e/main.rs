@@ -6,6 +6,7 @@ mod support;
 mod answers;
 mod cancel;
 mod commands;
+mod compaction;
 mod crashes;
 mod durability;
 mod hostile;

@@ -666,6 +666,28 @@ mod tests {
     }
 
     #[test]
+    fn a_compact_factor_that_would_compact_at_every_check_is_refused() {
+        for (factor, ok) in [
+            (0.0, true),
+            (1.1, true),
+            (2.0, true),
+            (1.0, false),
+            (0.5, false),
+        ] {
+            let file = format!("compact_factor = {factor:?}\n");
+            let mut config = Config::from_toml(Some(&file), Path::new("x.toml")).unwrap();
+            let checked = config.apply_env(env(&[("TELOXIDE_TOKEN", "123:abc")]));
+            match checked {
+                Ok(()) => assert!(ok, "{factor} was accepted"),
+                Err(e) => {
+                    assert!(!ok, "{factor} was refused: {e}");
+                    assert!(e.to_string().contains("compact_factor"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn environment_overrides_file() {
         let file = "data_dir = \"/srv\"\n[llm]\nbase_url = \"http://file/v1\"\n";
         let mut config = Config::from_toml(Some(file), Path::new("x.toml")).unwrap();

@@ -118,9 +118,12 @@ impl App {
         let _ = wanted.wait_for(|wanted| *wanted).await;
     }
 
-    /// Whether no turn, queued turn or reflection is running: a quiet moment to restart.
-    pub(crate) fn idle(&self) -> bool {
-        self.queues.busy_chats() == 0 && self.learning.reflections_running() == 0
+    /// Whether no turn, queued turn, reflection or other follow-up (option buttons, say) is
+    /// running besides `own` background tasks of the caller's: a quiet moment to restart.
+    pub(crate) fn idle(&self, own: usize) -> bool {
+        self.queues.busy_chats() == 0
+            && self.learning.reflections_running() == 0
+            && self.background.running() <= own
     }
 
     pub fn learning(&self) -> &Learning {

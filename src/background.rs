@@ -22,6 +22,13 @@ impl Background {
         tasks.spawn(work);
     }
 
+    /// How many tasks are still running.
+    pub fn running(&self) -> usize {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        while tasks.try_join_next().is_some() {}
+        tasks.len()
+    }
+
     /// Aborts all background work (at the end of a shutdown's grace period).
     pub fn abort_all(&self) {
         self.tasks

@@ -232,7 +232,8 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
         }
         if app.data_dir().compaction_due() {
             let deadline = tokio::time::Instant::now() + COMPACTION_WAIT;
-            while !app.idle() && tokio::time::Instant::now() < deadline {
+            // This prune loop is itself one of the app's background tasks.
+            while !app.idle(1) && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
             tracing::info!(

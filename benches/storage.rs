@@ -218,16 +218,19 @@ fn run(
     let cutoff = now - i64::from(days) * 86_400;
     let chat_of = |turn: u64| 1_000 + (turn % chats) as i64;
     let received_at = |turn: u64| now - span + (turn as i64 * span / turns as i64);
+    let write = |store: &Store, turns: std::ops::Range<u64>| {
+        for turn in turns {
+            write_turn(
+                store,
+                history_tokens,
+                chat_of(turn),
+                turn,
+                received_at(turn),
+            );
+        }
+    };
     let started = Instant::now();
-    for turn in 0..turns {
-        write_turn(
-            &store,
-            history_tokens,
-            chat_of(turn),
-            turn,
-            received_at(turn),
-        );
-    }
+    write(&store, 0..turns);
     store.flush().unwrap();
     let write_time = started.elapsed();
     let expected = (0..turns).filter(|&t| received_at(t) < cutoff).count();
@@ -239,17 +242,10 @@ fn run(
     let prune_time = started.elapsed();
     let after_prune = dir_size(dir.path());
 
-    for turn in turns..turns + turns / 2 {
-        write_turn(
-            &store,
-            history_tokens,
-            chat_of(turn),
-            turn,
-            received_at(turn),
-        );
-    }
+    write(&store, turns..turns + turns / 2);
     store.flush().unwrap();
     let after_next = dir_size(dir.path());
+    let live_before = store.live_bytes().unwrap();
     drop(store);
 
     let started = Instant::now();
@@ -258,6 +254,11 @@ fn run(
     let after_compaction = dir_size(dir.path());
     let live = store.live_bytes().unwrap();
     drop(store);
+    // The copy holds every record; the id counter is the one it may add.
+    assert!(
+        (live_before..=live_before + 16).contains(&live),
+        "compaction kept every record: {live_before} live bytes before, {live} after"
+    );
     let mut left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -343,13 +344,16 @@ fn main() {
         (f.expected, f.expected, f.expected),
         "prune counts"
     );
-    // The restart compacts: what is left is smaller than before it.
-    assert!(
-        f.after_compaction < f.after_next,
-        "compaction must shrink the store: {} → {} bytes",
-        f.after_next,
-        f.after_compaction
-    );
+    // The restart compacts: what is left is smaller than before it. Only at full size: a
+    // smoke run's store is a few of sled's 512 KB segments either way.
+    if !smoke {
+        assert!(
+            f.after_compaction < f.after_next,
+            "compaction must shrink the store: {} → {} bytes",
+            f.after_next,
+            f.after_compaction
+        );
+    }
     if smoke {
         println!("\n1 passed, 0 failed");
     }

@@ -205,15 +205,7 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
     std::fs::rename(db.join("CURRENT.tmp"), db.join("CURRENT")).unwrap();
     let before = tg.calls("getWebhookInfo").len();
     let mut bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &[], COMPACTING_TOML);
-    let until = Instant::now() + Duration::from_secs(30);
-    while tg.calls("getWebhookInfo").len() == before {
-        assert!(
-            Instant::now() < until,
-            "the bot did not start; log:\n{}",
-            bot.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    bot.started(&tg, before, Duration::from_secs(30)).await;
     bot.terminate();
     assert_eq!(bot.wait(Duration::from_secs(20)).await, Some(0));
 

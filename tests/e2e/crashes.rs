@@ -57,15 +57,7 @@ async fn spawn_recovered(
         &[("HEURIST_ALLOWED_USERS", users)],
         CRASH_TOML,
     );
-    let until = Instant::now() + Duration::from_secs(20);
-    while tg.calls("getWebhookInfo").len() == before {
-        assert!(
-            Instant::now() < until,
-            "the bot did not start; log:\n{}",
-            bot.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    bot.started(tg, before, Duration::from_secs(20)).await;
     bot
 }
 

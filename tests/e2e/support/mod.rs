@@ -215,6 +215,21 @@ impl BotProcess {
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Waits (at most `limit`) until this run asked for the webhook settings, as it does once it
+    /// finished what the previous run left, right before it starts polling: `before` is how
+    /// many times runs before it asked.
+    pub async fn started(&self, tg: &FakeTelegram, before: usize, limit: std::time::Duration) {
+        let until = std::time::Instant::now() + limit;
+        while tg.calls("getWebhookInfo").len() == before {
+            assert!(
+                std::time::Instant::now() < until,
+                "the bot did not start; log:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
 }
 
 impl Drop for BotProcess {

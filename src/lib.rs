@@ -46,17 +46,23 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 /// place, and that start compacts; Telegram keeps the updates sent meanwhile.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let mut signal = std::pin::pin!(shutdown_signal());
-    let mut running = start(config.clone()).await?;
+    let mut running = tokio::select! {
+        biased;
+        () = &mut signal => return Ok(()),
+        running = start(config.clone()) => running?,
+    };
     loop {
         tokio::select! {
+            biased;
             () = &mut signal => break,
             () = running.compaction_wanted() => {}
         }
         tracing::info!("restarting in place to compact the store");
         running.stop().await;
         running = tokio::select! {
+            biased;
             () = &mut signal => return Ok(()),
-            started = restart(&config) => started?,
+            running = restart(&config) => running,
         };
     }
     tracing::info!("shutting down");
@@ -64,42 +70,50 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the bot again after a stop for compaction. A start that fails (Telegram or the store
-/// not reachable for a moment) is tried again every few seconds, for up to five minutes.
-async fn restart(config: &Config) -> anyhow::Result<Running> {
-    const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-    const FOR: std::time::Duration = std::time::Duration::from_secs(300);
-    let deadline = tokio::time::Instant::now() + FOR;
+/// Starts the bot again after a stop for compaction. A running bot rides out an outage, and so
+/// does this: a start that fails (Telegram or the network down for a while) is tried again,
+/// after 5 s and then up to a minute apart, until it succeeds or the bot is stopped.
+async fn restart(config: &Config) -> Running {
+    let mut wait = std::time::Duration::from_secs(5);
     loop {
         match start(config.clone()).await {
-            Ok(running) => return Ok(running),
-            Err(e) if tokio::time::Instant::now() + EVERY < deadline => {
-                tracing::warn!(error = %format!("{e:#}"), "cannot start again; trying again soon");
-                tokio::time::sleep(EVERY).await;
+            Ok(running) => return running,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), retry_in_secs = wait.as_secs(), "cannot start again");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(60));
             }
-            Err(e) => return Err(e),
         }
     }
 }
 
-async fn shutdown_signal() {
+/// Resolves at Ctrl-C or SIGTERM. The handlers are installed when this is called, not when it
+/// is first polled, so a signal that comes while the bot is still starting is not lost (nor
+/// does it kill the process unhandled).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

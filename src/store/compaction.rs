@@ -4,40 +4,48 @@
 //! live records.
 //!
 //! # Layout of the data directory
-//! - `CURRENT`: one line, `store-<n> <bytes>`: the generation in use, and its size right after
-//!   it was written (what the next compaction is measured against).
+//! - `CURRENT`: one line, `store-<n> <bytes>`: the generation in use, and its size when it was
+//!   first opened (what the next compaction is measured against).
 //! - `store-<n>/`: that generation's sled files.
+//! - `LOCK`: held (`flock`) by the process using the directory, so a second one started on it
+//!   stops before it touches anything.
 //!
 //! A data directory from before generations holds sled's own files (`conf`, `db`, `blobs/`,
 //! `snap.*`); it is used as it is until its first compaction moves it into `store-1`.
 //!
 //! # Crash safety
-//! `CURRENT` is replaced by an atomic rename, and only after the new generation is written,
-//! checked against the old one (sled's checksum of every tree) and flushed, with its files and
-//! directories synced. So after a crash at any point `CURRENT` names a whole generation: the old
-//! one (the copy is discarded at the next start) or the new one (the old one is then deleted).
-//! Nothing but `CURRENT` decides which generation is live, and a directory `CURRENT` names is
-//! never deleted.
+//! The copy is written, flushed, read back from disk and checked against the old store (sled's
+//! checksum of every tree), and its files and directories synced; only then is `CURRENT`
+//! replaced, by an atomic rename, and the old generation is deleted only once the new one is
+//! open. So after a crash at any point `CURRENT` names a whole generation: the old one (the
+//! copy is discarded at the next start) or the new one (the old one is then deleted). Only
+//! `CURRENT` decides which generation is live, a directory it names is never deleted, and a
+//! state this code never leaves (`CURRENT` missing beside a store, or naming a missing one, or
+//! sled files in the data directory written after `CURRENT`) stops the start and deletes
+//! nothing.
 //!
 //! # When
 //! At start-up, when the store has grown past `compact_factor` times its size after the last
 //! compaction and by at least `compact_min_mb`. A bot that runs for months checks the same
-//! after every prune and, once its chats are idle, restarts itself in place to compact (see
+//! after every prune and, once nothing is running, restarts itself in place to compact (see
 //! `heurist::run`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use super::db::{IDS, NEXT_ID, Store};
+use super::db::{Store, open_sled};
 
 /// The file naming the live generation.
 const CURRENT: &str = "CURRENT";
 /// Where the next `CURRENT` is written before it is renamed over the old one.
 const CURRENT_TMP: &str = "CURRENT.tmp";
-/// The files sled keeps in its directory (besides `snap.*` snapshots).
+/// Held by the process that uses the data directory.
+const LOCK: &str = "LOCK";
+/// The files sled keeps in its directory (besides `snap.*` snapshots and `blobs/`).
 const SLED_FILES: &[&str] = &["conf", "db"];
 const SLED_BLOBS: &str = "blobs";
 const SLED_SNAPSHOT_PREFIX: &str = "snap.";
@@ -118,9 +126,10 @@ impl DataDir {
 
 impl Store {
     /// Opens the store of the data directory `root` (creating it), with sled's page cache at
-    /// most `cache_bytes`: finishes or discards what a crash left of a compaction, and compacts
-    /// first when `policy` says the store is due. A compaction that fails (a full disk, say) is
-    /// logged and the store is opened as it was.
+    /// most `cache_bytes`: takes the directory's lock (held until the last handle on the store
+    /// is dropped), removes what a crash left of a
+    /// compaction, and compacts first when `policy` says the store is due. A compaction that
+    /// fails (a full disk, say) is logged and the store is opened as `CURRENT` then names it.
     pub fn open_data_dir(
         root: &Path,
         cache_bytes: u64,
@@ -128,8 +137,8 @@ impl Store {
     ) -> anyhow::Result<(Store, DataDir)> {
         fs::create_dir_all(root)
             .with_context(|| format!("cannot create the data directory {}", root.display()))?;
+        let lock = lock(root)?;
         let (generation, baseline) = live_generation(root)?;
-        remove_stale(root, generation);
         let mut dir = DataDir {
             root: root.to_path_buf(),
             generation,
@@ -146,48 +155,126 @@ impl Store {
                 }
                 Err(e) => {
                     tracing::warn!(error = %format!("{e:#}"), "cannot compact the store; it is used as it is");
-                    remove_stale(root, generation);
+                    // The rename may have happened before the error (a failed directory
+                    // sync): what `CURRENT` says now is what is live.
+                    if let Some((generation, baseline)) = read_current(root)? {
+                        dir.generation = generation;
+                        dir.baseline = baseline;
+                    }
                     dir.failed = true;
                 }
             }
         }
-        let store = Store::open_with_cache(&dir.store_dir(), cache_bytes)?;
+        let mut store = Store::open_with_cache(&dir.store_dir(), cache_bytes)?;
+        // Every handle on the store holds the directory's lock, and the last one lets it go.
+        store.dir_lock = Some(Arc::new(lock));
         if compacted {
-            // sled grows its files a little as it opens them: the baseline is the size the
-            // store is used at, not the size the copy was written at.
-            store.flush()?;
-            dir.baseline = dir.size();
-            if let Generation::Numbered(n) = dir.generation {
-                commit(root, n, dir.baseline)?;
-            }
+            settle(&store, &mut dir)?;
         }
+        // Only now that the live generation is open: what else is there is stale.
+        remove_stale(root, dir.generation);
         Ok((store, dir))
     }
 }
 
-/// Reads `CURRENT`; without it, a directory holding sled's files is the legacy generation and
-/// an empty one starts generation 1 (recorded first, so its directory is never taken for a
-/// stale copy).
-fn live_generation(root: &Path) -> anyhow::Result<(Generation, u64)> {
+/// Takes the data directory's lock, or says who holds it.
+fn lock(root: &Path) -> anyhow::Result<fs::File> {
+    let path = root.join(LOCK);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    file.try_lock().map_err(|e| {
+        anyhow::anyhow!(
+            "{} is in use ({e}): is another Heurist running on it? Stop it, or set \
+             HEURIST_DATA_DIR to another directory",
+            root.display()
+        )
+    })?;
+    Ok(file)
+}
+
+/// After a compaction, once the new generation is open: records its size as the baseline (sled
+/// grows its files a little as it opens them).
+fn settle(store: &Store, dir: &mut DataDir) -> anyhow::Result<()> {
+    store.flush()?;
+    dir.baseline = dir.size();
+    if let Generation::Numbered(n) = dir.generation
+        && let Err(e) = commit(&dir.root, n, dir.baseline)
+    {
+        tracing::warn!(error = %format!("{e:#}"), "cannot record the compacted store's size");
+    }
+    Ok(())
+}
+
+/// Reads `CURRENT`, if there is one. An unreadable one is an error that names it.
+fn read_current(root: &Path) -> anyhow::Result<Option<(Generation, u64)>> {
     let current = root.join(CURRENT);
     match fs::read_to_string(&current) {
-        Ok(text) => parse_current(&text).with_context(|| {
+        Ok(text) => parse_current(&text).map(Some).with_context(|| {
             format!(
                 "{} is unreadable (it names the live store, e.g. \"store-3 1048576\"); \
                  restore it, or move the data directory aside to start afresh",
                 current.display()
             )
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if root.join("db").exists() || root.join("conf").exists() {
-                Ok((Generation::Legacy, 0))
-            } else {
-                commit(root, 1, 0)?;
-                Ok((Generation::Numbered(1), 0))
-            }
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", current.display())),
     }
+}
+
+/// The live generation and its baseline. Without `CURRENT`, a directory holding sled's files
+/// is the legacy generation and an empty one starts generation 1 (recorded first, so its
+/// directory is never taken for a stale copy). States this code never leaves are refused, so
+/// that nothing is deleted on a guess.
+fn live_generation(root: &Path) -> anyhow::Result<(Generation, u64)> {
+    let legacy = is_sled_dir(root);
+    let stores = stores_in(root);
+    match read_current(root)? {
+        Some((generation, baseline)) => {
+            let named = generation.dir(root);
+            if !is_sled_dir(&named) && stores.iter().any(|s| s != &named) {
+                bail!(
+                    "{} names {}, which holds no store, while {} do: set CURRENT to the \
+                     generation that holds your data (\"store-<n> 0\"), or move the data \
+                     directory aside to start afresh",
+                    root.join(CURRENT).display(),
+                    named.display(),
+                    show(&stores)
+                );
+            }
+            if legacy && written_after_current(root) {
+                bail!(
+                    "{} holds both a store generation ({}) and sled files written after it \
+                     (was an older Heurist run on it?): move one of them aside",
+                    root.display(),
+                    named.display()
+                );
+            }
+            Ok((generation, baseline))
+        }
+        None if legacy => Ok((Generation::Legacy, 0)),
+        None if !stores.is_empty() => bail!(
+            "{} is missing, but {} hold a store: write it naming the newest complete one, \
+             e.g. \"store-<n> 0\", or move the data directory aside to start afresh",
+            root.join(CURRENT).display(),
+            show(&stores)
+        ),
+        None => {
+            commit(root, 1, 0)?;
+            Ok((Generation::Numbered(1), 0))
+        }
+    }
+}
+
+fn show(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn parse_current(text: &str) -> anyhow::Result<(Generation, u64)> {
@@ -213,22 +300,58 @@ fn generation_number(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// Whether `name` is one of the files sled keeps in its directory.
+fn is_sled_name(name: &str) -> bool {
+    SLED_FILES.contains(&name) || name == SLED_BLOBS || name.starts_with(SLED_SNAPSHOT_PREFIX)
+}
+
+/// Whether `dir` holds a sled database: its `conf` says so.
+fn is_sled_dir(dir: &Path) -> bool {
+    fs::read(dir.join("conf")).is_ok_and(|conf| conf.starts_with(b"segment_size: "))
+}
+
+/// The `store-<n>` directories in `root` that hold a sled database.
+fn stores_in(root: &Path) -> Vec<PathBuf> {
+    let mut stores: Vec<PathBuf> = fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| generation_number(&e.file_name().to_string_lossy()).is_some())
+                .map(|e| e.path())
+                .filter(|p| is_sled_dir(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    stores.sort();
+    stores
+}
+
+/// Whether sled's `db` in `root` itself was written after `CURRENT`: by something that does not
+/// know generations, not left by the migration (which stops writing it before `CURRENT`).
+fn written_after_current(root: &Path) -> bool {
+    let modified = |name: &str| {
+        fs::metadata(root.join(name))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    matches!((modified("db"), modified(CURRENT)), (Some(db), Some(current)) if db > current)
+}
+
 /// Deletes what a crash left: an unrenamed `CURRENT.tmp`, generations other than the live one
 /// (an unfinished copy, or the old store after its copy was committed), and sled's files in
-/// the data directory itself once a generation has replaced them. Failures are logged; the
-/// next start tries again.
+/// the data directory itself once a generation has replaced them. Only sled's own files are
+/// deleted: a `store-<n>` directory with anything else in it is left alone. Failures are
+/// logged; the next start tries again.
 fn remove_stale(root: &Path, live: Generation) {
     let mut stale = vec![root.join(CURRENT_TMP)];
     if let Ok(entries) = fs::read_dir(root) {
         for entry in entries.filter_map(Result::ok) {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            let old_generation =
-                generation_number(&name).is_some_and(|n| Generation::Numbered(n) != live);
-            let legacy_file = live != Generation::Legacy
-                && (SLED_FILES.contains(&&*name)
-                    || name == SLED_BLOBS
-                    || name.starts_with(SLED_SNAPSHOT_PREFIX));
+            let old_generation = generation_number(&name)
+                .is_some_and(|n| Generation::Numbered(n) != live)
+                && only_sled_files(&entry.path());
+            let legacy_file = live != Generation::Legacy && is_sled_name(&name);
             if old_generation || legacy_file {
                 stale.push(entry.path());
             }
@@ -252,70 +375,67 @@ fn remove_stale(root: &Path, live: Generation) {
     }
 }
 
-/// Copies the live generation into the next one, checks the copy, makes it durable, names it
-/// in `CURRENT`, and deletes the old one. Returns the data directory as it now is.
+/// Whether everything in `dir` is one of sled's files (an empty directory too).
+fn only_sled_files(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .all(|e| is_sled_name(&e.file_name().to_string_lossy()))
+    })
+}
+
+/// Copies the live generation into the next one, reads the copy back and checks it, makes it
+/// durable and names it in `CURRENT`. Returns the data directory as it now is; the caller
+/// opens the new generation and only then deletes the old one.
 fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
     let started = Instant::now();
     let from = dir.store_dir();
     let next = dir.generation.next();
     let to = Generation::Numbered(next).dir(&dir.root);
     let before = dir.size();
-    tracing::info!(mb = before / (1 << 20), from = %from.display(), "compacting the store");
+    tracing::info!(mb = before >> 20, from = %from.display(), "compacting the store");
     if to.exists() {
+        // What a crash left of an earlier copy.
+        if !only_sled_files(&to) {
+            bail!(
+                "{} is in the way and holds more than a store copy: move it aside",
+                to.display()
+            );
+        }
         fs::remove_dir_all(&to).with_context(|| format!("cannot remove {}", to.display()))?;
     }
-    {
-        let old = sled::Config::new()
-            .path(&from)
-            .cache_capacity(cache_bytes)
-            .open()
-            .with_context(|| format!("cannot open the store in {}", from.display()))?;
-        let new = sled::Config::new()
-            .path(&to)
-            .cache_capacity(cache_bytes)
-            .create_new(true)
-            .open()
-            .with_context(|| format!("cannot create {}", to.display()))?;
-        let records = copy(&old, &new)?;
-        if old.checksum()? != new.checksum()? {
+    let records = {
+        let old = Store::open_with_cache(&from, cache_bytes)?;
+        // The counter goes over with the records, above every id the old store gave.
+        old.settle_id_counter()?;
+        old.flush()?;
+        let new = open_sled(&to, cache_bytes, true)?;
+        let records = copy(&old.db, &new)?;
+        new.flush()?;
+        drop(new);
+        let expected = old.db.checksum()?;
+        let written = open_sled(&to, cache_bytes, false)?;
+        if written.checksum()? != expected {
             bail!("the copy in {} differs from the store", to.display());
         }
-        // Ids are handed out from a counter in the data, which the copy carried over; a store
-        // from before that counter gave them from sled's own generator, which starts afresh
-        // in a new database: the copy's counter starts above every id the old one gave.
-        let floor = old.generate_id()?;
-        new.open_tree(IDS)?.fetch_and_update(NEXT_ID, |counter| {
-            let counter = counter.and_then(|c| <[u8; 8]>::try_from(c).ok());
-            Some(
-                counter
-                    .map_or(floor, u64::from_be_bytes)
-                    .max(floor)
-                    .to_be_bytes()
-                    .to_vec(),
-            )
-        })?;
-        new.flush()?;
-        tracing::debug!(records, "copied the store");
-    }
+        records
+    };
     sync_all(&to)?;
     let after = sled_size(&to);
     commit(&dir.root, next, after)?;
-    let compacted = DataDir {
-        root: dir.root.clone(),
-        generation: Generation::Numbered(next),
-        baseline: after,
-        policy: dir.policy,
-        failed: false,
-    };
-    remove_stale(&dir.root, compacted.generation);
     tracing::info!(
-        before_mb = before / (1 << 20),
-        after_mb = after / (1 << 20),
+        before_mb = before >> 20,
+        after_mb = after >> 20,
+        records,
         secs = started.elapsed().as_secs_f64(),
         into = %to.display(),
         "compacted the store"
     );
-    Ok(compacted)
+    Ok(DataDir {
+        generation: Generation::Numbered(next),
+        baseline: after,
+        ..dir.clone()
+    })
 }
 
 /// Copies every tree of `old` into `new` in key order, in batches; returns the records copied.
@@ -399,19 +519,14 @@ fn sled_size(dir: &Path) -> u64 {
     };
     entries
         .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            SLED_FILES.contains(&&*name)
-                || name == SLED_BLOBS
-                || name.starts_with(SLED_SNAPSHOT_PREFIX)
-        })
+        .filter(|e| is_sled_name(&e.file_name().to_string_lossy()))
         .map(|e| tree_size(&e.path()))
         .sum()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::db::{IDS, NEXT_ID};
     use super::*;
     use crate::llm::ChatMessage;
     use crate::store::fixtures;
@@ -426,8 +541,11 @@ mod tests {
         min_growth: 0,
     };
 
+    /// Records as (tree name, key, value).
+    type Records = Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>;
+
     /// Every record of every tree, by tree name, as the store holds it.
-    fn dump(store: &Store) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    fn dump(store: &Store) -> Records {
         let mut records = Vec::new();
         for name in store.db.tree_names() {
             for entry in store.db.open_tree(&name).unwrap().iter() {
@@ -554,6 +672,8 @@ mod tests {
             ids.push(store.db.generate_id().unwrap());
         }
         store.ids.remove(NEXT_ID).unwrap();
+        // sled's default tree, which no area uses, goes over too.
+        store.db.insert(b"default", b"tree").unwrap();
         store.flush().unwrap();
         let before = dump(&store);
         drop(store);
@@ -563,7 +683,7 @@ mod tests {
         assert_eq!(dir.store_dir(), root.path().join("store-1"));
         assert_eq!(
             names(root.path()),
-            ["CURRENT", "store-1"],
+            ["CURRENT", "LOCK", "store-1"],
             "sled's old files are gone"
         );
         let after: Vec<_> = dump(&store)
@@ -599,7 +719,7 @@ mod tests {
         // Not grown since: opened as it is.
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
-        assert_eq!(names(root.path()), ["CURRENT", "store-2"]);
+        assert_eq!(names(root.path()), ["CURRENT", "LOCK", "store-2"]);
         assert_eq!(store.heuristics().len(), 3);
         assert_eq!(dump(&store).len(), records.len());
     }
@@ -622,13 +742,19 @@ mod tests {
         fs::write(root.path().join("conf"), b"legacy").unwrap();
         fs::write(root.path().join("snap.00000000000A1B2C"), b"legacy").unwrap();
         fs::create_dir(root.path().join("blobs")).unwrap();
-        // Not ours: left alone.
+        // Not ours: left alone, even named like a generation.
         fs::write(root.path().join("notes.txt"), b"mine").unwrap();
+        fs::create_dir(root.path().join("store-9")).unwrap();
+        fs::write(root.path().join("store-9/notes.txt"), b"mine").unwrap();
 
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
 
         assert_eq!(dir.store_dir(), root.path().join("store-1"));
-        assert_eq!(names(root.path()), ["CURRENT", "notes.txt", "store-1"]);
+        assert_eq!(
+            names(root.path()),
+            ["CURRENT", "LOCK", "notes.txt", "store-1", "store-9"]
+        );
+        assert_eq!(names(&root.path().join("store-9")), ["notes.txt"]);
         assert_eq!(dump(&store), records);
     }
 
@@ -653,7 +779,115 @@ mod tests {
                 format!("{err:#}").contains("CURRENT is unreadable"),
                 "{err:#}"
             );
-            assert_eq!(names(root.path()), ["CURRENT", "store-1"]);
+            assert_eq!(names(root.path()), ["CURRENT", "LOCK", "store-1"]);
         }
+    }
+
+    /// A data directory with one compaction behind it: `store-2` live, `store-1` gone.
+    fn compacted_once() -> (tempfile::TempDir, Records) {
+        let root = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        fill(&store, 50);
+        drop(store);
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        assert_eq!(dir.store_dir(), root.path().join("store-2"));
+        let records = dump(&store);
+        (root, records)
+    }
+
+    #[test]
+    fn states_no_compaction_leaves_stop_the_start_and_delete_nothing() {
+        struct Case {
+            name: &'static str,
+            /// Changes the directory (after one compaction: `store-2` live).
+            make: fn(&Path),
+            error: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "CURRENT deleted beside the store",
+                make: |root| fs::remove_file(root.join(CURRENT)).unwrap(),
+                error: "is missing, but",
+            },
+            Case {
+                name: "CURRENT naming a generation that is not there",
+                make: |root| fs::write(root.join(CURRENT), "store-7 0\n").unwrap(),
+                error: "which holds no store",
+            },
+            Case {
+                name: "sled files in the data directory written after CURRENT",
+                make: |root| {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    let legacy = Store::open(root).unwrap();
+                    legacy.flush().unwrap();
+                },
+                error: "written after it",
+            },
+        ];
+        for case in cases {
+            let (root, records) = compacted_once();
+            (case.make)(root.path());
+            let before = names(root.path());
+            let err = Store::open_data_dir(root.path(), 1 << 20, EAGER)
+                .err()
+                .unwrap_or_else(|| panic!("{}: the start went on", case.name));
+            assert!(
+                format!("{err:#}").contains(case.error),
+                "{}: {err:#}",
+                case.name
+            );
+            assert_eq!(names(root.path()), before, "{}: nothing deleted", case.name);
+            let store = Store::open(&root.path().join("store-2")).unwrap();
+            assert_eq!(dump(&store), records, "{}: the store is intact", case.name);
+        }
+    }
+
+    #[test]
+    fn a_second_process_on_the_directory_stops_before_it_touches_anything() {
+        let (root, _) = compacted_once();
+        let (_first, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        fs::write(root.path().join(CURRENT_TMP), "store-3 0\n").unwrap();
+        let err = Store::open_data_dir(root.path(), 1 << 20, EAGER)
+            .err()
+            .expect("the second open is refused");
+        assert!(format!("{err:#}").contains("is in use"), "{err:#}");
+        assert!(
+            root.path().join(CURRENT_TMP).exists(),
+            "the second one removed nothing"
+        );
+    }
+
+    #[test]
+    fn a_failed_compaction_opens_the_store_as_it_was_and_is_not_retried_in_this_run() {
+        let root = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        let ids = fill(&store, 50);
+        let records = dump(&store);
+        drop(store);
+        // Something not ours where the copy would go.
+        fs::create_dir(root.path().join("store-2")).unwrap();
+        fs::write(root.path().join("store-2/notes.txt"), b"mine").unwrap();
+
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+
+        assert_eq!(dir.store_dir(), root.path().join("store-1"));
+        assert!(!dir.compaction_due(), "not asked for again in this run");
+        assert_eq!(dump(&store), records);
+        assert_eq!(names(&root.path().join("store-2")), ["notes.txt"]);
+        assert!(store.new_heuristic_id().unwrap() > *ids.iter().max().unwrap());
+    }
+
+    #[test]
+    fn an_unreadable_id_counter_still_gives_ids_above_every_record_after_a_compaction() {
+        let root = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+        let ids = fill(&store, 50);
+        store.ids.insert(NEXT_ID, b"garbage".as_slice()).unwrap();
+        store.flush().unwrap();
+        drop(store);
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        assert_eq!(dir.store_dir(), root.path().join("store-2"));
+        let next = store.new_heuristic_id().unwrap();
+        assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
     }
 }

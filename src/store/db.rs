@@ -27,6 +27,47 @@ pub(super) const PEOPLE: &str = "people";
 pub(super) const IDS: &str = "ids";
 pub(super) const NEXT_ID: &[u8] = b"next";
 
+/// A big-endian id, as the counter and the id-keyed trees store it.
+fn decode_id(bytes: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(bytes).ok().map(u64::from_be_bytes)
+}
+
+/// Opens (or, with `create_new`, creates and must create) sled's database in `dir`. sled 0.34
+/// can hold its file lock a moment after its last handle is dropped (sled issue #1289), so a
+/// lock refused at first is asked for again for up to two seconds.
+pub(super) fn open_sled(
+    dir: &Path,
+    cache_bytes: u64,
+    create_new: bool,
+) -> anyhow::Result<sled::Db> {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+    let started = std::time::Instant::now();
+    loop {
+        let opened = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .create_new(create_new)
+            .open();
+        match opened {
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock")
+                    && started.elapsed() < PATIENCE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            opened => {
+                return opened.with_context(|| {
+                    format!(
+                        "cannot open the database in {} (is another Heurist running on it? \
+                         set HEURIST_DATA_DIR to another directory)",
+                        dir.display()
+                    )
+                });
+            }
+        }
+    }
+}
+
 /// The sled database and its trees. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -45,6 +86,8 @@ pub struct Store {
     pub(super) retries: sled::Tree,
     pub(super) people: sled::Tree,
     pub(super) ids: sled::Tree,
+    /// The data directory's lock, when opened through it (`Store::open_data_dir`).
+    pub(super) dir_lock: Option<Arc<std::fs::File>>,
     /// Flush requests made so far, and the highest one a finished flush covers.
     flush_requests: Arc<AtomicU64>,
     flush_lock: Arc<tokio::sync::Mutex<u64>>,
@@ -58,17 +101,7 @@ impl Store {
 
     /// Opens (or creates) the database in `dir`; sled's page cache holds at most `cache_bytes`.
     pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> anyhow::Result<Self> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(cache_bytes)
-            .open()
-            .with_context(|| {
-                format!(
-                    "cannot open the database in {} (is another Heurist running on it? \
-                 set HEURIST_DATA_DIR to another directory)",
-                    dir.display()
-                )
-            })?;
+        let db = open_sled(dir, cache_bytes, false)?;
         Ok(Self {
             history: db.open_tree(HISTORY)?,
             chats: db.open_tree(CHATS)?,
@@ -84,6 +117,7 @@ impl Store {
             retries: db.open_tree(RETRIES)?,
             people: db.open_tree(PEOPLE)?,
             ids: db.open_tree(IDS)?,
+            dir_lock: None,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),
             db,
@@ -94,21 +128,43 @@ impl Store {
     /// is a record, so a compacted copy of the store goes on from it; sled's own id generator
     /// would start afresh in the copy. A store from before the counter starts it from sled's.
     pub(super) fn next_id(&self) -> anyhow::Result<u64> {
-        let decode = |c: &[u8]| <[u8; 8]>::try_from(c).ok().map(u64::from_be_bytes);
-        // Seeded when the counter is missing (or unreadable): sled's generator is above every
-        // id it gave.
         let seed = match self.ids.get(NEXT_ID)? {
-            Some(c) if decode(&c).is_some() => 0,
-            _ => self.db.generate_id()?,
+            Some(counter) if decode_id(&counter).is_some() => 0,
+            _ => self.id_floor()?,
         };
         let next = self.ids.update_and_fetch(NEXT_ID, |counter| {
-            let id = counter.and_then(decode).unwrap_or(seed);
+            let id = counter.and_then(decode_id).unwrap_or(seed);
             Some(id.saturating_add(1).to_be_bytes().to_vec())
         })?;
         let next = next
-            .and_then(|c| decode(&c))
+            .and_then(|c| decode_id(&c))
             .context("the id counter was not written")?;
         Ok(next - 1)
+    }
+
+    /// Raises the id counter above every id this store gave, however it gave them: before a
+    /// compaction copies it into a database whose own generator starts afresh.
+    pub(super) fn settle_id_counter(&self) -> anyhow::Result<()> {
+        let floor = self.id_floor()?;
+        self.ids.fetch_and_update(NEXT_ID, |counter| {
+            let id = counter.and_then(decode_id).unwrap_or(0).max(floor);
+            Some(id.to_be_bytes().to_vec())
+        })?;
+        Ok(())
+    }
+
+    /// Above every id given so far: sled's generator (which gave them before the counter) and
+    /// the highest id in the trees keyed by one (should the counter be unreadable).
+    fn id_floor(&self) -> anyhow::Result<u64> {
+        let mut floor = self.db.generate_id()?;
+        for tree in [&self.heuristics, &self.reflections] {
+            if let Some((key, _)) = tree.last()?
+                && let Some(id) = decode_id(&key)
+            {
+                floor = floor.max(id.saturating_add(1));
+            }
+        }
+        Ok(floor)
     }
 
     /// The bytes of every key and value in every tree: what a compacted store holds, before

@@ -216,8 +216,16 @@ impl Store {
 
     /// Removes every conversation's turns before its history window: the LLM never sees them
     /// again (the window only moves forward), so they are only weight on the disk. Returns how
-    /// many went. Conversations whose state cannot be read are left alone.
+    /// many went. Conversations whose state cannot be read are left alone, and so are turns
+    /// whose update is not finished yet.
     pub(super) fn prune_history(&self) -> anyhow::Result<usize> {
+        // A turn whose update is not finished may still be needed by recovery (its answer sent
+        // or edited in after a crash), even once a later turn moved the window past it.
+        let unfinished: std::collections::HashSet<u32> = self
+            .unfinished_updates()
+            .into_iter()
+            .map(|(update, _)| update)
+            .collect();
         let mut pruned = 0;
         for (states, turns) in [
             (&self.chats, &self.history),
@@ -230,9 +238,15 @@ impl Store {
                 };
                 // A conversation's state key is the prefix of its turns' keys.
                 let below = |seq: u64| [key.as_ref(), &seq.to_be_bytes()].concat();
-                for old in turns.range(below(0)..below(state.window_start)).keys() {
-                    turns.remove(old?)?;
-                    pruned += 1;
+                for old in turns.range(below(0)..below(state.window_start)) {
+                    let (old, value) = old?;
+                    let needed = decode_json::<StoredTurn>(TREE, &old, &value)
+                        .and_then(|turn| turn.update)
+                        .is_some_and(|update| unfinished.contains(&update));
+                    if !needed {
+                        turns.remove(old)?;
+                        pruned += 1;
+                    }
                 }
             }
         }

@@ -227,7 +227,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
         tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
     } else {
-        let listener = webhook(bot, telegram, intake).await?;
+        let listener = match webhook(bot, telegram, intake).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                // Recovery has started turns and background work that hold the app (and the
+                // store's lock): end them, so a start tried again can open the store.
+                app.wind_down(Duration::ZERO).await;
+                return Err(e);
+            }
+        };
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
         tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
     };

@@ -213,13 +213,19 @@ fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool) -> OnVisib
 
 /// Prunes records older than `retention_days` now and then every `interval` (at least a
 /// second), until the shutdown aborts it. It holds the app, not a bare store handle, so a
-/// shutdown that waits for the app to be released also waits for a prune in progress. After a
-/// prune, a store due for compaction asks for a restart in place ([`App::compaction_wanted`])
-/// at the next moment no chat is busy, waiting at most `COMPACTION_WAIT` for one.
+/// shutdown that waits for the app to be released also waits for a prune in progress.
+///
+/// After a prune, a store due for compaction asks for a restart in place
+/// ([`App::compaction_wanted`]) once nothing is running: no turn, no reflection, no follow-up.
+/// It waits up to a minute for such a moment after each prune; a bot never idle that long asks
+/// anyway after a day (its running turns then get the shutdown's grace period, and what is
+/// left resumes after the restart).
 async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
-    const COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+    const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+    const AT_MOST: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
     let mut ticks = tokio::time::interval(interval.max(std::time::Duration::from_secs(1)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut due_since = None;
     loop {
         ticks.tick().await;
         let now = chrono::Utc::now().timestamp();
@@ -230,12 +236,16 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot prune old records"),
             Err(e) => tracing::warn!(error = %e, "the prune task failed"),
         }
-        if app.data_dir().compaction_due() {
-            let deadline = tokio::time::Instant::now() + COMPACTION_WAIT;
-            // This prune loop is itself one of the app's background tasks.
-            while !app.idle(1) && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            }
+        if !app.data_dir().compaction_due() {
+            continue;
+        }
+        let since = *due_since.get_or_insert_with(tokio::time::Instant::now);
+        let deadline = tokio::time::Instant::now() + IDLE_WAIT;
+        // This prune loop is itself one of the app's background tasks.
+        while !app.idle(1) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        if app.idle(1) || since.elapsed() >= AT_MOST {
             tracing::info!(
                 mb = app.data_dir().size() >> 20,
                 "the store is due for compaction: restarting in place"
@@ -243,6 +253,7 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
             app.want_compaction();
             return;
         }
+        tracing::debug!("the store is due for compaction; waiting for a quiet moment");
     }
 }
 

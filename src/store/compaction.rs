@@ -118,6 +118,15 @@ impl DataDir {
         sled_size(&self.store_dir())
     }
 
+    /// The size past which the store is due for compaction; `None` when compaction is off.
+    pub fn compacts_at(&self) -> Option<u64> {
+        let policy = self.policy;
+        (policy.factor > 0.0).then(|| {
+            let by_factor = (self.baseline as f64 * policy.factor) as u64;
+            by_factor.max(self.baseline.saturating_add(policy.min_growth))
+        })
+    }
+
     /// Whether the store has grown enough to be compacted (see [`CompactionPolicy`]).
     pub fn compaction_due(&self) -> bool {
         !self.failed && self.policy.due(self.baseline, self.size())

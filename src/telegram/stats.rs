@@ -33,6 +33,8 @@ pub(crate) struct BotStats {
     pub models: Vec<(String, UsageTotals)>,
     pub top_today: Vec<TopUser>,
     pub top_all_time: Vec<TopUser>,
+    /// The store's size on disk, and the size past which it is compacted (`None`: never).
+    pub disk: (u64, Option<u64>),
 }
 
 /// One row of a top-users list.
@@ -68,6 +70,7 @@ pub(crate) fn gather(app: &App, chat: i64, user: u64, role: Role) -> Stats {
             models: store.usage(None),
             top_today: top(store.top_users_today(TOP_USERS)),
             top_all_time: top(store.top_users_all_time(TOP_USERS)),
+            disk: (app.data_dir().size(), app.data_dir().compacts_at()),
         }),
     }
 }
@@ -141,6 +144,16 @@ fn top_section(title: &str, users: &[TopUser]) -> String {
     html
 }
 
+/// Bytes in megabytes, one decimal below 10 MB: "0.4 MB", "482 MB", "1,038 MB".
+fn megabytes(bytes: u64) -> String {
+    let mb = bytes as f64 / (1024.0 * 1024.0);
+    if mb < 10.0 {
+        format!("{mb:.1} MB")
+    } else {
+        format!("{} MB", thousands(mb.round() as u64))
+    }
+}
+
 /// The `/stats` message (HTML).
 pub(crate) fn stats_html(stats: &Stats) -> String {
     let mut html = format!("📊 {}", usage_section("This chat", &stats.chat));
@@ -163,6 +176,18 @@ pub(crate) fn stats_html(stats: &Stats) -> String {
             "\n{}",
             top_section("Top users of all time", &bot.top_all_time)
         ));
+        let (size, compacts_at) = bot.disk;
+        html.push_str(&match compacts_at {
+            Some(at) => format!(
+                "\n💾 <b>Storage</b>: {} on disk; compacted once past {}.\n",
+                megabytes(size),
+                megabytes(at)
+            ),
+            None => format!(
+                "\n💾 <b>Storage</b>: {} on disk; compaction is off.\n",
+                megabytes(size)
+            ),
+        });
     }
     html.trim_end().to_string()
 }
@@ -273,10 +298,12 @@ mod tests {
                         models: vec![("m".into(), totals(12_000, 9_876_543, 0, 1_000))],
                         top_today: vec![top(1001, Some("Ann <B>"), 2_000), top(7, None, 1)],
                         top_all_time: vec![],
+                        disk: (1_088_421_888, Some(2_176_843_776)),
                     }),
                     ..Stats::default()
                 },
                 contains: &[
+                    "💾 <b>Storage</b>: 1,038 MB on disk; compacted once past 2,076 MB.",
                     "🤖 <b>Whole bot</b>\n• <code>m</code>: 12,000 answers · 9,876,543 tokens read",
                     "<b>Top users today</b>\n1. Ann &lt;B&gt; (<code>1001</code>): 2,000 tokens\n\
                      2. unknown name (<code>7</code>): 1 token",

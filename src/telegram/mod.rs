@@ -181,6 +181,9 @@ async fn register_commands(bot: &Bot, config: &Config) {
 pub struct Running {
     app: Arc<App>,
     shutdown: ShutdownToken,
+    /// Ends the listener's stream, which ends the dispatcher whatever its state: teloxide's own
+    /// shutdown is missed when it comes while the dispatcher is not waiting for an update.
+    stop_listening: teloxide::stop::StopToken,
     dispatcher: tokio::task::JoinHandle<()>,
 }
 
@@ -223,9 +226,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let shutdown = dispatcher.shutdown_token();
     let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
     let telegram = &app.config().telegram;
-    let dispatcher = if telegram.webhook_url.is_empty() {
-        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
-        tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
+    let (dispatcher, stop_listening) = if telegram.webhook_url.is_empty() {
+        let mut listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
+        let stop = listener.stop_token();
+        let dispatching =
+            tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await });
+        (dispatching, stop)
     } else {
         let listener = match webhook(bot, telegram, intake).await {
             Ok(listener) => listener,
@@ -236,12 +242,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 return Err(e);
             }
         };
+        let mut listener = listener;
+        let stop = listener.stop_token();
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
-        tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await })
+        let dispatching =
+            tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await });
+        (dispatching, stop)
     };
     Ok(Running {
         app,
         shutdown,
+        stop_listening,
         dispatcher,
     })
 }
@@ -260,19 +271,12 @@ impl Running {
 
     /// Stops taking updates, lets running turns finish (up to a grace period), flushes sled.
     pub async fn stop(self) {
-        loop {
-            match self.shutdown.shutdown() {
-                Ok(done) => {
-                    done.await;
-                    break;
-                }
-                // The dispatcher has not started listening yet; it will in a moment.
-                Err(_) if !self.dispatcher.is_finished() => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Err(_) => break,
-            }
-        }
+        // teloxide's shutdown sets its state and wakes the dispatcher only if it is waiting
+        // for an update at that moment (a notification nobody awaits is lost), so the listener
+        // is stopped directly too: its stream ends, and with it the dispatcher's loop, once
+        // the batch in hand is handled.
+        let _ = self.shutdown.shutdown();
+        self.stop_listening.stop();
         let _ = self.dispatcher.await;
         let grace = Duration::from_secs(self.app.config().shutdown_grace_secs);
         self.app.wind_down(grace).await;

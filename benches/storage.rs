@@ -266,7 +266,7 @@ fn run(
     left.sort();
     assert_eq!(
         left,
-        ["CURRENT", "store-2"],
+        ["CURRENT", "LOCK", "store-2"],
         "only the new generation is left"
     );
     Figures {

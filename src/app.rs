@@ -197,11 +197,15 @@ impl App {
                 "turns still running at shutdown were abandoned"
             );
         }
-        while self.learning.reflections_running() > 0 && tokio::time::Instant::now() < deadline {
+        // Reflections, and the follow-ups of answers (option buttons, an answer's "sent"
+        // mark): the prune loop is the one background task that never ends by itself.
+        while (self.learning.reflections_running() > 0 || self.background.running() > 1)
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.queues.abort_all();
-        self.background.abort_all();
+        self.background.abort_all().await;
         if let Err(e) = self.store.flush() {
             tracing::error!(error = %e, "cannot flush the database");
         }

@@ -29,11 +29,10 @@ impl Background {
         tasks.len()
     }
 
-    /// Aborts all background work (at the end of a shutdown's grace period).
-    pub fn abort_all(&self) {
-        self.tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .abort_all();
+    /// Aborts all background work (at the end of a shutdown's grace period) and waits until
+    /// every task has let go of what it held (the app, and with it the store).
+    pub async fn abort_all(&self) {
+        let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        tasks.shutdown().await;
     }
 }

@@ -43,7 +43,8 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// Runs the bot until Ctrl-C or SIGTERM, then shuts down gracefully. When the store is due for
 /// compaction (see [`store::compaction`]), the bot stops the same way and starts again in
-/// place, and that start compacts; Telegram keeps the updates sent meanwhile.
+/// place, and that start compacts; Telegram keeps the updates sent meanwhile. A bot that
+/// stopped taking updates by itself (Telegram unreachable as it began) is started again too.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let mut signal = std::pin::pin!(shutdown_signal());
     let mut running = tokio::select! {
@@ -55,9 +56,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::select! {
             biased;
             () = &mut signal => break,
-            () = running.compaction_wanted() => {}
+            () = running.compaction_wanted() => {
+                tracing::info!("restarting in place to compact the store");
+            }
+            () = running.ended() => {
+                tracing::warn!("the bot stopped taking updates; starting again");
+            }
         }
-        tracing::info!("restarting in place to compact the store");
         running.stop().await;
         running = tokio::select! {
             biased;
@@ -70,7 +75,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the bot again after a stop for compaction. A running bot rides out an outage, and so
+/// Starts the bot again after a stop in place. A running bot rides out an outage, and so
 /// does this: a start that fails (Telegram or the network down for a while) is tried again,
 /// after 5 s and then up to a minute apart, until it succeeds or the bot is stopped.
 async fn restart(config: &Config) -> Running {

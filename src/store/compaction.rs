@@ -5,7 +5,9 @@
 //!
 //! # Layout of the data directory
 //! - `CURRENT`: one line, `store-<n> <bytes>`: the generation in use, and its size when it was
-//!   first opened (what the next compaction is measured against).
+//!   first opened (what the next compaction is measured against); `from-legacy` after them
+//!   while sled's files from before generations, which it was copied from, are still to be
+//!   deleted.
 //! - `store-<n>/`: that generation's sled files.
 //! - `LOCK`: held (`flock`) by the process using the directory, so a second one started on it
 //!   stops before it touches anything.
@@ -21,8 +23,8 @@
 //! copy is discarded at the next start) or the new one (the old one is then deleted). Only
 //! `CURRENT` decides which generation is live, a directory it names is never deleted, and a
 //! state this code never leaves (`CURRENT` missing beside a store, or naming a missing one, or
-//! sled files in the data directory written after `CURRENT`) stops the start and deletes
-//! nothing.
+//! a sled store in the data directory itself that `CURRENT` does not say it was copied from)
+//! stops the start and deletes nothing.
 //!
 //! # When
 //! At start-up, when the store has grown past `compact_factor` times its size after the last
@@ -105,6 +107,9 @@ pub struct DataDir {
     /// A compaction failed at this start: none is due again until the next one, so a full
     /// disk does not make the bot restart in place over and over.
     failed: bool,
+    /// `CURRENT` says the live generation was copied from sled's files in the data directory
+    /// itself, which are then deleted (and the mark with them).
+    from_legacy: bool,
 }
 
 impl DataDir {
@@ -147,13 +152,14 @@ impl Store {
         fs::create_dir_all(root)
             .with_context(|| format!("cannot create the data directory {}", root.display()))?;
         let lock = lock(root)?;
-        let (generation, baseline) = live_generation(root)?;
+        let current = live_generation(root)?;
         let mut dir = DataDir {
             root: root.to_path_buf(),
-            generation,
-            baseline,
+            generation: current.generation,
+            baseline: current.baseline,
             policy,
             failed: false,
+            from_legacy: current.from_legacy,
         };
         let mut compacted = false;
         if dir.compaction_due() {
@@ -166,9 +172,10 @@ impl Store {
                     tracing::warn!(error = %format!("{e:#}"), "cannot compact the store; it is used as it is");
                     // The rename may have happened before the error (a failed directory
                     // sync): what `CURRENT` says now is what is live.
-                    if let Some((generation, baseline)) = read_current(root)? {
-                        dir.generation = generation;
-                        dir.baseline = baseline;
+                    if let Some(current) = read_current(root)? {
+                        dir.generation = current.generation;
+                        dir.baseline = current.baseline;
+                        dir.from_legacy = current.from_legacy;
                     }
                     dir.failed = true;
                 }
@@ -178,11 +185,34 @@ impl Store {
         // Every handle on the store holds the directory's lock, and the last one lets it go.
         store.dir_lock = Some(Arc::new(lock));
         if compacted {
-            settle(&store, &mut dir)?;
+            store.flush()?;
+            // sled grows its files a little as it opens them: the baseline is the size the
+            // store is used at.
+            dir.baseline = dir.size();
+            dir.record();
         }
         // Only now that the live generation is open: what else is there is stale.
-        remove_stale(root, dir.generation);
+        remove_stale(root, dir.generation, dir.from_legacy);
+        if dir.from_legacy
+            && !fs::read_dir(root)?
+                .any(|e| e.is_ok_and(|e| is_sled_name(&e.file_name().to_string_lossy())))
+        {
+            dir.from_legacy = false;
+            dir.record();
+        }
         Ok((store, dir))
+    }
+}
+
+impl DataDir {
+    /// Writes `CURRENT` as this says (a failure is logged: `CURRENT` still names the live
+    /// generation, with an older size or mark).
+    fn record(&self) {
+        if let Generation::Numbered(n) = self.generation
+            && let Err(e) = commit(&self.root, n, self.baseline, self.from_legacy)
+        {
+            tracing::warn!(error = %format!("{e:#}"), "cannot update CURRENT");
+        }
     }
 }
 
@@ -195,31 +225,37 @@ fn lock(root: &Path) -> anyhow::Result<fs::File> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    file.try_lock().map_err(|e| {
-        anyhow::anyhow!(
-            "{} is in use ({e}): is another Heurist running on it? Stop it, or set \
-             HEURIST_DATA_DIR to another directory",
-            root.display()
-        )
-    })?;
-    Ok(file)
+    // A restart in place may come a moment before the last task of the run it replaces has
+    // let go of the store (and this lock): a refused lock is asked for again for a while.
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+    let started = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) if started.elapsed() < PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => bail!(
+                "{} is in use ({e}): is another Heurist running on it? Stop it, or set \
+                 HEURIST_DATA_DIR to another directory",
+                root.display()
+            ),
+        }
+    }
 }
 
-/// After a compaction, once the new generation is open: records its size as the baseline (sled
-/// grows its files a little as it opens them).
-fn settle(store: &Store, dir: &mut DataDir) -> anyhow::Result<()> {
-    store.flush()?;
-    dir.baseline = dir.size();
-    if let Generation::Numbered(n) = dir.generation
-        && let Err(e) = commit(&dir.root, n, dir.baseline)
-    {
-        tracing::warn!(error = %format!("{e:#}"), "cannot record the compacted store's size");
-    }
-    Ok(())
+/// What `CURRENT` says.
+struct Current {
+    generation: Generation,
+    baseline: u64,
+    from_legacy: bool,
 }
+
+/// The mark after a generation copied from sled's files in the data directory itself.
+const FROM_LEGACY: &str = "from-legacy";
 
 /// Reads `CURRENT`, if there is one. An unreadable one is an error that names it.
-fn read_current(root: &Path) -> anyhow::Result<Option<(Generation, u64)>> {
+fn read_current(root: &Path) -> anyhow::Result<Option<Current>> {
     let current = root.join(CURRENT);
     match fs::read_to_string(&current) {
         Ok(text) => parse_current(&text).map(Some).with_context(|| {
@@ -238,12 +274,12 @@ fn read_current(root: &Path) -> anyhow::Result<Option<(Generation, u64)>> {
 /// is the legacy generation and an empty one starts generation 1 (recorded first, so its
 /// directory is never taken for a stale copy). States this code never leaves are refused, so
 /// that nothing is deleted on a guess.
-fn live_generation(root: &Path) -> anyhow::Result<(Generation, u64)> {
+fn live_generation(root: &Path) -> anyhow::Result<Current> {
     let legacy = is_sled_dir(root);
     let stores = stores_in(root);
     match read_current(root)? {
-        Some((generation, baseline)) => {
-            let named = generation.dir(root);
+        Some(current) => {
+            let named = current.generation.dir(root);
             if !is_sled_dir(&named) && stores.iter().any(|s| s != &named) {
                 bail!(
                     "{} names {}, which holds no store, while {} do: set CURRENT to the \
@@ -254,17 +290,22 @@ fn live_generation(root: &Path) -> anyhow::Result<(Generation, u64)> {
                     show(&stores)
                 );
             }
-            if legacy && written_after_current(root) {
+            if legacy && !current.from_legacy {
                 bail!(
-                    "{} holds both a store generation ({}) and sled files written after it \
-                     (was an older Heurist run on it?): move one of them aside",
+                    "{} holds both a store generation ({}) and a sled store it was not copied \
+                     from (restored from a backup, or written by an older Heurist?): move one \
+                     of them aside",
                     root.display(),
                     named.display()
                 );
             }
-            Ok((generation, baseline))
+            Ok(current)
         }
-        None if legacy => Ok((Generation::Legacy, 0)),
+        None if legacy => Ok(Current {
+            generation: Generation::Legacy,
+            baseline: 0,
+            from_legacy: false,
+        }),
         None if !stores.is_empty() => bail!(
             "{} is missing, but {} hold a store: write it naming the newest complete one, \
              e.g. \"store-<n> 0\", or move the data directory aside to start afresh",
@@ -272,8 +313,12 @@ fn live_generation(root: &Path) -> anyhow::Result<(Generation, u64)> {
             show(&stores)
         ),
         None => {
-            commit(root, 1, 0)?;
-            Ok((Generation::Numbered(1), 0))
+            commit(root, 1, 0, false)?;
+            Ok(Current {
+                generation: Generation::Numbered(1),
+                baseline: 0,
+                from_legacy: false,
+            })
         }
     }
 }
@@ -286,10 +331,12 @@ fn show(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-fn parse_current(text: &str) -> anyhow::Result<(Generation, u64)> {
-    let mut words = text.split_whitespace();
-    let (Some(name), Some(bytes), None) = (words.next(), words.next(), words.next()) else {
-        bail!("expected \"store-<n> <bytes>\", found {text:?}");
+fn parse_current(text: &str) -> anyhow::Result<Current> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let (name, bytes, from_legacy) = match words[..] {
+        [name, bytes] => (name, bytes, false),
+        [name, bytes, FROM_LEGACY] => (name, bytes, true),
+        _ => bail!("expected \"store-<n> <bytes>\", found {text:?}"),
     };
     let Some(n) = generation_number(name) else {
         bail!("{name:?} is not a store generation");
@@ -297,7 +344,11 @@ fn parse_current(text: &str) -> anyhow::Result<(Generation, u64)> {
     let baseline = bytes
         .parse()
         .with_context(|| format!("{bytes:?} is not a size"))?;
-    Ok((Generation::Numbered(n), baseline))
+    Ok(Current {
+        generation: Generation::Numbered(n),
+        baseline,
+        from_legacy,
+    })
 }
 
 /// `store-<n>` → `n`.
@@ -335,23 +386,12 @@ fn stores_in(root: &Path) -> Vec<PathBuf> {
     stores
 }
 
-/// Whether sled's `db` in `root` itself was written after `CURRENT`: by something that does not
-/// know generations, not left by the migration (which stops writing it before `CURRENT`).
-fn written_after_current(root: &Path) -> bool {
-    let modified = |name: &str| {
-        fs::metadata(root.join(name))
-            .and_then(|m| m.modified())
-            .ok()
-    };
-    matches!((modified("db"), modified(CURRENT)), (Some(db), Some(current)) if db > current)
-}
-
 /// Deletes what a crash left: an unrenamed `CURRENT.tmp`, generations other than the live one
-/// (an unfinished copy, or the old store after its copy was committed), and sled's files in
-/// the data directory itself once a generation has replaced them. Only sled's own files are
-/// deleted: a `store-<n>` directory with anything else in it is left alone. Failures are
-/// logged; the next start tries again.
-fn remove_stale(root: &Path, live: Generation) {
+/// (an unfinished copy, or the old store after its copy was committed), and, when `CURRENT`
+/// says the live generation was copied from them (`from_legacy`), sled's files in the data
+/// directory itself. Only sled's own files are deleted: a `store-<n>` directory with anything
+/// else in it is left alone. Failures are logged; the next start tries again.
+fn remove_stale(root: &Path, live: Generation, from_legacy: bool) {
     let mut stale = vec![root.join(CURRENT_TMP)];
     if let Ok(entries) = fs::read_dir(root) {
         for entry in entries.filter_map(Result::ok) {
@@ -360,7 +400,7 @@ fn remove_stale(root: &Path, live: Generation) {
             let old_generation = generation_number(&name)
                 .is_some_and(|n| Generation::Numbered(n) != live)
                 && only_sled_files(&entry.path());
-            let legacy_file = live != Generation::Legacy && is_sled_name(&name);
+            let legacy_file = from_legacy && live != Generation::Legacy && is_sled_name(&name);
             if old_generation || legacy_file {
                 stale.push(entry.path());
             }
@@ -431,7 +471,8 @@ fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
     };
     sync_all(&to)?;
     let after = sled_size(&to);
-    commit(&dir.root, next, after)?;
+    let from_legacy = dir.generation == Generation::Legacy;
+    commit(&dir.root, next, after, from_legacy)?;
     tracing::info!(
         before_mb = before >> 20,
         after_mb = after >> 20,
@@ -443,6 +484,7 @@ fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
     Ok(DataDir {
         generation: Generation::Numbered(next),
         baseline: after,
+        from_legacy,
         ..dir.clone()
     })
 }
@@ -471,14 +513,20 @@ fn copy(old: &sled::Db, new: &sled::Db) -> anyhow::Result<u64> {
     Ok(records)
 }
 
-/// Writes `CURRENT` naming `store-<n>` of `bytes`: to a temporary file, synced, renamed over
-/// the old one, and the directory synced, so it is the old or the new, whole, after a crash.
-fn commit(root: &Path, n: u64, bytes: u64) -> anyhow::Result<()> {
+/// Writes `CURRENT` naming `store-<n>` of `bytes` (marked `from-legacy` when it was copied from
+/// sled's files in the data directory itself): to a temporary file, synced, renamed over the
+/// old one, and the directory synced, so it is the old or the new, whole, after a crash.
+fn commit(root: &Path, n: u64, bytes: u64, from_legacy: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let tmp = root.join(CURRENT_TMP);
     let mut file =
         fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    writeln!(file, "{GENERATION_PREFIX}{n} {bytes}")?;
+    let mark = if from_legacy {
+        format!(" {FROM_LEGACY}")
+    } else {
+        String::new()
+    };
+    writeln!(file, "{GENERATION_PREFIX}{n} {bytes}{mark}")?;
     file.sync_all()?;
     drop(file);
     fs::rename(&tmp, root.join(CURRENT))
@@ -710,6 +758,43 @@ mod tests {
             "a new id {next} is above every old one {ids:?}"
         );
         assert!(!dir.compaction_due(), "the baseline is the compacted size");
+        let current = fs::read_to_string(root.path().join(CURRENT)).unwrap();
+        assert!(
+            !current.contains(FROM_LEGACY),
+            "{current}: the mark went with the files"
+        );
+    }
+
+    #[test]
+    fn a_crash_after_a_legacy_store_was_copied_deletes_it_at_the_next_start() {
+        let root = tempfile::tempdir().unwrap();
+        let legacy = Store::open(root.path()).unwrap();
+        fill(&legacy, 20);
+        drop(legacy);
+        // The state right after the copy's commit: the copy in store-1, marked as copied from
+        // sled's files in the data directory, which are still there.
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
+        let records = dump(&store);
+        drop((store, dir));
+        let copy = tempfile::tempdir().unwrap();
+        let legacy = Store::open(copy.path()).unwrap();
+        fill(&legacy, 20);
+        drop(legacy);
+        for name in names(copy.path()) {
+            fs::rename(copy.path().join(&name), root.path().join(&name)).unwrap();
+        }
+        fs::write(root.path().join(CURRENT), "store-1 0 from-legacy\n").unwrap();
+
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+
+        assert_eq!(dir.store_dir(), root.path().join("store-1"));
+        assert_eq!(names(root.path()), ["CURRENT", "LOCK", "store-1"]);
+        assert_eq!(
+            fs::read_to_string(root.path().join(CURRENT)).unwrap(),
+            "store-1 0\n",
+            "the mark goes with the files"
+        );
+        assert_eq!(dump(&store), records);
     }
 
     #[test]
@@ -744,15 +829,13 @@ mod tests {
         fs::create_dir(root.path().join("store-2")).unwrap();
         fs::write(root.path().join("store-2/db"), b"half a copy").unwrap();
         fs::write(root.path().join(CURRENT_TMP), b"store-2 11\n").unwrap();
-        // And what an earlier crash after a commit left: an older generation, and sled's
-        // files from before generations.
+        // And what an earlier crash after a commit left: an older generation.
         fs::create_dir_all(root.path().join("store-0/blobs")).unwrap();
-        fs::write(root.path().join("db"), b"legacy").unwrap();
-        fs::write(root.path().join("conf"), b"legacy").unwrap();
-        fs::write(root.path().join("snap.00000000000A1B2C"), b"legacy").unwrap();
-        fs::create_dir(root.path().join("blobs")).unwrap();
-        // Not ours: left alone, even named like a generation.
-        fs::write(root.path().join("notes.txt"), b"mine").unwrap();
+        // Not ours: left alone, even named like sled's files or a generation.
+        for name in ["db", "snap.00000000000A1B2C", "notes.txt"] {
+            fs::write(root.path().join(name), b"mine").unwrap();
+        }
+        fs::create_dir(root.path().join("conf")).unwrap();
         fs::create_dir(root.path().join("store-9")).unwrap();
         fs::write(root.path().join("store-9/notes.txt"), b"mine").unwrap();
 
@@ -761,7 +844,16 @@ mod tests {
         assert_eq!(dir.store_dir(), root.path().join("store-1"));
         assert_eq!(
             names(root.path()),
-            ["CURRENT", "LOCK", "notes.txt", "store-1", "store-9"]
+            [
+                "CURRENT",
+                "LOCK",
+                "conf",
+                "db",
+                "notes.txt",
+                "snap.00000000000A1B2C",
+                "store-1",
+                "store-9"
+            ]
         );
         assert_eq!(names(&root.path().join("store-9")), ["notes.txt"]);
         assert_eq!(dump(&store), records);
@@ -824,13 +916,12 @@ mod tests {
                 error: "which holds no store",
             },
             Case {
-                name: "sled files in the data directory written after CURRENT",
+                name: "a sled store in the data directory that CURRENT was not copied from",
                 make: |root| {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                    let legacy = Store::open(root).unwrap();
-                    legacy.flush().unwrap();
+                    let restored = Store::open(root).unwrap();
+                    fill(&restored, 3);
                 },
-                error: "written after it",
+                error: "it was not copied from",
             },
         ];
         for case in cases {

@@ -126,7 +126,10 @@ async fn webhook(
     bot: Bot,
     config: &TelegramConfig,
     intake: Arc<Intake>,
-) -> anyhow::Result<impl UpdateListener<Err = std::convert::Infallible> + use<>> {
+) -> anyhow::Result<(
+    impl UpdateListener<Err = std::convert::Infallible> + use<>,
+    tokio::task::JoinHandle<()>,
+)> {
     let address: std::net::SocketAddr = config.webhook_listen.parse()?;
     let url = reqwest::Url::parse(&config.webhook_url)?;
     let mut options = webhooks::Options::new(address, url);
@@ -145,7 +148,7 @@ async fn webhook(
         intake,
         listener::answer_when_handled,
     ));
-    tokio::spawn(async move {
+    let serving = tokio::spawn(async move {
         let served = axum::serve(server, router)
             .with_graceful_shutdown(stopped)
             .await;
@@ -153,7 +156,7 @@ async fn webhook(
             tracing::error!(error = %e, "the webhook server failed");
         }
     });
-    Ok(listener)
+    Ok((listener, serving))
 }
 
 /// Telegram's command menu: user commands for everyone, admin commands in admins' private
@@ -185,6 +188,11 @@ pub struct Running {
     /// shutdown is missed when it comes while the dispatcher is not waiting for an update.
     stop_listening: teloxide::stop::StopToken,
     dispatcher: tokio::task::JoinHandle<()>,
+    /// Set when the dispatcher's task has ended.
+    ended: tokio::sync::watch::Receiver<bool>,
+    /// The webhook's HTTP server, in webhook mode: stopped with the listener, and awaited so
+    /// its port is free when `stop` returns.
+    server: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Starts the bot: opens the store, checks the token, registers commands, finishes what a
@@ -226,15 +234,25 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let shutdown = dispatcher.shutdown_token();
     let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
     let telegram = &app.config().telegram;
-    let (dispatcher, stop_listening) = if telegram.webhook_url.is_empty() {
+    // The dispatcher's task says when it ends, whether stopped or failed (teloxide asks
+    // Telegram for the bot once more as it starts).
+    let (ended, ended_rx) = tokio::sync::watch::channel(false);
+    let (dispatcher, stop_listening, server) = if telegram.webhook_url.is_empty() {
         let mut listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
         let stop = listener.stop_token();
-        let dispatching =
-            tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await });
-        (dispatching, stop)
+        let dispatching = tokio::spawn(async move {
+            if let Err(e) = dispatcher
+                .try_dispatch_with_listener(listener, errors)
+                .await
+            {
+                tracing::error!(error = %e, "cannot start taking updates");
+            }
+            ended.send_replace(true);
+        });
+        (dispatching, stop, None)
     } else {
-        let listener = match webhook(bot, telegram, intake).await {
-            Ok(listener) => listener,
+        let (mut listener, server) = match webhook(bot, telegram, intake).await {
+            Ok(listening) => listening,
             Err(e) => {
                 // Recovery has started turns and background work that hold the app (and the
                 // store's lock): end them, so a start tried again can open the store.
@@ -242,18 +260,26 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 return Err(e);
             }
         };
-        let mut listener = listener;
         let stop = listener.stop_token();
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
-        let dispatching =
-            tokio::spawn(async move { dispatcher.dispatch_with_listener(listener, errors).await });
-        (dispatching, stop)
+        let dispatching = tokio::spawn(async move {
+            if let Err(e) = dispatcher
+                .try_dispatch_with_listener(listener, errors)
+                .await
+            {
+                tracing::error!(error = %e, "cannot start taking updates");
+            }
+            ended.send_replace(true);
+        });
+        (dispatching, stop, Some(server))
     };
     Ok(Running {
         app,
         shutdown,
         stop_listening,
         dispatcher,
+        ended: ended_rx,
+        server,
     })
 }
 
@@ -269,6 +295,13 @@ impl Running {
         self.app.compaction_wanted().await;
     }
 
+    /// Resolves if the bot stops taking updates by itself (teloxide could not start, or its
+    /// task failed): the caller starts it again ([`crate::run`] does).
+    pub async fn ended(&self) {
+        let mut ended = self.ended.clone();
+        let _ = ended.wait_for(|ended| *ended).await;
+    }
+
     /// Stops taking updates, lets running turns finish (up to a grace period), flushes sled.
     pub async fn stop(self) {
         // teloxide's shutdown sets its state and wakes the dispatcher only if it is waiting
@@ -278,6 +311,10 @@ impl Running {
         let _ = self.shutdown.shutdown();
         self.stop_listening.stop();
         let _ = self.dispatcher.await;
+        if let Some(server) = self.server {
+            // Graceful: it waits for the requests in flight, which are answered by now.
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
         let grace = Duration::from_secs(self.app.config().shutdown_grace_secs);
         self.app.wind_down(grace).await;
         // Aborted tasks let go of the app (and with it sled's lock) as they are cancelled;

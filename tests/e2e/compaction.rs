@@ -58,7 +58,7 @@ async fn a_running_bot_compacts_its_store_in_place_and_answers_every_message_onc
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let users: Vec<String> = (FIRST..FIRST + 200).map(|u| u.to_string()).collect();
+    let users: Vec<String> = (FIRST..FIRST + 400).map(|u| u.to_string()).collect();
     let users = users.join(",");
     let mut bot = BotProcess::spawn_with(
         &tg,
@@ -75,7 +75,7 @@ async fn a_running_bot_compacts_its_store_in_place_and_answers_every_message_onc
     let mut after = 0;
     while after < 5 {
         assert!(
-            Instant::now() < until && sent.len() < 200,
+            Instant::now() < until && sent.len() < 400,
             "the bot did not compact in place twice ({} messages sent); log:\n{}",
             sent.len(),
             bot.logs()

@@ -224,7 +224,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .is_some_and(|user| config.role_of(user.id.0) != Role::Stranger);
         allowed && listener::may_start_turn(update)
     })));
-    let mut dispatcher = Dispatcher::builder(bot.clone(), schema())
+    let dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![app.clone(), tg, intake.clone()])
         .default_handler(|update| async move {
             tracing::debug!(update_id = update.id.0, "update not handled");
@@ -232,26 +232,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .error_handler(LoggingErrorHandler::with_custom_text("a handler failed"))
         .build();
     let shutdown = dispatcher.shutdown_token();
-    let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
     let telegram = &app.config().telegram;
-    // The dispatcher's task says when it ends, whether stopped or failed (teloxide asks
-    // Telegram for the bot once more as it starts).
     let (ended, ended_rx) = tokio::sync::watch::channel(false);
     let (dispatcher, stop_listening, server) = if telegram.webhook_url.is_empty() {
-        let mut listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
-        let stop = listener.stop_token();
-        let dispatching = tokio::spawn(async move {
-            if let Err(e) = dispatcher
-                .try_dispatch_with_listener(listener, errors)
-                .await
-            {
-                tracing::error!(error = %e, "cannot start taking updates");
-            }
-            ended.send_replace(true);
-        });
+        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
+        let (dispatching, stop) = dispatch(dispatcher, listener, ended);
         (dispatching, stop, None)
     } else {
-        let (mut listener, server) = match webhook(bot, telegram, intake).await {
+        let (listener, server) = match webhook(bot, telegram, intake).await {
             Ok(listening) => listening,
             Err(e) => {
                 // Recovery has started turns and background work that hold the app (and the
@@ -260,17 +248,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 return Err(e);
             }
         };
-        let stop = listener.stop_token();
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
-        let dispatching = tokio::spawn(async move {
-            if let Err(e) = dispatcher
-                .try_dispatch_with_listener(listener, errors)
-                .await
-            {
-                tracing::error!(error = %e, "cannot start taking updates");
-            }
-            ended.send_replace(true);
-        });
+        let (dispatching, stop) = dispatch(dispatcher, listener, ended);
         (dispatching, stop, Some(server))
     };
     Ok(Running {
@@ -281,6 +260,32 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         ended: ended_rx,
         server,
     })
+}
+
+/// Runs `dispatcher` on `listener` in a task, which sets `ended` when it ends (stopped, or
+/// failed as it began: teloxide asks Telegram for the bot once more first). Returns the task
+/// and the listener's stop token.
+fn dispatch<L>(
+    mut dispatcher: Dispatcher<Bot, anyhow::Error, teloxide::dispatching::DefaultKey>,
+    mut listener: L,
+    ended: tokio::sync::watch::Sender<bool>,
+) -> (tokio::task::JoinHandle<()>, teloxide::stop::StopToken)
+where
+    L: UpdateListener + Send + 'static,
+    L::Err: std::fmt::Debug + Send,
+{
+    let stop = listener.stop_token();
+    let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
+    let dispatching = tokio::spawn(async move {
+        if let Err(e) = dispatcher
+            .try_dispatch_with_listener(listener, errors)
+            .await
+        {
+            tracing::error!(error = %e, "cannot start taking updates");
+        }
+        ended.send_replace(true);
+    });
+    (dispatching, stop)
 }
 
 impl Running {

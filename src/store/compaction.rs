@@ -141,9 +141,9 @@ impl DataDir {
 impl Store {
     /// Opens the store of the data directory `root` (creating it), with sled's page cache at
     /// most `cache_bytes`: takes the directory's lock (held until the last handle on the store
-    /// is dropped), removes what a crash left of a
-    /// compaction, and compacts first when `policy` says the store is due. A compaction that
-    /// fails (a full disk, say) is logged and the store is opened as `CURRENT` then names it.
+    /// is dropped), compacts first when `policy` says the store is due, and removes what a
+    /// crash left of a compaction. A compaction that fails (a full disk, say) is logged and the
+    /// store is opened as `CURRENT` then names it.
     pub fn open_data_dir(
         root: &Path,
         cache_bytes: u64,
@@ -365,9 +365,10 @@ fn is_sled_name(name: &str) -> bool {
     SLED_FILES.contains(&name) || name == SLED_BLOBS || name.starts_with(SLED_SNAPSHOT_PREFIX)
 }
 
-/// Whether `dir` holds a sled database: its `conf` says so.
+/// Whether `dir` holds a sled database: its `conf` says so, and its `db` is there.
 fn is_sled_dir(dir: &Path) -> bool {
     fs::read(dir.join("conf")).is_ok_and(|conf| conf.starts_with(b"segment_size: "))
+        && dir.join("db").is_file()
 }
 
 /// The `store-<n>` directories in `root` that hold a sled database.
@@ -406,6 +407,8 @@ fn remove_stale(root: &Path, live: Generation, from_legacy: bool) {
             }
         }
     }
+    // `conf` first: a deletion cut short then leaves nothing that reads as a store.
+    stale.sort_by_key(|path| path.file_name().is_none_or(|name| name != "conf"));
     for path in stale {
         let removed = if path.is_dir() {
             fs::remove_dir_all(&path)

@@ -41,17 +41,6 @@ async fn start(llm: FakeLlm, streaming: bool) -> Harness {
     .await
 }
 
-/// The callback data of every button under a call's message.
-fn buttons(call: &Call) -> Vec<String> {
-    call.params["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
-        .collect()
-}
-
 fn to_chat(calls: Vec<Call>, chat: i64) -> Vec<Call> {
     calls
         .into_iter()
@@ -104,7 +93,7 @@ async fn a_short_answer_is_one_send_with_html_feedback_and_no_preview() {
                 send["text"]
             );
             assert!(previews_disabled(send), "case {}: {send}", case.name);
-            let data = buttons(&sends[0]);
+            let data = sends[0].buttons();
             assert_eq!(data.len(), 2, "case {}: 👍/👎 only: {data:?}", case.name);
             assert!(
                 data.iter().all(|d| d.starts_with("__act__fb|")),
@@ -164,7 +153,8 @@ async fn quick_options_come_in_the_send_and_slow_ones_by_one_keyboard_edit() {
             let labels: Vec<&str> = labels.iter().map(|(text, _)| text.as_str()).collect();
             assert_eq!(labels, ["Red", "Blue"], "case {}", case.name);
             assert!(
-                buttons(&offered[0])
+                offered[0]
+                    .buttons()
                     .iter()
                     .any(|d| d.starts_with("__act__fb|")),
                 "case {}: 👍/👎 beside the options",
@@ -203,7 +193,7 @@ async fn earlier_options_are_removed_by_a_new_turn_and_by_clear_and_refused() {
                 .find(|c| c.params["message_id"] == json!(first))
         })
         .await;
-    let kept = buttons(&removal);
+    let kept = removal.buttons();
     assert_eq!(kept.len(), 2, "{kept:?}");
     assert!(kept.iter().all(|d| d.starts_with("__act__fb|")), "{kept:?}");
 
@@ -252,7 +242,8 @@ async fn a_vote_stays_shown_when_the_options_are_retired() {
         h.tg.wait_for(|_| option_calls(&h, ALICE).first().and_then(option_keyboard))
             .await;
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    let up = buttons(&sent[0])
+    let up = sent[0]
+        .buttons()
         .into_iter()
         .find(|d| d.starts_with("__act__fb|") && d.ends_with(".u"))
         .expect("a 👍 button");

@@ -18,16 +18,9 @@ fn streaming(c: &mut heurist::Config) {
 
 /// The ⏹ data under a live message, if it shows one.
 fn stop_data(call: &Call) -> Option<String> {
-    call.params["reply_markup"]["inline_keyboard"]
-        .as_array()?
-        .iter()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .find_map(|b| {
-            b["callback_data"]
-                .as_str()
-                .filter(|d| d.starts_with("__act__stop|"))
-                .map(str::to_string)
-        })
+    call.buttons()
+        .into_iter()
+        .find(|d| d.starts_with("__act__stop|"))
 }
 
 /// The answer to callback query `query`, once it came.
@@ -103,13 +96,8 @@ async fn an_old_stop_button_does_not_stop_the_turn_running_now() {
 
     // The second turn runs to its end: its whole answer, stored, no ⏹ and no stop notice.
     let expected = "The second answer goes on. ".repeat(12);
-    h.tg.wait_for(|t| {
-        t.screen_with_keyboards(ALICE)
-            .last()
-            .filter(|(text, keyboard)| {
-                text.trim() == expected.trim() && !keyboard.contains("__act__stop")
-            })
-            .cloned()
+    h.tg.wait_last(ALICE, |text, keyboard| {
+        text.trim() == expected.trim() && !keyboard.contains("__act__stop")
     })
     .await;
     assert!(
@@ -138,11 +126,8 @@ async fn stop_during_streaming_confirms_once_and_leaves_no_dead_stop_button() {
     );
     assert_eq!(toast(&h, &query).await, "Stopped");
     let (text, keyboard) =
-        h.tg.wait_for(|t| {
-            t.screen_with_keyboards(ALICE)
-                .last()
-                .filter(|(s, _)| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
-                .cloned()
+        h.tg.wait_last(ALICE, |s, _| {
+            s.ends_with(heurist::telegram::stream::STOPPED)
         })
         .await;
     assert_eq!(keyboard, "", "the stopped message has no buttons: {text}");
@@ -174,7 +159,7 @@ async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
     h.tg.wait_for(|t| {
         t.screen(ALICE)
             .last()
-            .filter(|s| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
+            .filter(|s| s.ends_with(heurist::telegram::stream::STOPPED))
             .cloned()
     })
     .await;
@@ -327,12 +312,8 @@ async fn a_stop_after_the_answer_was_stored_keeps_it_and_says_so_once() {
     );
     // The answer is finished in place: whole, with 👍/👎 and without ⏹.
     let (_, keyboard) =
-        h.tg.wait_for(|t| {
-            t.screen_with_keyboards(ALICE)
-                .last()
-                .filter(|(text, _)| text == "Here is the answer, in a few pieces.")
-                .filter(|(_, keyboard)| keyboard.contains("__act__fb|"))
-                .cloned()
+        h.tg.wait_last(ALICE, |text, keyboard| {
+            text == "Here is the answer, in a few pieces." && keyboard.contains("__act__fb|")
         })
         .await;
     assert!(!keyboard.contains("__act__stop"), "no dead ⏹: {keyboard}");

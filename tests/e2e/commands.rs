@@ -9,10 +9,6 @@ use crate::support::*;
 const OTHER_MODEL: &str = "other/model-with-a-very-long-slug-that-would-not-fit-in-callback-data";
 const GROUP: i64 = -100_500;
 
-fn text_of(call: &crate::support::telegram::Call) -> String {
-    call.params["text"].as_str().unwrap().to_string()
-}
-
 fn answered(h: &Harness, query: &str) -> Option<Value> {
     h.tg.calls("answerCallbackQuery")
         .into_iter()
@@ -113,11 +109,11 @@ async fn non_admins_and_forged_actions_change_nothing() {
     .await;
     h.tg.send_text(ALICE, "/model");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert!(text_of(&sent[0]).contains("only the bot's admins"));
+    assert!(sent[0].text().contains("only the bot's admins"));
     assert!(sent[0].params.get("reply_markup").is_none());
     h.tg.send_text(ALICE, &format!("/model {OTHER_MODEL}"));
     let sent = h.tg.wait_messages(ALICE, 2).await;
-    assert!(text_of(&sent[1]).contains("only the bot's admins"));
+    assert!(sent[1].text().contains("only the bot's admins"));
 
     // A modified client sends the real action data anyway.
     let key = heurist::telegram::keyboards::model_key(OTHER_MODEL);
@@ -131,7 +127,11 @@ async fn non_admins_and_forged_actions_change_nothing() {
     assert_eq!(toast["text"], "That model is not configured");
     h.tg.send_text(ADMIN, "/model gpt-imaginary");
     let sent = h.tg.wait_messages(ADMIN, 1).await;
-    assert!(text_of(&sent[0]).starts_with("Unknown model \"gpt-imaginary\""));
+    assert!(
+        sent[0]
+            .text()
+            .starts_with("Unknown model \"gpt-imaginary\"")
+    );
 
     h.tg.send_text(ALICE, "model?");
     h.tg.wait_messages(ALICE, 3).await;
@@ -153,7 +153,7 @@ async fn an_admin_can_switch_with_an_argument() {
     h.tg.send_text(ADMIN, &format!("/model {OTHER_MODEL}"));
     let sent = h.tg.wait_messages(ADMIN, 1).await;
     assert_eq!(
-        text_of(&sent[0]),
+        sent[0].text(),
         format!("Model for this chat: {OTHER_MODEL}")
     );
     h.tg.send_text(ADMIN, "hi");
@@ -199,10 +199,7 @@ async fn cancel_stops_a_slow_turn_without_writing_history() {
         started.elapsed() < Duration::from_secs(2),
         "/cancel was not stuck behind the turn"
     );
-    assert_eq!(
-        text_of(&sent[0]),
-        "Stopped. Nothing of that request was kept."
-    );
+    assert_eq!(sent[0].text(), "Stopped. Nothing of that request was kept.");
     h.tg.send_text(ALICE, "next");
     h.tg.wait_messages(ALICE, 2).await;
     let next = h
@@ -224,7 +221,7 @@ async fn cancel_stops_a_slow_turn_without_writing_history() {
     );
     h.tg.send_text(ALICE, "/cancel");
     let sent = h.tg.wait_messages(ALICE, 3).await;
-    assert_eq!(text_of(&sent[2]), "Nothing is running.");
+    assert_eq!(sent[2].text(), "Nothing is running.");
     h.stop().await;
 }
 
@@ -240,7 +237,7 @@ async fn stats_and_help_depend_on_the_role() {
     // What /stats shows is tested in refusals.rs; here only who sees the whole bot.
     h.tg.send_text(ALICE, "/stats");
     let sent = h.tg.wait_messages(ALICE, 2).await;
-    let stats = text_of(&sent[1]);
+    let stats = sent[1].text();
     assert!(
         stats.contains("<code>test-model</code>: 1 answer"),
         "{stats}"
@@ -249,15 +246,17 @@ async fn stats_and_help_depend_on_the_role() {
     h.tg.send_text(ADMIN, "/stats");
     let sent = h.tg.wait_messages(ADMIN, 1).await;
     assert!(
-        text_of(&sent[0]).contains("<b>Whole bot</b>\n• <code>test-model</code>: 1 answer"),
+        sent[0]
+            .text()
+            .contains("<b>Whole bot</b>\n• <code>test-model</code>: 1 answer"),
         "{}",
-        text_of(&sent[0])
+        sent[0].text()
     );
 
     h.tg.send_text(ALICE, "/help");
     let sent = h.tg.wait_messages(ALICE, 3).await;
     assert_eq!(sent[2].params["parse_mode"], "HTML");
-    let help = text_of(&sent[2]);
+    let help = sent[2].text();
     for topic in [
         "<b>Memory</b>",
         "/clear",
@@ -275,13 +274,13 @@ async fn stats_and_help_depend_on_the_role() {
     assert!(!help.contains("/model"), "{help}");
     h.tg.send_text(ALICE, "/start");
     let sent = h.tg.wait_messages(ALICE, 4).await;
-    let start = text_of(&sent[3]);
+    let start = sent[3].text();
     assert!(
         start.contains("Hi") && start.contains("Try first") && start != help,
         "{start}"
     );
     h.tg.send_text(ADMIN, "/help");
-    let help = text_of(&h.tg.wait_messages(ADMIN, 2).await[1]);
+    let help = h.tg.wait_messages(ADMIN, 2).await[1].text();
     for command in [
         "/model &lt;id&gt;",
         "/heuristics pending",
@@ -318,21 +317,21 @@ async fn in_groups_the_bot_answers_only_when_addressed() {
     h.tg.send_in_chat(GROUP, STRANGER, "random stranger talk");
     h.tg.send_in_chat(GROUP, ALICE, "@heurist_test_bot what is 2+2?");
     let sent = h.tg.wait_messages(GROUP, 1).await;
-    assert_eq!(text_of(&sent[0]), "re: what is 2+2?");
+    assert_eq!(sent[0].text(), "re: what is 2+2?");
     let answer_id = sent[0].result["message_id"].as_i64().unwrap();
 
     h.tg.send_reply_to_bot(GROUP, BOB, "and times 3?", answer_id);
     let sent = h.tg.wait_messages(GROUP, 2).await;
-    assert_eq!(text_of(&sent[1]), "re: and times 3?");
+    assert_eq!(sent[1].text(), "re: and times 3?");
     h.tg.send_in_chat(GROUP, ALICE, "/help@heurist_test_bot");
     let sent = h.tg.wait_messages(GROUP, 3).await;
-    assert!(text_of(&sent[2]).starts_with("<b>How I work</b>"));
+    assert!(sent[2].text().starts_with("<b>How I work</b>"));
     h.tg.send_in_chat(GROUP, BOB, "/stats");
     h.tg.wait_messages(GROUP, 4).await;
     // A stranger addressing the bot is refused (per user, as in private chats).
     h.tg.send_in_chat(GROUP, STRANGER, "@heurist_test_bot let me in");
     let sent = h.tg.wait_messages(GROUP, 5).await;
-    assert!(text_of(&sent[4]).contains(&STRANGER.to_string()));
+    assert!(sent[4].text().contains(&STRANGER.to_string()));
 
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(h.tg.messages_to(GROUP).len(), 5, "silence otherwise");

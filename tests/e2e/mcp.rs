@@ -38,16 +38,12 @@ fn quiet(config: &mut Config) {
     config.learning.reflect = false;
 }
 
-fn text_of(call: &crate::support::telegram::Call) -> String {
-    call.params["text"].as_str().unwrap_or_default().to_string()
-}
-
 /// An admin's `/tools` listing, as Telegram shows it.
 async fn tools_listing(h: &Harness) -> String {
     let before = h.tg.messages_to(ADMIN).len();
     h.tg.send_text(ADMIN, "/tools");
     let sent = h.tg.wait_messages(ADMIN, before + 1).await;
-    text_of(&sent[before])
+    sent[before].text()
 }
 
 /// Asks `/tools` until the server `name` is listed as up (the supervisor restarted it).
@@ -85,7 +81,7 @@ async fn a_stdio_servers_tools_round_trip_through_the_model() {
     .await;
     h.tg.send_text(ALICE, "use the probe");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(text_of(&sent[0]), "done");
+    assert_eq!(sent[0].text(), "done");
 
     let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 5);
@@ -154,7 +150,7 @@ async fn a_streamable_http_servers_tools_round_trip_with_its_headers() {
     .await;
     h.tg.send_text(ALICE, "over http please");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(text_of(&sent[0]), "done");
+    assert_eq!(sent[0].text(), "done");
     let requests = h.llm.agent_requests();
     let names = tool_names(&requests[0]);
     assert!(names.contains(&"web__echo".to_string()), "{names:?}");
@@ -190,7 +186,7 @@ async fn a_server_that_dies_mid_turn_is_not_offered_until_it_is_restarted() {
     .await;
     h.tg.send_text(ALICE, "crash it");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(text_of(&sent[0]), "answered", "the turn still answers");
+    assert_eq!(sent[0].text(), "answered", "the turn still answers");
     let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 2);
     assert!(tool_names(&requests[0]).contains(&"probe__crash".to_string()));
@@ -234,7 +230,7 @@ async fn a_tool_that_times_out_is_a_tool_result_and_the_server_stays_up() {
     .await;
     h.tg.send_text(ALICE, "take your time");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(text_of(&sent[0]), "done");
+    assert_eq!(sent[0].text(), "done");
     let requests = h.llm.agent_requests();
     let results = tool_results(requests.last().unwrap());
     assert_eq!(
@@ -322,7 +318,7 @@ async fn tools_lists_every_tool_with_its_source_and_every_servers_status() {
     .await;
     h.tg.send_text(ADMIN, "/tools");
     let sent = h.tg.wait_messages(ADMIN, 1).await;
-    let text = text_of(&sent[0]);
+    let text = sent[0].text();
     for want in [
         "• current_time — built-in\n",
         "• fetch_url — built-in\n",
@@ -340,7 +336,7 @@ async fn tools_lists_every_tool_with_its_source_and_every_servers_status() {
 
     h.tg.send_text(ALICE, "/tools");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert!(text_of(&sent[0]).contains("only the bot's admins"));
+    assert!(sent[0].text().contains("only the bot's admins"));
     // The bot works beside a server that cannot start; that server's tools are not offered.
     h.tg.send_text(ALICE, "hi");
     h.tg.wait_messages(ALICE, 2).await;
@@ -384,7 +380,7 @@ async fn the_child_gets_only_its_env_and_path_and_home_never_the_bots_secrets() 
     );
     tg.send_text(ALICE, "what do you see?");
     let sent = tg.wait_messages(ALICE, 1).await;
-    assert_eq!(text_of(&sent[0]), "seen", "log:\n{}", bot.logs());
+    assert_eq!(sent[0].text(), "seen", "log:\n{}", bot.logs());
     let requests = llm.agent_requests();
     let env = &tool_results(requests.last().unwrap())[0];
     for want in [

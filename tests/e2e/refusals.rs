@@ -9,21 +9,6 @@ use crate::support::*;
 
 const GROUP: i64 = -100_777;
 
-fn text_of(call: &Call) -> String {
-    call.params["text"].as_str().unwrap().to_string()
-}
-
-/// The callback data of every button `call` sent.
-fn buttons_of(call: &Call) -> Vec<String> {
-    call.params["reply_markup"]["inline_keyboard"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
-        .collect()
-}
-
 fn edits_to(h: &Harness, chat: i64) -> Vec<Call> {
     h.tg.calls("editMessageText")
         .into_iter()
@@ -51,7 +36,7 @@ async fn stats_speak_plainly_with_totals_budget_and_top_users() {
     h.tg.send_text(ALICE, "/stats");
     let sent = h.tg.wait_messages(ALICE, 2).await;
     assert_eq!(sent[1].params["parse_mode"], "HTML");
-    let stats = text_of(&sent[1]);
+    let stats = sent[1].text();
     // Every fake completion reports 100 prompt (60 cached) + 10 completion tokens.
     for want in [
         "<b>This chat</b>",
@@ -70,7 +55,7 @@ async fn stats_speak_plainly_with_totals_budget_and_top_users() {
     h.tg.send_text(BOB, "me too");
     h.tg.wait_messages(BOB, 1).await;
     h.tg.send_text(ALICE, "/stats");
-    let stats = text_of(&h.tg.wait_messages(ALICE, 4).await[3]);
+    let stats = h.tg.wait_messages(ALICE, 4).await[3].text();
     assert!(
         stats.contains("2 answers · 200 tokens read (120 reused from cache) · 20 tokens written"),
         "{stats}"
@@ -84,7 +69,7 @@ async fn stats_speak_plainly_with_totals_budget_and_top_users() {
     h.tg.send_text(ADMIN, "/stats");
     let sent = h.tg.wait_messages(ADMIN, 1).await;
     assert_eq!(sent[0].params["parse_mode"], "HTML");
-    let stats = text_of(&sent[0]);
+    let stats = sent[0].text();
     for want in [
         "<b>This chat</b>\nNo answers yet.",
         "<b>You today</b>: 0 tokens, no daily budget.",
@@ -99,7 +84,7 @@ async fn stats_speak_plainly_with_totals_budget_and_top_users() {
 
     // In a group every member reads the reply: an admin's /stats there names nobody else.
     h.tg.send_in_chat(GROUP, ADMIN, "/stats");
-    let stats = text_of(&h.tg.wait_messages(GROUP, 1).await[0]);
+    let stats = h.tg.wait_messages(GROUP, 1).await[0].text();
     assert!(stats.contains("<b>This chat</b>"), "{stats}");
     for private in ["Whole bot", "Top users", "User1001", "1001"] {
         assert!(!stats.contains(private), "{private:?} in\n{stats}");
@@ -132,15 +117,15 @@ async fn six_messages_over_the_limit_get_one_refusal_that_is_edited() {
     assert_eq!(sent.len(), 3, "two answers and one refusal");
     let refusal = &sent[2];
     assert!(
-        text_of(refusal).contains("faster than I can answer"),
+        refusal.text().contains("faster than I can answer"),
         "{}",
-        text_of(refusal)
+        refusal.text()
     );
     let refusal_id = refusal.result["message_id"].clone();
     assert_eq!(edits.len(), 5);
     for (i, edit) in edits.iter().enumerate() {
         assert_eq!(edit.params["message_id"], refusal_id, "edit {i}");
-        let text = text_of(edit);
+        let text = edit.text();
         assert!(
             text.contains(&format!("I did not answer your last {} messages.", i + 2))
                 && text.contains("Please wait")
@@ -171,17 +156,14 @@ async fn a_stranger_is_refused_once_a_day_even_across_a_restart() {
     h.tg.send_text(STRANGER, "please?");
     let sent = h.tg.wait_messages(STRANGER, 1).await;
     assert_eq!(sent[0].params["parse_mode"], "HTML");
-    let text = text_of(&sent[0]);
+    let text = sent[0].text();
     assert!(
         text.contains(&format!("<code>{STRANGER}</code>"))
             && text.contains("ask the bot's owner to add your id"),
         "{text}"
     );
     assert!(!text.contains("HEURIST_"), "no env-var jargon: {text}");
-    assert!(
-        buttons_of(&sent[0]).is_empty(),
-        "no button unless configured"
-    );
+    assert!(sent[0].buttons().is_empty(), "no button unless configured");
     let refusal_id = sent[0].result["message_id"].as_i64().unwrap();
     // Updates of one chat are handled in order: once a later press there is answered, the
     // messages before it were handled.
@@ -206,13 +188,13 @@ async fn a_group_stranger_is_refused_once_when_addressing_and_ignored_otherwise(
     // A group's updates are handled in order: once Alice is answered, the rest were handled.
     h.tg.wait_for(|t| {
         let sent = t.messages_to(GROUP);
-        sent.iter().any(|c| text_of(c) == "re: hi").then_some(())
+        sent.iter().any(|c| c.text() == "re: hi").then_some(())
     })
     .await;
     let sent = h.tg.messages_to(GROUP);
     assert_eq!(sent.len(), 2, "one refusal and Alice's answer: {sent:#?}");
-    assert!(text_of(&sent[0]).contains(&format!("<code>{STRANGER}</code>")));
-    assert_eq!(text_of(&sent[1]), "re: hi");
+    assert!(sent[0].text().contains(&format!("<code>{STRANGER}</code>")));
+    assert_eq!(sent[1].text(), "re: hi");
     assert_eq!(h.llm.agent_requests().len(), 1);
     h.stop().await;
 }
@@ -227,8 +209,8 @@ async fn request_access_tells_the_admins_once_and_refuses_forged_presses() {
     let sent = h.tg.wait_messages(STRANGER, 1).await;
     let refusal = &sent[0];
     let data = format!("__act__access|{STRANGER}");
-    assert_eq!(buttons_of(refusal), vec![data.clone()]);
-    assert!(text_of(refusal).contains("Request access"));
+    assert_eq!(refusal.buttons(), vec![data.clone()]);
+    assert!(refusal.text().contains("Request access"));
     let id = refusal.result["message_id"].as_i64().unwrap();
 
     // Another stranger presses it, and someone forges an unreadable id.
@@ -252,7 +234,7 @@ async fn request_access_tells_the_admins_once_and_refuses_forged_presses() {
 
     let notices = h.tg.messages_to(ADMIN);
     assert_eq!(notices.len(), 1, "the admins are told once: {notices:#?}");
-    let notice = text_of(&notices[0]);
+    let notice = notices[0].text();
     assert!(
         notice.contains(&format!("User{STRANGER} asks to use the bot"))
             && notice.contains(&format!("<code>{STRANGER}</code>")),
@@ -313,9 +295,9 @@ async fn a_refusal_waiting_for_its_group_slot_holds_no_other_chat() {
     );
     let refusal = h.tg.wait_messages(GROUP, 2).await;
     assert!(
-        text_of(&refusal[1]).contains("faster than I can answer"),
+        refusal[1].text().contains("faster than I can answer"),
         "{}",
-        text_of(&refusal[1])
+        refusal[1].text()
     );
     h.stop().await;
 }

@@ -159,7 +159,7 @@ async fn stop_ends_the_stream_promptly() {
         h.tg.wait_for(|t| {
             t.screen(ALICE)
                 .last()
-                .filter(|s| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
+                .filter(|s| s.ends_with(heurist::telegram::stream::STOPPED))
                 .cloned()
         })
         .await;
@@ -203,11 +203,8 @@ async fn cancel_mid_stream_confirms_once_in_the_live_message() {
     h.tg.wait_messages(ALICE, 1).await;
     h.tg.send_text(ALICE, "/cancel");
     let stopped =
-        h.tg.wait_for(|t| {
-            t.screen_with_keyboards(ALICE)
-                .last()
-                .filter(|(s, _)| s.ends_with("⏹ Stopped. This partial answer is not remembered."))
-                .cloned()
+        h.tg.wait_last(ALICE, |s, _| {
+            s.ends_with(heurist::telegram::stream::STOPPED)
         })
         .await;
     assert!(!stopped.1.contains("stop"), "no dead ⏹: {}", stopped.1);

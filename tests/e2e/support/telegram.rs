@@ -28,6 +28,29 @@ pub struct Call {
     pub result: Value,
 }
 
+impl Call {
+    /// The text the call sent ("" if none).
+    pub fn text(&self) -> String {
+        self.params["text"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// The callback data of every button the call sent, row by row.
+    pub fn buttons(&self) -> Vec<String> {
+        callback_data(&self.params["reply_markup"])
+    }
+}
+
+/// The callback data of every button of an inline keyboard, row by row.
+fn callback_data(markup: &Value) -> Vec<String> {
+    markup["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
+        .collect()
+}
+
 #[derive(Default)]
 struct Inner {
     updates: Vec<Value>,
@@ -370,6 +393,22 @@ impl FakeTelegram {
     }
 
     /// Waits until `f` returns `Some`; panics after 10 s with what was sent.
+    /// Waits until the last message on `chat`'s screen, as text and keyboard (see
+    /// [`Self::screen_with_keyboards`]), is one `wanted` accepts, and returns it.
+    pub async fn wait_last(
+        &self,
+        chat: i64,
+        wanted: impl Fn(&str, &str) -> bool,
+    ) -> (String, String) {
+        self.wait_for(|t| {
+            t.screen_with_keyboards(chat)
+                .last()
+                .filter(|(text, keyboard)| wanted(text, keyboard))
+                .cloned()
+        })
+        .await
+    }
+
     pub async fn wait_for<T>(&self, f: impl Fn(&Self) -> Option<T>) -> T {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
@@ -423,16 +462,7 @@ fn message(message_id: i64, chat: i64, from: Value, content: Value) -> Value {
 
 /// A keyboard as the callback data of its buttons; none and empty are the same.
 fn keyboard_of(markup: &Value) -> String {
-    markup["inline_keyboard"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-                .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
+    callback_data(markup).join(",")
 }
 
 fn ok(result: Value) -> (u16, Value) {

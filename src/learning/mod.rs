@@ -539,29 +539,19 @@ impl Learning {
                 memory.remove(&self.store, victim)?;
                 report.evicted += 1;
             }
+            let review = if pending {
+                ReviewState::Pending
+            } else {
+                ReviewState::Approved
+            };
+            let origin = Origin {
+                outcome: source.outcome.clone(),
+                external: source.external,
+            };
+            let id = self.store.new_heuristic_id()?;
             let heuristic = Heuristic {
-                id: self.store.new_heuristic_id()?,
-                skill,
-                text,
-                uses: 1,
-                review: if pending {
-                    ReviewState::Pending
-                } else {
-                    ReviewState::Approved
-                },
-                origin: Origin {
-                    outcome: source.outcome.clone(),
-                    external: source.external,
-                },
-                injected: 0,
-                successes: 0,
-                failures: 0,
-                up: 0,
-                down: 0,
-                last_injected: 0,
-                created: now(),
-                updated: now(),
                 vector,
+                ..Heuristic::learned(id, skill, text, review, origin, now())
             };
             tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
             memory.put(&self.store, heuristic)?;

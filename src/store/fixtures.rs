@@ -19,21 +19,12 @@ pub(super) fn job(chat: i64, task: &str) -> ReflectionJob {
 
 /// An approved heuristic `id` with `text`, never injected yet.
 pub(super) fn heuristic(id: u64, text: &str) -> Heuristic {
-    Heuristic {
+    Heuristic::learned(
         id,
-        skill: None,
-        text: text.into(),
-        uses: 1,
-        review: ReviewState::Approved,
-        origin: Origin::default(),
-        injected: 0,
-        successes: 0,
-        failures: 0,
-        up: 0,
-        down: 0,
-        last_injected: 0,
-        created: 1,
-        updated: 1,
-        vector: None,
-    }
+        None,
+        text.into(),
+        ReviewState::Approved,
+        Origin::default(),
+        1,
+    )
 }

@@ -50,6 +50,37 @@ pub struct Heuristic {
     pub vector: Option<Vec<f32>>,
 }
 
+impl Heuristic {
+    /// A heuristic just learned at `at` (unix seconds): taught once, never injected, scored
+    /// or voted on, without an embedding yet.
+    pub fn learned(
+        id: u64,
+        skill: Option<String>,
+        text: String,
+        review: ReviewState,
+        origin: Origin,
+        at: i64,
+    ) -> Self {
+        Self {
+            id,
+            skill,
+            text,
+            uses: 1,
+            review,
+            origin,
+            injected: 0,
+            successes: 0,
+            failures: 0,
+            up: 0,
+            down: 0,
+            last_injected: 0,
+            created: at,
+            updated: at,
+            vector: None,
+        }
+    }
+}
+
 /// Whether a heuristic may be injected.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReviewState {

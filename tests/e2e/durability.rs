@@ -363,6 +363,54 @@ async fn secrets_never_reach_logs_or_users() {
 }
 
 #[tokio::test]
+async fn turns_out_of_the_history_window_are_pruned_while_the_bot_runs() {
+    // Answers of about 250 tokens under a 600-token budget: the window keeps two turns or so.
+    let llm = FakeLlm::start(|req, _| {
+        Reply::text(&format!("{} {}", last_user_text(req), "word ".repeat(250)))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.agent.history_tokens = 600;
+        c.prune_interval_secs = 1;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    let mut updates = Vec::new();
+    for i in 0..6 {
+        updates.push(h.tg.send_text(ALICE, &format!("m{i}")) as u32);
+        h.tg.wait_messages(ALICE, i + 1).await;
+    }
+    let store = h.app().store();
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while store.stored_answer(ALICE, updates[0]).is_some() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the first turn, long out of the window, was not pruned"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // What the LLM sees is untouched: the last turn is still there, and the next request
+    // carries the same window as before the prune.
+    assert!(store.stored_answer(ALICE, updates[5]).is_some());
+    let window = store.history(ALICE, 600).unwrap().messages;
+    assert!(!window.is_empty());
+    h.tg.send_text(ALICE, "m6");
+    h.tg.wait_messages(ALICE, 7).await;
+    let last = h.llm.agent_requests().pop().unwrap();
+    let sent = last["messages"].as_array().unwrap();
+    let texts: Vec<&str> = sent.iter().filter_map(|m| m["content"].as_str()).collect();
+    for message in &window {
+        assert!(
+            texts.contains(&message.content()),
+            "the window's {:?} reached the LLM",
+            &message.content()[..2]
+        );
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn old_tickets_are_pruned_while_the_bot_runs() {
     use heurist::store::{FeedbackTicket, OptionTicket, ReflectionJob, Vote};
     let llm = FakeLlm::start(|_, _| Reply::text("unused")).await;

@@ -39,7 +39,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use super::db::{Store, open_sled};
+use super::db::{Store, open_sled, while_held};
 
 /// The file naming the live generation.
 const CURRENT: &str = "CURRENT";
@@ -225,23 +225,18 @@ fn lock(root: &Path) -> anyhow::Result<fs::File> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    // A restart in place may come a moment before the last task of the run it replaces has
-    // let go of the store (and this lock): a refused lock is asked for again for a while.
-    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
-    let started = Instant::now();
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(fs::TryLockError::WouldBlock) if started.elapsed() < PATIENCE => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            Err(e) => bail!(
-                "{} is in use ({e}): is another Heurist running on it? Stop it, or set \
-                 HEURIST_DATA_DIR to another directory",
-                root.display()
-            ),
-        }
+    let locked = while_held(
+        || file.try_lock(),
+        |e| matches!(e, fs::TryLockError::WouldBlock),
+    );
+    if let Err(e) = locked {
+        bail!(
+            "{} is in use ({e}): is another Heurist running on it? Stop it, or set \
+             HEURIST_DATA_DIR to another directory",
+            root.display()
+        );
     }
+    Ok(file)
 }
 
 /// What `CURRENT` says.

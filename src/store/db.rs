@@ -32,40 +32,48 @@ fn decode_id(bytes: &[u8]) -> Option<u64> {
     <[u8; 8]>::try_from(bytes).ok().map(u64::from_be_bytes)
 }
 
-/// Opens (or, with `create_new`, creates and must create) sled's database in `dir`. sled 0.34
-/// can hold its file lock a moment after its last handle is dropped (sled issue #1289), so a
-/// lock refused at first is asked for again for up to two seconds.
+/// Runs `attempt` until it succeeds, fails other than by `held`, or a few seconds (`PATIENCE`)
+/// have passed: for a file lock that the handles of a run just ended may still hold for a
+/// moment (sled 0.34 can keep its lock after its last handle drops, sled issue #1289, and an
+/// in-place restart can come before the old run's last task has let go of the store).
+pub(super) fn while_held<T, E>(
+    mut attempt: impl FnMut() -> Result<T, E>,
+    held: impl Fn(&E) -> bool,
+) -> Result<T, E> {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+    let started = std::time::Instant::now();
+    loop {
+        match attempt() {
+            Err(e) if held(&e) && started.elapsed() < PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Opens (or, with `create_new`, creates and must create) sled's database in `dir`, waiting a
+/// moment for a lock still held ([`while_held`]).
 pub(super) fn open_sled(
     dir: &Path,
     cache_bytes: u64,
     create_new: bool,
 ) -> anyhow::Result<sled::Db> {
-    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
-    let started = std::time::Instant::now();
-    loop {
-        let opened = sled::Config::new()
+    let open = || {
+        sled::Config::new()
             .path(dir)
             .cache_capacity(cache_bytes)
             .create_new(create_new)
-            .open();
-        match opened {
-            Err(sled::Error::Io(e))
-                if e.to_string().contains("could not acquire lock")
-                    && started.elapsed() < PATIENCE =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            opened => {
-                return opened.with_context(|| {
-                    format!(
-                        "cannot open the database in {} (is another Heurist running on it? \
-                         set HEURIST_DATA_DIR to another directory)",
-                        dir.display()
-                    )
-                });
-            }
-        }
-    }
+            .open()
+    };
+    let held = |e: &sled::Error| matches!(e, sled::Error::Io(e) if e.to_string().contains("could not acquire lock"));
+    while_held(open, held).with_context(|| {
+        format!(
+            "cannot open the database in {} (is another Heurist running on it? \
+             set HEURIST_DATA_DIR to another directory)",
+            dir.display()
+        )
+    })
 }
 
 /// The sled database and its trees. Cheap to clone.

@@ -156,11 +156,8 @@ async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
     h.tg.wait_for(|t| (!t.calls("sendMessage").is_empty()).then_some(()))
         .await;
     h.tg.send_text(ALICE, "/cancel");
-    h.tg.wait_for(|t| {
-        t.screen(ALICE)
-            .last()
-            .filter(|s| s.ends_with(heurist::telegram::stream::STOPPED))
-            .cloned()
+    h.tg.wait_last(ALICE, |s, _| {
+        s.ends_with(heurist::telegram::stream::STOPPED)
     })
     .await;
     tokio::time::sleep(ms(500)).await;

@@ -156,13 +156,11 @@ async fn stop_ends_the_stream_promptly() {
         .await;
     assert_eq!(toast.params["text"], "Stopped");
     let stopped =
-        h.tg.wait_for(|t| {
-            t.screen(ALICE)
-                .last()
-                .filter(|s| s.ends_with(heurist::telegram::stream::STOPPED))
-                .cloned()
+        h.tg.wait_last(ALICE, |s, _| {
+            s.ends_with(heurist::telegram::stream::STOPPED)
         })
-        .await;
+        .await
+        .0;
     assert!(
         pressed.elapsed() < Duration::from_secs(3),
         "stopped after {:?}",

@@ -119,11 +119,11 @@ impl App {
     }
 
     /// Whether no turn, queued turn, reflection or other follow-up (option buttons, say) is
-    /// running besides `own` background tasks of the caller's: a quiet moment to restart.
-    pub(crate) fn idle(&self, own: usize) -> bool {
+    /// running: a quiet moment to restart.
+    pub(crate) fn idle(&self) -> bool {
         self.queues.busy_chats() == 0
             && self.learning.reflections_running() == 0
-            && self.background.running() <= own
+            && self.background.running() == 0
     }
 
     pub fn learning(&self) -> &Learning {
@@ -186,6 +186,11 @@ impl App {
         self.background.spawn(work);
     }
 
+    /// Runs `work`, a loop that never ends by itself, until the shutdown ends it.
+    pub(crate) fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.background.spawn_loop(work);
+    }
+
     /// Ends a shutdown: lets running turns and reflections finish within `grace`, then aborts
     /// what is left and flushes the database. Reflections still running stay saved in sled
     /// and resume at the next start.
@@ -197,9 +202,8 @@ impl App {
                 "turns still running at shutdown were abandoned"
             );
         }
-        // Reflections, and the follow-ups of answers (option buttons, an answer's "sent"
-        // mark): the prune loop is the one background task that never ends by itself.
-        while (self.learning.reflections_running() > 0 || self.background.running() > 1)
+        // Reflections, and the follow-ups of answers (option buttons, an answer's "sent" mark).
+        while (self.learning.reflections_running() > 0 || self.background.running() > 0)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(20)).await;

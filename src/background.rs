@@ -11,7 +11,10 @@ use tokio::task::JoinSet;
 
 #[derive(Default)]
 pub struct Background {
+    /// Follow-ups, which end by themselves.
     tasks: Mutex<JoinSet<()>>,
+    /// Loops that run until the shutdown ends them (the prune loop).
+    loops: Mutex<JoinSet<()>>,
 }
 
 impl Background {
@@ -22,7 +25,15 @@ impl Background {
         tasks.spawn(work);
     }
 
-    /// How many tasks are still running.
+    /// Runs `work`, a loop that never ends by itself, until the shutdown aborts it. It is not
+    /// counted by [`Self::running`].
+    pub fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
+        while loops.try_join_next().is_some() {}
+        loops.spawn(work);
+    }
+
+    /// How many follow-ups are still running (loops not counted).
     pub fn running(&self) -> usize {
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         while tasks.try_join_next().is_some() {}
@@ -32,7 +43,9 @@ impl Background {
     /// Aborts all background work (at the end of a shutdown's grace period) and waits until
     /// every task has let go of what it held (the app, and with it the store).
     pub async fn abort_all(&self) {
-        let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
-        tasks.shutdown().await;
+        for set in [&self.tasks, &self.loops] {
+            let mut tasks = std::mem::take(&mut *set.lock().unwrap_or_else(|e| e.into_inner()));
+            tasks.shutdown().await;
+        }
     }
 }

@@ -105,7 +105,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
 /// every `prune_interval_secs` in the background.
 pub async fn recover(app: &Arc<App>, out: &Out) {
     let config = app.config();
-    app.spawn(prune_forever(
+    app.spawn_loop(prune_forever(
         app.clone(),
         std::time::Duration::from_secs(config.prune_interval_secs),
     ));
@@ -241,11 +241,10 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
         }
         let since = *due_since.get_or_insert_with(tokio::time::Instant::now);
         let deadline = tokio::time::Instant::now() + IDLE_WAIT;
-        // This prune loop is itself one of the app's background tasks.
-        while !app.idle(1) && tokio::time::Instant::now() < deadline {
+        while !app.idle() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
-        if app.idle(1) || since.elapsed() >= AT_MOST {
+        if app.idle() || since.elapsed() >= AT_MOST {
             tracing::info!(
                 mb = app.data_dir().size() >> 20,
                 "the store is due for compaction: restarting in place"

@@ -121,7 +121,9 @@ fn prefill(store: &heurist::store::Store, first: i64, chats: usize, turns: usize
                     "An earlier answer {t}, a couple of sentences long, as answers are."
                 )),
             ];
-            store.append_turn(chat, 0, None, &messages).unwrap();
+            store
+                .append_turn(chat, 0, None, &messages, &Default::default())
+                .unwrap();
         }
     }
 }

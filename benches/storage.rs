@@ -144,7 +144,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
     ];
     assert!(
         store
-            .append_turn(chat, epoch, Some(update), &messages)
+            .append_turn(chat, epoch, Some(update), &messages, &Default::default())
             .unwrap()
     );
     store.set_update_state(update, InboxState::Stored).unwrap();

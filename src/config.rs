@@ -258,6 +258,10 @@ pub struct McpServerConfig {
     pub allowed_tools: Vec<String>,
     #[serde(default)]
     pub roles: McpRoles,
+    /// An admin-only server's tools are offered in admins' turns in groups too. Off by
+    /// default: text anyone in a shared chat wrote (or a page it fetched) could steer them.
+    #[serde(default)]
+    pub in_groups: bool,
     /// Longest wait for one call (and for the start-up handshake).
     #[serde(default = "default_mcp_timeout_secs")]
     pub timeout_secs: u64,
@@ -294,6 +298,32 @@ pub enum Role {
     Stranger,
     User,
     Admin,
+}
+
+/// Whose turn a tool serves: the sender's role, and whether the chat is their private one.
+/// Which MCP servers' tools are offered (and may be called) depends on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub role: Role,
+    /// The turn is in the sender's private chat with the bot, where nobody else writes.
+    pub private: bool,
+}
+
+impl Caller {
+    /// The caller of a turn by a user of `role` in chat `chat` (Telegram's private chats are
+    /// the ones with a positive id: the user's own).
+    pub fn new(role: Role, chat: i64) -> Self {
+        Self {
+            role,
+            private: chat > 0,
+        }
+    }
+
+    /// A user's turn (extraction and reflection calls made without a turn offer these).
+    pub const USER: Self = Self {
+        role: Role::User,
+        private: false,
+    };
 }
 
 impl Config {

@@ -28,7 +28,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, watch};
 
 use super::output::{ERROR_PREFIX, ToolOutput, defuse};
-use crate::config::{McpConfig, McpServerConfig, Role};
+use crate::config::{Caller, McpConfig, McpServerConfig, Role};
 use crate::llm::ToolSpec;
 
 /// OpenAI's limit on a tool name (`^[a-zA-Z0-9_-]{1,64}$`).
@@ -176,13 +176,13 @@ impl Mcp {
         }
     }
 
-    /// The specs of the tools a turn of `role` is offered, sorted by name.
-    pub(crate) fn specs(&self, role: Role) -> Vec<ToolSpec> {
+    /// The specs of the tools a turn of `caller` is offered, sorted by name.
+    pub(crate) fn specs(&self, caller: Caller) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
             .inner
             .servers
             .iter()
-            .filter(|server| server.offered_to(role))
+            .filter(|server| server.offered_to(caller))
             .filter_map(|server| server.connection())
             .flat_map(|connection| {
                 connection
@@ -196,14 +196,19 @@ impl Mcp {
         specs
     }
 
-    /// Runs the MCP tool `name`, or `None` if no server of `role`'s turns has a tool by that
-    /// name (the caller then answers as for any unknown tool).
-    pub(crate) async fn call(&self, name: &str, arguments: &str, role: Role) -> Option<ToolOutput> {
+    /// Runs the MCP tool `name`, or `None` if no server offered to `caller` has a tool by
+    /// that name (the caller then answers as for any unknown tool).
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: &str,
+        caller: Caller,
+    ) -> Option<ToolOutput> {
         let servers = || {
             self.inner
                 .servers
                 .iter()
-                .filter(|server| server.offered_to(role))
+                .filter(move |server| server.offered_to(caller))
         };
         let live = servers().find_map(|server| {
             let connection = server.connection()?;
@@ -270,11 +275,30 @@ impl Mcp {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Catalog { tools, servers }
     }
+
+    /// Whether tool `name` (as offered: `<server>__<tool>`) belongs to an admin-only server:
+    /// its results are for admins' eyes, and a user's turn never gets them back from the
+    /// history.
+    pub(crate) fn admin_only(&self, name: &str) -> bool {
+        self.inner
+            .servers
+            .iter()
+            .filter(|server| server.config.roles.min_role() == Role::Admin)
+            .any(|server| {
+                name.strip_prefix(&server.config.name)
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+    }
 }
 
 impl Server {
-    fn offered_to(&self, role: Role) -> bool {
-        self.config.roles.min_role() <= role
+    /// An admin-only server serves admins in their private chat (or, with `in_groups`, in
+    /// any chat); any other server every allowed user anywhere.
+    fn offered_to(&self, caller: Caller) -> bool {
+        match self.config.roles.min_role() {
+            Role::Admin => caller.role == Role::Admin && (caller.private || self.config.in_groups),
+            least => least <= caller.role,
+        }
     }
 
     fn connection(&self) -> Option<Arc<Connection>> {
@@ -697,6 +721,7 @@ mod tests {
             headers: Default::default(),
             allowed_tools: allowed.iter().map(|a| a.to_string()).collect(),
             roles: Default::default(),
+            in_groups: false,
             timeout_secs: 30,
         }
     }

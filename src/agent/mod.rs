@@ -16,7 +16,7 @@ pub mod tools;
 
 use std::ops::Range;
 
-use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig, Role};
+use crate::config::{AgentConfig, Caller, Config, MaxTokensField, ModelConfig};
 use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
@@ -121,6 +121,9 @@ pub struct TurnResult {
     /// A tool returned content a third party wrote (a web page, search results, an MCP
     /// server's answer); see [`TurnResult::external_content`].
     pub read_external: bool,
+    /// The ids of the tool calls whose results only admins' turns may see (an admin-only MCP
+    /// server's), stored with the turn.
+    pub admin_only_calls: Vec<String>,
 }
 
 impl TurnResult {
@@ -204,19 +207,19 @@ impl Agent {
         model.max_tokens.unwrap_or(self.max_tokens_answer)
     }
 
-    /// The request for `messages` with this model, offering the tools of a turn of `role`.
+    /// The request for `messages` with this model, offering the tools of a turn of `caller`.
     /// Agent and extraction calls both start from here so model, temperature, reasoning,
     /// routing and tools are byte-identical.
     pub fn request(
         &self,
         model: &ModelConfig,
         messages: Vec<ChatMessage>,
-        role: Role,
+        caller: Caller,
     ) -> ChatRequest {
         let mut request = ChatRequest {
             model: model.id.clone(),
             messages,
-            tools: self.tools.specs(role),
+            tools: self.tools.specs(caller),
             temperature: self.temperature,
             reasoning_effort: model.reasoning_effort.clone(),
             provider: (!model.provider_order.is_empty()).then(|| ProviderRouting {
@@ -237,15 +240,16 @@ impl Agent {
     ///
     /// A context overflow is not a dead end: the oldest whole turns of the history are dropped
     /// (see [`oldest_turns_to_drop`]) and the call is retried once.
-    /// With `events`, answers are streamed and progress is reported as it happens. `role` is
-    /// the user's: it decides which MCP servers' tools are offered and may be called.
+    /// With `events`, answers are streamed and progress is reported as it happens. `caller`
+    /// (the user's role, and whether this is their private chat) decides which MCP servers'
+    /// tools are offered and may be called.
     pub async fn run(
         &self,
         model: &ModelConfig,
         prompt: Vec<ChatMessage>,
         user: ChatMessage,
         events: Option<&Events>,
-        role: Role,
+        caller: Caller,
         spent: &Spent,
     ) -> TurnResult {
         let mut conversation = prompt;
@@ -263,11 +267,12 @@ impl Agent {
             dropped_turns: 0,
             cut_off: false,
             read_external: false,
+            admin_only_calls: Vec::new(),
         };
 
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
-            let mut request = self.request(model, conversation.clone(), role);
+            let mut request = self.request(model, conversation.clone(), caller);
             request.set_streaming(events.is_some());
             let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
@@ -322,8 +327,11 @@ impl Agent {
                         self.config.max_tool_calls
                     )
                 } else {
-                    let output = self.tools.call(call, role).await;
+                    let output = self.tools.call(call, caller).await;
                     result.read_external |= output.external;
+                    if self.tools.admin_only(&call.function.name) {
+                        result.admin_only_calls.push(call.id.clone());
+                    }
                     cap_output(output.text, self.config.max_tool_output_chars)
                 };
                 if output.starts_with(tools::ERROR_PREFIX) {

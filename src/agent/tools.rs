@@ -16,7 +16,7 @@ use super::mcp::{Catalog, CatalogTool, Mcp};
 use super::net_guard::{check_url, guarded_client};
 use super::output::{defuse, read_capped};
 use super::search::{self, SearchArgs, WebSearch};
-use crate::config::{Role, ToolsConfig};
+use crate::config::{Caller, ToolsConfig};
 use crate::llm::{ToolCall, ToolSpec};
 
 pub use super::output::{ERROR_PREFIX, ToolOutput};
@@ -92,17 +92,23 @@ impl Tools {
     }
 
     /// The schemas sent with a turn's requests: the built-in tools, then the tools of the MCP
-    /// servers that are up and offered to `role`, sorted. The same bytes while that set of
+    /// servers that are up and offered to `caller`, sorted. The same bytes while that set of
     /// servers does not change, for prompt caching.
-    pub fn specs(&self, role: Role) -> Vec<ToolSpec> {
+    pub fn specs(&self, caller: Caller) -> Vec<ToolSpec> {
         let mut specs = self.specs.clone();
-        specs.extend(self.mcp.specs(role));
+        specs.extend(self.mcp.specs(caller));
         specs
     }
 
-    /// Runs one tool call of a turn of `role` and returns its result (errors included, as
+    /// Whether the results of tool `name` are for admins only (it is an admin-only MCP
+    /// server's): they are stored as such and never sent in another user's turn.
+    pub fn admin_only(&self, name: &str) -> bool {
+        self.mcp.admin_only(name)
+    }
+
+    /// Runs one tool call of a turn of `caller` and returns its result (errors included, as
     /// text).
-    pub async fn call(&self, call: &ToolCall, role: Role) -> ToolOutput {
+    pub async fn call(&self, call: &ToolCall, caller: Caller) -> ToolOutput {
         let args = call.function.arguments.trim();
         let args = if args.is_empty() { "{}" } else { args };
         let name = call.function.name.as_str();
@@ -126,7 +132,7 @@ impl Tools {
                     "{ERROR_PREFIX}web_search needs {{\"query\": \"…\"}}: {e}"
                 )),
             },
-            (other, _) => match self.mcp.call(other, args, role).await {
+            (other, _) => match self.mcp.call(other, args, caller).await {
                 Some(output) => output,
                 None => ToolOutput::own(format!(
                     "{ERROR_PREFIX}there is no tool named {other:?}; use only the tools offered"
@@ -250,6 +256,7 @@ fn specs() -> Vec<ToolSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Role;
     use crate::llm::FunctionCall;
 
     fn tools() -> Tools {
@@ -327,7 +334,7 @@ mod tests {
         let tools = tools();
         for case in cases {
             let out = tools
-                .call(&call(case.tool, case.args), Role::User)
+                .call(&call(case.tool, case.args), Caller::USER)
                 .await
                 .text;
             assert!(out.starts_with("error:"), "case {}: {out}", case.name);
@@ -389,7 +396,10 @@ mod tests {
     fn web_search_is_offered_only_when_configured() {
         let offered = |tools: &Tools| -> Vec<String> {
             tools
-                .specs(Role::Admin)
+                .specs(Caller {
+                    role: Role::Admin,
+                    private: true,
+                })
                 .iter()
                 .map(|s| s.function.name.to_string())
                 .collect()
@@ -466,7 +476,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let output = tools.call(&call(case.tool, &case.args), Role::User).await;
+            let output = tools.call(&call(case.tool, &case.args), Caller::USER).await;
             assert_eq!(
                 output.external, case.external,
                 "case {}: {output:?}",
@@ -478,7 +488,7 @@ mod tests {
     #[tokio::test]
     async fn current_time_names_both_zones() {
         let out = tools()
-            .call(&call("current_time", ""), Role::User)
+            .call(&call("current_time", ""), Caller::USER)
             .await
             .text;
         assert!(out.starts_with("UTC: "), "{out}");

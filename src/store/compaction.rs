@@ -617,7 +617,11 @@ mod tests {
         for i in 0..turns {
             let text = format!("question {i} {}", "x".repeat(500));
             let turn = [ChatMessage::user(text), ChatMessage::assistant("answer")];
-            assert!(store.append_turn(7, 0, None, &turn).unwrap());
+            assert!(
+                store
+                    .append_turn(7, 0, None, &turn, &Default::default())
+                    .unwrap()
+            );
         }
         let mut ids = Vec::new();
         for i in 0..3 {

@@ -38,14 +38,84 @@ pub struct StoredTurn {
     /// The update that started the turn, if any (recovery finds the turn by it).
     #[serde(default)]
     pub update: Option<u32>,
+    /// Where the turn's text came from; `None` in records from before it was kept (read as
+    /// [`Provenance::legacy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
-/// The history the LLM sees, and the epoch it was read in.
+impl StoredTurn {
+    /// The turn's provenance, as recorded or, for an older record, as its messages allow.
+    pub fn provenance(&self) -> Provenance {
+        self.provenance
+            .clone()
+            .unwrap_or_else(|| Provenance::legacy(&self.messages))
+    }
+}
+
+/// Where a stored turn's text came from: what decides whether a reflection that reads it may
+/// be trusted, and whose turns may be sent its tool results.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// Text a third party wrote is in the turn (a page, search results, a tool server's
+    /// words), or was in the history it read (its answer may repeat that text).
+    #[serde(default)]
+    pub external: bool,
+    /// The tool calls whose results only admins' turns may see (an admin-only MCP server's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admin_only: Vec<String>,
+}
+
+impl Provenance {
+    /// A turn recorded before provenance was: whatever a tool returned may have been third
+    /// party text, and may have come from an admin-only tool.
+    fn legacy(messages: &[ChatMessage]) -> Self {
+        let calls: Vec<String> = messages
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.clone()),
+                _ => None,
+            })
+            .collect();
+        Self {
+            external: !calls.is_empty(),
+            admin_only: calls,
+        }
+    }
+}
+
+/// The history the LLM sees, the epoch it was read in, and where its text came from.
 #[derive(Debug, Default)]
 pub struct HistoryWindow {
     pub messages: Vec<ChatMessage>,
     pub epoch: u64,
+    /// Some turn of the window holds text a third party wrote (see [`Provenance::external`]).
+    pub external: bool,
+    /// The window's tool calls whose results are for admins only.
+    pub admin_only: std::collections::HashSet<String>,
 }
+
+impl HistoryWindow {
+    /// The window as a turn of a user who is not an admin may see it: every admin-only tool
+    /// result replaced by a short placeholder (the call stays, so the history stays valid).
+    pub fn for_non_admin(mut self) -> Self {
+        for message in &mut self.messages {
+            if let ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } = message
+                && self.admin_only.contains(tool_call_id)
+            {
+                *content = ADMIN_ONLY_PLACEHOLDER.to_string();
+            }
+        }
+        self
+    }
+}
+
+/// What a non-admin's turn gets in place of an admin-only tool's result.
+pub const ADMIN_ONLY_PLACEHOLDER: &str =
+    "[the result of an admin-only tool: not shown in this user's turn]";
 
 /// `chat_id ‖ seq` (`chat_id ‖ topic ‖ seq` in a topic), big-endian, so one conversation's
 /// turns are one ordered range of its tree.
@@ -137,10 +207,17 @@ impl Store {
         if let Some(start) = trim_window(&mut turns, total, budget_tokens, state.next_seq) {
             self.move_window(chat, start)?;
         }
-        Ok(HistoryWindow {
-            messages: turns.into_iter().flat_map(|(_, t)| t.messages).collect(),
+        let mut window = HistoryWindow {
             epoch: state.epoch,
-        })
+            ..HistoryWindow::default()
+        };
+        for (_, turn) in turns {
+            let provenance = turn.provenance();
+            window.external |= provenance.external;
+            window.admin_only.extend(provenance.admin_only);
+            window.messages.extend(turn.messages);
+        }
+        Ok(window)
     }
 
     /// Moves the history window past its `count` oldest turns (after a context overflow).
@@ -168,7 +245,8 @@ impl Store {
         })
     }
 
-    /// Appends a finished turn, unless the chat was cleared since `epoch` was read.
+    /// Appends a finished turn with its `provenance`, unless the chat was cleared since
+    /// `epoch` was read.
     /// The epoch check, the turn record and the chat state are one sled transaction: a clear
     /// lands wholly before (the turn is refused) or after (the turn is cleared), and a crash
     /// leaves either both records or neither.
@@ -178,12 +256,14 @@ impl Store {
         epoch: u64,
         update: Option<u32>,
         messages: &[ChatMessage],
+        provenance: &Provenance,
     ) -> anyhow::Result<bool> {
         let chat = chat.into();
         let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
             messages: messages.to_vec(),
             update,
+            provenance: Some(provenance.clone()),
         })?;
         let stored =
             (self.history_of(chat), self.chats_of(chat)).transaction(|(history, states)| {
@@ -288,6 +368,152 @@ mod tests {
         ]
     }
 
+    /// A turn with one tool call `id` answered by `result`.
+    fn tool_turn(id: &str, result: &str) -> Vec<ChatMessage> {
+        let call = crate::llm::ToolCall {
+            id: id.to_string(),
+            kind: "function".to_string(),
+            function: crate::llm::FunctionCall {
+                name: "ops__echo".to_string(),
+                arguments: "{}".to_string(),
+            },
+        };
+        vec![
+            ChatMessage::user("look it up"),
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![call],
+            },
+            ChatMessage::tool_result(id, result.to_string()),
+            ChatMessage::assistant("done"),
+        ]
+    }
+
+    #[test]
+    fn a_window_carries_what_its_turns_provenance_says() {
+        struct Case {
+            name: &'static str,
+            /// Each turn: its tool call id (if it has one), and its provenance (`None`: a record
+            /// from before provenance was kept).
+            turns: Vec<(Option<&'static str>, Option<Provenance>)>,
+            external: bool,
+            admin_only: &'static [&'static str],
+        }
+        let external = Provenance {
+            external: true,
+            admin_only: Vec::new(),
+        };
+        let admin = |id: &str| Provenance {
+            external: true,
+            admin_only: vec![id.to_string()],
+        };
+        let cases = [
+            Case {
+                name: "own text only",
+                turns: vec![(None, Some(Provenance::default())); 3],
+                external: false,
+                admin_only: &[],
+            },
+            Case {
+                name: "one external turn taints the window",
+                turns: vec![
+                    (None, Some(Provenance::default())),
+                    (Some("c1"), Some(external.clone())),
+                    (None, Some(Provenance::default())),
+                ],
+                external: true,
+                admin_only: &[],
+            },
+            Case {
+                name: "admin-only results are named",
+                turns: vec![
+                    (Some("c1"), Some(admin("c1"))),
+                    (Some("c2"), Some(external)),
+                ],
+                external: true,
+                admin_only: &["c1"],
+            },
+            Case {
+                name: "an old record without a tool is clean",
+                turns: vec![(None, None)],
+                external: false,
+                admin_only: &[],
+            },
+            Case {
+                name: "an old record's tool results are external and admins' only",
+                turns: vec![(Some("c9"), None), (None, None)],
+                external: true,
+                admin_only: &["c9"],
+            },
+        ];
+        for case in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            let chat = Conversation::from(7);
+            for (seq, (call, provenance)) in case.turns.iter().enumerate() {
+                let messages = match call {
+                    Some(id) => tool_turn(id, "secret"),
+                    None => turn(seq, 10),
+                };
+                let record = StoredTurn {
+                    tokens: estimate_tokens(&messages),
+                    messages,
+                    update: None,
+                    provenance: provenance.clone(),
+                };
+                let bytes = serde_json::to_vec(&record).unwrap();
+                store
+                    .history
+                    .insert(turn_key(chat, seq as u64), bytes)
+                    .unwrap();
+            }
+            let window = store.history(chat, 100_000).unwrap();
+            assert_eq!(window.external, case.external, "{}", case.name);
+            let mut named: Vec<&str> = window.admin_only.iter().map(String::as_str).collect();
+            named.sort_unstable();
+            assert_eq!(named, case.admin_only, "{}", case.name);
+            // A user's turn sees none of the admin-only results, and every other one.
+            let seen = window.for_non_admin();
+            let results: Vec<&str> = seen
+                .messages
+                .iter()
+                .filter_map(|m| match m {
+                    ChatMessage::Tool { content, .. } => Some(content.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let hidden = results
+                .iter()
+                .filter(|r| **r == ADMIN_ONLY_PLACEHOLDER)
+                .count();
+            assert_eq!(hidden, case.admin_only.len(), "{}", case.name);
+            assert_eq!(
+                results.iter().filter(|r| **r == "secret").count(),
+                results.len() - hidden,
+                "{}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_stored_turn_keeps_its_provenance() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let provenance = Provenance {
+            external: true,
+            admin_only: vec!["c1".to_string()],
+        };
+        assert!(
+            store
+                .append_turn(3, 0, None, &tool_turn("c1", "secret"), &provenance)
+                .unwrap()
+        );
+        let window = store.history(3, 100_000).unwrap();
+        assert!(window.external);
+        assert!(window.admin_only.contains("c1"));
+    }
+
     #[test]
     fn pruning_removes_only_the_turns_before_each_window() {
         let dir = tempfile::tempdir().unwrap();
@@ -302,12 +528,20 @@ mod tests {
         for chat in chats {
             for i in 0..12 {
                 let epoch = store.history(chat, budget).unwrap().epoch;
-                assert!(store.append_turn(chat, epoch, None, &turn(i, 300)).unwrap());
+                assert!(
+                    store
+                        .append_turn(chat, epoch, None, &turn(i, 300), &Default::default())
+                        .unwrap()
+                );
             }
         }
         // A chat whose window never moved keeps every turn.
         let quiet = Conversation::from(8);
-        assert!(store.append_turn(quiet, 0, None, &turn(0, 300)).unwrap());
+        assert!(
+            store
+                .append_turn(quiet, 0, None, &turn(0, 300), &Default::default())
+                .unwrap()
+        );
         let windows: Vec<_> = chats
             .iter()
             .map(|&c| store.history(c, budget).unwrap().messages)
@@ -364,7 +598,7 @@ mod tests {
                 jumps += 1;
             }
             store
-                .append_turn(7, window.epoch, None, &turn(i, 300))
+                .append_turn(7, window.epoch, None, &turn(i, 300), &Default::default())
                 .unwrap();
             previous = Some(window.messages);
         }
@@ -414,6 +648,7 @@ mod tests {
                         tokens,
                         messages: vec![],
                         update: None,
+                        provenance: None,
                     };
                     (seq, turn)
                 })
@@ -432,13 +667,13 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let before = store.history(1, 1000).unwrap();
         store
-            .append_turn(1, before.epoch, None, &turn(0, 1))
+            .append_turn(1, before.epoch, None, &turn(0, 1), &Default::default())
             .unwrap();
         store.set_chat_model(1, "m").unwrap();
         store.clear_history(1).unwrap();
         assert!(
             !store
-                .append_turn(1, before.epoch, None, &turn(1, 1))
+                .append_turn(1, before.epoch, None, &turn(1, 1), &Default::default())
                 .unwrap()
         );
         let after = store.history(1, 1000).unwrap();
@@ -452,7 +687,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         for i in 0..3 {
-            store.append_turn(3, 0, None, &turn(i, 1)).unwrap();
+            store
+                .append_turn(3, 0, None, &turn(i, 1), &Default::default())
+                .unwrap();
         }
         store
             .history
@@ -474,13 +711,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         for i in 0..4 {
-            store.append_turn(2, 0, None, &turn(i, 1)).unwrap();
+            store
+                .append_turn(2, 0, None, &turn(i, 1), &Default::default())
+                .unwrap();
         }
         store.skip_turns(2, 3).unwrap();
         assert_eq!(store.history(2, 1000).unwrap().messages, turn(3, 1));
         store.skip_turns(2, 10).unwrap();
         assert!(store.history(2, 1000).unwrap().messages.is_empty());
-        assert!(store.append_turn(2, 0, None, &turn(4, 1)).unwrap());
+        assert!(
+            store
+                .append_turn(2, 0, None, &turn(4, 1), &Default::default())
+                .unwrap()
+        );
         assert_eq!(store.history(2, 1000).unwrap().messages, turn(4, 1));
     }
 
@@ -501,7 +744,7 @@ mod tests {
                 let update = Some((10 * i + n) as u32);
                 assert!(
                     store
-                        .append_turn(at, 0, update, &turn(10 * i + n, 1))
+                        .append_turn(at, 0, update, &turn(10 * i + n, 1), &Default::default())
                         .unwrap()
                 );
             }
@@ -549,7 +792,11 @@ mod tests {
             // Enough stored turns that a small budget moves the window.
             for i in 0..4 {
                 let epoch = store.chat_state(chat).epoch;
-                assert!(store.append_turn(chat, epoch, None, &turn(i, 200)).unwrap());
+                assert!(
+                    store
+                        .append_turn(chat, epoch, None, &turn(i, 200), &Default::default())
+                        .unwrap()
+                );
             }
             let before = store.chat_state(chat);
             let model = format!("m{round}");
@@ -570,7 +817,7 @@ mod tests {
                 let turn = s.spawn(|| {
                     barrier.wait();
                     store
-                        .append_turn(chat, before.epoch, None, &turn(99, 1))
+                        .append_turn(chat, before.epoch, None, &turn(99, 1), &Default::default())
                         .unwrap()
                 });
                 turn.join().unwrap()

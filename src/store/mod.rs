@@ -61,7 +61,7 @@ mod usage;
 
 pub use chats::{ChatState, Offered};
 pub use db::Store;
-pub use history::{HistoryWindow, StoredTurn};
+pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
 pub use inbox::{InboxEntry, InboxState};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use retention::PruneReport;
@@ -91,6 +91,7 @@ mod tests {
                 tokens: 3,
                 messages: vec![ChatMessage::user("q")],
                 update: Some(1),
+                provenance: Some(Provenance::default()),
             }),
             serde_json::to_vec(&ChatState::default()),
             serde_json::to_vec(&good_entry()),
@@ -224,10 +225,22 @@ mod tests {
             tree.clear().unwrap();
         }
         store
-            .append_turn(CHAT, 0, Some(UPDATE), &[ChatMessage::user("kept")])
+            .append_turn(
+                CHAT,
+                0,
+                Some(UPDATE),
+                &[ChatMessage::user("kept")],
+                &Default::default(),
+            )
             .unwrap();
         store
-            .append_turn(TOPIC, 0, None, &[ChatMessage::user("in a topic")])
+            .append_turn(
+                TOPIC,
+                0,
+                None,
+                &[ChatMessage::user("in a topic")],
+                &Default::default(),
+            )
             .unwrap();
         store.remember_name(9, "Ann").unwrap();
         assert!(store.accept_update(UPDATE, &good_entry()).unwrap());
@@ -357,7 +370,13 @@ mod tests {
                 prop_assert_eq!(epoch, state.epoch);
                 prop_assert!(
                     store
-                        .append_turn(CHAT, epoch, None, &[ChatMessage::user("more")])
+                        .append_turn(
+                            CHAT,
+                            epoch,
+                            None,
+                            &[ChatMessage::user("more")],
+                            &Default::default()
+                        )
                         .unwrap()
                 );
                 store.clear_history(CHAT).unwrap();

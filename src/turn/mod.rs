@@ -20,13 +20,13 @@ use std::time::Duration;
 
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
-use crate::config::Role;
+use crate::config::{Caller, Role};
 use crate::conversation::Conversation;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
-use crate::store::{FeedbackTicket, InboxEntry, InboxState, Offered, ReflectionJob};
+use crate::store::{FeedbackTicket, InboxEntry, InboxState, Offered, Provenance, ReflectionJob};
 pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, unrecorded};
 
 /// The chat a turn answers in, as the turn layer holds it.
@@ -312,10 +312,19 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(at);
     let budget = app.history_budget(&model).await;
+    let role = app.config().role_of(input.user);
     let window = app.store().history(at, budget).unwrap_or_else(|e| {
         tracing::error!(chat, error = %e, "cannot read history; answering without it");
         Default::default()
     });
+    // What an admin-only tool returned stays with admins' turns.
+    let window = if role == Role::Admin {
+        window
+    } else {
+        window.for_non_admin()
+    };
+    // Text a third party wrote anywhere in what this turn reads taints what it produces.
+    let external_window = window.external;
     let context = app
         .learning()
         .context_for(&input.text, &window.messages)
@@ -333,13 +342,18 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     } else {
         (None, None)
     };
-    let role = app.config().role_of(input.user);
+    let caller = Caller::new(role, chat);
     // The safe point: a stop before the agent is done drops its LLM or tool call at once and
     // the turn stores nothing; once it is done, the turn is `Storing` and a stop keeps it.
     let spent = crate::agent::Spent::default();
-    let agent = app
-        .agent()
-        .run(&model, prompt, user_message, events.as_ref(), role, &spent);
+    let agent = app.agent().run(
+        &model,
+        prompt,
+        user_message,
+        events.as_ref(),
+        caller,
+        &spent,
+    );
     let Some(mut result) = turn.until_store(agent).await else {
         charge_stopped(&app, input.user, spent.total());
         return stopped(&app, input.update, events, live).await;
@@ -375,7 +389,11 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     );
 
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
-    store_turn(&app, &input, window.epoch, &model.id, &result);
+    let provenance = Provenance {
+        external: external_window || result.external_content(),
+        admin_only: result.admin_only_calls.clone(),
+    };
+    store_turn(&app, &input, window.epoch, &model.id, &result, &provenance);
     drop(typing);
     let answered = matches!(result.status, TurnStatus::Answered);
     if !matches!(result.status, TurnStatus::LlmFailed(_))
@@ -394,7 +412,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         task: reflection::task_summary(&input.text),
         tools: result.tools_used.clone(),
         outcome: result.outcome(),
-        external: result.external_content(),
+        external: provenance.external,
         answer: None,
     };
     let feedback = (answered && app.config().learning.feedback_buttons)
@@ -668,7 +686,14 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks
 /// its update stored, and records its usage.
-fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &TurnResult) {
+fn store_turn(
+    app: &App,
+    input: &TurnInput,
+    epoch: u64,
+    model: &str,
+    result: &TurnResult,
+    provenance: &Provenance,
+) {
     let (chat, store) = (input.chat, app.store());
     if result.dropped_turns > 0
         && let Err(e) = store.skip_turns(input.conversation(), result.dropped_turns)
@@ -680,7 +705,13 @@ fn store_turn(app: &App, input: &TurnInput, epoch: u64, model: &str, result: &Tu
         .iter()
         .map(ChatMessage::without_images)
         .collect();
-    match store.append_turn(input.conversation(), epoch, input.update, &stored) {
+    match store.append_turn(
+        input.conversation(),
+        epoch,
+        input.update,
+        &stored,
+        provenance,
+    ) {
         Ok(true) => {}
         Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
@@ -733,9 +764,8 @@ fn bare_prefix(app: &App, job: &ReflectionJob) -> Prefix {
         messages.push(ChatMessage::user(job.task.clone()));
         messages.push(ChatMessage::assistant(answer.clone()));
     }
-    let role = crate::config::Role::User;
     (
-        app.agent().request(&model, messages.clone(), role),
+        app.agent().request(&model, messages.clone(), Caller::USER),
         messages,
     )
 }

@@ -163,7 +163,11 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
                 heurist::llm::ChatMessage::user(question),
                 heurist::llm::ChatMessage::assistant(answer_to("x")),
             ];
-            assert!(store.append_turn(chat, 0, None, &turn).unwrap());
+            assert!(
+                store
+                    .append_turn(chat, 0, None, &turn, &Default::default())
+                    .unwrap()
+            );
         }
     }
     store.flush().unwrap();

@@ -36,6 +36,7 @@ pub fn stdio_server(name: &str) -> McpServerConfig {
         headers: Default::default(),
         allowed_tools: Vec::new(),
         roles: McpRoles::User,
+        in_groups: false,
         timeout_secs: 30,
     }
 }

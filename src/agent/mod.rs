@@ -7,6 +7,7 @@
 //! model as results, and an unreachable LLM ends the turn with a short apology that keeps the
 //! user's message (and role alternation) in the history.
 
+pub mod calls;
 pub mod html_text;
 pub mod mcp;
 pub mod net_guard;
@@ -22,6 +23,7 @@ use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
     Usage, estimate_tokens, new_call_id,
 };
+use calls::CallLog;
 use tools::Tools;
 
 /// What the agent reports while it works, for a live display.
@@ -71,6 +73,9 @@ pub enum TurnStatus {
     IterationCap,
     /// The LLM could not be reached or refused the request.
     LlmFailed(LlmError),
+    /// The model's final answer was empty, also when asked once more: the user gets an
+    /// honest note (and 🔁 Retry), never an empty-answer placeholder.
+    NoAnswer,
 }
 
 /// What a turn's LLM calls have cost so far, readable while the turn runs: a stopped turn's
@@ -124,6 +129,8 @@ pub struct TurnResult {
     /// The ids of the tool calls whose results only admins' turns may see (an admin-only MCP
     /// server's), stored with the turn.
     pub admin_only_calls: Vec<String>,
+    /// The tool that failed last in this turn and its error, if one did.
+    pub last_tool_error: Option<(String, String)>,
 }
 
 impl TurnResult {
@@ -141,6 +148,12 @@ impl TurnResult {
             TurnStatus::IterationCap => {
                 "failure: stopped at the step limit without a final answer".to_string()
             }
+            TurnStatus::NoAnswer => match &self.last_tool_error {
+                Some((tool, error)) => format!(
+                    "failure: no answer was given after the tool {tool} failed with: {error}"
+                ),
+                None => "failure: the model gave no answer".to_string(),
+            },
             TurnStatus::LlmFailed(e) => format!("failure: the language model failed ({e})"),
         }
     }
@@ -268,7 +281,10 @@ impl Agent {
             cut_off: false,
             read_external: false,
             admin_only_calls: Vec::new(),
+            last_tool_error: None,
         };
+        let mut calls = CallLog::default();
+        let mut asked_again = false;
 
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
@@ -298,12 +314,23 @@ impl Agent {
             spent.add(completion.usage);
             conversation.push(completion.message());
             result.last_request = Some(request);
+            if completion.tool_calls.is_empty() && completion.content.trim().is_empty() {
+                if !asked_again {
+                    // One more call on the same request prefix (same tools, so the prompt cache
+                    // still serves it), asking for the answer from what the tools returned.
+                    asked_again = true;
+                    conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
+                    continue;
+                }
+                return no_answer(result, conversation.split_off(turn_start), &calls);
+            }
+            if asked_again && !completion.tool_calls.is_empty() {
+                // Asked for the answer, it called tools again: no answer is coming.
+                conversation.pop();
+                return no_answer(result, conversation.split_off(turn_start), &calls);
+            }
             if completion.tool_calls.is_empty() {
-                result.answer = if completion.content.trim().is_empty() {
-                    "_(The model returned an empty answer.)_".to_string()
-                } else {
-                    completion.content.clone()
-                };
+                result.answer = completion.content.clone();
                 if completion.was_cut_off() {
                     result.cut_off = true;
                     result.answer.push_str(&format!(
@@ -326,6 +353,11 @@ impl Agent {
                         tools::ERROR_PREFIX,
                         self.config.max_tool_calls
                     )
+                } else if let Some(repeat) =
+                    calls.repeat_of(&call.function.name, &call.function.arguments)
+                {
+                    tracing::info!(tool = %call.function.name, "not running a repeated failing call");
+                    repeat
                 } else {
                     let output = self.tools.call(call, caller).await;
                     result.read_external |= output.external;
@@ -337,6 +369,7 @@ impl Agent {
                 if output.starts_with(tools::ERROR_PREFIX) {
                     result.tool_errors += 1;
                 }
+                calls.record(&call.function.name, &call.function.arguments, &output);
                 conversation.push(ChatMessage::tool_result(&call.id, output));
             }
         }
@@ -409,6 +442,33 @@ impl Agent {
         result.status = TurnStatus::LlmFailed(error);
         result
     }
+}
+
+/// Sent once after an empty final answer: the model is asked for the answer from what it has.
+pub const ANSWER_NOW_PROMPT: &str = "Your last reply was empty. Answer my previous message now, \
+in plain text, from the tool results above (say what failed, if something did). Do not call \
+any tool.";
+
+/// Ends a turn whose model gave no answer even when asked again: the messages so far are kept
+/// (with the honest note as the answer), and the status offers 🔁 Retry.
+fn no_answer(
+    mut result: TurnResult,
+    mut messages: Vec<ChatMessage>,
+    calls: &CallLog,
+) -> TurnResult {
+    result.answer = calls.no_answer_text();
+    result.last_tool_error = calls
+        .last_error()
+        .map(|(tool, error)| (tool.to_string(), error.to_string()));
+    // The empty reply is replaced by the note, so the history says what the user saw.
+    if matches!(messages.last(), Some(ChatMessage::Assistant { tool_calls, .. }) if tool_calls.is_empty())
+    {
+        messages.pop();
+    }
+    messages.push(ChatMessage::assistant(result.answer.clone()));
+    result.messages = messages;
+    result.status = TurnStatus::NoAnswer;
+    result
 }
 
 /// Tool output cut to `max` characters, saying so, so one huge result cannot crowd out the

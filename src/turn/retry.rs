@@ -1,5 +1,5 @@
 //! 🔁 Retry under a failed answer: a turn whose language model failed for a passing reason
-//! (unreachable, overloaded, timed out, an unreadable answer) keeps its message in a retry
+//! (unreachable, overloaded, timed out, an unreadable answer, no answer at all) keeps its message in a retry
 //! ticket, and the button runs that message again, once, as a new turn through the chat's
 //! queue with the same access and limit checks as a typed message.
 //!
@@ -49,10 +49,13 @@ pub(crate) fn offer(
     text: &str,
     image: Option<&str>,
 ) -> Option<String> {
-    let TurnStatus::LlmFailed(error) = &result.status else {
-        return None;
+    let passing = match &result.status {
+        TurnStatus::LlmFailed(error) => retryable(error),
+        // A model that gave no answer may well give one on another try.
+        TurnStatus::NoAnswer => true,
+        TurnStatus::Answered | TurnStatus::IterationCap => false,
     };
-    if !retryable(error) {
+    if !passing {
         return None;
     }
     let ticket = RetryTicket {

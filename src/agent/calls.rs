@@ -1,0 +1,185 @@
+//! What the agent loop remembers of one turn's tool calls, so a weak model is helped instead
+//! of left to loop: a call identical to one that already failed in this turn (the same tool,
+//! the same arguments, whatever their JSON spacing or key order) is not run again, and its
+//! result says to change the arguments as the error says or to answer; and the last error is
+//! kept, so a turn the model ends without an answer can say honestly what went wrong.
+//!
+//! Small models (Qwen2.5-Coder-1.5B on llama.cpp, tried by hand) repeat an identical failing
+//! call three times even when the error spells out the fix, then return an empty answer.
+//!
+//! ```
+//! use heurist::agent::calls::CallLog;
+//! let mut log = CallLog::default();
+//! assert!(log.repeat_of("lookup", r#"{"id": "4411"}"#).is_none());
+//! log.record("lookup", r#"{"id": "4411"}"#, "error: id must look like ABC-004411");
+//! let repeat = log.repeat_of("lookup", r#"{ "id":"4411" }"#).unwrap();
+//! assert!(repeat.contains("ABC-004411"));
+//! assert!(log.repeat_of("lookup", r#"{"id": "ABC-004411"}"#).is_none());
+//! ```
+
+use std::collections::HashMap;
+
+use super::output::ERROR_PREFIX;
+
+/// Characters of a tool's error quoted in the answer of a turn that ended without one.
+const QUOTED_ERROR_CHARS: usize = 300;
+
+/// One turn's tool calls that failed, and the last error.
+#[derive(Debug, Default)]
+pub struct CallLog {
+    /// (tool, canonical arguments) → the error it gave.
+    failed: HashMap<(String, String), String>,
+    /// The tool that failed last, and its error (without [`ERROR_PREFIX`]).
+    last_error: Option<(String, String)>,
+}
+
+impl CallLog {
+    /// The result to give instead of running `tool` with `arguments` again, when that exact
+    /// call already failed in this turn.
+    pub fn repeat_of(&self, tool: &str, arguments: &str) -> Option<String> {
+        let error = self.failed.get(&key(tool, arguments))?;
+        Some(format!(
+            "{ERROR_PREFIX}this exact call ({tool} with the same arguments) already failed in \
+             this turn, so it was not run again. Its error was: {error}\nDo not repeat it: \
+             change the arguments as that error says, or answer the user with what you have."
+        ))
+    }
+
+    /// Notes the result of a call that ran (or was refused): failures are remembered.
+    pub fn record(&mut self, tool: &str, arguments: &str, output: &str) {
+        let Some(error) = output.strip_prefix(ERROR_PREFIX) else {
+            return;
+        };
+        self.failed
+            .entry(key(tool, arguments))
+            .or_insert_with(|| error.to_string());
+        self.last_error = Some((tool.to_string(), error.to_string()));
+    }
+
+    /// What the user reads when the model gave no answer, even when asked again: in plain
+    /// words, naming the tool that failed last and its error, if one did.
+    pub fn no_answer_text(&self) -> String {
+        match &self.last_error {
+            Some((tool, error)) => {
+                let mut error: String = error.chars().take(QUOTED_ERROR_CHARS).collect();
+                if error.len() < self.last_error.as_ref().map_or(0, |(_, e)| e.len()) {
+                    error.push('…');
+                }
+                format!(
+                    "Sorry, I could not finish this. The tool `{tool}` failed ({}), and the \
+                     model gave no answer after it.",
+                    error.trim()
+                )
+            }
+            None => "Sorry, the model gave no answer to this message.".to_string(),
+        }
+    }
+
+    /// The tool that failed last and its error, for the reflection's outcome.
+    pub fn last_error(&self) -> Option<(&str, &str)> {
+        self.last_error
+            .as_ref()
+            .map(|(tool, error)| (tool.as_str(), error.as_str()))
+    }
+}
+
+/// A call's identity: the tool, and its arguments as canonical JSON (parsed and written
+/// again, so spacing and key order do not matter), or as trimmed text if they are not JSON.
+fn key(tool: &str, arguments: &str) -> (String, String) {
+    let arguments = arguments.trim();
+    let canonical = serde_json::from_str::<serde_json::Value>(if arguments.is_empty() {
+        "{}"
+    } else {
+        arguments
+    })
+    .map_or_else(|_| arguments.to_string(), |value| value.to_string());
+    (tool.to_string(), canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_identical_failed_call_is_a_repeat() {
+        struct Case {
+            name: &'static str,
+            ran: (&'static str, &'static str, &'static str),
+            then: (&'static str, &'static str),
+            repeat: bool,
+        }
+        let failed = "error: id must look like ABC-004411";
+        let cases = [
+            Case {
+                name: "same call",
+                ran: ("lookup", r#"{"id":"4411"}"#, failed),
+                then: ("lookup", r#"{"id":"4411"}"#),
+                repeat: true,
+            },
+            Case {
+                name: "same arguments in another spacing and order",
+                ran: ("lookup", r#"{"a":1,"id":"4411"}"#, failed),
+                then: ("lookup", r#"{ "id": "4411", "a": 1 }"#),
+                repeat: true,
+            },
+            Case {
+                name: "empty arguments are {}",
+                ran: ("lookup", "", failed),
+                then: ("lookup", "{}"),
+                repeat: true,
+            },
+            Case {
+                name: "changed arguments run",
+                ran: ("lookup", r#"{"id":"4411"}"#, failed),
+                then: ("lookup", r#"{"id":"ABC-004411"}"#),
+                repeat: false,
+            },
+            Case {
+                name: "another tool runs",
+                ran: ("lookup", r#"{"id":"4411"}"#, failed),
+                then: ("search", r#"{"id":"4411"}"#),
+                repeat: false,
+            },
+            Case {
+                name: "a success may run again",
+                ran: ("lookup", r#"{"id":"4411"}"#, "found it"),
+                then: ("lookup", r#"{"id":"4411"}"#),
+                repeat: false,
+            },
+            Case {
+                name: "arguments that are not JSON compare as text",
+                ran: ("lookup", "id=4411 ", failed),
+                then: ("lookup", " id=4411"),
+                repeat: true,
+            },
+        ];
+        for case in cases {
+            let mut log = CallLog::default();
+            log.record(case.ran.0, case.ran.1, case.ran.2);
+            let repeat = log.repeat_of(case.then.0, case.then.1);
+            assert_eq!(repeat.is_some(), case.repeat, "{}", case.name);
+            if let Some(text) = repeat {
+                assert!(text.starts_with(ERROR_PREFIX), "{}", case.name);
+                assert!(text.contains("ABC-004411"), "{}", case.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_no_answer_text_names_the_last_failed_tool() {
+        let mut log = CallLog::default();
+        assert_eq!(
+            log.no_answer_text(),
+            "Sorry, the model gave no answer to this message."
+        );
+        log.record("lookup", "{}", "error: first");
+        log.record("ticket__find", "{}", "error: id must look like ABC-004411");
+        let text = log.no_answer_text();
+        assert!(text.contains("`ticket__find`"), "{text}");
+        assert!(text.contains("(id must look like ABC-004411)"), "{text}");
+        assert!(!text.contains("empty answer"), "{text}");
+        log.record("lookup", "{}", &format!("error: {}", "x".repeat(1000)));
+        let long = log.no_answer_text();
+        assert!(long.contains('…') && long.chars().count() < 450, "{long}");
+    }
+}

@@ -15,7 +15,7 @@
 
 use serde::Deserialize;
 
-use super::text::contains_personal_data;
+use super::personal::contains_personal_data;
 use super::utility::{Age, Evidence, utility};
 pub use crate::store::{Heuristic, Origin, ReviewState};
 

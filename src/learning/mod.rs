@@ -28,7 +28,7 @@
 //! a third party wrote (fetched pages, search results, MCP tool output) is stored *pending*:
 //! never injected until an admin approves it in `/heuristics pending`. Such a turn never
 //! reinforces a known heuristic either. `"all"` holds every new heuristic for review; `"none"`
-//! none. Heuristics with personal data or links are never stored.
+//! none. Heuristics with personal data or links are never stored ([`personal`]).
 //!
 //! # Where the learned block lives, and why
 //! Matched skills' instructions and the `## Learned Heuristics` section are prepended to the
@@ -42,6 +42,7 @@
 
 pub mod heuristics;
 pub mod index;
+pub mod personal;
 pub mod reflection;
 pub mod skills;
 pub mod text;

@@ -998,3 +998,41 @@ async fn a_lesson_planted_by_a_page_stays_pending_in_every_later_turn_that_read_
     );
     h.stop().await;
 }
+
+/// The lesson Qwen2.5-Coder-1.5B wrote that would have fixed a tool's argument format held a
+/// six-digit identifier in its worked example, and the personal-data filter of the time
+/// dropped it. Technical detail is kept now; a phone number and an e-mail address still go.
+#[tokio::test]
+async fn a_format_rule_with_an_identifier_is_kept_and_personal_data_dropped() {
+    const FORMAT_RULE: &str = "When calling ticket_lookup, write the id as ABC- plus six \
+                               digits, zero-padded: 4411 becomes ABC-004411";
+    let h = Harness::start(
+        learning_llm(|| {
+            reflection_reply(&[
+                (FORMAT_RULE, None),
+                (
+                    "Call the help desk at +1 (555) 123-4567 when a lookup fails",
+                    None,
+                ),
+                ("Send the summary to ops@example.com", None),
+            ])
+        })
+        .await,
+    )
+    .await;
+    h.tg.send_text(ALICE, "look up ticket 4411");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.wait_for(|_| (h.llm.reflection_requests().len() == 1).then_some(()))
+        .await;
+    wait_heuristics(&h, 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let learned: Vec<String> = h
+        .app()
+        .store()
+        .heuristics()
+        .into_iter()
+        .map(|x| x.text)
+        .collect();
+    assert_eq!(learned, [FORMAT_RULE]);
+    h.stop().await;
+}

@@ -485,6 +485,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
     let source = Source {
         outcome: "success".into(),
         external: false,
+        skills: Vec::new(),
     };
     for chunk in distractors(distractor_count).chunks(3) {
         let entries = chunk.iter().map(|t| entry(t)).collect();

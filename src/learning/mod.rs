@@ -43,6 +43,7 @@
 pub mod heuristics;
 pub mod index;
 pub mod personal;
+pub mod quality;
 pub mod reflection;
 pub mod skills;
 pub mod text;
@@ -115,6 +116,8 @@ pub struct Source {
     pub outcome: String,
     /// The task's context held content from outside the bot.
     pub external: bool,
+    /// The skills matched in the task's turn.
+    pub skills: Vec<String>,
 }
 
 /// What one reflection changed.
@@ -461,12 +464,9 @@ impl Learning {
                 report.dropped += 1;
                 continue;
             }
-            let skill = entry.skill_name.and_then(|name| {
-                self.skills
-                    .iter()
-                    .find(|s| s.name.eq_ignore_ascii_case(name.trim()))
-                    .map(|s| s.name.clone())
-            });
+            let skill = entry
+                .skill_name
+                .and_then(|name| self.file_under(&text, name.trim(), &source.skills));
             fresh.push((text, skill));
         }
         let texts: Vec<String> = fresh.iter().map(|(t, _)| t.clone()).collect();
@@ -560,6 +560,26 @@ impl Learning {
             report.pending += usize::from(pending);
         }
         Ok(report)
+    }
+
+    /// The skill a lesson the reflection filed under `named` is stored under: that skill if it
+    /// was matched in the lesson's turn (`active`), or if the lesson itself matches it best of
+    /// all skills, as a message would (BM25 at `min_skill_score`); otherwise none, and the
+    /// lesson is general. (Qwen2.5-Coder-1.5B filed a ticket-format lesson under
+    /// `writing-help`, where no ticket task would ever find it.)
+    fn file_under(&self, text: &str, named: &str, active: &[String]) -> Option<String> {
+        let index = self
+            .skills
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(named))?;
+        let name = &self.skills[index].name;
+        if active.contains(name) {
+            return Some(name.clone());
+        }
+        let scores = self.skill_index.scores(text);
+        let own = scores[index];
+        let best = scores.iter().copied().fold(0.0_f32, f32::max);
+        (own >= self.config.min_skill_score && own >= best).then(|| name.clone())
     }
 
     /// After a turn whose prompt carried heuristics `ids`: they were injected, and the turn

@@ -135,6 +135,7 @@ impl Learning {
         let source = Source {
             outcome: job.outcome.clone(),
             external: job.external,
+            skills: job.skills.clone(),
         };
         match extraction.result {
             Ok(result) => {

@@ -34,7 +34,7 @@ pub fn text_similarity(a: &str, b: &str) -> f32 {
 }
 
 /// Words too common to say anything about which skill fits.
-const STOPWORDS: &[&str] = &[
+pub(crate) const STOPWORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
     "been", "before", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
     "get", "give", "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in",

@@ -14,6 +14,7 @@ pub(super) fn job(chat: i64, task: &str) -> ReflectionJob {
         outcome: "success".into(),
         external: false,
         answer: None,
+        skills: Vec::new(),
     }
 }
 

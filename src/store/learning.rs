@@ -122,6 +122,10 @@ pub struct ReflectionJob {
     /// this answer instead of the turn's whole request.
     #[serde(default)]
     pub answer: Option<String>,
+    /// The skills matched in the turn: a lesson is filed under one of them, or under another
+    /// skill only if it fits that skill better than the general bucket.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
 }
 
 impl Store {

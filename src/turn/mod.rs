@@ -414,6 +414,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         outcome: result.outcome(),
         external: provenance.external,
         answer: None,
+        skills: context.skills.clone(),
     };
     let feedback = (answered && app.config().learning.feedback_buttons)
         .then(|| {

@@ -447,6 +447,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
             outcome: "ok".into(),
             external: false,
             answer: None,
+            skills: Vec::new(),
         },
         vote: None,
         changes: 0,

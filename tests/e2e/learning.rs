@@ -52,6 +52,7 @@ async fn learn(h: &Harness, texts: &[&str]) {
     let source = Source {
         outcome: "success".into(),
         external: false,
+        skills: Vec::new(),
     };
     let entries = texts.iter().map(|t| entry(t, None)).collect();
     h.app().learning().learn(entries, &source).await.unwrap();
@@ -1034,5 +1035,50 @@ async fn a_format_rule_with_an_identifier_is_kept_and_personal_data_dropped() {
         .map(|x| x.text)
         .collect();
     assert_eq!(learned, [FORMAT_RULE]);
+    h.stop().await;
+}
+
+/// A lesson is filed under a skill only when that skill was matched in its turn or the lesson
+/// itself fits the skill best; Qwen2.5-Coder-1.5B filed a ticket-format lesson under
+/// `writing-help`, where no ticket task would ever find it.
+#[tokio::test]
+async fn a_lesson_is_filed_under_a_skill_only_where_it_fits() {
+    const TICKETS: &str = "When calling ticket_lookup, write the id as ABC- plus six digits";
+    const ZONES: &str = "Convert to the user's time zone with its DST offset, not a fixed one";
+    let mut h = Harness::start_with(
+        learning_llm(|| {
+            reflection_reply(&[(TICKETS, Some("writing-help")), (ZONES, Some("date-time"))])
+        })
+        .await,
+        shipped_skills,
+    )
+    .await;
+    // A ticket question matches neither skill; the zone lesson fits date-time on its own.
+    h.tg.send_text(ALICE, "look up ticket 4411");
+    h.tg.wait_messages(ALICE, 1).await;
+    wait_heuristics(&h, 2).await;
+    assert_eq!(by_text(&h, "When calling ticket_lookup").skill, None);
+    assert_eq!(
+        by_text(&h, "Convert to the user's").skill.as_deref(),
+        Some("date-time")
+    );
+    h.stop().await;
+
+    // Matched in the turn: filed there, whatever its words.
+    h = Harness::start_with(
+        learning_llm(|| reflection_reply(&[(TICKETS, Some("writing-help"))])).await,
+        shipped_skills,
+    )
+    .await;
+    h.tg.send_text(
+        ALICE,
+        "please proofread and edit my essay draft for grammar",
+    );
+    h.tg.wait_messages(ALICE, 1).await;
+    wait_heuristics(&h, 1).await;
+    assert_eq!(
+        by_text(&h, "When calling ticket_lookup").skill.as_deref(),
+        Some("writing-help")
+    );
     h.stop().await;
 }

@@ -23,7 +23,7 @@ fn with_follow_ups(request: &Value, agent: impl FnOnce() -> Reply) -> Reply {
         Reply::text(r#"{"options": ["Tell me more", "Thanks"]}"#)
     } else if is_reflection_request(request) {
         Reply::text(
-            r#"{"heuristics": [{"text": "Check the clock before answering", "skill_name": null}]}"#,
+            r#"{"heuristics": [{"text": "Read the clock in UTC before answering", "skill_name": null}]}"#,
         )
     } else {
         agent()

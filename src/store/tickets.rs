@@ -84,6 +84,10 @@ pub enum Choice {
 
 /// What pressing 👍 or 👎 did.
 #[derive(Debug, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is made per press and matched at once; a box would only add an allocation"
+)]
 pub enum Vote {
     /// This press recorded the vote. The ticket as it was before: its `vote` is `None` for a
     /// first vote, and the replaced vote for a change of mind.

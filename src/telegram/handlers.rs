@@ -143,7 +143,7 @@ pub async fn command(
         }
         Command::Stats => {
             let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-            let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role));
+            let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role).await?);
             send_html(bot, policy, chat, &html, None).await?;
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,

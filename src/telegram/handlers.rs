@@ -307,7 +307,6 @@ async fn start_turn(
     let input = TurnInput {
         chat: chat.chat,
         user,
-        role,
         update: Some(update.id.0),
         text,
         image,
@@ -424,7 +423,6 @@ pub async fn option_pressed(
     let input = TurnInput {
         chat: ticket.chat,
         user,
-        role,
         update: Some(update.id.0),
         text: label,
         image: None,
@@ -642,7 +640,6 @@ pub async fn retry_pressed(
     let input = TurnInput {
         chat: retried.chat,
         user,
-        role,
         update: Some(update.id.0),
         text: retried.text,
         image: retried.image,

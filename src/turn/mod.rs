@@ -12,6 +12,7 @@
 //! feedback) that commands and buttons share, and `retry` the 🔁 Retry of a failed turn.
 
 pub mod actions;
+mod gate;
 pub mod messenger;
 pub(crate) mod retry;
 
@@ -20,7 +21,6 @@ use std::time::Duration;
 
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
-use crate::config::Role;
 use crate::conversation::Conversation;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
@@ -36,8 +36,8 @@ pub type Out = Arc<dyn Messenger>;
 #[derive(Debug, Clone)]
 pub struct TurnInput {
     pub chat: i64,
+    /// The user whose message it is; their role is checked when the turn runs.
     pub user: u64,
-    pub role: Role,
     /// The update recorded in the inbox for this turn (`None` for turns without one).
     pub update: Option<u32>,
     /// The user's text, or a pressed option's full label.
@@ -158,7 +158,6 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 let input = TurnInput {
                     chat: entry.chat,
                     user: entry.user,
-                    role: app.config().role_of(entry.user),
                     update: Some(update),
                     text: entry.text,
                     image: entry.image,
@@ -295,6 +294,9 @@ pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this mess
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.
 pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
+    let Some(role) = gate::admit(&app, &input).await else {
+        return;
+    };
     // Registered first, so a stop finds the turn while it waits for a slot too.
     let turn = app.turns().begin(input.conversation());
     let Some(_slot) = app.turn_slot().await else {
@@ -333,7 +335,6 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     } else {
         (None, None)
     };
-    let role = app.config().role_of(input.user);
     // The safe point: a stop before the agent is done drops its LLM or tool call at once and
     // the turn stores nothing; once it is done, the turn is `Storing` and a stop keeps it.
     let spent = crate::agent::Spent::default();

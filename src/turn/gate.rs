@@ -8,17 +8,19 @@
 //! access, the bot no longer speaks for them, and their next message gets the stranger's
 //! refusal (once a day per chat) like anyone else's.
 
-use std::sync::Arc;
-
-use super::{TurnInput, set_state};
 use crate::app::App;
 use crate::config::Role;
+use crate::conversation::Conversation;
 use crate::store::InboxState;
 
-/// Checks `input`'s user now: their role, or `None` when the turn is dropped (its update
-/// finished).
-pub(super) async fn admit(app: &Arc<App>, input: &TurnInput) -> Option<Role> {
-    let (user, chat, update) = (input.user, input.conversation(), input.update);
+/// Checks `user`'s turn in `chat` (of inbox update `update`) now: their role, or `None` when
+/// the turn is dropped (its update finished).
+pub(super) async fn admit(
+    app: &App,
+    user: u64,
+    chat: Conversation,
+    update: Option<u32>,
+) -> Option<Role> {
     let role = app.config().role_of(user);
     if role == Role::Stranger {
         tracing::info!(user, %chat, update, "dropping a turn of a user no longer allowed");
@@ -30,7 +32,11 @@ pub(super) async fn admit(app: &Arc<App>, input: &TurnInput) -> Option<Role> {
 
 /// A dropped turn's update is done (flushed): never resumed, never answered.
 async fn finish(app: &App, update: Option<u32>) {
-    if let Some(update) = update {
-        set_state(app, update, InboxState::Answered).await;
+    let Some(update) = update else {
+        return;
+    };
+    let written = app.store().set_update_state(update, InboxState::Answered);
+    if let Err(e) = written.and(app.store().flush_async().await) {
+        tracing::warn!(update, error = %e, "cannot record a dropped turn");
     }
 }

@@ -294,7 +294,8 @@ pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this mess
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.
 pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
-    let Some(role) = gate::admit(&app, &input).await else {
+    let admitted = gate::admit(&app, input.user, input.conversation(), input.update);
+    let Some(role) = admitted.await else {
         return;
     };
     // Registered first, so a stop finds the turn while it waits for a slot too.

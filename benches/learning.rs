@@ -535,7 +535,9 @@ async fn retrieval_time(size: usize) -> (Duration, Duration) {
     let llm = heurist::llm::LlmClient::new(&config.llm).unwrap();
     let mut learning_config = config.learning.clone();
     learning_config.max_heuristics = size + 100;
-    let learning = heurist::learning::Learning::new(learning_config, &config.llm, store, llm);
+    let ledger = heurist::budget::Ledger::new(&config, store.clone());
+    let learning =
+        heurist::learning::Learning::new(learning_config, &config.llm, store, llm, ledger);
     let source = Source::default();
     let mut texts: Vec<String> = FAMILIES.iter().map(|f| f.lesson.to_string()).collect();
     texts.extend(made_up_distractors(size - texts.len()));

@@ -12,6 +12,7 @@ use crate::agent::Agent;
 use crate::agent::mcp::Mcp;
 use crate::agent::tools::Tools;
 use crate::background::Background;
+use crate::budget::Ledger;
 use crate::cancel::Turns;
 use crate::config::{Config, ModelConfig};
 use crate::learning::Learning;
@@ -32,6 +33,8 @@ pub struct App {
     agent: Agent,
     learning: Learning,
     limits: Limits,
+    /// The daily token budgets, charged per LLM call.
+    ledger: Ledger,
     queues: ChatQueues,
     /// The turn running in each chat, with its phase (what a stop may still do).
     turns: Arc<Turns>,
@@ -54,11 +57,13 @@ impl App {
         let llm = LlmClient::new(&config.llm)?;
         let tools =
             Tools::new(&config.tools, &config.agent.time_zone)?.with_mcp(Mcp::start(&config.mcp));
+        let ledger = Ledger::new(&config, store.clone());
         let learning = Learning::new(
             config.learning.clone(),
             &config.llm,
             store.clone(),
             llm.clone(),
+            ledger.clone(),
         );
         let agent = Agent::new(llm, tools, &config);
         Ok(Arc::new(Self {
@@ -68,6 +73,7 @@ impl App {
             agent,
             learning,
             limits: Limits::new(config.limits.clone()),
+            ledger,
             queues: ChatQueues::default(),
             turns: Arc::default(),
             background: Background::default(),
@@ -136,6 +142,10 @@ impl App {
 
     pub(crate) fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    pub(crate) fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     pub(crate) fn queues(&self) -> &ChatQueues {

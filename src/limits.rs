@@ -39,9 +39,7 @@ impl Verdict {
         match self {
             Self::Allowed => None,
             Self::TooFast(wait) => Some(too_fast_text(1, *wait)),
-            Self::OverBudget(budget) => Some(format!(
-                "You have used today's budget of {budget} tokens. It renews at midnight UTC."
-            )),
+            Self::OverBudget(budget) => Some(crate::budget::spent_text(*budget)),
         }
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::budget::Payer;
 use crate::config::{LlmConfig, OptionsConfig};
 use crate::conversation::Conversation;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
@@ -75,16 +76,18 @@ pub struct Answer {
     pub chat: i64,
     /// The forum topic of the answer, if any: a press continues that topic.
     pub topic: Option<i32>,
-    /// The user whose turn it answered, charged for the extraction's tokens.
+    /// The user whose turn it answered, who pays for the extraction.
     pub user: u64,
     pub epoch: u64,
     pub feedback: Option<String>,
 }
 
 /// Extracts options for `answer` and stores them as a ticket; `None` when there is nothing to
-/// attach. `prefix` is the agent's last request and its messages followed by the answer.
+/// attach. `prefix` is the agent's last request and its messages followed by the answer. Each
+/// call is charged to `payer` as it completes, also when the extraction then times out.
 pub async fn extract(
     llm: &LlmClient,
+    payer: &Payer,
     store: &Store,
     config: &OptionsConfig,
     llm_config: &LlmConfig,
@@ -94,7 +97,7 @@ pub async fn extract(
     let Answer {
         chat,
         topic,
-        user,
+        user: _,
         epoch,
         feedback,
     } = answer;
@@ -106,6 +109,7 @@ pub async fn extract(
         OPTIONS_RETRY_PROMPT,
         ExtractionConfig {
             llm,
+            meter: payer,
             template,
             max_attempts: config.max_attempts,
             max_tokens: llm_config.max_tokens_extraction,
@@ -124,9 +128,6 @@ pub async fn extract(
             store.record_usage(chat, &template.model, 0, extraction.calls, extraction.usage)
     {
         tracing::warn!(error = %e, "cannot record usage");
-    }
-    if let Err(e) = store.record_user_tokens(user, extraction.usage) {
-        tracing::warn!(user, error = %e, "cannot record the user's token use");
     }
     let labels = match extraction.result {
         Ok(reply) => clean_labels(reply.options, config.max_count),

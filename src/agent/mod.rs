@@ -17,6 +17,7 @@ pub mod tools;
 
 use std::ops::Range;
 
+use crate::budget::{self, Payer};
 use crate::config::{AgentConfig, Caller, Config, MaxTokensField, ModelConfig};
 use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
@@ -76,29 +77,6 @@ pub enum TurnStatus {
     /// The model's final answer was empty, also when asked once more: the user gets an
     /// honest note (and 🔁 Retry), never an empty-answer placeholder.
     NoAnswer,
-}
-
-/// What a turn's LLM calls have cost so far, readable while the turn runs: a stopped turn's
-/// future is dropped with its [`TurnResult`], and the calls it made are still charged to the
-/// user's daily budget.
-#[derive(Debug, Default)]
-pub struct Spent(std::sync::Mutex<Usage>);
-
-impl Spent {
-    fn add(&self, usage: Usage) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) += usage;
-    }
-
-    /// The usage of every call that completed.
-    pub fn total(&self) -> Usage {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 /// Everything a finished turn produced.
@@ -255,7 +233,8 @@ impl Agent {
     /// (see [`oldest_turns_to_drop`]) and the call is retried once.
     /// With `events`, answers are streamed and progress is reported as it happens. `caller`
     /// (the user's role, and whether this is their private chat) decides which MCP servers'
-    /// tools are offered and may be called.
+    /// tools are offered and may be called. Each call is charged to `payer` as it completes (so
+    /// a stopped turn's finished calls count), and a spent budget ends the turn without the call.
     pub async fn run(
         &self,
         model: &ModelConfig,
@@ -263,7 +242,7 @@ impl Agent {
         user: ChatMessage,
         events: Option<&Events>,
         caller: Caller,
-        spent: &Spent,
+        payer: &Payer,
     ) -> TurnResult {
         let mut conversation = prompt;
         let mut turn_start = conversation.len();
@@ -290,6 +269,10 @@ impl Agent {
         while iterations < self.config.max_iterations {
             let mut request = self.request(model, conversation.clone(), caller);
             request.set_streaming(events.is_some());
+            let hold = match payer.reserve(budget::estimate(&request)).await {
+                Ok(hold) => hold,
+                Err(spent) => return self.failed(result, user, spent.into()),
+            };
             let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
                 Err(LlmError::ContextOverflow { message }) => {
@@ -311,7 +294,7 @@ impl Agent {
             iterations += 1;
             result.calls += 1;
             result.usage += completion.usage;
-            spent.add(completion.usage);
+            hold.settle(completion.usage);
             conversation.push(completion.message());
             result.last_request = Some(request);
             if completion.tool_calls.is_empty() && completion.content.trim().is_empty() {
@@ -547,6 +530,7 @@ fn llm_failure_text(e: &LlmError) -> String {
         LlmError::Malformed(_) => {
             "Sorry, the language model sent an answer I could not read.".to_string()
         }
+        LlmError::OverBudget { budget } => budget::spent_text(*budget),
     }
 }
 

@@ -55,6 +55,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::budget::{Ledger, Payer};
 use crate::config::{LearningConfig, LlmConfig, MaxTokensField, Review};
 use crate::llm::{ChatMessage, LlmClient, Priority};
 use crate::store::Store;
@@ -170,6 +171,8 @@ pub struct Learning {
     skill_index: Bm25,
     store: Store,
     llm: LlmClient,
+    /// Charges reflections and embeddings to the user whose turn they serve.
+    ledger: Ledger,
     /// Skill embeddings, computed on first use; `None` inside when that failed.
     skill_vectors: OnceCell<Option<Vec<Vec<f32>>>>,
     /// Learned heuristics; every change is written to sled under the write lock.
@@ -183,6 +186,29 @@ pub struct Learning {
     max_tokens_field: MaxTokensField,
 }
 
+/// One embeddings call charged to `payer`: a server that reports no usage is charged the
+/// inputs' estimate, since the input is all an embedding costs.
+async fn embed_paid(
+    llm: &LlmClient,
+    model: &str,
+    texts: &[String],
+    priority: Priority,
+    payer: &Payer,
+) -> Result<Vec<Vec<f32>>, crate::llm::LlmError> {
+    let estimate: u64 = texts
+        .iter()
+        .map(|t| u64::try_from(t.len() / 3 + 1).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    let hold = payer.reserve(estimate).await?;
+    let (vectors, usage) = llm.embed(model, texts, priority).await?;
+    hold.settle(usage.unwrap_or(crate::llm::Usage {
+        prompt_tokens: estimate,
+        completion_tokens: 0,
+        cached_tokens: 0,
+    }));
+    Ok(vectors)
+}
+
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
@@ -194,6 +220,7 @@ impl Learning {
         llm_config: &LlmConfig,
         store: Store,
         llm: LlmClient,
+        ledger: Ledger,
     ) -> Self {
         let skills = skills::load_skills(&config.skills_dir);
         let documents: Vec<String> = skills
@@ -212,6 +239,7 @@ impl Learning {
             skills,
             store,
             llm,
+            ledger,
             skill_vectors: OnceCell::new(),
             memory: RwLock::new(memory),
             reflections_running: AtomicUsize::new(0),
@@ -235,7 +263,9 @@ impl Learning {
     /// The skills that fit `message`, best first: BM25 over name, description and body,
     /// fused with embedding similarity when an embeddings model is set.
     pub async fn match_skills(&self, message: &str) -> Vec<&Skill> {
-        let query = self.embed_query(message).await;
+        let query = self
+            .embed_query(message, &self.ledger.payer(None, None))
+            .await;
         self.match_skills_with(message, query.as_deref()).await
     }
 
@@ -289,7 +319,9 @@ impl Learning {
                     .iter()
                     .map(|s| format!("{}: {}", s.name, s.description))
                     .collect();
-                match self.llm.embed(model, &texts, Priority::Interactive).await {
+                // Shared by every user's turns: the bot pays.
+                let payer = self.ledger.payer(None, None);
+                match embed_paid(&self.llm, model, &texts, Priority::Interactive, &payer).await {
                     Ok(vectors) => Some(vectors),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot embed skills; matching with BM25 only");
@@ -301,13 +333,19 @@ impl Learning {
             .as_ref()
     }
 
-    /// The embeddings of `texts`, if an embeddings model is configured and answers.
-    async fn embed(&self, texts: &[String], priority: Priority) -> Option<Vec<Vec<f32>>> {
+    /// The embeddings of `texts`, if an embeddings model is configured and answers (and
+    /// `payer`'s budget allows the call).
+    async fn embed(
+        &self,
+        texts: &[String],
+        priority: Priority,
+        payer: &Payer,
+    ) -> Option<Vec<Vec<f32>>> {
         let model = self.config.embedding_model.as_str();
         if model.is_empty() || texts.is_empty() {
             return None;
         }
-        match self.llm.embed(model, texts, priority).await {
+        match embed_paid(&self.llm, model, texts, priority, payer).await {
             Ok(vectors) if vectors.len() == texts.len() => Some(vectors),
             Ok(_) => {
                 tracing::warn!("the embeddings model answered with the wrong number of vectors");
@@ -320,15 +358,21 @@ impl Learning {
         }
     }
 
-    async fn embed_query(&self, message: &str) -> Option<Vec<f32>> {
-        self.embed(&[message.to_string()], Priority::Interactive)
+    async fn embed_query(&self, message: &str, payer: &Payer) -> Option<Vec<f32>> {
+        self.embed(&[message.to_string()], Priority::Interactive, payer)
             .await?
             .pop()
     }
 
-    /// Skills and heuristics for a turn on `message`, given the history window it extends.
-    pub async fn context_for(&self, message: &str, history: &[ChatMessage]) -> TurnContext {
-        let query_vector = self.embed_query(message).await;
+    /// Skills and heuristics for a turn on `message`, given the history window it extends;
+    /// the message's embedding is charged to `payer`.
+    pub async fn context_for(
+        &self,
+        message: &str,
+        history: &[ChatMessage],
+        payer: &Payer,
+    ) -> TurnContext {
+        let query_vector = self.embed_query(message, payer).await;
         let matched = self
             .match_skills_with(message, query_vector.as_deref())
             .await;
@@ -450,11 +494,24 @@ impl Learning {
     /// Stores what a reflection extracted. A text that repeats a known heuristic (word-set
     /// Jaccard at `dedup_threshold`, or embedding cosine at 0.92, across all skills) reinforces
     /// it, if the source is trusted; anything else is a new heuristic, pending review when
-    /// `review` says so. A full store forgets first (see the module doc).
+    /// `review` says so. A full store forgets first (see the module doc). The texts'
+    /// embeddings are charged to nobody: this is how heuristics are seeded (a reflection
+    /// learns through [`Learning::learn_for`]).
     pub async fn learn(
         &self,
         entries: Vec<HeuristicEntry>,
         source: &Source,
+    ) -> anyhow::Result<LearnReport> {
+        self.learn_for(entries, source, &self.ledger.payer(None, None))
+            .await
+    }
+
+    /// [`Learning::learn`], with the texts' embeddings charged to `payer`.
+    pub async fn learn_for(
+        &self,
+        entries: Vec<HeuristicEntry>,
+        source: &Source,
+        payer: &Payer,
     ) -> anyhow::Result<LearnReport> {
         let mut report = LearnReport::default();
         let mut fresh: Vec<(String, Option<String>)> = Vec::new();
@@ -470,7 +527,7 @@ impl Learning {
             fresh.push((text, skill));
         }
         let texts: Vec<String> = fresh.iter().map(|(t, _)| t.clone()).collect();
-        let vectors = self.embed(&texts, Priority::Background).await;
+        let vectors = self.embed(&texts, Priority::Background, payer).await;
         let pending = match self.config.review {
             Review::All => true,
             Review::External => source.external,

@@ -101,12 +101,15 @@ impl Learning {
         };
         let skills: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
         let prompt = build_reflection_prompt(&job.task, &tools, &job.outcome, &skills);
+        // The reflection is part of what the user's turn cost: it counts in their budget.
+        let payer = self.ledger.payer(job.user, None);
         let extraction = retry_extract_structured::<ReflectionResult>(
             &without_learned_blocks(&history),
             &prompt,
             REFLECTION_RETRY_PROMPT,
             ExtractionConfig {
                 llm: &self.llm,
+                meter: &payer,
                 template: &template,
                 max_attempts: MAX_ATTEMPTS,
                 max_tokens: self.max_tokens_reflection,
@@ -126,12 +129,6 @@ impl Learning {
         {
             tracing::warn!(error = %e, "cannot record usage");
         }
-        // The reflection is part of what the user's turn cost: it counts in their budget.
-        if let Some(user) = job.user
-            && let Err(e) = self.store.record_user_tokens(user, extraction.usage)
-        {
-            tracing::warn!(user, error = %e, "cannot record the user's token use");
-        }
         let source = Source {
             outcome: job.outcome.clone(),
             external: job.external,
@@ -140,7 +137,7 @@ impl Learning {
         match extraction.result {
             Ok(result) => {
                 let entries = result.heuristics.into_iter().take(3).collect();
-                match self.learn(entries, &source).await {
+                match self.learn_for(entries, &source, &payer).await {
                     Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
                     Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
                 }

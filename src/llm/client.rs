@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::concurrency::{Permit, Priority, PrioritySemaphore};
 use super::context::{ContextWindows, completion_room, from_models, from_props};
 use super::error::LlmError;
-use super::types::{ChatRequest, Completion, estimate_request_tokens};
+use super::types::{ChatRequest, Completion, Usage, estimate_request_tokens};
 use super::wire::{
     MAX_BODY_BYTES, StreamAccumulator, WireEmbeddings, is_context_overflow, is_shared_context_full,
     parse_completion, provider_error_message, retry_after,
@@ -142,12 +142,13 @@ impl LlmClient {
     /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A
     /// message's embedding chooses the skills and heuristics of its turn, so a user waits for
     /// it ([`Priority::Interactive`]); newly learned heuristics are embedded in the background.
+    /// Also returns the usage the server reported, if it did.
     pub async fn embed(
         &self,
         model: &str,
         inputs: &[String],
         priority: Priority,
-    ) -> Result<Vec<Vec<f32>>, LlmError> {
+    ) -> Result<(Vec<Vec<f32>>, Option<Usage>), LlmError> {
         let request = serde_json::json!({"model": model, "input": inputs});
         let (response, _slot) = self.post("embeddings", &request, false, priority).await?;
         let body = self.body(response).await?;
@@ -161,7 +162,8 @@ impl LlmClient {
                 wire.data.len()
             )));
         }
-        Ok(wire.data.into_iter().map(|d| d.embedding).collect())
+        let usage = wire.take_usage();
+        Ok((wire.data.into_iter().map(|d| d.embedding).collect(), usage))
     }
 
     /// `model`'s context window: what the server says (asked once per model), else

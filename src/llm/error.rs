@@ -12,4 +12,7 @@ pub enum LlmError {
     ContextOverflow { message: String },
     #[error("the language model's answer could not be read: {0}")]
     Malformed(String),
+    /// Not asked at all: the user's daily token budget is used up (see `budget`).
+    #[error("today's token budget of {budget} tokens is used up")]
+    OverBudget { budget: u64 },
 }

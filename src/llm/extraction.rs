@@ -17,8 +17,11 @@
 
 use serde::de::DeserializeOwned;
 
+use futures_util::future::BoxFuture;
+
 use super::client::LlmClient;
 use super::concurrency::Priority;
+use super::error::LlmError;
 use super::types::{ChatMessage, ChatRequest, Usage};
 use crate::config::MaxTokensField;
 
@@ -34,9 +37,22 @@ const MAX_TRIES: usize = 16;
 /// by the answer.
 pub type Prefix = (ChatRequest, Vec<ChatMessage>);
 
+/// Pays for each call an extraction makes (implemented by `budget::Payer`, for the user whose
+/// turn the extraction serves), so an extraction that times out or fails still charges the
+/// calls it made.
+pub trait Meter: Sync {
+    /// Before a call to `request`: `Err` refuses it (the extraction ends with that error);
+    /// `Ok` is to be called with the call's usage once it completed.
+    fn reserve(&self, request: &ChatRequest) -> BoxFuture<'_, Result<Settle, LlmError>>;
+}
+
+/// Charges one completed call's usage.
+pub type Settle = Box<dyn FnOnce(Usage) + Send>;
+
 /// What to reuse and how hard to try.
 pub struct ExtractionConfig<'a> {
     pub llm: &'a LlmClient,
+    pub meter: &'a dyn Meter,
     /// The agent call whose parameters are reused unchanged; only `messages` differs.
     pub template: &'a ChatRequest,
     pub max_attempts: usize,
@@ -76,8 +92,17 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
     let mut calls = 0;
     let mut last_raw = String::new();
     for _ in 0..config.max_attempts {
-        let completion = match config.llm.complete(&request, config.priority).await {
-            Ok(completion) => completion,
+        let reserved = config.meter.reserve(&request).await;
+        let completion = match reserved {
+            Ok(settle) => config
+                .llm
+                .complete(&request, config.priority)
+                .await
+                .map(|completion| (settle, completion)),
+            Err(e) => Err(e),
+        };
+        let (settle, completion) = match completion {
+            Ok(done) => done,
             Err(e) => {
                 return Extraction {
                     result: Err(e.into()),
@@ -86,6 +111,7 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
                 };
             }
         };
+        settle(completion.usage);
         calls += 1;
         usage += completion.usage;
         last_raw = completion.content;

@@ -278,11 +278,22 @@ pub struct Usage {
     pub cached_tokens: u64,
 }
 
+/// Saturating: a provider's counts are outside input, and a wrapped sum would read as almost
+/// nothing spent.
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.cached_tokens += other.cached_tokens;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+    }
+}
+
+impl Usage {
+    /// The tokens a budget counts: read and written (saturating).
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }
 

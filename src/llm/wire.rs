@@ -99,6 +99,15 @@ pub(crate) fn provider_error_message(body: &str) -> String {
 #[derive(Deserialize)]
 pub(crate) struct WireEmbeddings {
     pub(crate) data: Vec<WireEmbedding>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+impl WireEmbeddings {
+    /// What the server said the call used (nothing, when it does not say).
+    pub(crate) fn take_usage(&mut self) -> Option<Usage> {
+        self.usage.take().map(Usage::from)
+    }
 }
 
 #[derive(Deserialize)]

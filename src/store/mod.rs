@@ -444,6 +444,7 @@ mod tests {
                 retries: 0,
                 refusals: 0,
                 history: 0,
+                usage_days: 0,
             }
         );
         assert!(store.ticket(&old_option).is_none());

@@ -16,13 +16,15 @@ pub struct PruneReport {
     pub refusals: usize,
     /// Turns before their conversation's history window (`history` and `topic_history`).
     pub history: usize,
+    /// Users' per-day token counts (`usage` tree).
+    pub usage_days: usize,
 }
 
 impl Store {
     /// Bounds the storage that grows with every turn: removes answered inbox entries received
     /// before `older_than_unix` (unix seconds), and option and feedback tickets and retries
     /// created before it, with the unreadable records of those trees, and strangers' refusal
-    /// days before the cutoff's day. It also removes every turn before its conversation's
+    /// days and users' per-day token counts before the cutoff's day. It also removes every turn before its conversation's
     /// history window, whatever its age: the LLM never sees those again. A pending or stored
     /// inbox entry is never removed: its turn is not finished. A button whose ticket was
     /// pruned answers "expired".
@@ -35,6 +37,7 @@ impl Store {
             retries: self.prune_retries(older_than_unix)?,
             refusals: self.prune_refusals(older_than_unix)?,
             history: self.prune_history()?,
+            usage_days: self.prune_usage_days(older_than_unix)?,
         })
     }
 }

@@ -1,6 +1,8 @@
 //! The `usage` tree: token and call totals per chat and model and for the whole bot (what
-//! `/stats` shows), each user's tokens per UTC day (what the daily budget checks) and each
-//! user's tokens of all time (what `/stats` ranks admins' top users by).
+//! `/stats` shows), each user's tokens per UTC day (what the daily budget checks; days older
+//! than `retention_days` are pruned) and each user's tokens of all time (what `/stats` ranks
+//! admins' top users by). Counters saturate: a provider's usage is outside input, and a
+//! wrapped count would read as a budget barely touched.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,9 +28,28 @@ pub struct UsageTotals {
     pub cached_tokens: u64,
 }
 
+impl UsageTotals {
+    /// Adds `other` to these totals, saturating.
+    pub fn add(&mut self, other: &UsageTotals) {
+        self.turns = self.turns.saturating_add(other.turns);
+        self.calls = self.calls.saturating_add(other.calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+    }
+}
+
 /// The key of a user's token count on one UTC day.
 pub(super) fn user_day_key(user: u64, day: chrono::NaiveDate) -> String {
     format!("user:{user}:{day}")
+}
+
+/// The day of a [`user_day_key`].
+fn day_of(key: &[u8]) -> Option<chrono::NaiveDate> {
+    let (_, day) = std::str::from_utf8(key).ok()?.rsplit_once(':')?;
+    day.parse().ok()
 }
 
 impl Store {
@@ -48,11 +69,13 @@ impl Store {
                 let mut totals: UsageTotals = old
                     .and_then(|bytes| decode_json(TREE, key.as_bytes(), bytes))
                     .unwrap_or_default();
-                totals.turns += turns;
-                totals.calls += u64::from(calls);
-                totals.prompt_tokens += usage.prompt_tokens;
-                totals.completion_tokens += usage.completion_tokens;
-                totals.cached_tokens += usage.cached_tokens;
+                totals.add(&UsageTotals {
+                    turns,
+                    calls: u64::from(calls),
+                    prompt_tokens: usage.prompt_tokens,
+                    completion_tokens: usage.completion_tokens,
+                    cached_tokens: usage.cached_tokens,
+                });
                 serde_json::to_vec(&totals).ok()
             })?;
         }
@@ -63,11 +86,11 @@ impl Store {
     /// to the user's count of all time.
     pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
         let today = user_day_key(user, chrono::Utc::now().date_naive());
-        let tokens = usage.prompt_tokens + usage.completion_tokens;
+        let tokens = usage.tokens();
         for key in [today, user_total_key(user)] {
             self.usage.fetch_and_update(key.as_bytes(), |old| {
                 let count = decode_count(TREE, key.as_bytes(), old);
-                Some((count + tokens).to_be_bytes().to_vec())
+                Some(count.saturating_add(tokens).to_be_bytes().to_vec())
             })?;
         }
         Ok(())
@@ -107,6 +130,31 @@ impl Store {
         counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         counts.truncate(limit);
         counts
+    }
+
+    /// Removes the users' per-day counts of days before the day of `older_than_unix` (the
+    /// all-time counts stay). A key whose day cannot be read is left alone and logged.
+    pub(super) fn prune_usage_days(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+        let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
+            return Ok(0);
+        };
+        let cutoff = cutoff.date_naive();
+        let mut removed = 0;
+        for key in self.usage.scan_prefix(b"user:").keys() {
+            let key = key?;
+            match day_of(&key) {
+                Some(day) if day < cutoff => {
+                    self.usage.remove(&key)?;
+                    removed += 1;
+                }
+                Some(_) => {}
+                None => tracing::warn!(
+                    key = %String::from_utf8_lossy(&key),
+                    "an unreadable usage key; left as it is"
+                ),
+            }
+        }
+        Ok(removed)
     }
 
     /// Tokens the user's turns used today (UTC).
@@ -190,6 +238,76 @@ mod tests {
         assert_eq!(store.user_tokens_today(7), 0);
         store.record_user_tokens(7, u).unwrap();
         assert_eq!(store.user_tokens_today(7), 4);
+    }
+
+    #[test]
+    fn counters_saturate_instead_of_wrapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let huge = Usage {
+            prompt_tokens: u64::MAX - 1,
+            completion_tokens: 5,
+            cached_tokens: u64::MAX,
+        };
+        let mut sum = huge;
+        sum += huge;
+        assert_eq!(sum.prompt_tokens, u64::MAX, "Usage adds saturating");
+        assert_eq!(huge.tokens(), u64::MAX);
+        for _ in 0..2 {
+            store.record_usage(1, "m", 1, u32::MAX, huge).unwrap();
+            store.record_user_tokens(7, huge).unwrap();
+        }
+        let totals = store.usage(Some(1))[0].1;
+        assert_eq!(totals.prompt_tokens, u64::MAX);
+        assert_eq!(totals.cached_tokens, u64::MAX);
+        assert_eq!(totals.completion_tokens, 10);
+        assert_eq!(totals.calls, 2 * u64::from(u32::MAX));
+        assert_eq!(store.user_tokens_today(7), u64::MAX);
+        assert_eq!(store.top_users_all_time(1), vec![(7, u64::MAX)]);
+    }
+
+    #[test]
+    fn per_day_counts_older_than_the_cutoff_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let day = |d: u32| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
+        for (user, d) in [(1, 1), (1, 9), (2, 10), (1, 11)] {
+            store
+                .usage
+                .insert(user_day_key(user, day(d)), &5u64.to_be_bytes())
+                .unwrap();
+        }
+        store.usage.insert("user:3:garbage", "x").unwrap();
+        store
+            .usage
+            .insert(user_total_key(1), &15u64.to_be_bytes())
+            .unwrap();
+        store.record_usage(1, "m", 1, 1, Usage::default()).unwrap();
+        let cutoff = day(10).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        assert_eq!(
+            store.prune_usage_days(cutoff).unwrap(),
+            2,
+            "the days before the cutoff's day"
+        );
+        let left: Vec<String> = store
+            .usage
+            .iter()
+            .keys()
+            .map(|k| String::from_utf8(k.unwrap().to_vec()).unwrap())
+            .collect();
+        assert_eq!(
+            left,
+            [
+                "all:m",
+                "chat:1:m",
+                "user:1:2026-03-11",
+                "user:2:2026-03-10",
+                "user:3:garbage",
+                "user_total:1",
+            ],
+            "the cutoff's day and later, totals and unreadable keys stay"
+        );
+        assert_eq!(store.prune_usage_days(cutoff).unwrap(), 0);
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub async fn command(
         }
         Command::Stats => {
             let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-            let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role));
+            let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role).await?);
             send_html(bot, policy, chat, &html, None).await?;
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
@@ -307,7 +307,6 @@ async fn start_turn(
     let input = TurnInput {
         chat: chat.chat,
         user,
-        role,
         update: Some(update.id.0),
         text,
         image,
@@ -424,7 +423,6 @@ pub async fn option_pressed(
     let input = TurnInput {
         chat: ticket.chat,
         user,
-        role,
         update: Some(update.id.0),
         text: label,
         image: None,
@@ -642,7 +640,6 @@ pub async fn retry_pressed(
     let input = TurnInput {
         chat: retried.chat,
         user,
-        role,
         update: Some(update.id.0),
         text: retried.text,
         image: retried.image,

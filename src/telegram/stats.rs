@@ -1,9 +1,12 @@
 //! `/stats`: what the bot's answers cost, in words people use.
 //!
-//! [`gather`] reads the numbers from the store; [`stats_html`] turns them into the message and
+//! [`gather`] reads the numbers from the store (on a blocking thread: the scans grow with the
+//! users and days kept, and must not hold a runtime thread); [`stats_html`] turns them into the message and
 //! does nothing else, so every wording is unit-tested without a bot. Words: an *answer* is a
 //! turn the bot answered; *tokens read* are what the model was sent (some of them *reused from
 //! cache* by the provider, which makes them cheaper), *tokens written* what it wrote.
+
+use std::sync::Arc;
 
 use super::render::escape_html;
 use super::views::thousands;
@@ -46,8 +49,19 @@ pub(crate) struct TopUser {
     pub tokens: u64,
 }
 
-/// The numbers for `user` (with `role`) asking in `chat`.
-pub(crate) fn gather(app: &App, chat: i64, user: u64, role: Role) -> Stats {
+/// The numbers for `user` (with `role`) asking in `chat`, read off the runtime's threads.
+pub(crate) async fn gather(
+    app: &Arc<App>,
+    chat: i64,
+    user: u64,
+    role: Role,
+) -> Result<Stats, tokio::task::JoinError> {
+    let app = app.clone();
+    tokio::task::spawn_blocking(move || gather_now(&app, chat, user, role)).await
+}
+
+/// [`gather`]'s store scans, on the calling thread.
+fn gather_now(app: &App, chat: i64, user: u64, role: Role) -> Stats {
     let store = app.store();
     let limits = &app.config().limits;
     let exempt = role == Role::Admin && limits.exempt_admins;
@@ -104,11 +118,7 @@ fn usage_section(title: &str, rows: &[(String, UsageTotals)]) -> String {
     }
     if rows.len() > 1 {
         let total = rows.iter().fold(UsageTotals::default(), |mut sum, (_, t)| {
-            sum.turns += t.turns;
-            sum.calls += t.calls;
-            sum.prompt_tokens += t.prompt_tokens;
-            sum.completion_tokens += t.completion_tokens;
-            sum.cached_tokens += t.cached_tokens;
+            sum.add(t);
             sum
         });
         html.push_str(&format!("Total: {}\n", usage_line(&total)));

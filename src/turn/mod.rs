@@ -12,6 +12,7 @@
 //! feedback) that commands and buttons share, and `retry` the 🔁 Retry of a failed turn.
 
 pub mod actions;
+mod gate;
 pub mod messenger;
 pub(crate) mod retry;
 
@@ -36,8 +37,8 @@ pub type Out = Arc<dyn Messenger>;
 #[derive(Debug, Clone)]
 pub struct TurnInput {
     pub chat: i64,
+    /// The user whose message it is; their role and budget are checked when the turn runs.
     pub user: u64,
-    pub role: Role,
     /// The update recorded in the inbox for this turn (`None` for turns without one).
     pub update: Option<u32>,
     /// The user's text, or a pressed option's full label.
@@ -158,7 +159,6 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 let input = TurnInput {
                     chat: entry.chat,
                     user: entry.user,
-                    role: app.config().role_of(entry.user),
                     update: Some(update),
                     text: entry.text,
                     image: entry.image,
@@ -295,6 +295,16 @@ pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this mess
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.
 pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
+    let admitted = gate::admit(
+        &app,
+        out.as_ref(),
+        input.user,
+        input.conversation(),
+        input.update,
+    );
+    let Some(gate::Admitted { role, payer }) = admitted.await else {
+        return;
+    };
     // Registered first, so a stop finds the turn while it waits for a slot too.
     let turn = app.turns().begin(input.conversation());
     let Some(_slot) = app.turn_slot().await else {
@@ -312,7 +322,6 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(at);
     let budget = app.history_budget(&model).await;
-    let role = app.config().role_of(input.user);
     let window = app.store().history(at, budget).unwrap_or_else(|e| {
         tracing::error!(chat, error = %e, "cannot read history; answering without it");
         Default::default()
@@ -327,7 +336,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let external_window = window.external;
     let context = app
         .learning()
-        .context_for(&input.text, &window.messages)
+        .context_for(&input.text, &window.messages, &payer)
         .await;
     let prompt = prompt(&app, window.messages);
     let user_message =
@@ -345,17 +354,15 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let caller = Caller::new(role, chat);
     // The safe point: a stop before the agent is done drops its LLM or tool call at once and
     // the turn stores nothing; once it is done, the turn is `Storing` and a stop keeps it.
-    let spent = crate::agent::Spent::default();
     let agent = app.agent().run(
         &model,
         prompt,
         user_message,
         events.as_ref(),
         caller,
-        &spent,
+        &payer,
     );
     let Some(mut result) = turn.until_store(agent).await else {
-        charge_stopped(&app, input.user, spent.total());
         return stopped(&app, input.update, events, live).await;
     };
     if let TurnStatus::LlmFailed(error) = &result.status
@@ -529,17 +536,6 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     }
 }
 
-/// Charges what a stopped turn's finished LLM calls cost to the user's daily budget (a
-/// stopped turn stores nothing else: no history, no usage per chat).
-fn charge_stopped(app: &App, user: u64, usage: crate::llm::Usage) {
-    if usage == crate::llm::Usage::default() {
-        return;
-    }
-    if let Err(e) = app.store().record_user_tokens(user, usage) {
-        tracing::warn!(user, error = %e, "cannot record a stopped turn's token use");
-    }
-}
-
 /// Ends a turn stopped before its history write: its live display, left without `Finished`,
 /// marks the message stopped (awaited, so the chat's next turn comes after it), and its update
 /// is done (flushed before the next turn), so recovery never resumes it.
@@ -686,7 +682,7 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
 }
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks
-/// its update stored, and records its usage.
+/// its update stored, and records its usage per chat (the user's budget was charged per call).
 fn store_turn(
     app: &App,
     input: &TurnInput,
@@ -722,9 +718,6 @@ fn store_turn(
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
-    if let Err(e) = store.record_user_tokens(input.user, result.usage) {
-        tracing::warn!(user = input.user, error = %e, "cannot record the user's token use");
-    }
     if result.calls > 0
         && let Err(e) = store.record_usage(chat, model, 1, result.calls, result.usage)
     {
@@ -740,8 +733,11 @@ async fn extract_options(
 ) -> Option<options::Attached> {
     let config = app.config();
     let llm = app.agent().llm();
+    // Charged call by call, so an extraction that times out still counts.
+    let payer = app.ledger().payer(Some(answer.user), None);
     options::extract(
         llm,
+        &payer,
         app.store(),
         &config.options,
         &config.llm,

@@ -576,7 +576,6 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
     let input = heurist::turn::TurnInput {
         chat: ALICE,
         user: ALICE as u64,
-        role: config.role_of(ALICE as u64),
         update: Some(77),
         text: "crash on me".into(),
         image: None,

@@ -1,0 +1,62 @@
+//! Whether a turn may run, decided when it runs rather than when its message arrived: a turn
+//! waits in its chat's queue, or in the inbox across a restart, and meanwhile its user may have
+//! been taken off the allow-list (a restart with a new config) or their daily budget spent by
+//! the turns before it. Every turn passes here: a typed message, an option or 🔁 Retry press,
+//! and a turn recovered after a restart.
+//!
+//! A turn that may not run makes no LLM call and its update is finished, so recovery never
+//! tries it again. A user who is no longer allowed is told nothing: the operator revoked their
+//! access, the bot no longer speaks for them, and their next message gets the stranger's
+//! refusal (once a day per chat) like anyone else's. A spent budget is told once a day per
+//! conversation (see [`crate::budget`]), so a user with five queued turns reads one message.
+
+use super::messenger::Messenger;
+use crate::app::App;
+use crate::budget::{Payer, spent_text};
+use crate::config::Role;
+use crate::conversation::Conversation;
+use crate::store::InboxState;
+
+/// A turn that may run: its user's role now, and who pays for its calls.
+pub(super) struct Admitted {
+    pub(super) role: Role,
+    pub(super) payer: Payer,
+}
+
+/// Checks `user`'s turn in `chat` (of inbox update `update`) now; `None` when the turn is
+/// dropped (its update finished, and a spent budget told through `out`).
+pub(super) async fn admit(
+    app: &App,
+    out: &dyn Messenger,
+    user: u64,
+    chat: Conversation,
+    update: Option<u32>,
+) -> Option<Admitted> {
+    let role = app.config().role_of(user);
+    if role == Role::Stranger {
+        tracing::info!(user, %chat, update, "dropping a turn of a user no longer allowed");
+        finish(app, update).await;
+        return None;
+    }
+    let payer = app.ledger().payer(Some(user), Some(chat));
+    if let Some(spent) = payer.spent() {
+        tracing::info!(user, %chat, update, "dropping a turn: the user's budget is spent");
+        if payer.first_refusal(chat) {
+            out.notice(chat, &spent_text(spent.0)).await;
+        }
+        finish(app, update).await;
+        return None;
+    }
+    Some(Admitted { role, payer })
+}
+
+/// A dropped turn's update is done (flushed): never resumed, never answered.
+async fn finish(app: &App, update: Option<u32>) {
+    let Some(update) = update else {
+        return;
+    };
+    let written = app.store().set_update_state(update, InboxState::Answered);
+    if let Err(e) = written.and(app.store().flush_async().await) {
+        tracing::warn!(update, error = %e, "cannot record a dropped turn");
+    }
+}

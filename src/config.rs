@@ -186,6 +186,9 @@ pub struct LearningConfig {
     pub min_relevance: f32,
     pub min_utility: f32,
     pub max_heuristics: usize,
+    /// Heuristics held for review kept at most, apart from `max_heuristics`: a new pending one
+    /// evicts only pending ones, so untrusted lessons never push out approved ones.
+    pub max_pending: usize,
     pub review: Review,
     pub feedback_buttons: bool,
 }

@@ -639,6 +639,75 @@ async fn a_full_store_forgets_the_least_useful_first() {
 }
 
 #[tokio::test]
+async fn pending_heuristics_have_their_own_cap_and_never_evict_approved_ones() {
+    let h = Harness::start_with(learning_llm(|| reflection_reply(&[])).await, |c| {
+        c.learning.max_heuristics = 2;
+        c.learning.max_pending = 2;
+    })
+    .await;
+    learn(
+        &h,
+        &[
+            "Approved lesson about kayaks",
+            "Approved lesson about lanterns",
+        ],
+    )
+    .await;
+    let planted = Source {
+        outcome: "success".into(),
+        external: true,
+    };
+    for text in [
+        "Planted lesson about marmalade",
+        "Planted lesson about harmonicas",
+        "Planted lesson about trombones",
+    ] {
+        let entries = vec![entry(text, None)];
+        h.app().learning().learn(entries, &planted).await.unwrap();
+    }
+    let texts = |h: &Harness| -> Vec<String> {
+        let mut texts: Vec<String> = h
+            .app()
+            .store()
+            .heuristics()
+            .into_iter()
+            .map(|x| x.text)
+            .collect();
+        texts.sort();
+        texts
+    };
+    assert_eq!(
+        texts(&h),
+        [
+            "Approved lesson about kayaks",
+            "Approved lesson about lanterns",
+            "Planted lesson about harmonicas",
+            "Planted lesson about trombones",
+        ],
+        "the oldest pending one went, no approved one"
+    );
+    // An approval makes room among the approved ones, and the pending cap frees a place.
+    let learning = h.app().learning();
+    learning
+        .feedback(&[by_text(&h, "Approved lesson about lanterns").id], true)
+        .unwrap();
+    assert!(
+        learning
+            .approve(by_text(&h, "Planted lesson about trombones").id)
+            .unwrap()
+    );
+    assert_eq!(
+        texts(&h),
+        [
+            "Approved lesson about lanterns",
+            "Planted lesson about harmonicas",
+            "Planted lesson about trombones",
+        ]
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn admins_review_heuristics_a_page_at_a_time() {
     let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;
     let long: Vec<String> = (0..14)

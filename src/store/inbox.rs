@@ -159,7 +159,7 @@ impl Store {
     }
 
     /// Forgets finished (answered or failed) updates received before `before` (unix
-    /// seconds), and unreadable ones.
+    /// seconds); unreadable ones are kept.
     pub fn prune_inbox(&self, before: i64) -> anyhow::Result<usize> {
         prune_json(&self.inbox, TREE, |e: &InboxEntry| {
             e.state.is_done() && e.received < before

@@ -421,7 +421,7 @@ mod tests {
             PruneReport {
                 inbox: 1,
                 tickets: 1,
-                feedback: 2,
+                feedback: 1,
                 retries: 0,
                 refusals: 0,
                 history: 0,
@@ -429,6 +429,10 @@ mod tests {
         );
         assert!(store.ticket(&old_option).is_none());
         assert!(store.ticket(&new_option).is_some());
+        assert!(
+            store.feedback.contains_key("garbage").unwrap(),
+            "an unreadable record is kept"
+        );
         assert_eq!(
             store.vote(&old_feedback, CHAT, true, 0).unwrap(),
             Vote::Unknown

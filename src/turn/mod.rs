@@ -289,6 +289,9 @@ async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>
     out.notice(chat, PANIC_NOTICE).await;
 }
 
+/// What the user is told when the conversation's stored history or state cannot be read.
+pub const UNREADABLE_NOTICE: &str = "⚠️ Sorry, this conversation's stored history cannot be read, so I cannot answer here without risking it. Nothing was changed; the bot's owner can see why in its log.";
+
 /// What the user is told when their message crashed its turn.
 pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this message could not be handled. Please try again or rephrase it.";
 
@@ -312,10 +315,20 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(at);
     let budget = app.history_budget(&model).await;
-    let window = app.store().history(at, budget).unwrap_or_else(|e| {
-        tracing::error!(chat, error = %e, "cannot read history; answering without it");
-        Default::default()
-    });
+    let window = match app.store().history(at, budget) {
+        Ok(window) => window,
+        // Answering without it would store the turn over the chat's history (or next to
+        // turns it cannot place): the turn stops, and stores nothing.
+        Err(e) => {
+            tracing::error!(%at, error = %format!("{e:#}"), "cannot read the history; the turn stops");
+            drop(typing);
+            out.notice(at, UNREADABLE_NOTICE).await;
+            if let Some(update) = input.update {
+                set_state(&app, update, InboxState::Answered).await;
+            }
+            return;
+        }
+    };
     let context = app
         .learning()
         .context_for(&input.text, &window.messages)

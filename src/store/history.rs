@@ -202,11 +202,14 @@ impl Store {
         Ok(stored)
     }
 
-    /// The answer of the stored turn that `update` started in `chat`, if it is still there.
+    /// The answer of the stored turn that `update` started in `chat`, if it is still there:
+    /// only turns from the update's `first_seq` on count, so an older turn whose update had
+    /// the same id (Telegram reuses ids after a week of silence) is not taken for its answer.
     pub fn stored_answer(&self, chat: impl Into<Conversation>, update: u32) -> Option<String> {
         let chat = chat.into();
+        let first = self.first_seq(update, chat);
         self.history_of(chat)
-            .scan_prefix(chat_key(chat))
+            .range(turn_key(chat, first)..turn_key(chat, u64::MAX))
             .rev()
             .filter_map(Result::ok)
             .filter_map(|(key, bytes)| decode_json::<StoredTurn>(TREE, &key, &bytes))

@@ -15,7 +15,8 @@
 //!   from before topics were told apart read as they always did.
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
-//!   it and a re-delivered update is never processed twice.
+//!   it and a re-delivered update is never processed twice (and a reused id, after a week of
+//!   silence, is told apart from a re-delivery by when its record was received).
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
@@ -64,7 +65,7 @@ mod usage;
 pub use chats::{ChatState, Offered};
 pub use db::Store;
 pub use history::{HistoryWindow, StoredTurn};
-pub use inbox::{InboxEntry, InboxState};
+pub use inbox::{Arrival, InboxEntry, InboxState, REDELIVERY_WINDOW, arrival};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use retention::PruneReport;
 pub use retries::{RetryClaim, RetryTicket};
@@ -117,6 +118,7 @@ mod tests {
             topic: None,
             reply_to: None,
             parts: Vec::new(),
+            first_seq: 0,
         }
     }
 
@@ -232,7 +234,10 @@ mod tests {
             .append_turn(TOPIC, 0, None, &[ChatMessage::user("in a topic")])
             .unwrap();
         store.remember_name(9, "Ann").unwrap();
-        assert!(store.accept_update(UPDATE, &good_entry()).unwrap());
+        assert_eq!(
+            store.accept_update(UPDATE, &good_entry()).unwrap(),
+            Arrival::New
+        );
         store.put_heuristic(&good_heuristic()).unwrap();
         let job = fixtures::job(CHAT, "kept");
         store.save_reflection(&job).unwrap();
@@ -435,6 +440,7 @@ mod tests {
                 topic: None,
                 reply_to: None,
                 parts: Vec::new(),
+                first_seq: 0,
             };
             store.accept_update(update, &entry).unwrap();
         }

@@ -26,7 +26,7 @@ use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
-use crate::store::{FeedbackTicket, InboxEntry, InboxState, Offered, ReflectionJob};
+use crate::store::{Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, ReflectionJob};
 pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, unrecorded};
 
 /// The chat a turn answers in, as the turn layer holds it.
@@ -64,9 +64,8 @@ impl TurnInput {
 /// The turn is queued first and the inbox flushed while it starts; this returns only after
 /// the flush, and Telegram is told the update arrived only after its handler returned (see
 /// `telegram::listener`), so a crash at any point before loses nothing Telegram forgot.
-pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
-    let update = input.update;
-    if let Some(update) = update {
+pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
+    if let Some(update) = input.update {
         let entry = InboxEntry {
             chat: input.chat,
             user: input.user,
@@ -77,19 +76,22 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             topic: input.topic,
             reply_to: input.reply_to,
             parts: Vec::new(),
+            first_seq: 0,
         };
         match app.store().accept_update(update, &entry) {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(Arrival::New | Arrival::Reused) => {}
+            Ok(Arrival::Redelivered) => {
                 tracing::info!(update, "ignoring an update that was already accepted");
                 return false;
             }
+            // Its id's record is another update's: the turn must not change that record.
+            Ok(Arrival::Unrecorded) => input.update = None,
             Err(e) => {
                 tracing::error!(update, error = %e, "cannot record the update; answering anyway")
             }
         }
     }
-    let chat = input.conversation();
+    let (chat, update) = (input.conversation(), input.update);
     let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
         .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);

@@ -35,6 +35,8 @@ pub struct Config {
     pub compact_factor: f64,
     /// ... and at least this much larger, in MiB.
     pub compact_min_mb: u64,
+    /// Follow-ups waiting to run at most; the oldest waiting one is dropped past it.
+    pub max_queued_follow_ups: usize,
     pub telegram: TelegramConfig,
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,

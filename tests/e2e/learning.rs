@@ -993,3 +993,59 @@ async fn with_embeddings_a_lesson_is_found_and_deduplicated_by_meaning() {
     assert!(ask(&h, ALICE, 2, "proofread my grammar").await.is_empty());
     h.stop().await;
 }
+
+/// Follow-ups are bounded: with one reflection at a time and one waiting, a burst of answers
+/// while a reflection is slow keeps the running one and the newest; the ones between are
+/// dropped and forgotten (their saved jobs removed), and the answers never wait for any.
+#[tokio::test]
+async fn the_oldest_waiting_reflection_is_dropped_and_forgotten_when_the_queue_is_full() {
+    let reflections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = reflections.clone();
+    let llm = FakeLlm::start(move |req, _| {
+        if is_reflection_request(req) {
+            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+            let delay = Duration::from_millis(if first { 4000 } else { 0 });
+            return reflection_reply(&[]).after(delay);
+        }
+        Reply::text("done")
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.options.enabled = false;
+        c.learning.max_concurrent_reflections = 1;
+        c.max_queued_follow_ups = 1;
+    })
+    .await;
+    for i in 0..4 {
+        h.tg.send_text(ALICE, &format!("task {i}"));
+        h.tg.wait_messages(ALICE, i + 1).await;
+    }
+    h.tg.wait_for(|_| (reflections.load(Ordering::SeqCst) == 1).then_some(()))
+        .await;
+    let saved: Vec<String> = h
+        .app()
+        .learning()
+        .pending_reflections()
+        .into_iter()
+        .map(|(_, job)| job.task)
+        .collect();
+    assert_eq!(
+        saved,
+        ["task 0", "task 3"],
+        "the running one and the newest"
+    );
+    h.tg.wait_for(|_| {
+        let learning = h.app().learning();
+        learning.pending_reflections().is_empty().then_some(())
+    })
+    .await;
+    let asked: Vec<String> = h
+        .llm
+        .reflection_requests()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(asked.len(), 2, "the dropped ones never reached the model");
+    assert!(asked[1].contains("task 3"));
+    h.stop().await;
+}

@@ -43,9 +43,10 @@
 //! # Unreadable records
 //! A record or key that cannot be read is skipped with a warning naming its tree and key; it
 //! never blocks a chat and never panics, and it is never deleted, reset or written over (it
-//! may be repaired): [`Store::prune`] keeps it, a counter over it stays as it is, and an
-//! unreadable chat state stops that chat's turns with an error (see `chats.rs`) instead of
-//! being read as a new chat's, which would write its history from turn 0 again.
+//! may be repaired): [`Store::prune`] keeps it, a skill-match count over it stays as it is, and
+//! an unreadable chat state stops that chat's turns with an error (see `chats.rs`) instead of
+//! being read as a new chat's, which would write its history from turn 0 again. (Not yet the
+//! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
 
 mod chats;
 pub mod compaction;

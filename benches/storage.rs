@@ -29,7 +29,7 @@ use disk::dir_size;
 use heurist::llm::{ChatMessage, Usage};
 use heurist::store::compaction::CompactionPolicy;
 use heurist::store::{
-    FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
+    Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
 };
 
 /// Words the generated texts are made of (sled does not compress, so only sizes matter; the
@@ -134,8 +134,9 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         topic: None,
         reply_to: None,
         parts: Vec::new(),
+        first_seq: 0,
     };
-    assert!(store.accept_update(update, &entry).unwrap());
+    assert_eq!(store.accept_update(update, &entry).unwrap(), Arrival::New);
     let (round, _) = store.retire_offered(chat).unwrap();
     let epoch = store.history(chat, history_tokens).unwrap().epoch;
     let messages = [

@@ -76,7 +76,11 @@ impl App {
             ledger,
             queues: ChatQueues::default(),
             turns: Arc::default(),
-            background: Background::default(),
+            background: Background::new(
+                config.agent.max_concurrent_turns,
+                config.learning.max_concurrent_reflections,
+                config.max_queued_follow_ups,
+            ),
             admin_alerted: std::sync::Mutex::new(None),
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
             config,
@@ -194,6 +198,17 @@ impl App {
     /// Runs `work` in the background, tracked so a shutdown can end it.
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
         self.background.spawn(work);
+    }
+
+    /// Queues `work`, a follow-up of an answer, in `lane`; `dropped` runs instead if the full
+    /// queue drops it (see [`crate::background`]).
+    pub(crate) fn follow_up(
+        &self,
+        lane: crate::background::Lane,
+        work: impl Future<Output = ()> + Send + 'static,
+        dropped: impl FnOnce() + Send + 'static,
+    ) {
+        self.background.follow_up(lane, work, dropped);
     }
 
     /// Runs `work`, a loop that never ends by itself, until the shutdown ends it.

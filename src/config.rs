@@ -35,6 +35,8 @@ pub struct Config {
     pub compact_factor: f64,
     /// ... and at least this much larger, in MiB.
     pub compact_min_mb: u64,
+    /// Follow-ups waiting to run at most; the oldest waiting one is dropped past it.
+    pub max_queued_follow_ups: usize,
     pub telegram: TelegramConfig,
     pub llm: LlmConfig,
     pub models: Vec<ModelConfig>,
@@ -186,6 +188,9 @@ pub struct LearningConfig {
     pub min_relevance: f32,
     pub min_utility: f32,
     pub max_heuristics: usize,
+    /// Heuristics held for review kept at most, apart from `max_heuristics`: a new pending one
+    /// evicts only pending ones, so untrusted lessons never push out approved ones.
+    pub max_pending: usize,
     pub review: Review,
     pub feedback_buttons: bool,
 }

@@ -20,7 +20,9 @@
 //! A turn that carried a heuristic counts for it (or, if the turn went badly, against it); a
 //! 👍 or 👎 on such an answer counts fully; being learned again from a trusted task counts
 //! half. At `max_heuristics` the least useful goes, then the least recently injected, then
-//! the oldest.
+//! the oldest. Pending heuristics (see *Trust*) have a cap of their own, `max_pending`: a new
+//! pending one evicts only pending ones, in the same order, so a flood of untrusted lessons
+//! can never push out an approved one; approved ones count against `max_heuristics` only.
 //!
 //! # Trust
 //! Heuristics are shared by all users, so a web page must not be able to plant one. With
@@ -580,28 +582,12 @@ impl Learning {
                 report.reinforced += 1;
                 continue;
             }
-            while memory.records.len() >= self.config.max_heuristics.max(1) {
-                let Some(victim) = memory
-                    .records
-                    .values()
-                    .map(Heuristic::age)
-                    .min_by(eviction_order)
-                    .map(|age| age.id)
-                else {
-                    break;
-                };
-                tracing::info!(
-                    id = victim,
-                    "store full: forgetting the least useful heuristic"
-                );
-                memory.remove(&self.store, victim)?;
-                report.evicted += 1;
-            }
             let review = if pending {
                 ReviewState::Pending
             } else {
                 ReviewState::Approved
             };
+            report.evicted += self.make_room(&mut memory, review, None)?;
             let origin = Origin {
                 outcome: source.outcome.clone(),
                 external: source.external,
@@ -637,6 +623,47 @@ impl Learning {
         let own = scores[index];
         let best = scores.iter().copied().fold(0.0_f32, f32::max);
         (own >= self.config.min_skill_score && own >= best).then(|| name.clone())
+    }
+
+    /// The cap on heuristics in review state `review`.
+    fn cap(&self, review: ReviewState) -> usize {
+        match review {
+            ReviewState::Approved => self.config.max_heuristics,
+            ReviewState::Pending => self.config.max_pending,
+        }
+        .max(1)
+    }
+
+    /// Forgets heuristics of review state `review` (and only those), least useful first, until
+    /// one more fits under its cap; `keep` is never forgotten. Returns how many went.
+    fn make_room(
+        &self,
+        memory: &mut Memory,
+        review: ReviewState,
+        keep: Option<u64>,
+    ) -> anyhow::Result<usize> {
+        let mut evicted = 0;
+        loop {
+            let same = || {
+                memory
+                    .records
+                    .values()
+                    .filter(|h| h.review == review && Some(h.id) != keep)
+            };
+            if same().count() < self.cap(review) {
+                return Ok(evicted);
+            }
+            let Some(victim) = same().map(Heuristic::age).min_by(eviction_order) else {
+                return Ok(evicted);
+            };
+            tracing::info!(
+                id = victim.id,
+                ?review,
+                "store full: forgetting the least useful heuristic of its kind"
+            );
+            memory.remove(&self.store, victim.id)?;
+            evicted += 1;
+        }
     }
 
     /// After a turn whose prompt carried heuristics `ids`: they were injected, and the turn
@@ -701,6 +728,8 @@ impl Learning {
         }
         heuristic.review = ReviewState::Approved;
         heuristic.updated = now();
+        // Approved, it counts against `max_heuristics`: a full store forgets another first.
+        self.make_room(&mut memory, ReviewState::Approved, Some(id))?;
         memory.put(&self.store, heuristic)?;
         tracing::info!(id, "heuristic approved");
         Ok(true)

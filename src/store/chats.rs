@@ -1,14 +1,17 @@
 //! The `chats` tree: per-chat state (history window, clear epoch, chosen model), changed only
 //! in sled transactions so concurrent changes never overwrite one another. A forum topic's
 //! state is the same record in the `topic_chats` tree, keyed by chat and topic.
+//!
+//! A state that is there but cannot be decoded is an error ([`StateError::Unreadable`]), never
+//! a default: a default would number the chat's next turn from 0, over the turns it has, and
+//! bring cleared turns back into the window. So nothing is written over it, and the chat's
+//! turns stop with an error until it is repaired.
 
 use serde::{Deserialize, Serialize};
-use sled::transaction::{
-    ConflictableTransactionError, TransactionalTree, UnabortableTransactionError,
-};
+use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
 use super::db::{self, Store};
-use super::records::{decode_json, read_json};
+use super::records::decode_json;
 use crate::conversation::Conversation;
 
 const TREE: &str = db::CHATS;
@@ -52,16 +55,38 @@ pub(super) fn chat_key(chat: impl Into<Conversation>) -> Vec<u8> {
     key
 }
 
-/// A chat's state as a transaction reads it; a missing or unreadable one is the default.
+/// Why a chat's state cannot be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The record is there but cannot be decoded (it is logged with its key, and left as is).
+    #[error(
+        "the stored state of {0} cannot be read; it is left as it is, and the conversation \
+         is not written to until it is repaired or removed (tree `chats`, or `topic_chats`)"
+    )]
+    Unreadable(Conversation),
+    #[error("cannot encode a chat's state: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Decodes a chat's stored state: a missing one is the default (a new chat), an unreadable
+/// one [`StateError::Unreadable`].
+fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState, StateError> {
+    match bytes {
+        None => Ok(ChatState::default()),
+        Some(bytes) => {
+            decode_json(TREE, &chat_key(chat), bytes).ok_or(StateError::Unreadable(chat))
+        }
+    }
+}
+
+/// A chat's state as a transaction reads it; an unreadable one aborts the transaction, so
+/// nothing is written over it.
 pub(super) fn read_in(
     tree: &TransactionalTree,
     chat: Conversation,
-) -> Result<ChatState, UnabortableTransactionError> {
-    let key = chat_key(chat);
-    Ok(tree
-        .get(&key)?
-        .and_then(|bytes| decode_json(TREE, &key, &bytes))
-        .unwrap_or_default())
+) -> Result<ChatState, ConflictableTransactionError<StateError>> {
+    let bytes = tree.get(chat_key(chat))?;
+    decode_state(chat, bytes.as_deref()).map_err(ConflictableTransactionError::Abort)
 }
 
 impl Store {
@@ -73,14 +98,18 @@ impl Store {
         }
     }
 
-    pub fn chat_state(&self, chat: impl Into<Conversation>) -> ChatState {
+    /// The chat's state: the default for a chat never seen, an error for one that cannot be
+    /// read (see the module doc).
+    pub fn chat_state(&self, chat: impl Into<Conversation>) -> anyhow::Result<ChatState> {
         let chat = chat.into();
-        read_json(self.chats_of(chat), TREE, &chat_key(chat)).unwrap_or_default()
+        let bytes = self.chats_of(chat).get(chat_key(chat))?;
+        Ok(decode_state(chat, bytes.as_deref())?)
     }
 
-    /// The model id a chat chose, if any.
+    /// The model id a chat chose, if any (none when its state cannot be read: the default
+    /// model answers, or rather the error does, since such a chat's turns stop).
     pub fn chat_model(&self, chat: impl Into<Conversation>) -> Option<String> {
-        self.chat_state(chat).model
+        self.chat_state(chat).ok()?.model
     }
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
@@ -128,7 +157,8 @@ impl Store {
         let result = self.chats_of(chat).transaction(|tree| {
             let mut state = read_in(tree, chat)?;
             let result = change(&mut state);
-            let bytes = serde_json::to_vec(&state).map_err(ConflictableTransactionError::Abort)?;
+            let bytes = serde_json::to_vec(&state)
+                .map_err(|e| ConflictableTransactionError::Abort(e.into()))?;
             tree.insert(chat_key(chat), bytes)?;
             Ok(result)
         })?;
@@ -158,8 +188,64 @@ mod tests {
                 });
             }
         });
-        let state = store.chat_state(1);
+        let state = store.chat_state(1).unwrap();
         assert_eq!(state.epoch, 150, "no epoch bump was lost");
         assert_eq!(state.model.as_deref(), Some("m"));
+    }
+}
+
+#[cfg(test)]
+mod unreadable {
+    //! An unreadable state is never read as a new chat's: nothing is written over it.
+
+    use super::*;
+    use crate::llm::ChatMessage;
+
+    #[test]
+    fn an_unreadable_state_fails_every_change_and_is_kept_with_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..3 {
+            let turn = [
+                ChatMessage::user(format!("q{i}")),
+                ChatMessage::assistant("a"),
+            ];
+            assert!(
+                store
+                    .append_turn(1, 0, None, &turn, &Default::default())
+                    .unwrap()
+            );
+        }
+        let garbage = br#"{"window_start":0,"next_seq":"#;
+        store.chats.insert(chat_key(1), &garbage[..]).unwrap();
+        let turns = || store.history.scan_prefix(chat_key(1)).count();
+
+        assert!(store.chat_state(1).is_err(), "not read as a new chat");
+        assert!(store.history(1, 1000).is_err());
+        assert_eq!(store.chat_model(1), None);
+        let turn = [ChatMessage::user("new")];
+        assert!(
+            store
+                .append_turn(1, 0, None, &turn, &Default::default())
+                .is_err()
+        );
+        assert!(store.set_chat_model(1, "m").is_err());
+        assert!(store.clear_history(1).is_err());
+        assert!(store.skip_turns(1, 1).is_err());
+        assert!(store.retire_offered(1).is_err());
+
+        assert_eq!(turns(), 3, "no turn written or removed");
+        assert_eq!(
+            store.chats.get(chat_key(1)).unwrap().as_deref(),
+            Some(&garbage[..]),
+            "the state is left as it was"
+        );
+        // Another chat goes on.
+        assert!(
+            store
+                .append_turn(2, 0, None, &turn, &Default::default())
+                .unwrap()
+        );
+        assert_eq!(store.chat_state(2).unwrap().next_seq, 1);
     }
 }

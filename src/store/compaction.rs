@@ -7,7 +7,9 @@
 //! - `CURRENT`: one line, `store-<n> <bytes>`: the generation in use, and its size when it was
 //!   first opened (what the next compaction is measured against); `from-legacy` after them
 //!   while sled's files from before generations, which it was copied from, are still to be
-//!   deleted.
+//!   deleted. `legacy 0` names sled's files in the data directory itself: written before
+//!   they are first copied, so a `store-1/` that a crash left half-written beside them is
+//!   known for the unfinished copy it is.
 //! - `store-<n>/`: that generation's sled files.
 //! - `LOCK`: held (`flock`) by the process using the directory, so a second one started on it
 //!   stops before it touches anything.
@@ -22,9 +24,9 @@
 //! open. So after a crash at any point `CURRENT` names a whole generation: the old one (the
 //! copy is discarded at the next start) or the new one (the old one is then deleted). Only
 //! `CURRENT` decides which generation is live, a directory it names is never deleted, and a
-//! state this code never leaves (`CURRENT` missing beside a store, or naming a missing one, or
-//! a sled store in the data directory itself that `CURRENT` does not say it was copied from)
-//! stops the start and deletes nothing.
+//! state this code never leaves (`CURRENT` missing beside a store, be it a `store-<n>/` or
+//! sled's files beside one, or naming a missing one, or a sled store in the data directory
+//! itself that `CURRENT` does not say it was copied from) stops the start and deletes nothing.
 //!
 //! # When
 //! At start-up, when the store has grown past `compact_factor` times its size after the last
@@ -52,6 +54,8 @@ const SLED_FILES: &[&str] = &["conf", "db"];
 const SLED_BLOBS: &str = "blobs";
 const SLED_SNAPSHOT_PREFIX: &str = "snap.";
 const GENERATION_PREFIX: &str = "store-";
+/// How `CURRENT` names the legacy generation.
+const LEGACY_NAME: &str = "legacy";
 
 /// When the store is compacted.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,6 +90,14 @@ impl Generation {
         match self {
             Generation::Legacy => root.to_path_buf(),
             Generation::Numbered(n) => root.join(format!("{GENERATION_PREFIX}{n}")),
+        }
+    }
+
+    /// The generation as `CURRENT` names it.
+    fn name(self) -> String {
+        match self {
+            Generation::Legacy => LEGACY_NAME.to_string(),
+            Generation::Numbered(n) => format!("{GENERATION_PREFIX}{n}"),
         }
     }
 
@@ -209,7 +221,12 @@ impl DataDir {
     /// generation, with an older size or mark).
     fn record(&self) {
         if let Generation::Numbered(n) = self.generation
-            && let Err(e) = commit(&self.root, n, self.baseline, self.from_legacy)
+            && let Err(e) = commit(
+                &self.root,
+                Generation::Numbered(n),
+                self.baseline,
+                self.from_legacy,
+            )
         {
             tracing::warn!(error = %format!("{e:#}"), "cannot update CURRENT");
         }
@@ -285,7 +302,7 @@ fn live_generation(root: &Path) -> anyhow::Result<Current> {
                     show(&stores)
                 );
             }
-            if legacy && !current.from_legacy {
+            if legacy && current.generation != Generation::Legacy && !current.from_legacy {
                 bail!(
                     "{} holds both a store generation ({}) and a sled store it was not copied \
                      from (restored from a backup, or written by an older Heurist?): move one \
@@ -296,6 +313,17 @@ fn live_generation(root: &Path) -> anyhow::Result<Current> {
             }
             Ok(current)
         }
+        // sled's files beside a generation, and nothing to say which is live: a compaction
+        // names the legacy store in `CURRENT` before it copies it, so this is no crash of
+        // ours (an older Heurist's, a restored backup): deleting either could lose the data.
+        None if legacy && !stores.is_empty() => bail!(
+            "{} is missing, but both sled's files in {} and {} hold a store: write it naming \
+             the one that holds your data (\"{LEGACY_NAME} 0\" for the files in the directory \
+             itself, else \"store-<n> 0\"), or move the other aside",
+            root.join(CURRENT).display(),
+            root.display(),
+            show(&stores)
+        ),
         None if legacy => Ok(Current {
             generation: Generation::Legacy,
             baseline: 0,
@@ -308,7 +336,7 @@ fn live_generation(root: &Path) -> anyhow::Result<Current> {
             show(&stores)
         ),
         None => {
-            commit(root, 1, 0, false)?;
+            commit(root, Generation::Numbered(1), 0, false)?;
             Ok(Current {
                 generation: Generation::Numbered(1),
                 baseline: 0,
@@ -333,14 +361,18 @@ fn parse_current(text: &str) -> anyhow::Result<Current> {
         [name, bytes, FROM_LEGACY] => (name, bytes, true),
         _ => bail!("expected \"store-<n> <bytes>\", found {text:?}"),
     };
-    let Some(n) = generation_number(name) else {
-        bail!("{name:?} is not a store generation");
+    let generation = match name {
+        LEGACY_NAME => Generation::Legacy,
+        name => match generation_number(name) {
+            Some(n) => Generation::Numbered(n),
+            None => bail!("{name:?} is not a store generation"),
+        },
     };
     let baseline = bytes
         .parse()
         .with_context(|| format!("{bytes:?} is not a size"))?;
     Ok(Current {
-        generation: Generation::Numbered(n),
+        generation,
         baseline,
         from_legacy,
     })
@@ -441,6 +473,10 @@ fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
     let to = Generation::Numbered(next).dir(&dir.root);
     let before = dir.size();
     tracing::info!(mb = before >> 20, from = %from.display(), "compacting the store");
+    if dir.generation == Generation::Legacy {
+        // Named first, so a crash during the copy leaves a known unfinished `store-1/`.
+        commit(&dir.root, Generation::Legacy, 0, false)?;
+    }
     if to.exists() {
         // What a crash left of an earlier copy.
         if !only_sled_files(&to) {
@@ -470,7 +506,7 @@ fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
     sync_all(&to)?;
     let after = sled_size(&to);
     let from_legacy = dir.generation == Generation::Legacy;
-    commit(&dir.root, next, after, from_legacy)?;
+    commit(&dir.root, Generation::Numbered(next), after, from_legacy)?;
     tracing::info!(
         before_mb = before >> 20,
         after_mb = after >> 20,
@@ -511,10 +547,15 @@ fn copy(old: &sled::Db, new: &sled::Db) -> anyhow::Result<u64> {
     Ok(records)
 }
 
-/// Writes `CURRENT` naming `store-<n>` of `bytes` (marked `from-legacy` when it was copied from
+/// Writes `CURRENT` naming `generation` of `bytes` (marked `from-legacy` when it was copied from
 /// sled's files in the data directory itself): to a temporary file, synced, renamed over the
 /// old one, and the directory synced, so it is the old or the new, whole, after a crash.
-fn commit(root: &Path, n: u64, bytes: u64, from_legacy: bool) -> anyhow::Result<()> {
+fn commit(
+    root: &Path,
+    generation: Generation,
+    bytes: u64,
+    from_legacy: bool,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let tmp = root.join(CURRENT_TMP);
     let mut file =
@@ -524,7 +565,7 @@ fn commit(root: &Path, n: u64, bytes: u64, from_legacy: bool) -> anyhow::Result<
     } else {
         String::new()
     };
-    writeln!(file, "{GENERATION_PREFIX}{n} {bytes}{mark}")?;
+    writeln!(file, "{} {bytes}{mark}", generation.name())?;
     file.sync_all()?;
     drop(file);
     fs::rename(&tmp, root.join(CURRENT))
@@ -800,6 +841,40 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_while_a_legacy_store_was_being_copied_removes_the_copy_and_keeps_the_store() {
+        let root = tempfile::tempdir().unwrap();
+        let legacy = Store::open(root.path()).unwrap();
+        fill(&legacy, 20);
+        let records = dump(&legacy);
+        drop(legacy);
+        // Cut short after the copy started: sled's files and what it wrote of store-1.
+        let failed = CompactionPolicy {
+            factor: 1.1,
+            min_growth: 0,
+        };
+        fs::create_dir(root.path().join("store-1")).unwrap();
+        fs::write(root.path().join("store-1/notes.txt"), b"in the way").unwrap();
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, failed).unwrap();
+        assert_eq!(dir.store_dir(), root.path());
+        drop((store, dir));
+        assert_eq!(
+            fs::read_to_string(root.path().join(CURRENT)).unwrap(),
+            "legacy 0\n",
+            "named before the copy"
+        );
+        fs::remove_file(root.path().join("store-1/notes.txt")).unwrap();
+        let half = Store::open(&root.path().join("store-1")).unwrap();
+        fill(&half, 1);
+        drop(half);
+
+        let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
+
+        assert_eq!(dir.store_dir(), root.path());
+        assert!(!root.path().join("store-1").exists(), "the copy is removed");
+        assert_eq!(dump(&store), records);
+    }
+
+    #[test]
     fn each_compaction_writes_the_next_generation_and_only_when_due() {
         let root = tempfile::tempdir().unwrap();
         let (store, _) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
@@ -911,6 +986,15 @@ mod tests {
                 name: "CURRENT deleted beside the store",
                 make: |root| fs::remove_file(root.join(CURRENT)).unwrap(),
                 error: "is missing, but",
+            },
+            Case {
+                name: "sled's files in the data directory beside a generation, without CURRENT",
+                make: |root| {
+                    fs::remove_file(root.join(CURRENT)).unwrap();
+                    let restored = Store::open(root).unwrap();
+                    fill(&restored, 3);
+                },
+                error: "both sled's files in",
             },
             Case {
                 name: "CURRENT naming a generation that is not there",

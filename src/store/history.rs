@@ -178,7 +178,7 @@ impl Store {
         budget_tokens: usize,
     ) -> anyhow::Result<HistoryWindow> {
         let chat = chat.into();
-        let state = self.chat_state(chat);
+        let state = self.chat_state(chat)?;
         let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
         let mut total = 0;
         for entry in self
@@ -223,7 +223,7 @@ impl Store {
     /// Moves the history window past its `count` oldest turns (after a context overflow).
     pub fn skip_turns(&self, chat: impl Into<Conversation>, count: usize) -> anyhow::Result<()> {
         let chat = chat.into();
-        let state = self.chat_state(chat);
+        let state = self.chat_state(chat)?;
         let next = self
             .history_of(chat)
             .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
@@ -273,8 +273,8 @@ impl Store {
                 }
                 let seq = state.next_seq;
                 state.next_seq += 1;
-                let state =
-                    serde_json::to_vec(&state).map_err(ConflictableTransactionError::Abort)?;
+                let state = serde_json::to_vec(&state)
+                    .map_err(|e| ConflictableTransactionError::Abort(e.into()))?;
                 history.insert(turn_key(chat, seq), turn.as_slice())?;
                 states.insert(chat_key(chat), state)?;
                 Ok(true)
@@ -282,11 +282,14 @@ impl Store {
         Ok(stored)
     }
 
-    /// The answer of the stored turn that `update` started in `chat`, if it is still there.
+    /// The answer of the stored turn that `update` started in `chat`, if it is still there:
+    /// only turns from the update's `first_seq` on count, so an older turn whose update had
+    /// the same id (Telegram reuses ids after a week of silence) is not taken for its answer.
     pub fn stored_answer(&self, chat: impl Into<Conversation>, update: u32) -> Option<String> {
         let chat = chat.into();
+        let first = self.first_seq(update, chat);
         self.history_of(chat)
-            .scan_prefix(chat_key(chat))
+            .range(turn_key(chat, first)..turn_key(chat, u64::MAX))
             .rev()
             .filter_map(Result::ok)
             .filter_map(|(key, bytes)| decode_json::<StoredTurn>(TREE, &key, &bytes))
@@ -552,7 +555,7 @@ mod tests {
 
         let starts: u64 = chats
             .iter()
-            .map(|&c| store.chat_state(c).window_start)
+            .map(|&c| store.chat_state(c).unwrap().window_start)
             .sum();
         assert!(starts > 0, "the windows moved");
         assert_eq!(
@@ -701,7 +704,10 @@ mod tests {
         store.history.insert(short, b"{}".to_vec()).unwrap();
         store.chats.insert(chat_key(4), b"{".to_vec()).unwrap();
         assert_eq!(store.history(3, 1000).unwrap().messages.len(), 4);
-        assert!(store.history(4, 1000).unwrap().messages.is_empty());
+        assert!(
+            store.history(4, 1000).is_err(),
+            "an unreadable state is no new chat"
+        );
         store.skip_turns(3, 1).unwrap();
         assert_eq!(store.history(3, 1000).unwrap().messages.len(), 2);
     }
@@ -760,8 +766,8 @@ mod tests {
         assert!(store.history(b, 1000).unwrap().messages.is_empty());
         assert_eq!(store.chat_model(a).as_deref(), Some("topic-model"));
         assert_eq!(store.chat_model(general), None);
-        assert_eq!(store.chat_state(b).epoch, 1);
-        assert_eq!(store.chat_state(general).epoch, 0);
+        assert_eq!(store.chat_state(b).unwrap().epoch, 1);
+        assert_eq!(store.chat_state(general).unwrap().epoch, 0);
         assert_eq!(store.stored_answer(a, 11).as_deref(), Some("a11"));
         assert_eq!(
             store.stored_answer(general, 11),
@@ -791,14 +797,14 @@ mod tests {
         for round in 0..200u64 {
             // Enough stored turns that a small budget moves the window.
             for i in 0..4 {
-                let epoch = store.chat_state(chat).epoch;
+                let epoch = store.chat_state(chat).unwrap().epoch;
                 assert!(
                     store
                         .append_turn(chat, epoch, None, &turn(i, 200), &Default::default())
                         .unwrap()
                 );
             }
-            let before = store.chat_state(chat);
+            let before = store.chat_state(chat).unwrap();
             let model = format!("m{round}");
             let barrier = Barrier::new(4);
             let stored = std::thread::scope(|s| {
@@ -822,7 +828,7 @@ mod tests {
                 });
                 turn.join().unwrap()
             });
-            let after = store.chat_state(chat);
+            let after = store.chat_state(chat).unwrap();
             assert_eq!(after.epoch, before.epoch + 1, "round {round}: clear lost");
             assert_eq!(
                 after.model.as_deref(),

@@ -1,12 +1,67 @@
 //! The `inbox` tree: every update that starts a turn, recorded before the turn starts, and how
 //! far it got, so a crash loses no message and a re-delivered update is not answered twice.
+//!
+//! # Update ids are not forever
+//! Records are keyed by Telegram's `update_id`, which is unique only for a while: after a week
+//! without updates, Telegram may go on from a random id, so a new update can carry the id of
+//! one the inbox still keeps (finished records stay for `retention_days`). A re-delivery, on
+//! the other hand, comes within a day of the first delivery: Telegram keeps an update no
+//! longer than 24 hours. So an update whose id is on record counts as seen only if that record
+//! was received within [`REDELIVERY_WINDOW`] before it ([`arrival`]); an older finished record
+//! is a reused id's predecessor and makes way for it. The turns of the history name their
+//! update too, so a record also keeps `first_seq`, where its own turn can start: recovery never
+//! takes an older turn under the same id for its answer.
+//!
+//! ```
+//! use heurist::store::{Arrival, arrival, InboxState};
+//! let day = 24 * 3600;
+//! let on_record = |state, received| Some(Some((state, received)));
+//! assert_eq!(arrival(on_record(InboxState::Answered, 0), 3600), Arrival::Redelivered);
+//! assert_eq!(arrival(on_record(InboxState::Answered, 0), 8 * day), Arrival::Reused);
+//! assert_eq!(arrival(on_record(InboxState::Pending, 0), 8 * day), Arrival::Unrecorded);
+//! assert_eq!(arrival(None, 0), Arrival::New);
+//! ```
 
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
 use super::records::{decode_json, prune_json, update_json};
+use crate::conversation::Conversation;
 
 const TREE: &str = db::INBOX;
+
+/// How long after an update's first delivery a second one with its id counts as a
+/// re-delivery: more than the day Telegram keeps an update, less than the week of silence after
+/// which it may reuse ids, with a margin for the clock either way.
+pub const REDELIVERY_WINDOW: i64 = 3 * 24 * 3600;
+
+/// What an arriving update is, given the record its id already has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// No record: it is recorded.
+    New,
+    /// Recorded within [`REDELIVERY_WINDOW`]: the same update again, not to be run twice.
+    Redelivered,
+    /// A finished record from before the window: the id was reused, and the new update
+    /// replaces the record.
+    Reused,
+    /// A record that cannot be read, or one from before the window that is not finished: it is
+    /// neither the same update nor one to overwrite, so it stays, and the new update is
+    /// answered without a record of its own (logged).
+    Unrecorded,
+}
+
+/// Decides an arrival at `received` (unix seconds) from the record its id has: `None` for
+/// none, `Some(None)` for an unreadable one, else its state and when it was received.
+pub fn arrival(on_record: Option<Option<(InboxState, i64)>>, received: i64) -> Arrival {
+    match on_record {
+        None => Arrival::New,
+        Some(None) => Arrival::Unrecorded,
+        Some(Some((_, then))) if received - then < REDELIVERY_WINDOW => Arrival::Redelivered,
+        Some(Some((state, _))) if state.is_done() => Arrival::Reused,
+        Some(Some(_)) => Arrival::Unrecorded,
+    }
+}
 
 /// Where an accepted update is on its way to an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,18 +112,65 @@ pub struct InboxEntry {
     /// [`InboxState::Visible`]), so a resumed answer is edited into all of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<i32>,
+    /// The conversation's next turn number when the update was accepted (set by
+    /// [`Store::accept_update`]): its own turn is stored at or after it, and a turn before it
+    /// that names the same update id is a reused id's predecessor's (0 in older records).
+    #[serde(default)]
+    pub first_seq: u64,
 }
 
 impl Store {
-    /// Records an update before its turn starts; `false` if it was seen before (Telegram
-    /// re-delivers updates after a crash), in which case it must not be processed again.
-    pub fn accept_update(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<bool> {
-        let swapped = self.inbox.compare_and_swap(
-            update.to_be_bytes(),
-            None as Option<&[u8]>,
-            Some(serde_json::to_vec(entry)?),
-        )?;
-        Ok(swapped.is_ok())
+    /// Records an update before its turn starts (see the module doc for what its id on record
+    /// means). [`Arrival::Redelivered`]: Telegram sent it again after a crash, and it must not
+    /// be processed again; [`Arrival::Unrecorded`]: its turn runs without an inbox record.
+    pub fn accept_update(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<Arrival> {
+        let key = update.to_be_bytes();
+        let chat = Conversation::new(entry.chat, entry.topic);
+        let entry = InboxEntry {
+            first_seq: self.chat_state(chat).map_or(0, |state| state.next_seq),
+            ..entry.clone()
+        };
+        let bytes = serde_json::to_vec(&entry)?;
+        loop {
+            let old = self.inbox.get(key)?;
+            let on_record = old.as_ref().map(|old| {
+                decode_json::<InboxEntry>(TREE, &key, old).map(|old| (old.state, old.received))
+            });
+            let seen = arrival(on_record, entry.received);
+            match seen {
+                Arrival::Redelivered => return Ok(seen),
+                Arrival::Unrecorded => {
+                    tracing::warn!(
+                        update,
+                        "an update's id has a record that is unreadable or unfinished: \
+                         keeping it, and answering the update without a record"
+                    );
+                    return Ok(seen);
+                }
+                Arrival::Reused => {
+                    tracing::info!(update, "an update id came again after a week: a new update");
+                }
+                Arrival::New => {}
+            }
+            // Another writer came first: decide again on what it wrote.
+            let swapped = self
+                .inbox
+                .compare_and_swap(key, old, Some(bytes.as_slice()))?;
+            if swapped.is_ok() {
+                return Ok(seen);
+            }
+        }
+    }
+
+    /// Where the turn of `update` in `chat` can start in the history (see
+    /// [`InboxEntry::first_seq`]); 0 when the update has no readable record of `chat`.
+    pub(super) fn first_seq(&self, update: u32, chat: Conversation) -> u64 {
+        let key = update.to_be_bytes();
+        let entry = self.inbox.get(key).ok().flatten();
+        entry
+            .and_then(|bytes| decode_json::<InboxEntry>(TREE, &key, &bytes))
+            .filter(|e| Conversation::new(e.chat, e.topic) == chat)
+            .map_or(0, |e| e.first_seq)
     }
 
     pub fn set_update_state(&self, update: u32, state: InboxState) -> anyhow::Result<()> {
@@ -159,7 +261,7 @@ impl Store {
     }
 
     /// Forgets finished (answered or failed) updates received before `before` (unix
-    /// seconds), and unreadable ones.
+    /// seconds); unreadable ones are kept.
     pub fn prune_inbox(&self, before: i64) -> anyhow::Result<usize> {
         prune_json(&self.inbox, TREE, |e: &InboxEntry| {
             e.state.is_done() && e.received < before
@@ -182,6 +284,7 @@ mod tests {
             topic: None,
             reply_to: None,
             parts: Vec::new(),
+            first_seq: 0,
         }
     }
 
@@ -190,17 +293,154 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let pending = entry(InboxState::Pending, 5);
-        assert!(store.accept_update(1, &pending).unwrap());
-        assert!(!store.accept_update(1, &pending).unwrap(), "re-delivered");
+        assert_eq!(store.accept_update(1, &pending).unwrap(), Arrival::New);
+        assert_eq!(
+            store.accept_update(1, &pending).unwrap(),
+            Arrival::Redelivered
+        );
         assert_eq!(store.unfinished_updates(), vec![(1, pending.clone())]);
         store.set_update_state(1, InboxState::Answered).unwrap();
         assert!(store.unfinished_updates().is_empty());
-        assert!(store.accept_update(2, &pending).unwrap());
+        assert_eq!(store.accept_update(2, &pending).unwrap(), Arrival::New);
         store.set_update_state(2, InboxState::Failed).unwrap();
         assert!(
             store.unfinished_updates().is_empty(),
             "a failed turn is not resumed"
         );
+    }
+
+    #[test]
+    fn arrivals_tell_a_redelivery_from_a_reused_id() {
+        struct Case {
+            name: &'static str,
+            on_record: Option<Option<(InboxState, i64)>>,
+            received: i64,
+            arrival: Arrival,
+        }
+        let day = 24 * 3600;
+        let cases = [
+            Case {
+                name: "no record",
+                on_record: None,
+                received: 0,
+                arrival: Arrival::New,
+            },
+            Case {
+                name: "a re-delivery after a crash, within Telegram's day",
+                on_record: Some(Some((InboxState::Pending, 0))),
+                received: day,
+                arrival: Arrival::Redelivered,
+            },
+            Case {
+                name: "an answered update re-delivered",
+                on_record: Some(Some((InboxState::Answered, 0))),
+                received: 60,
+                arrival: Arrival::Redelivered,
+            },
+            Case {
+                name: "a clock that went back",
+                on_record: Some(Some((InboxState::Answered, 100))),
+                received: 50,
+                arrival: Arrival::Redelivered,
+            },
+            Case {
+                name: "an id reused after a week of silence",
+                on_record: Some(Some((InboxState::Answered, 0))),
+                received: 8 * day,
+                arrival: Arrival::Reused,
+            },
+            Case {
+                name: "a failed one's id reused",
+                on_record: Some(Some((InboxState::Failed, 0))),
+                received: 8 * day,
+                arrival: Arrival::Reused,
+            },
+            Case {
+                name: "an unfinished record under a reused id is kept",
+                on_record: Some(Some((InboxState::Stored, 0))),
+                received: 8 * day,
+                arrival: Arrival::Unrecorded,
+            },
+            Case {
+                name: "an unreadable record is kept",
+                on_record: Some(None),
+                received: 0,
+                arrival: Arrival::Unrecorded,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                arrival(case.on_record, case.received),
+                case.arrival,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
+    /// Telegram restarts update ids after a week of silence: a new message with the id of one
+    /// answered weeks ago is accepted (not dropped as "already accepted"), and recovery finds
+    /// its own turn's answer, never the old turn's under the same id.
+    #[test]
+    fn a_reused_update_id_is_a_new_update_with_its_own_answer() {
+        use crate::llm::ChatMessage;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let day = 24 * 3600;
+        let old = InboxEntry {
+            text: "old".into(),
+            ..entry(InboxState::Pending, 1_000)
+        };
+        assert_eq!(store.accept_update(7, &old).unwrap(), Arrival::New);
+        let answer = |text: &str| [ChatMessage::user("q"), ChatMessage::assistant(text)];
+        assert!(
+            store
+                .append_turn(1, 0, Some(7), &answer("old answer"), &Default::default())
+                .unwrap()
+        );
+        store.set_update_state(7, InboxState::Answered).unwrap();
+
+        let new = InboxEntry {
+            text: "new".into(),
+            ..entry(InboxState::Pending, 1_000 + 8 * day)
+        };
+        assert_eq!(store.accept_update(7, &new).unwrap(), Arrival::Reused);
+        let unfinished = store.unfinished_updates();
+        assert_eq!(unfinished.len(), 1);
+        assert_eq!(unfinished[0].1.text, "new");
+        assert_eq!(
+            store.stored_answer(1, 7),
+            None,
+            "the old turn is not the new update's answer"
+        );
+        assert_eq!(
+            store.accept_update(7, &new).unwrap(),
+            Arrival::Redelivered,
+            "the new one, re-delivered, is seen"
+        );
+        assert!(
+            store
+                .append_turn(1, 0, Some(7), &answer("new answer"), &Default::default())
+                .unwrap()
+        );
+        assert_eq!(store.stored_answer(1, 7).as_deref(), Some("new answer"));
+    }
+
+    #[test]
+    fn a_record_that_is_unreadable_or_unfinished_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let late = entry(InboxState::Pending, 30 * 24 * 3600);
+        store.inbox.insert(1u32.to_be_bytes(), &b"{"[..]).unwrap();
+        assert_eq!(store.accept_update(1, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(
+            store.inbox.get(1u32.to_be_bytes()).unwrap().as_deref(),
+            Some(&b"{"[..])
+        );
+        let stuck = entry(InboxState::Stored, 5);
+        store.accept_update(2, &stuck).unwrap();
+        assert_eq!(store.accept_update(2, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(store.unfinished_updates(), vec![(2, stuck)]);
     }
 
     #[test]

@@ -172,18 +172,14 @@ impl Store {
     }
 
     /// Reflections saved but not finished (a previous run stopped first). An unreadable job
-    /// can never run, so it is dropped.
+    /// cannot run: it is logged and kept (it may be repaired), never deleted.
     pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
         self.reflections
             .iter()
             .filter_map(Result::ok)
             .filter_map(|(key, value)| {
                 let id = u64::from_be_bytes(key.as_ref().try_into().ok()?);
-                let job = decode_json(REFLECTIONS_TREE, &key, &value);
-                if job.is_none() {
-                    let _ = self.reflections.remove(&key);
-                }
-                Some((id, job?))
+                Some((id, decode_json(REFLECTIONS_TREE, &key, &value)?))
             })
             .collect()
     }
@@ -191,8 +187,17 @@ impl Store {
     pub fn count_skill_match(&self, skill: &str) -> anyhow::Result<()> {
         self.skill_matches
             .fetch_and_update(skill.as_bytes(), |old| {
-                let count = decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), old);
-                Some((count + 1).to_be_bytes().to_vec())
+                // An unreadable count is kept as it is, not restarted from 0.
+                match old {
+                    Some(old) if old.len() != 8 => {
+                        decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), Some(old));
+                        Some(old.to_vec())
+                    }
+                    old => {
+                        let count = decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), old);
+                        Some(count.saturating_add(1).to_be_bytes().to_vec())
+                    }
+                }
             })?;
         Ok(())
     }
@@ -230,12 +235,18 @@ mod tests {
             .insert(u64::MAX.to_be_bytes(), "[")
             .unwrap();
         assert_eq!(store.pending_reflections(), vec![(kept, job("kept"))]);
-        assert_eq!(store.reflections.len(), 1, "the unreadable job is dropped");
+        assert_eq!(store.reflections.len(), 2, "the unreadable job is kept");
 
         store.skill_matches.insert("weather", "odd").unwrap();
         assert_eq!(store.skill_matches("weather"), 0);
         store.count_skill_match("weather").unwrap();
-        store.count_skill_match("weather").unwrap();
-        assert_eq!(store.skill_matches("weather"), 2);
+        assert_eq!(
+            store.skill_matches.get("weather").unwrap().as_deref(),
+            Some(&b"odd"[..]),
+            "an unreadable count is not restarted"
+        );
+        store.count_skill_match("sailing").unwrap();
+        store.count_skill_match("sailing").unwrap();
+        assert_eq!(store.skill_matches("sailing"), 2);
     }
 }

@@ -15,7 +15,8 @@
 //!   from before topics were told apart read as they always did.
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
-//!   it and a re-delivered update is never processed twice.
+//!   it and a re-delivered update is never processed twice (and a reused id, after a week of
+//!   silence, is told apart from a re-delivery by when its record was received).
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
@@ -41,8 +42,11 @@
 //!
 //! # Unreadable records
 //! A record or key that cannot be read is skipped with a warning naming its tree and key; it
-//! never blocks a chat and never panics. [`Store::prune`] removes unreadable inbox entries and
-//! tickets along with old ones.
+//! never blocks a chat and never panics, and it is never deleted, reset or written over (it
+//! may be repaired): [`Store::prune`] keeps it, a skill-match count over it stays as it is, and
+//! an unreadable chat state stops that chat's turns with an error (see `chats.rs`) instead of
+//! being read as a new chat's, which would write its history from turn 0 again. (Not yet the
+//! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
 
 mod chats;
 pub mod compaction;
@@ -62,7 +66,7 @@ mod usage;
 pub use chats::{ChatState, Offered};
 pub use db::Store;
 pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
-pub use inbox::{InboxEntry, InboxState};
+pub use inbox::{Arrival, InboxEntry, InboxState, REDELIVERY_WINDOW, arrival};
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use retention::PruneReport;
 pub use retries::{RetryClaim, RetryTicket};
@@ -116,6 +120,7 @@ mod tests {
             topic: None,
             reply_to: None,
             parts: Vec::new(),
+            first_seq: 0,
         }
     }
 
@@ -243,7 +248,10 @@ mod tests {
             )
             .unwrap();
         store.remember_name(9, "Ann").unwrap();
-        assert!(store.accept_update(UPDATE, &good_entry()).unwrap());
+        assert_eq!(
+            store.accept_update(UPDATE, &good_entry()).unwrap(),
+            Arrival::New
+        );
         store.put_heuristic(&good_heuristic()).unwrap();
         let job = fixtures::job(CHAT, "kept");
         store.save_reflection(&job).unwrap();
@@ -315,15 +323,22 @@ mod tests {
                     Target::Retries => (&store.retries, retry.clone().into_bytes()),
                     Target::People => (&store.people, b"refused:9:5".to_vec()),
                 };
-                tree.insert(key, bytes).unwrap();
+                // An unreadable chat state is never taken for a new chat's: what reads or
+                // changes it fails, and leaves it as it is.
+                let is_state = |t| serde_json::from_slice::<ChatState>(&bytes).is_ok() || t;
+                let readable = is_state(!matches!(target, Target::Chats));
+                let topic_readable = is_state(!matches!(target, Target::TopicChats));
+                tree.insert(key.clone(), bytes.clone()).unwrap();
 
                 // Every reader answers; the good records beside the garbage still read.
                 let state = store.chat_state(CHAT);
-                let window = store.history(CHAT, 10_000).unwrap();
+                prop_assert_eq!(state.is_ok(), readable);
+                let window = store.history(CHAT, 10_000);
+                prop_assert_eq!(window.is_ok(), readable);
                 if !matches!(target, Target::Chats | Target::HistoryKey | Target::History) {
-                    prop_assert_eq!(window.messages.len(), 1);
+                    prop_assert_eq!(window.unwrap().messages.len(), 1);
                 }
-                store.skip_turns(CHAT, 0).unwrap();
+                prop_assert_eq!(store.skip_turns(CHAT, 0).is_ok(), readable);
                 let _ = store.stored_answer(CHAT, UPDATE);
                 let _ = store.chat_model(CHAT);
                 if !matches!(target, Target::Inbox | Target::InboxKey) {
@@ -348,9 +363,10 @@ mod tests {
                 let _ = store.ticket(&ticket);
                 let _ = store.choose_option(&ticket, 0, None).unwrap();
                 let _ = store.vote(&feedback, CHAT, true, 1).unwrap();
-                let topic = store.history(TOPIC, 10_000).unwrap();
+                let topic = store.history(TOPIC, 10_000);
+                prop_assert_eq!(topic.is_ok(), topic_readable);
                 if !matches!(target, Target::TopicChats | Target::TopicHistory) {
-                    prop_assert_eq!(topic.messages.len(), 1);
+                    prop_assert_eq!(topic.unwrap().messages.len(), 1);
                 }
                 let _ = store.chat_model(TOPIC);
                 let claim = store.claim_retry(&retry, CHAT, 9, 0, None).unwrap();
@@ -364,23 +380,39 @@ mod tests {
                 store.record_usage(CHAT, "m", 1, 1, usage).unwrap();
                 store.record_user_tokens(9, usage).unwrap();
                 store.count_skill_match("skill").unwrap();
-                store.set_chat_model(CHAT, "n").unwrap();
-                prop_assert_eq!(store.chat_model(CHAT), Some("n".to_string()));
-                let epoch = store.chat_state(CHAT).epoch;
-                prop_assert_eq!(epoch, state.epoch);
-                prop_assert!(
-                    store
-                        .append_turn(
-                            CHAT,
-                            epoch,
-                            None,
-                            &[ChatMessage::user("more")],
-                            &Default::default()
-                        )
-                        .unwrap()
-                );
-                store.clear_history(CHAT).unwrap();
-                prop_assert!(store.history(CHAT, 10_000).unwrap().messages.is_empty());
+                if let Ok(state) = state {
+                    store.set_chat_model(CHAT, "n").unwrap();
+                    prop_assert_eq!(store.chat_model(CHAT), Some("n".to_string()));
+                    let epoch = store.chat_state(CHAT).unwrap().epoch;
+                    prop_assert_eq!(epoch, state.epoch);
+                    prop_assert!(
+                        store
+                            .append_turn(
+                                CHAT,
+                                epoch,
+                                None,
+                                &[ChatMessage::user("more")],
+                                &Default::default()
+                            )
+                            .unwrap()
+                    );
+                    store.clear_history(CHAT).unwrap();
+                    prop_assert!(store.history(CHAT, 10_000).unwrap().messages.is_empty());
+                } else {
+                    let turns = store.history.scan_prefix(chats::chat_key(CHAT)).count();
+                    prop_assert!(store.set_chat_model(CHAT, "n").is_err());
+                    let more = [ChatMessage::user("more")];
+                    prop_assert!(
+                        store
+                            .append_turn(CHAT, 0, None, &more, &Default::default())
+                            .is_err()
+                    );
+                    prop_assert!(store.clear_history(CHAT).is_err());
+                    let after = store.history.scan_prefix(chats::chat_key(CHAT)).count();
+                    prop_assert_eq!(after, turns, "no turn written or removed");
+                    let kept = store.chats.get(&key).unwrap();
+                    prop_assert_eq!(kept.as_deref(), Some(bytes.as_slice()));
+                }
                 store
                     .set_update_state(UPDATE, InboxState::Answered)
                     .unwrap();
@@ -432,6 +464,7 @@ mod tests {
                 topic: None,
                 reply_to: None,
                 parts: Vec::new(),
+                first_seq: 0,
             };
             store.accept_update(update, &entry).unwrap();
         }
@@ -440,7 +473,7 @@ mod tests {
             PruneReport {
                 inbox: 1,
                 tickets: 1,
-                feedback: 2,
+                feedback: 1,
                 retries: 0,
                 refusals: 0,
                 history: 0,
@@ -449,6 +482,10 @@ mod tests {
         );
         assert!(store.ticket(&old_option).is_none());
         assert!(store.ticket(&new_option).is_some());
+        assert!(
+            store.feedback.contains_key("garbage").unwrap(),
+            "an unreadable record is kept"
+        );
         assert_eq!(
             store.vote(&old_feedback, CHAT, true, 0).unwrap(),
             Vote::Unknown

@@ -55,8 +55,9 @@ impl Store {
         Ok(before.as_deref() != Some(day.as_bytes()))
     }
 
-    /// Removes the refusal days before the UTC day of `older_than_unix`, and unreadable ones:
-    /// only today's matter, so strangers who wrote once do not stay forever. Returns how many.
+    /// Removes the refusal days before the UTC day of `older_than_unix` (an unreadable one is
+    /// logged and kept): only today's matter, so strangers who wrote once do not stay forever.
+    /// Returns how many.
     pub(super) fn prune_refusals(&self, older_than_unix: i64) -> anyhow::Result<usize> {
         let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
             return Ok(0);
@@ -67,7 +68,11 @@ impl Store {
             let day = std::str::from_utf8(&value)
                 .ok()
                 .and_then(|day| day.parse::<chrono::NaiveDate>().ok());
-            if day.is_none_or(|day| day < cutoff) {
+            let Some(day) = day else {
+                tracing::warn!(tree = "people", key = %String::from_utf8_lossy(&key), "skipping an unreadable refusal day");
+                continue;
+            };
+            if day < cutoff {
                 self.people.remove(&key)?;
                 removed += 1;
             }
@@ -123,7 +128,7 @@ mod tests {
     }
 
     #[test]
-    fn old_and_unreadable_refusal_days_are_pruned() {
+    fn old_refusal_days_are_pruned_and_unreadable_ones_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
@@ -137,7 +142,14 @@ mod tests {
         store.claim_access_request(1, 0).unwrap();
         // Cutoff: 2026-11-30 12:00 UTC.
         let cutoff = day(30).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
-        assert_eq!(store.prune_refusals(cutoff).unwrap(), 3);
+        assert_eq!(store.prune_refusals(cutoff).unwrap(), 2);
+        assert!(
+            store
+                .people
+                .contains_key(refused_key(4, 4).as_bytes())
+                .unwrap(),
+            "an unreadable day is kept"
+        );
         assert!(
             !store.first_refusal_on(3, 3, day(30)).unwrap(),
             "the cutoff's day stays"

@@ -85,8 +85,9 @@ where
     Ok(before)
 }
 
-/// Removes the records of `tree` that `expired` says are old, and the unreadable ones; returns
-/// how many went. A record rewritten while this runs is left for the next prune.
+/// Removes the records of `tree` that `expired` says are old; returns how many went. An
+/// unreadable record is logged and kept (it may be repaired; deleting it would lose what it
+/// held). A record rewritten while this runs is left for the next prune.
 pub(super) fn prune_json<T: DeserializeOwned>(
     tree: &sled::Tree,
     name: &str,
@@ -95,7 +96,7 @@ pub(super) fn prune_json<T: DeserializeOwned>(
     let mut pruned = 0;
     for entry in tree.iter() {
         let (key, value) = entry?;
-        let old = decode_json::<T>(name, &key, &value).is_none_or(|record| expired(&record));
+        let old = decode_json::<T>(name, &key, &value).is_some_and(|record| expired(&record));
         if old
             && tree
                 .compare_and_swap(&key, Some(&value), None as Option<&[u8]>)?

@@ -23,9 +23,9 @@ pub struct PruneReport {
 impl Store {
     /// Bounds the storage that grows with every turn: removes answered inbox entries received
     /// before `older_than_unix` (unix seconds), and option and feedback tickets and retries
-    /// created before it, with the unreadable records of those trees, and strangers' refusal
-    /// days and users' per-day token counts before the cutoff's day. It also removes every turn before its conversation's
-    /// history window, whatever its age: the LLM never sees those again. A pending or stored
+    /// created before it (an unreadable record is kept, and logged), strangers' refusal days
+    /// and users' per-day token counts before the cutoff's day. It also removes every turn
+    /// before its conversation's history window, whatever its age: the LLM never sees those again. A pending or stored
     /// inbox entry is never removed: its turn is not finished. A button whose ticket was
     /// pruned answers "expired".
     pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {

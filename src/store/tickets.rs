@@ -212,8 +212,8 @@ impl Store {
         read_json::<FeedbackTicket>(&self.feedback, FEEDBACK_TREE, id.as_bytes())?.vote
     }
 
-    /// Removes option and feedback tickets created before `before` (unix seconds), and
-    /// unreadable ones; returns how many of each went.
+    /// Removes option and feedback tickets created before `before` (unix seconds) (unreadable
+    /// ones are kept); returns how many of each went.
     pub(super) fn prune_tickets(&self, before: i64) -> anyhow::Result<(usize, usize)> {
         let options = prune_json(&self.tickets, OPTIONS_TREE, |t: &OptionTicket| {
             t.created < before

@@ -184,8 +184,7 @@ pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
         };
         if let Some(id) = app.learning().plan_reflection(&job) {
             let prefix = super::bare_prefix(app, &job);
-            let app2 = app.clone();
-            app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
+            super::queue_reflection(app, id, job, prefix);
         }
     }
     let toast = match (first, up) {

@@ -21,13 +21,16 @@ use std::time::Duration;
 
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
+use crate::background::Lane;
 use crate::config::{Caller, Role};
 use crate::conversation::Conversation;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
-use crate::store::{FeedbackTicket, InboxEntry, InboxState, Offered, Provenance, ReflectionJob};
+use crate::store::{
+    Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, Provenance, ReflectionJob,
+};
 pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, unrecorded};
 
 /// The chat a turn answers in, as the turn layer holds it.
@@ -65,9 +68,8 @@ impl TurnInput {
 /// The turn is queued first and the inbox flushed while it starts; this returns only after
 /// the flush, and Telegram is told the update arrived only after its handler returned (see
 /// `telegram::listener`), so a crash at any point before loses nothing Telegram forgot.
-pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
-    let update = input.update;
-    if let Some(update) = update {
+pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
+    if let Some(update) = input.update {
         let entry = InboxEntry {
             chat: input.chat,
             user: input.user,
@@ -78,19 +80,22 @@ pub async fn accept(app: &Arc<App>, out: &Out, input: TurnInput) -> bool {
             topic: input.topic,
             reply_to: input.reply_to,
             parts: Vec::new(),
+            first_seq: 0,
         };
         match app.store().accept_update(update, &entry) {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(Arrival::New | Arrival::Reused) => {}
+            Ok(Arrival::Redelivered) => {
                 tracing::info!(update, "ignoring an update that was already accepted");
                 return false;
             }
+            // Its id's record is another update's: the turn must not change that record.
+            Ok(Arrival::Unrecorded) => input.update = None,
             Err(e) => {
                 tracing::error!(update, error = %e, "cannot record the update; answering anyway")
             }
         }
     }
-    let chat = input.conversation();
+    let (chat, update) = (input.conversation(), input.update);
     let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
         .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
@@ -113,8 +118,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
     for (id, job) in app.learning().pending_reflections() {
         tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
         let prefix = bare_prefix(app, &job);
-        let app2 = app.clone();
-        app.spawn(async move { app2.learning().reflect(id, &job, prefix).await });
+        queue_reflection(app, id, job, prefix);
     }
     for (update, entry) in app.store().unfinished_updates() {
         let chat = Conversation::new(entry.chat, entry.topic);
@@ -289,6 +293,9 @@ async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>
     out.notice(chat, PANIC_NOTICE).await;
 }
 
+/// What the user is told when the conversation's stored history or state cannot be read.
+pub const UNREADABLE_NOTICE: &str = "⚠️ Sorry, this conversation's stored history cannot be read, so I cannot answer here without risking it. Nothing was changed; the bot's owner can see why in its log.";
+
 /// What the user is told when their message crashed its turn.
 pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this message could not be handled. Please try again or rephrase it.";
 
@@ -322,10 +329,20 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(at);
     let budget = app.history_budget(&model).await;
-    let window = app.store().history(at, budget).unwrap_or_else(|e| {
-        tracing::error!(chat, error = %e, "cannot read history; answering without it");
-        Default::default()
-    });
+    let window = match app.store().history(at, budget) {
+        Ok(window) => window,
+        // Answering without it would store the turn over the chat's history (or next to
+        // turns it cannot place): the turn stops, and stores nothing.
+        Err(e) => {
+            tracing::error!(%at, error = %format!("{e:#}"), "cannot read the history; the turn stops");
+            drop(typing);
+            out.notice(at, UNREADABLE_NOTICE).await;
+            if let Some(update) = input.update {
+                set_state(&app, update, InboxState::Answered).await;
+            }
+            return;
+        }
+    };
     // What an admin-only tool returned stays with admins' turns.
     let window = if role == Role::Admin {
         window
@@ -577,22 +594,71 @@ fn follow_ups(
     let reflection = (!failed)
         .then(|| app.learning().plan_reflection(&job))
         .flatten();
-    if extraction.is_none() && reflection.is_none() {
+    // Without its photos from here on: the reflection may wait in the queue.
+    let reflection = reflection.map(|id| (id, job, without_images(&prefix)));
+    let Some(answer) = extraction else {
+        if let Some((id, job, prefix)) = reflection {
+            queue_reflection(app, id, job, prefix);
+        }
         return receiver;
-    }
+    };
     let app2 = app.clone();
-    app.spawn(async move {
-        let attached = match extraction {
-            Some(answer) => extract_options(&app2, answer, &prefix).await,
-            None => None,
-        };
+    let (store, planned) = (app.store().clone(), reflection.as_ref().map(|r| r.0));
+    let extract = async move {
+        let attached = extract_options(&app2, answer, &prefix).await;
         // The turn may have stopped waiting; the options are then simply not shown.
         let _ = sender.send(attached);
-        if let Some(id) = reflection {
-            app2.learning().reflect(id, &job, prefix).await;
+        if let Some((id, job, prefix)) = reflection {
+            queue_reflection(&app2, id, job, prefix);
         }
-    });
+    };
+    // Dropped, the options are not shown (the turn's receiver sees the sender go) and the
+    // reflection that was to follow them is forgotten with them.
+    let dropped = move || {
+        if let Some(id) = planned {
+            forget_reflection(&store, id);
+        }
+    };
+    app.follow_up(Lane::Options, extract, dropped);
     receiver
+}
+
+/// Queues saved reflection `id` on `prefix` (a turn's, without its photos, or a bare one).
+/// Dropped from a full queue, it is forgotten: its saved job is removed, so the backlog that
+/// filled the queue does not come back at every start, and the store holds no job that nothing
+/// will run. (A shutdown keeps the job; it resumes at the next start.)
+pub(crate) fn queue_reflection(app: &Arc<App>, id: u64, job: ReflectionJob, prefix: Prefix) {
+    let app2 = app.clone();
+    let store = app.store().clone();
+    app.follow_up(
+        Lane::Reflection,
+        async move { app2.learning().reflect(id, &job, prefix).await },
+        move || forget_reflection(&store, id),
+    );
+}
+
+/// Removes the saved job of reflection `id`, which the follow-up queue dropped.
+fn forget_reflection(store: &crate::store::Store, id: u64) {
+    tracing::warn!(
+        id,
+        "a reflection dropped from the full follow-up queue is forgotten"
+    );
+    if let Err(e) = store.finish_reflection(id) {
+        tracing::warn!(id, error = %e, "cannot forget a dropped reflection");
+    }
+}
+
+/// `prefix` without its photos' data (each is named instead, as in the history): what a
+/// queued reflection holds, so a backlog of reflections does not hold megabytes of images, and
+/// what it sends, which does not need them.
+fn without_images((request, messages): &Prefix) -> Prefix {
+    let strip =
+        |messages: &[ChatMessage]| messages.iter().map(ChatMessage::without_images).collect();
+    let request = crate::llm::ChatRequest {
+        messages: strip(&request.messages),
+        ..request.clone()
+    };
+    (request, strip(messages))
 }
 
 /// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay, with
@@ -800,5 +866,41 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queued reflection holds no photo data: neither its request template nor its messages.
+    #[test]
+    fn a_reflection_prefix_holds_no_photo() {
+        let photo =
+            ChatMessage::user_with_image("what is this?", "data:image/jpeg;base64,/9j/AAAA");
+        let messages = vec![
+            ChatMessage::user("hi"),
+            photo,
+            ChatMessage::assistant("a cat"),
+        ];
+        let request = crate::llm::ChatRequest {
+            model: "m".into(),
+            messages: messages[..2].to_vec(),
+            tools: Vec::new(),
+            temperature: 0.0,
+            reasoning_effort: None,
+            provider: None,
+            max_tokens: None,
+            max_completion_tokens: None,
+            stream: false,
+            stream_options: None,
+            context_tokens: None,
+        };
+        let held = without_images(&(request, messages));
+        let text =
+            serde_json::to_string(&held.0).unwrap() + &serde_json::to_string(&held.1).unwrap();
+        assert!(!text.contains("data:image"), "{text}");
+        assert!(text.contains("what is this?") && text.contains("a cat"));
+        assert_eq!(held.1.len(), 3);
     }
 }

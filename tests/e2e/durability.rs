@@ -627,3 +627,55 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
     assert!(chat.notices.lock().unwrap().is_empty(), "not told again");
     assert_eq!(llm.agent_requests().len(), 1, "the LLM was asked once");
 }
+
+#[tokio::test]
+async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_history() {
+    let llm = FakeLlm::start(|_, _| Reply::text("an answer")).await;
+    let mut h = Harness::start(llm).await;
+    let first = h.tg.send_text(ALICE, "first") as u32;
+    h.tg.wait_messages(ALICE, 1).await;
+    // Disk damage while the bot is stopped: Alice's chat state no longer decodes.
+    let dir = h.app().data_dir().store_dir();
+    h.bot.take().unwrap().stop().await;
+    let garbage: &[u8] = br#"{"window_start":0,"next_seq":"#;
+    {
+        let db = sled::open(&dir).unwrap();
+        let chats = db.open_tree("chats").unwrap();
+        chats.insert(ALICE.to_be_bytes(), garbage).unwrap();
+        db.flush().unwrap();
+    }
+    h.bot = Some(heurist::start(h.config.clone()).await.unwrap());
+    let requests = h.llm.agent_requests().len();
+
+    let second = h.tg.send_text(ALICE, "second") as u32;
+    let told = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(told[1].params["text"], heurist::turn::UNREADABLE_NOTICE);
+    // Bob's chat goes on.
+    h.tg.send_text(BOB, "hello");
+    h.tg.wait_messages(BOB, 1).await;
+    assert_eq!(
+        h.llm.agent_requests().len(),
+        requests + 1,
+        "only Bob's turn asked the LLM"
+    );
+    let store = h.app().store();
+    assert_eq!(
+        store.stored_answer(ALICE, first).as_deref(),
+        Some("an answer")
+    );
+    assert_eq!(store.stored_answer(ALICE, second), None, "nothing stored");
+    assert!(
+        store.unfinished_updates().is_empty(),
+        "the message is done with, not resumed at every start"
+    );
+    h.bot.take().unwrap().stop().await;
+    let db = sled::open(&dir).unwrap();
+    let chats = db.open_tree("chats").unwrap();
+    assert_eq!(
+        chats.get(ALICE.to_be_bytes()).unwrap().as_deref(),
+        Some(garbage),
+        "the state is left as it was"
+    );
+    let history = db.open_tree("history").unwrap();
+    assert_eq!(history.scan_prefix(ALICE.to_be_bytes()).count(), 1);
+}

@@ -640,6 +640,76 @@ async fn a_full_store_forgets_the_least_useful_first() {
 }
 
 #[tokio::test]
+async fn pending_heuristics_have_their_own_cap_and_never_evict_approved_ones() {
+    let h = Harness::start_with(learning_llm(|| reflection_reply(&[])).await, |c| {
+        c.learning.max_heuristics = 2;
+        c.learning.max_pending = 2;
+    })
+    .await;
+    learn(
+        &h,
+        &[
+            "Approved lesson about kayaks",
+            "Approved lesson about lanterns",
+        ],
+    )
+    .await;
+    let planted = Source {
+        outcome: "success".into(),
+        external: true,
+        skills: Vec::new(),
+    };
+    for text in [
+        "Planted lesson about marmalade",
+        "Planted lesson about harmonicas",
+        "Planted lesson about trombones",
+    ] {
+        let entries = vec![entry(text, None)];
+        h.app().learning().learn(entries, &planted).await.unwrap();
+    }
+    let texts = |h: &Harness| -> Vec<String> {
+        let mut texts: Vec<String> = h
+            .app()
+            .store()
+            .heuristics()
+            .into_iter()
+            .map(|x| x.text)
+            .collect();
+        texts.sort();
+        texts
+    };
+    assert_eq!(
+        texts(&h),
+        [
+            "Approved lesson about kayaks",
+            "Approved lesson about lanterns",
+            "Planted lesson about harmonicas",
+            "Planted lesson about trombones",
+        ],
+        "the oldest pending one went, no approved one"
+    );
+    // An approval makes room among the approved ones, and the pending cap frees a place.
+    let learning = h.app().learning();
+    learning
+        .feedback(&[by_text(&h, "Approved lesson about lanterns").id], true)
+        .unwrap();
+    assert!(
+        learning
+            .approve(by_text(&h, "Planted lesson about trombones").id)
+            .unwrap()
+    );
+    assert_eq!(
+        texts(&h),
+        [
+            "Approved lesson about lanterns",
+            "Planted lesson about harmonicas",
+            "Planted lesson about trombones",
+        ]
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn admins_review_heuristics_a_page_at_a_time() {
     let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;
     let long: Vec<String> = (0..14)
@@ -1080,5 +1150,61 @@ async fn a_lesson_is_filed_under_a_skill_only_where_it_fits() {
         by_text(&h, "When calling ticket_lookup").skill.as_deref(),
         Some("writing-help")
     );
+    h.stop().await;
+}
+
+/// Follow-ups are bounded: with one reflection at a time and one waiting, a burst of answers
+/// while a reflection is slow keeps the running one and the newest; the ones between are
+/// dropped and forgotten (their saved jobs removed), and the answers never wait for any.
+#[tokio::test]
+async fn the_oldest_waiting_reflection_is_dropped_and_forgotten_when_the_queue_is_full() {
+    let reflections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = reflections.clone();
+    let llm = FakeLlm::start(move |req, _| {
+        if is_reflection_request(req) {
+            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+            let delay = Duration::from_millis(if first { 4000 } else { 0 });
+            return reflection_reply(&[]).after(delay);
+        }
+        Reply::text("done")
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.options.enabled = false;
+        c.learning.max_concurrent_reflections = 1;
+        c.max_queued_follow_ups = 1;
+    })
+    .await;
+    for i in 0..4 {
+        h.tg.send_text(ALICE, &format!("task {i}"));
+        h.tg.wait_messages(ALICE, i + 1).await;
+    }
+    h.tg.wait_for(|_| (reflections.load(Ordering::SeqCst) == 1).then_some(()))
+        .await;
+    let saved: Vec<String> = h
+        .app()
+        .learning()
+        .pending_reflections()
+        .into_iter()
+        .map(|(_, job)| job.task)
+        .collect();
+    assert_eq!(
+        saved,
+        ["task 0", "task 3"],
+        "the running one and the newest"
+    );
+    h.tg.wait_for(|_| {
+        let learning = h.app().learning();
+        learning.pending_reflections().is_empty().then_some(())
+    })
+    .await;
+    let asked: Vec<String> = h
+        .llm
+        .reflection_requests()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(asked.len(), 2, "the dropped ones never reached the model");
+    assert!(asked[1].contains("task 3"));
     h.stop().await;
 }

@@ -19,6 +19,7 @@ pub mod listener;
 pub mod media;
 pub mod outbox;
 pub mod render;
+pub mod replies;
 pub mod send;
 pub mod stats;
 pub mod stream;
@@ -225,7 +226,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         allowed && listener::may_start_turn(update)
     })));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())
-        .dependencies(dptree::deps![app.clone(), tg, intake.clone()])
+        .dependencies(dptree::deps![
+            app.clone(),
+            tg,
+            intake.clone(),
+            Arc::new(access::Strangers::default())
+        ])
         .default_handler(|update| async move {
             tracing::debug!(update_id = update.id.0, "update not handled");
         })

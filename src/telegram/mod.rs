@@ -108,7 +108,7 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
     .branch(messages)
     .branch(presses);
     // Telegram gets the update confirmed only once its handler is done (see `listener`).
-    dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(update.id.0)).chain(routes)
+    dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(&update)).chain(routes)
 }
 
 /// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).

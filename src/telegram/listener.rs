@@ -402,7 +402,8 @@ impl Batches<'_> {
 }
 
 /// Waits until no update is held, giving up holds lost with a panicked handler after
-/// [`STALLED`] (see the module docs); `false` if stopped while updates were still held.
+/// [`STALLED`] (see the module docs); `false` if stopped while updates were still held (for
+/// [`IDLE_WORKER`] more).
 async fn settled(intake: &Intake, stop: &mut StopFlag) -> bool {
     loop {
         tokio::select! {
@@ -417,7 +418,10 @@ async fn settled(intake: &Intake, stop: &mut StopFlag) -> bool {
                     tracing::error!(?lost, "updates lost with a handler that panicked: confirming them");
                 }
             }
-            () = &mut *stop => return intake.held().is_empty(),
+            // Handlers reach the inbox within moments: the batch is confirmed if they do.
+            () = &mut *stop => {
+                return tokio::time::timeout(IDLE_WORKER, intake.drained()).await.is_ok();
+            }
         }
     }
 }

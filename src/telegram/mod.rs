@@ -43,6 +43,13 @@ use commands::Command;
 use listener::{Intake, Polling};
 use outbox::Outbox;
 
+/// How many updates of one chat teloxide queues for its worker before the dispatcher waits
+/// (its default is 64). Handlers never wait for a paced send ([`replies`]), only for the inbox
+/// and for answering a button press, so a chat's queue drains within moments; this bound is
+/// ten of Telegram's largest batches, so even a flood of presses in one chat does not make
+/// every other chat's next update wait for it. The queue's memory grows only as it fills.
+const WORKER_QUEUE: usize = 1024;
+
 /// Every route of the bot, in one place.
 pub fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
@@ -236,6 +243,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             tracing::debug!(update_id = update.id.0, "update not handled");
         })
         .error_handler(LoggingErrorHandler::with_custom_text("a handler failed"))
+        .worker_queue_size(WORKER_QUEUE)
         .build();
     let shutdown = dispatcher.shutdown_token();
     let telegram = &app.config().telegram;

@@ -15,6 +15,7 @@ use crate::background::Background;
 use crate::budget::Ledger;
 use crate::cancel::Turns;
 use crate::config::{Config, ModelConfig};
+use crate::conversation::Conversation;
 use crate::learning::Learning;
 use crate::limits::Limits;
 use crate::llm::{LlmClient, estimate_tokens};
@@ -36,6 +37,9 @@ pub struct App {
     /// The daily token budgets, charged per LLM call.
     ledger: Ledger,
     queues: ChatQueues,
+    /// Replies that are not turns (command replies, refusals, button edits), in order per
+    /// conversation, off the dispatcher: a paced reply never holds the next update.
+    replies: ChatQueues,
     /// The turn running in each chat, with its phase (what a stop may still do).
     turns: Arc<Turns>,
     /// Bounds the turns running at once across all chats.
@@ -75,6 +79,7 @@ impl App {
             limits: Limits::new(config.limits.clone()),
             ledger,
             queues: ChatQueues::default(),
+            replies: ChatQueues::default(),
             turns: Arc::default(),
             background: Background::new(
                 config.agent.max_concurrent_turns,
@@ -132,6 +137,7 @@ impl App {
     /// running: a quiet moment to restart.
     pub(crate) fn idle(&self) -> bool {
         self.queues.busy_chats() == 0
+            && self.replies.busy_chats() == 0
             && self.learning.reflections_running() == 0
             && self.background.running() == 0
     }
@@ -211,6 +217,18 @@ impl App {
         self.background.follow_up(lane, work, dropped);
     }
 
+    /// Sends a reply to `chat` (its paced calls, in the order replies were posted there) off
+    /// the caller's task: a handler posts it and returns.
+    pub(crate) fn reply(
+        &self,
+        chat: impl Into<Conversation>,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let chat = chat.into();
+        let on_panic = async move { tracing::error!(%chat, "a reply panicked") };
+        self.replies.enqueue(chat, None, work, on_panic);
+    }
+
     /// Runs `work`, a loop that never ends by itself, until the shutdown ends it.
     pub(crate) fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
         self.background.spawn_loop(work);
@@ -227,13 +245,17 @@ impl App {
                 "turns still running at shutdown were abandoned"
             );
         }
-        // Reflections, and the follow-ups of answers (option buttons, an answer's "sent" mark).
-        while (self.learning.reflections_running() > 0 || self.background.running() > 0)
+        // Replies, reflections, and the follow-ups of answers (option buttons, an answer's
+        // "sent" mark).
+        while (self.replies.busy_chats() > 0
+            || self.learning.reflections_running() > 0
+            || self.background.running() > 0)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.queues.abort_all();
+        self.replies.abort_all();
         self.background.abort_all().await;
         if let Err(e) = self.store.flush() {
             tracing::error!(error = %e, "cannot flush the database");

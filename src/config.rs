@@ -157,6 +157,7 @@ pub struct AgentConfig {
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     pub turns_per_minute: usize,
+    pub commands_per_minute: usize,
     pub daily_tokens: u64,
     pub exempt_admins: bool,
 }

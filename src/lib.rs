@@ -1,7 +1,8 @@
 //! Heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own tasks.
 //!
 //! The layers, each importing only the ones before it:
-//! [`config`], [`conversation`] → [`llm`], [`store`] → [`budget`] → [`agent`], [`learning`], [`options`],
+//! [`config`], [`conversation`], [`burst`] → [`llm`], [`store`] → [`budget`] → [`agent`],
+//! [`learning`], [`options`],
 //! [`limits`], [`cancel`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one
 //! turn) → [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A
 //! lower layer that must talk back (the turn showing an answer) does so through a trait it owns
@@ -12,6 +13,7 @@ pub mod agent;
 pub mod app;
 pub mod background;
 pub mod budget;
+pub mod burst;
 pub mod cancel;
 pub mod config;
 pub mod conversation;

@@ -6,17 +6,22 @@
 //!
 //! # One refusal per burst
 //! A burst is the run of a user's messages in one conversation (a chat, or a forum topic of
-//! one) that the turn rate refuses, from the first one until the rate window frees (the wait
-//! the latest refusal named has passed). The first refused message of a burst gets a refusal
-//! message in its conversation; every further one there edits that message to count the
-//! unanswered messages and say the wait as it is now, so six fast messages over the limit cost
-//! one message on the user's screen, not six. A refused message is not kept: the refusal asks
-//! the user to send it again.
+//! one) that the rate refuses, from the first one until the rate window frees (the wait the
+//! latest refusal named has passed). The first refused message of a burst gets a refusal
+//! message in its conversation; later ones edit that message to count the unanswered messages
+//! and say the wait as it is now (see [`crate::burst`]: refusals that come while the refusal is
+//! on its way are counted in one edit), so six fast messages over the limit cost one message
+//! on the user's screen, not six. A refused message is not kept: the refusal asks the user to
+//! send it again.
+//!
+//! Commands have a rate of their own (`commands_per_minute`): they cost no LLM call, but each
+//! reply is a paced message, and a flood of them refused is one refusal, like turns.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::burst::Bursts;
 use crate::config::{LimitsConfig, Role};
 use crate::conversation::Conversation;
 use crate::store::Store;
@@ -44,30 +49,31 @@ impl Verdict {
     }
 }
 
-/// What to do with a message the turn rate refused.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// The first of a burst: send a refusal (then report its id with [`Limits::refusal_sent`]).
-    Send(String),
-    /// A later one: edit the burst's refusal message `message` to this text.
-    Edit { message: i32, text: String },
+/// What a burst's refusal says: how many messages it refused, and the wait the latest named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refused {
+    pub count: u32,
+    pub wait: Duration,
 }
 
-/// An open burst of refused messages (see the module docs).
-struct Burst {
-    /// The refusal message on screen; `None` until its send returned.
-    message: Option<i32>,
-    refused: u32,
-    /// When the rate window frees and the burst ends.
-    until: Instant,
+impl Refused {
+    /// The refusal's text.
+    pub fn text(&self) -> String {
+        too_fast_text(self.count, self.wait)
+    }
 }
+
+/// Where a burst of refusals shows: the conversation and the user refused.
+pub type BurstKey = (Conversation, u64);
 
 pub struct Limits {
     config: LimitsConfig,
     /// Start times of each user's recent turns.
     recent: Mutex<HashMap<u64, VecDeque<Instant>>>,
-    /// Open bursts per (chat, user).
-    bursts: Mutex<HashMap<(Conversation, u64), Burst>>,
+    /// Times of each user's recent commands.
+    commands: Mutex<HashMap<u64, VecDeque<Instant>>>,
+    /// Open bursts of refusals.
+    bursts: Bursts<BurstKey, Refused>,
 }
 
 /// The refusal of a burst of `refused` messages, with `wait` until a turn is possible again.
@@ -91,43 +97,24 @@ impl Limits {
         Self {
             config,
             recent: Mutex::default(),
-            bursts: Mutex::default(),
+            commands: Mutex::default(),
+            bursts: Bursts::default(),
         }
     }
 
-    /// Counts a message the turn rate refused (with `wait` until the window frees) into its
-    /// burst, and says whether to send a refusal or edit the burst's one.
-    pub fn refusal(&self, chat: impl Into<Conversation>, user: u64, wait: Duration) -> Refusal {
-        self.refusal_at(chat.into(), user, wait, Instant::now())
+    /// Counts a message the rate refused (with `wait` until the window frees) into its burst;
+    /// `true` if the caller must start the burst's poster (see [`crate::burst`]).
+    pub fn refusal(&self, chat: impl Into<Conversation>, user: u64, wait: Duration) -> bool {
+        self.bursts
+            .add((chat.into(), user), wait, Instant::now(), |refused| {
+                refused.count += 1;
+                refused.wait = wait;
+            })
     }
 
-    fn refusal_at(&self, chat: Conversation, user: u64, wait: Duration, now: Instant) -> Refusal {
-        let mut bursts = self.bursts.lock().unwrap_or_else(|e| e.into_inner());
-        bursts.retain(|_, burst| burst.until > now);
-        let burst = bursts.entry((chat, user)).or_insert(Burst {
-            message: None,
-            refused: 0,
-            until: now,
-        });
-        burst.refused += 1;
-        burst.until = now + wait;
-        match burst.message {
-            Some(message) => Refusal::Edit {
-                message,
-                text: too_fast_text(burst.refused, wait),
-            },
-            // A burst whose refusal is not on screen (yet, or its send failed) sends one.
-            None => Refusal::Send(too_fast_text(burst.refused, wait)),
-        }
-    }
-
-    /// The burst's refusal is (now) message `message`: later refusals of the burst edit it.
-    pub fn refusal_sent(&self, chat: impl Into<Conversation>, user: u64, message: i32) {
-        let chat = chat.into();
-        let mut bursts = self.bursts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(burst) = bursts.get_mut(&(chat, user)) {
-            burst.message = Some(message);
-        }
+    /// The open bursts of refusals, for their posters.
+    pub fn bursts(&self) -> &Bursts<BurstKey, Refused> {
+        &self.bursts
     }
 
     /// Checks `user`'s limits and, if allowed, counts a turn for them.
@@ -143,29 +130,51 @@ impl Limits {
         if budget > 0 && store.user_tokens_today(user) >= budget {
             return Verdict::OverBudget(budget);
         }
-        let limit = self.config.turns_per_minute;
-        if limit == 0 {
+        admit(&self.recent, user, self.config.turns_per_minute, now)
+    }
+
+    /// Checks `user`'s command rate and, if allowed, counts a command for them.
+    pub fn check_command(&self, user: u64, role: Role) -> Verdict {
+        self.check_command_at(user, role, Instant::now())
+    }
+
+    fn check_command_at(&self, user: u64, role: Role, now: Instant) -> Verdict {
+        if role == Role::Admin && self.config.exempt_admins {
             return Verdict::Allowed;
         }
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        // Forget users with no turn in the window, so the map stays as small as the active set.
-        recent.retain(|_, starts| {
-            while starts
-                .front()
-                .is_some_and(|&t| now.duration_since(t) >= WINDOW)
-            {
-                starts.pop_front();
-            }
-            !starts.is_empty()
-        });
-        let starts = recent.entry(user).or_default();
-        if starts.len() >= limit {
-            let oldest = starts.front().copied().unwrap_or(now);
-            return Verdict::TooFast(WINDOW.saturating_sub(now.duration_since(oldest)));
-        }
-        starts.push_back(now);
-        Verdict::Allowed
+        admit(&self.commands, user, self.config.commands_per_minute, now)
     }
+}
+
+/// The sliding window of one rate: `user` may go if fewer than `limit` of their starts lie in
+/// the last minute (0: no limit), and then this one is counted.
+fn admit(
+    recent: &Mutex<HashMap<u64, VecDeque<Instant>>>,
+    user: u64,
+    limit: usize,
+    now: Instant,
+) -> Verdict {
+    if limit == 0 {
+        return Verdict::Allowed;
+    }
+    let mut recent = recent.lock().unwrap_or_else(|e| e.into_inner());
+    // Forget users with nothing in the window, so the map stays as small as the active set.
+    recent.retain(|_, starts| {
+        while starts
+            .front()
+            .is_some_and(|&t| now.duration_since(t) >= WINDOW)
+        {
+            starts.pop_front();
+        }
+        !starts.is_empty()
+    });
+    let starts = recent.entry(user).or_default();
+    if starts.len() >= limit {
+        let oldest = starts.front().copied().unwrap_or(now);
+        return Verdict::TooFast(WINDOW.saturating_sub(now.duration_since(oldest)));
+    }
+    starts.push_back(now);
+    Verdict::Allowed
 }
 
 #[cfg(test)]
@@ -175,6 +184,7 @@ mod tests {
     fn limits(turns_per_minute: usize, daily_tokens: u64) -> Limits {
         Limits::new(LimitsConfig {
             turns_per_minute,
+            commands_per_minute: 3,
             daily_tokens,
             exempt_admins: true,
         })
@@ -211,86 +221,52 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_of_refusals_sends_once_then_edits_until_the_window_frees() {
-        struct Step {
-            name: &'static str,
-            chat: i64,
-            at_secs: u64,
-            wait_secs: u64,
-            /// The message id the send (if any) returned.
-            sent: Option<i32>,
-            expected: Refusal,
-        }
-        let send = |refused, wait| Refusal::Send(too_fast_text(refused, Duration::from_secs(wait)));
-        let edit = |message, refused, wait| Refusal::Edit {
-            message,
-            text: too_fast_text(refused, Duration::from_secs(wait)),
-        };
-        let steps = [
-            Step {
-                name: "the first refusal is sent",
-                chat: 1,
-                at_secs: 0,
-                wait_secs: 40,
-                sent: Some(10),
-                expected: send(1, 40),
-            },
-            Step {
-                name: "the second edits it",
-                chat: 1,
-                at_secs: 5,
-                wait_secs: 35,
-                sent: None,
-                expected: edit(10, 2, 35),
-            },
-            Step {
-                name: "another chat has its own burst",
-                chat: 2,
-                at_secs: 6,
-                wait_secs: 34,
-                sent: None,
-                expected: send(1, 34),
-            },
-            Step {
-                name: "a chat whose send did not return yet sends again",
-                chat: 2,
-                at_secs: 7,
-                wait_secs: 33,
-                sent: Some(20),
-                expected: send(2, 33),
-            },
-            Step {
-                name: "the third edits with the wait as it is now",
-                chat: 1,
-                at_secs: 39,
-                wait_secs: 1,
-                sent: None,
-                expected: edit(10, 3, 1),
-            },
-            Step {
-                name: "after the window freed, a new burst",
-                chat: 1,
-                at_secs: 41,
-                wait_secs: 50,
-                sent: Some(11),
-                expected: send(1, 50),
-            },
-        ];
+    fn a_burst_counts_its_refusals_and_says_the_latest_wait() {
         let limits = limits(2, 0);
+        let key = (Conversation::from(1), 7);
+        assert!(
+            limits.refusal(1, 7, Duration::from_secs(40)),
+            "starts a poster"
+        );
+        let post = limits.bursts().next(&key).unwrap();
+        assert_eq!(post.state.text(), too_fast_text(1, Duration::from_secs(40)));
+        assert!(
+            !limits.refusal(1, 7, Duration::from_secs(35)),
+            "its poster runs"
+        );
+        limits.bursts().shown(&key, post.revision, Some(10));
+        let post = limits.bursts().next(&key).unwrap();
+        assert_eq!(post.message, Some(10));
+        assert_eq!(post.state.text(), too_fast_text(2, Duration::from_secs(35)));
+    }
+
+    #[test]
+    fn commands_have_a_rate_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let limits = limits(1, 0);
         let t0 = Instant::now();
-        for step in steps {
-            let now = t0 + Duration::from_secs(step.at_secs);
-            let wait = Duration::from_secs(step.wait_secs);
-            assert_eq!(
-                limits.refusal_at(step.chat.into(), 7, wait, now),
-                step.expected,
-                "{}",
-                step.name
-            );
-            if let Some(message) = step.sent {
-                limits.refusal_sent(step.chat, 7, message);
-            }
+        assert_eq!(limits.check_at(1, Role::User, &store, t0), Verdict::Allowed);
+        for i in 0..3 {
+            let at = t0 + Duration::from_secs(i);
+            let verdict = limits.check_command_at(1, Role::User, at);
+            assert_eq!(verdict, Verdict::Allowed, "command {i}: turns do not count");
         }
+        let at = t0 + Duration::from_secs(10);
+        assert_eq!(
+            limits.check_command_at(1, Role::User, at),
+            Verdict::TooFast(Duration::from_secs(50))
+        );
+        assert_eq!(limits.check_command_at(2, Role::User, at), Verdict::Allowed);
+        assert_eq!(
+            limits.check_command_at(9, Role::Admin, at),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            limits.check_at(1, Role::User, &store, at),
+            Verdict::TooFast(Duration::from_secs(50)),
+            "nor do commands count as turns"
+        );
     }
 
     #[test]
@@ -353,15 +329,11 @@ mod tests {
             Conversation::new(-5, Some(1)),
             Conversation::new(-5, Some(2)),
         );
-        assert!(matches!(limits.refusal(a, 7, wait), Refusal::Send(_)));
-        limits.refusal_sent(a, 7, 10);
+        assert!(limits.refusal(a, 7, wait));
         assert!(
-            matches!(limits.refusal(b, 7, wait), Refusal::Send(_)),
+            limits.refusal(b, 7, wait),
             "another topic's refusal is a message of its own"
         );
-        assert!(matches!(
-            limits.refusal(a, 7, wait),
-            Refusal::Edit { message: 10, .. }
-        ));
+        assert!(!limits.refusal(a, 7, wait));
     }
 }

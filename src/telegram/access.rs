@@ -6,19 +6,56 @@
 //! `access.request_button` the refusal has a "Request access" button: its first press tells
 //! the admins the stranger's name and id, every press edits the refusal to say the request was
 //! sent. The button carries the stranger's id and only that user may use it.
+//!
+//! Strangers refused in one conversation within a minute of each other (a group flooded by
+//! people who mention the bot) share one refusal: it is sent for the first, then edited to list
+//! every id (see [`crate::burst`]; the list has no button, whose id would be one stranger's).
+//! Its edits wait for the group's other messages, so a member's answer is never queued behind
+//! them.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, User};
 
 use super::callback_data::Action;
-use super::keyboards::{self, button};
+use super::keyboards;
 use super::outbox::Outbox;
 use super::render::escape_html;
-use super::send::{edit_html, send_html};
+use super::replies;
 use crate::app::App;
+use crate::burst::Bursts;
 use crate::config::Role;
+use crate::conversation::Conversation;
+
+/// How long after a stranger's refusal the next stranger refused in the conversation is added
+/// to the same message.
+const BURST: Duration = Duration::from_secs(60);
+
+/// The most ids one refusal lists; more are counted.
+const LISTED: usize = 100;
+
+/// The strangers refused lately in each conversation, shown as one message per burst.
+#[derive(Default)]
+pub struct Strangers(Bursts<Conversation, Refused>);
+
+/// The strangers a burst refused: the first [`LISTED`] ids, and how many more.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refused {
+    ids: Vec<u64>,
+    more: usize,
+}
+
+impl Refused {
+    fn add(&mut self, user: u64) {
+        if self.ids.len() < LISTED {
+            self.ids.push(user);
+        } else {
+            self.more += 1;
+        }
+    }
+}
 
 type HandlerResult = anyhow::Result<()>;
 
@@ -31,6 +68,25 @@ pub(crate) fn refusal_html(user: u64, button: bool) -> String {
     if button {
         html.push_str("\nOr tap <b>Request access</b> to send the owner your name and id.");
     }
+    html
+}
+
+/// The refusal of several strangers at once (a burst in a group): every id, no button.
+pub(crate) fn refusals_html(refused: &Refused) -> String {
+    let ids: Vec<String> = refused
+        .ids
+        .iter()
+        .map(|id| format!("<code>{id}</code>"))
+        .collect();
+    let mut html = format!(
+        "Sorry, this bot is private. To get in, ask the bot's owner to add your Telegram user \
+         id: {}",
+        ids.join(", ")
+    );
+    if refused.more > 0 {
+        html.push_str(&format!(" and {} more", refused.more));
+    }
+    html.push('.');
     html
 }
 
@@ -53,8 +109,14 @@ pub(crate) fn admin_notice_html(user: u64, name: &str, username: Option<&str>) -
     )
 }
 
-/// A message from a stranger: the refusal, at most once a day in this chat; no LLM call.
-pub async fn refuse_stranger(app: Arc<App>, tg: Arc<Outbox>, msg: Message) -> HandlerResult {
+/// A message from a stranger: the refusal, at most once a day in this chat, posted (see
+/// [`replies`]) as the burst's one message; no LLM call.
+pub async fn refuse_stranger(
+    app: Arc<App>,
+    tg: Arc<Outbox>,
+    strangers: Arc<Strangers>,
+    msg: Message,
+) -> HandlerResult {
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
     };
@@ -81,16 +143,29 @@ pub async fn refuse_stranger(app: Arc<App>, tg: Arc<Outbox>, msg: Message) -> Ha
         chat = chat.0,
         "refused a user who is not allowed"
     );
-    let access = &app.config().access;
-    let markup = (access.request_button && !access.admins.is_empty())
-        .then(|| button("🔑 Request access", &Action::RequestAccess(id)))
-        .flatten()
-        .map(|b| InlineKeyboardMarkup::new([[b]]));
-    let html = refusal_html(id, markup.is_some());
     let to = super::handlers::conversation_of(&msg);
-    if let Err(e) = send_html(tg.bot(), tg.policy(), to, &html, markup).await {
-        tracing::warn!(chat = chat.0, error = %e, "could not refuse a stranger");
+    if !strangers
+        .0
+        .add(to, BURST, Instant::now(), |refused| refused.add(id))
+    {
+        return Ok(());
     }
+    let access = &app.config().access;
+    let button = access.request_button && !access.admins.is_empty();
+    let poster = tg.clone();
+    app.reply(to, async move {
+        let render = |refused: &Refused| match refused.ids.as_slice() {
+            [id] => {
+                let markup = button
+                    .then(|| keyboards::button("🔑 Request access", &Action::RequestAccess(*id)))
+                    .flatten()
+                    .map(|b| InlineKeyboardMarkup::new([[b]]));
+                (refusal_html(*id, markup.is_some()), markup)
+            }
+            _ => (refusals_html(refused), None),
+        };
+        replies::post_burst(&poster, to, &strangers.0, &to, render).await;
+    });
     Ok(())
 }
 
@@ -130,7 +205,7 @@ pub async fn request_pressed(
         .text(toast)
         .await?;
     if first {
-        notify_admins(&app, &tg, presser).await;
+        notify_admins(&app, &tg, presser);
     }
     // Only the refusal that carries this very button is edited, not any message a forged
     // press names.
@@ -142,24 +217,27 @@ pub async fn request_pressed(
             .is_some_and(|markup| keyboards::carries(markup, data))
     });
     if let (true, Some(message)) = (sent, refusal) {
-        let (chat, id) = (message.chat().id, message.id());
+        let at = Conversation::from(message.chat().id.0);
         let html = request_sent_html(named);
-        if let Err(e) = edit_html(tg.bot(), tg.policy(), chat, id, &html, None).await {
-            tracing::warn!(chat = chat.0, error = %e, "cannot mark an access request as sent");
-        }
+        let what = "mark an access request as sent";
+        replies::edit(&app, &tg, at, message.id(), html, None, what);
     }
     Ok(())
 }
 
-/// Tells every admin (in their private chat) who asks for access.
-async fn notify_admins(app: &App, tg: &Outbox, who: &User) {
+/// Tells every admin (in their private chat) who asks for access. Telegram refuses a private
+/// chat the admin never opened; the log keeps the request.
+fn notify_admins(app: &App, tg: &Arc<Outbox>, who: &User) {
+    tracing::info!(user = who.id.0, "a stranger asks for access");
     let html = admin_notice_html(who.id.0, &who.full_name(), who.username.as_deref());
     for &admin in &app.config().access.admins {
-        let chat = ChatId(admin as i64);
-        // Telegram refuses a private chat the admin never opened; the log keeps the request.
-        if let Err(e) = send_html(tg.bot(), tg.policy(), chat, &html, None).await {
-            tracing::warn!(admin, user = who.id.0, error = %e, "cannot tell an admin of an access request");
-        }
+        replies::html(
+            app,
+            tg,
+            Conversation::from(admin as i64),
+            html.clone(),
+            None,
+        );
     }
 }
 
@@ -199,6 +277,25 @@ mod tests {
             );
             assert!(!html.contains("HEURIST_"), "{name}: {html}");
         }
+    }
+
+    #[test]
+    fn a_burst_of_strangers_lists_every_id_up_to_a_cap() {
+        let mut refused = Refused::default();
+        for id in 0..LISTED as u64 + 2 {
+            refused.add(1000 + id);
+        }
+        let html = refusals_html(&refused);
+        assert!(
+            html.contains("<code>1000</code>, <code>1001</code>"),
+            "{html}"
+        );
+        assert!(html.ends_with(&format!("<code>{}</code> and 2 more.", 999 + LISTED)));
+        assert!(html.contains("ask the bot's owner to add your Telegram user id"));
+        assert!(
+            !html.contains("Request access"),
+            "no button to mention: {html}"
+        );
     }
 
     #[test]

@@ -2,31 +2,32 @@
 //!
 //! Handlers return quickly: a text message is queued as a turn in its chat's lane and the
 //! handler returns, so `/cancel` and button presses are never stuck behind a running turn.
+//! Nor do they wait for a paced send: command replies, notices, refusals and button edits are
+//! posted to [`replies`], because teloxide runs a chat's handlers one at a time and its
+//! dispatcher waits once a chat's queue is full, so a handler awaiting its chat's pacing would
+//! hold every chat's next update. Commands have a rate per user, as turns do.
 //! The schema computed the sender's role once; admin-only commands and actions are checked
 //! against it here and in [`actions`], on the server, for commands and buttons alike. Every
 //! callback query is answered at once, before anything slow.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use teloxide::prelude::*;
-use teloxide::types::{Me, MessageId};
+use teloxide::types::Me;
 
 use super::callback_data::{List, OptionPress};
 use super::commands::Command;
 use super::keyboards::model_key;
 use super::listener::Handling;
 use super::outbox::Outbox;
-use super::render::escape_html;
-use super::send::{edit_html, edit_keyboard, notify, send_html};
-use super::{keyboards, media, stats, tool_list, views};
+use super::{keyboards, media, replies, stats, tool_list, views};
 use crate::app::App;
 use crate::cancel::TurnId;
 use crate::config::Role;
 use crate::conversation::Conversation;
-use crate::limits::{Refusal, Verdict};
+use crate::limits::Verdict;
 use crate::options::{self, Press};
-use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
+use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop, UNKNOWN_COMMAND};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 type HandlerResult = anyhow::Result<()>;
@@ -107,6 +108,8 @@ fn without_mention(text: &str, me: &Me) -> String {
     .to_string()
 }
 
+/// A command: within the sender's command rate, its action now and its reply posted (see
+/// [`replies`]), so the handler returns without waiting for a paced send.
 pub async fn command(
     app: Arc<App>,
     tg: Arc<Outbox>,
@@ -115,51 +118,50 @@ pub async fn command(
     cmd: Command,
 ) -> HandlerResult {
     let chat = conversation_of(&msg);
-    let (bot, policy) = (tg.bot(), tg.policy());
+    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    if let Verdict::TooFast(wait) = app.limits().check_command(user, role) {
+        replies::refuse_too_fast(&app, &tg, chat, user, wait);
+        return Ok(());
+    }
     if cmd.min_role() > role {
-        tracing::info!(user = ?msg.from.as_ref().map(|u| u.id.0), command = ?cmd, "refused a command for admins");
-        notify(bot, policy, chat, ADMINS_ONLY).await;
+        tracing::info!(user, command = ?cmd, "refused a command for admins");
+        replies::notice(&app, &tg, chat, ADMINS_ONLY);
         return Ok(());
     }
     match cmd {
-        Command::Start => {
-            send_html(bot, policy, chat, &views::start_html(role), None).await?;
-        }
-        Command::Help => {
-            send_html(bot, policy, chat, &views::help_html(&app, role), None).await?;
-        }
+        Command::Start => replies::html(&app, &tg, chat, views::start_html(role), None),
+        Command::Help => replies::html(&app, &tg, chat, views::help_html(&app, role), None),
         Command::Clear => {
             let out: Out = tg.clone();
             turn::retire_options(&app, &out, chat);
-            notify(bot, policy, chat, actions::clear(&app, chat)).await;
+            replies::notice(&app, &tg, chat, actions::clear(&app, chat));
         }
         Command::Cancel => {
             // Asked before the stop: a live message on screen confirms it itself.
             let live = tg.shows_live(chat);
             match actions::cancel(&app, chat, None) {
                 Stop::Stopped if live => {}
-                stop => notify(bot, policy, chat, stop.reply()).await,
+                stop => replies::notice(&app, &tg, chat, stop.reply()),
             }
         }
         Command::Stats => {
-            let user = msg.from.as_ref().map_or(0, |u| u.id.0);
             let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role).await?);
-            send_html(bot, policy, chat, &html, None).await?;
+            replies::html(&app, &tg, chat, html, None);
         }
-        Command::Model(id) => model_command(&app, &tg, chat, id.trim()).await?,
+        Command::Model(id) => model_command(&app, &tg, chat, id.trim()),
         Command::Heuristics(which) => {
             let pending = which.trim().eq_ignore_ascii_case("pending");
             let page = views::heuristics_page(&app, pending, 0);
-            send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
+            replies::html(&app, &tg, chat, page.html, Some(page.keyboard));
         }
         Command::Skills => {
             let page = views::skills_page(&app, 0);
-            send_html(bot, policy, chat, &page.html, Some(page.keyboard)).await?;
+            replies::html(&app, &tg, chat, page.html, Some(page.keyboard));
         }
         Command::Tools => {
             let catalog = app.agent().tools().catalog();
             for part in tool_list::render(&catalog, chrono::Utc::now()) {
-                notify(bot, policy, chat, &part).await;
+                replies::notice(&app, &tg, chat, part);
             }
         }
     }
@@ -167,21 +169,19 @@ pub async fn command(
 }
 
 /// `/model`: the model keyboard; `/model <id>`: switch directly.
-async fn model_command(app: &App, tg: &Outbox, chat: Conversation, id: &str) -> HandlerResult {
-    let (bot, policy) = (tg.bot(), tg.policy());
+fn model_command(app: &App, tg: &Arc<Outbox>, chat: Conversation, id: &str) {
     if id.is_empty() {
         let current = app.model_for(chat).id;
         let markup = keyboards::markup(&actions::models_keyboard(app, &current));
         let text = views::model_header_html(&current);
-        send_html(bot, policy, chat, &text, Some(markup)).await?;
-        return Ok(());
+        replies::html(app, tg, chat, text, Some(markup));
+        return;
     }
     let text = match actions::set_model(app, chat, id) {
         Ok(model) => format!("Model for this chat: {model}"),
         Err(e) => e.to_string(),
     };
-    notify(bot, policy, chat, &text).await;
-    Ok(())
+    replies::notice(app, tg, chat, text);
 }
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
@@ -199,8 +199,14 @@ pub async fn text(
 ) -> HandlerResult {
     if text.starts_with('/') {
         handling.done();
-        let reply = "I do not know that command. /help lists what I can do.";
-        notify(tg.bot(), tg.policy(), conversation_of(&msg), reply).await;
+        let (chat, user) = (
+            conversation_of(&msg),
+            msg.from.as_ref().map_or(0, |u| u.id.0),
+        );
+        match app.limits().check_command(user, role) {
+            Verdict::TooFast(wait) => replies::refuse_too_fast(&app, &tg, chat, user, wait),
+            _ => replies::notice(&app, &tg, chat, UNKNOWN_COMMAND),
+        }
         return Ok(());
     }
     let text = without_mention(&text, &me);
@@ -248,9 +254,7 @@ pub async fn non_text(
                 .collect();
             let current = app.model_for(chat).id;
             let note = media::unseen_image_note(&current, &vision, caption.is_some());
-            // Before the caption's answer, so it holds this update's intake for one paced
-            // message (a photo on a model without vision only).
-            notify(tg.bot(), tg.policy(), chat, &note).await;
+            replies::notice(&app, &tg, chat, note);
             if let Some(caption) = caption {
                 let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
                 start_turn(&app, &tg, &update, &msg, role, text, None, &handling).await;
@@ -260,7 +264,7 @@ pub async fn non_text(
         None => "I can only read text messages and photos. Please send your request as text.",
     };
     handling.done();
-    notify(tg.bot(), tg.policy(), chat, reply).await;
+    replies::notice(&app, &tg, chat, reply);
     Ok(())
 }
 
@@ -283,18 +287,12 @@ async fn start_turn(
         Verdict::Allowed => {}
         Verdict::TooFast(wait) => {
             handling.done();
-            refuse_in_burst(app, tg, chat, user, wait).await;
+            replies::refuse_too_fast(app, tg, chat, user, wait);
             return;
         }
         refused => {
             handling.done();
-            notify(
-                tg.bot(),
-                tg.policy(),
-                chat,
-                &refused.message().unwrap_or_default(),
-            )
-            .await;
+            replies::notice(app, tg, chat, refused.message().unwrap_or_default());
             return;
         }
     }
@@ -318,32 +316,6 @@ async fn start_turn(
     handling.done();
 }
 
-/// A message over the turn rate: the burst's one refusal is sent, or edited to count this one
-/// too (see [`crate::limits`]).
-async fn refuse_in_burst(app: &App, tg: &Outbox, chat: Conversation, user: u64, wait: Duration) {
-    let (bot, policy) = (tg.bot(), tg.policy());
-    let shown = match app.limits().refusal(chat, user, wait) {
-        Refusal::Send(text) => send_html(bot, policy, chat, &escape_html(&text), None)
-            .await
-            .map(|sent| sent.id),
-        Refusal::Edit { message, text } => {
-            edit_html(
-                bot,
-                policy,
-                chat,
-                MessageId(message),
-                &escape_html(&text),
-                None,
-            )
-            .await
-        }
-    };
-    match shown {
-        Ok(id) => app.limits().refusal_sent(chat, user, id.0),
-        Err(e) => tracing::warn!(%chat, error = %e, "could not show a rate refusal"),
-    }
-}
-
 /// A button press from a user who is not on the allow-list.
 pub async fn refuse_press(bot: Bot, query: CallbackQuery) -> HandlerResult {
     tracing::info!(
@@ -357,8 +329,8 @@ pub async fn refuse_press(bot: Bot, query: CallbackQuery) -> HandlerResult {
 }
 
 /// A press whose data names nothing live: expired, forged or unknown.
-pub async fn expired_press(bot: Bot, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
-    answer_press(&bot, &tg, &query, Outcome::refuse(EXPIRED)).await
+pub async fn expired_press(app: Arc<App>, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
+    answer_press(&app, &tg, &query, Outcome::refuse(EXPIRED)).await
 }
 
 /// An option button: checked on the server, then the conversation continues exactly as if
@@ -391,14 +363,14 @@ pub async fn option_pressed(
     )?;
     let (ticket, index) = match decided {
         Press::Continue(ticket, index) => (ticket, index),
-        Press::Expired => return answer_press(bot, &tg, &query, Outcome::refuse(EXPIRED)).await,
+        Press::Expired => return answer_press(&app, &tg, &query, Outcome::refuse(EXPIRED)).await,
         Press::Earlier => {
             let refused = Outcome::refuse("That choice belongs to an earlier answer");
-            return answer_press(bot, &tg, &query, refused).await;
+            return answer_press(&app, &tg, &query, refused).await;
         }
         Press::AlreadyChosen => {
             let refused = Outcome::refuse("You already chose an option here");
-            return answer_press(bot, &tg, &query, refused).await;
+            return answer_press(&app, &tg, &query, refused).await;
         }
     };
     // The option is chosen now: the turn must start whatever Telegram says to the answer (a
@@ -437,7 +409,6 @@ pub async fn option_pressed(
 
 /// A model button (admins): switch the chat to the model whose key the button carries.
 pub async fn set_model_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -453,21 +424,18 @@ pub async fn set_model_pressed(
     let mut outcome = actions::choose_model(&app, role, chat, id.map(String::as_str));
     // The header names the model too: one edit puts the new text and the moved ✓ in place.
     let switched = outcome.keyboard.take().filter(|_| !outcome.refused);
-    answer_press(&bot, &tg, &query, outcome).await?;
+    answer_press(&app, &tg, &query, outcome).await?;
     if let (Some(keyboard), Some(message)) = (switched, query.message.as_ref()) {
         let html = views::model_header_html(&app.model_for(chat).id);
-        let markup = keyboards::markup(&keyboard);
-        let edited = edit_html(&bot, tg.policy(), chat, message.id(), &html, Some(markup)).await;
-        if let Err(e) = edited {
-            tracing::warn!(%chat, error = %e, "cannot update the /model message");
-        }
+        let markup = Some(keyboards::markup(&keyboard));
+        let what = "update the /model message";
+        replies::edit(&app, &tg, chat, message.id(), html, markup, what);
     }
     Ok(())
 }
 
 /// 🧹 Clear history.
 pub async fn clear_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -476,12 +444,11 @@ pub async fn clear_pressed(
     let out: Out = tg.clone();
     turn::retire_options(&app, &out, chat);
     let outcome = Outcome::done(actions::clear(&app, chat), Some(Keyboard::None));
-    answer_press(&bot, &tg, &query, outcome).await
+    answer_press(&app, &tg, &query, outcome).await
 }
 
 /// 👍 or 👎 under an answer.
 pub async fn feedback_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -490,29 +457,20 @@ pub async fn feedback_pressed(
 ) -> HandlerResult {
     let outcome = actions::feedback(&app, chat.0, &ticket, up);
     let refused = outcome.refused;
-    answer_press(&bot, &tg, &query, outcome).await?;
+    answer_press(&app, &tg, &query, outcome).await?;
     // The vote shows in the keyboard (the rest of it, options included, stays as it is).
     let message = query.message.as_ref().and_then(|m| m.regular_message());
     if let (false, Some(message)) = (refused, message)
         && let Some(markup) = message.reply_markup()
     {
         let marked = keyboards::with_vote(markup, &ticket, up);
-        edit_keyboard(
-            tg.bot(),
-            tg.policy(),
-            chat,
-            message.id,
-            marked,
-            "show the vote",
-        )
-        .await;
+        replies::markup(&app, &tg, chat.0, message.id, marked, "show the vote");
     }
     Ok(())
 }
 
 /// ◀ ▶ under an admin list.
 pub async fn page_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -524,12 +482,11 @@ pub async fn page_pressed(
     } else {
         Outcome::done("", None)
     };
-    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+    review_press(&app, &tg, &query, outcome, list, page).await
 }
 
 /// ✅ Approve under `/heuristics` (admins).
 pub async fn approve_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -537,12 +494,11 @@ pub async fn approve_pressed(
     (id, list, page): (u64, List, u32),
 ) -> HandlerResult {
     let outcome = actions::approve(&app, role, id);
-    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+    review_press(&app, &tg, &query, outcome, list, page).await
 }
 
 /// 🗑 Forget under `/heuristics` (admins).
 pub async fn forget_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -550,13 +506,12 @@ pub async fn forget_pressed(
     (id, list, page): (u64, List, u32),
 ) -> HandlerResult {
     let outcome = actions::forget(&app, role, id);
-    review_press(&bot, &app, &tg, &query, outcome, list, page).await
+    review_press(&app, &tg, &query, outcome, list, page).await
 }
 
 /// Answers a press on an admin list, then (unless it was refused) edits the list's message
 /// into page `page` as it is now, so the message always shows the current state.
 async fn review_press(
-    bot: &Bot,
     app: &App,
     tg: &Arc<Outbox>,
     query: &CallbackQuery,
@@ -565,17 +520,23 @@ async fn review_press(
     page: u32,
 ) -> HandlerResult {
     let refused = outcome.refused;
-    answer_press(bot, tg, query, outcome).await?;
+    answer_press(app, tg, query, outcome).await?;
     if refused {
         return Ok(());
     }
     if let Some(message) = query.message.as_ref() {
         let page = views::list_page(app, list, page as usize);
-        let (chat, id) = (message.chat().id, message.id());
-        let edited = edit_html(bot, tg.policy(), chat, id, &page.html, Some(page.keyboard)).await;
-        if let Err(e) = edited {
-            tracing::warn!(chat = chat.0, error = %e, "cannot update an admin list");
-        }
+        let at = pressed_in(query).unwrap_or(Conversation::from(message.chat().id.0));
+        let markup = Some(page.keyboard);
+        replies::edit(
+            app,
+            tg,
+            at,
+            message.id(),
+            page.html,
+            markup,
+            "update an admin list",
+        );
     }
     Ok(())
 }
@@ -584,7 +545,6 @@ async fn review_press(
 /// answer is kept. A ⏹ still on screen after its turn is over (a final edit that failed, a
 /// crash) is taken away.
 pub async fn stop_pressed(
-    bot: Bot,
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
@@ -610,7 +570,7 @@ pub async fn stop_pressed(
             ..Outcome::refuse(stop.toast())
         },
     };
-    answer_press(&bot, &tg, &query, outcome).await
+    answer_press(&app, &tg, &query, outcome).await
 }
 
 /// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
@@ -630,10 +590,10 @@ pub async fn retry_pressed(
     if refused_press(&app, &tg, &query, role).await? {
         return Ok(());
     }
-    let (bot, user) = (tg.bot(), query.from.id.0);
+    let user = query.from.id.0;
     let retried = match turn::retry::claim(&app, chat.chat, user, &ticket, update.id.0) {
         Ok(retried) => retried,
-        Err(toast) => return answer_press(bot, &tg, &query, Outcome::refuse(toast)).await,
+        Err(toast) => return answer_press(&app, &tg, &query, Outcome::refuse(toast)).await,
     };
     // Claimed: the message runs whatever becomes of the toast, and is in the inbox before the
     // paced edit that takes the button away (which then holds no chat's intake).
@@ -654,7 +614,7 @@ pub async fn retry_pressed(
     turn::accept(&app, &out, input).await;
     handling.done();
     let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
-    if let Err(e) = answer_press(bot, &tg, &query, outcome).await {
+    if let Err(e) = answer_press(&app, &tg, &query, outcome).await {
         tracing::warn!(%chat, error = %e, "cannot answer a retry press");
     }
     Ok(())
@@ -680,14 +640,14 @@ async fn refused_press(
 }
 
 /// The mark of an option already chosen.
-pub async fn chosen_pressed(bot: Bot, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
-    answer_press(&bot, &tg, &query, Outcome::done("Already chosen", None)).await
+pub async fn chosen_pressed(app: Arc<App>, tg: Arc<Outbox>, query: CallbackQuery) -> HandlerResult {
+    answer_press(&app, &tg, &query, Outcome::done("Already chosen", None)).await
 }
 
-/// Answers the callback query with the outcome's toast, then shows its keyboard in place of
+/// Answers the callback query with the outcome's toast, then posts its keyboard in place of
 /// the pressed one.
 async fn answer_press(
-    bot: &Bot,
+    app: &App,
     tg: &Arc<Outbox>,
     query: &CallbackQuery,
     outcome: Outcome,
@@ -695,16 +655,14 @@ async fn answer_press(
     if outcome.refused {
         tracing::info!(user = query.from.id.0, data = ?query.data, toast = %outcome.toast, "button press refused");
     }
-    let answer = bot.answer_callback_query(query.id.clone());
+    let answer = tg.bot().answer_callback_query(query.id.clone());
     if outcome.toast.is_empty() {
         answer.await?;
     } else {
         answer.text(outcome.toast).await?;
     }
     if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
-        let out: Out = tg.clone();
-        out.set_keyboard(message.chat().id.0, message.id().0, keyboard)
-            .await;
+        replies::keyboard(app, tg, message.chat().id.0, message.id().0, keyboard);
     }
     Ok(())
 }

@@ -43,6 +43,9 @@ const MIN_SWEEP_AT: usize = 256;
 /// clock arithmetic can never overflow.
 const LONGEST_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// How often [`Limiter::quiet`] looks again while a chat's calls are in line.
+const QUIET_POLL: Duration = Duration::from_millis(100);
+
 /// Whose budget a call spends, and whom a 429 on it slows down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -210,6 +213,26 @@ impl Limiter {
         })
     }
 
+    /// Waits until no call of `chat` is in line and the chat's next slot has come: a call
+    /// made then (a burst's edit) takes a slot no other call of the chat was waiting for.
+    pub async fn quiet(&self, chat: i64) {
+        loop {
+            let busy = self.with_state(|state, now| {
+                let entry = state.chats.get(&chat)?;
+                if Arc::strong_count(&entry.line) > 1 {
+                    // Calls in line: they go first.
+                    Some(now + QUIET_POLL)
+                } else {
+                    (entry.next > now).then_some(entry.next)
+                }
+            });
+            match busy {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => return,
+            }
+        }
+    }
+
     /// Groups, supergroups and channels have negative ids and a slower pace than private chats.
     fn spacing(&self, chat: i64) -> Duration {
         if chat < 0 {
@@ -257,6 +280,28 @@ mod tests {
             group: GROUP,
             global_per_second,
         }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn quiet_waits_for_the_chats_calls_in_line_and_then_its_next_slot() {
+        let limiter = limiter(30);
+        let start = Instant::now();
+        drop(limiter.acquire(Scope::Chat(-1)).await);
+        let in_line = limiter.clone();
+        let answer = tokio::spawn(async move {
+            let _turn = in_line.acquire(Scope::Chat(-1)).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        });
+        tokio::task::yield_now().await;
+        limiter.quiet(-1).await;
+        // The call in line went at 3 s; the slot after it comes 3 s later.
+        assert!(start.elapsed() >= GROUP * 2, "{:?}", start.elapsed());
+        assert!(answer.is_finished());
+        limiter.quiet(7).await;
+        assert!(
+            start.elapsed() < GROUP * 2 + QUIET_POLL,
+            "a chat never called is quiet"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -14,10 +14,18 @@
 //! already has. Commands, other button presses and strangers' messages record nothing and are
 //! not held: their replies, paced per chat, would otherwise make every chat's next message
 //! wait.
+//!
+//! One case must not stop intake for good: a handler that panics ends its chat's teloxide
+//! worker, and the updates queued behind it there are dropped unhandled, their holds never
+//! released. [`Intake`] knows each hold's chat and whether its handler started, and which
+//! chats have handlers running: a hold whose handler never started, in a chat whose handlers
+//! all ended a while ago, was lost that way (a live worker starts its next update at once).
+//! Only such holds are given up after [`STALLED`]; every other update, of any chat, is
+//! confirmed only once its handler released it.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -34,25 +42,88 @@ use teloxide::types::{AllowedUpdate, UpdateKind};
 use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
-/// How long the next batch waits for held updates before confirming them anyway: far longer
-/// than a handler takes to reach the inbox, even behind a slow command of its chat.
+/// How long the next batch waits for held updates before it looks for lost ones: far longer
+/// than a handler takes to reach the inbox.
 const STALLED: Duration = Duration::from_secs(120);
+
+/// How long a chat with held updates has had no handler running before those that never
+/// started count as lost: a live worker starts its next update the moment the last one ends.
+const IDLE_WORKER: Duration = Duration::from_secs(5);
 
 /// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
 pub type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
 
+/// The chat teloxide's default distribution gives an update to (its worker), `None` for
+/// updates without a chat (one worker runs those concurrently).
+type Worker = Option<i64>;
+
+fn worker_of(update: &Update) -> Worker {
+    update.chat().map(|chat| chat.id.0)
+}
+
 /// The updates handed to the dispatcher that may start a turn and whose handlers have not
 /// finished yet.
 pub struct Intake {
-    held: Mutex<BTreeSet<u32>>,
+    state: Mutex<Handlers>,
     released: Notify,
     starts_turn: StartsTurn,
+}
+
+/// What [`Intake`] knows: the held updates, and the handlers of each chat.
+#[derive(Default)]
+struct Handlers {
+    held: BTreeMap<u32, Held>,
+    /// Chats with a handler running, or with one ended while updates of the chat are held.
+    workers: HashMap<Worker, Activity>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Held {
+    worker: Worker,
+    /// Whether its handler has started.
+    started: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Activity {
+    running: usize,
+    /// When a handler of the chat last started or ended.
+    since: Instant,
+}
+
+impl Handlers {
+    /// The holds lost with a handler that panicked (see the module docs): never started, in
+    /// a chat with no handler running for [`IDLE_WORKER`].
+    fn lost(&self, now: Instant) -> Vec<u32> {
+        let idle = |worker: &Worker| {
+            self.workers.get(worker).is_some_and(|activity| {
+                activity.running == 0 && now.duration_since(activity.since) >= IDLE_WORKER
+            })
+        };
+        self.held
+            .iter()
+            .filter(|(_, held)| !held.started && idle(&held.worker))
+            .map(|(&update, _)| update)
+            .collect()
+    }
+
+    /// A handler of `worker` ended: forget the chat unless updates of it are still held.
+    fn ended(&mut self, worker: Worker, now: Instant) {
+        let Some(activity) = self.workers.get_mut(&worker) else {
+            return;
+        };
+        activity.running = activity.running.saturating_sub(1);
+        activity.since = now;
+        if activity.running == 0 && !self.held.values().any(|held| held.worker == worker) {
+            self.workers.remove(&worker);
+        }
+    }
 }
 
 impl Intake {
     pub fn new(starts_turn: StartsTurn) -> Self {
         Self {
-            held: Mutex::default(),
+            state: Mutex::default(),
             released: Notify::new(),
             starts_turn,
         }
@@ -68,20 +139,41 @@ impl Intake {
     fn hold_owned(&self, update: &Update) -> Option<bool> {
         // The dispatcher drops updates it cannot parse without handling them.
         let held = !matches!(update.kind, UpdateKind::Error(_)) && (self.starts_turn)(update);
-        held.then(|| self.held().insert(update.id.0))
+        let hold = Held {
+            worker: worker_of(update),
+            started: false,
+        };
+        held.then(|| {
+            let mut state = self.state();
+            let new = !state.held.contains_key(&update.id.0);
+            state.held.entry(update.id.0).or_insert(hold);
+            new
+        })
     }
 
     /// The guard the schema holds while `update` is handled; dropping its last clone releases
     /// the update, and [`Handling::done`] releases it sooner.
-    pub fn handling(self: &Arc<Self>, update: u32) -> Handling {
+    pub fn handling(self: &Arc<Self>, update: &Update) -> Handling {
+        let worker = worker_of(update);
+        let mut state = self.state();
+        if let Some(held) = state.held.get_mut(&update.id.0) {
+            held.started = true;
+        }
+        let activity = state.workers.entry(worker).or_insert(Activity {
+            running: 0,
+            since: Instant::now(),
+        });
+        activity.running += 1;
+        activity.since = Instant::now();
         Handling(Arc::new(Guard {
             intake: self.clone(),
-            update,
+            update: update.id.0,
+            worker,
         }))
     }
 
     fn release(&self, update: u32) {
-        if self.held().remove(&update) {
+        if self.state().held.remove(&update).is_some() {
             self.released.notify_waiters();
         }
     }
@@ -93,29 +185,40 @@ impl Intake {
 
     /// Waits until `update` is no longer held.
     async fn released(&self, update: u32) {
-        self.wait_until(|held| !held.contains(&update)).await;
+        self.wait_until(|held| !held.contains_key(&update)).await;
     }
 
-    async fn wait_until(&self, done: impl Fn(&BTreeSet<u32>) -> bool) {
+    async fn wait_until(&self, done: impl Fn(&BTreeMap<u32, Held>) -> bool) {
         loop {
             let released = self.released.notified();
-            if done(&self.held()) {
+            if done(&self.state().held) {
                 return;
             }
             released.await;
         }
     }
 
-    /// Releases every held update; returns their ids (see [`STALLED`]).
-    fn forget_all(&self) -> Vec<u32> {
-        let lost: Vec<u32> = std::mem::take(&mut *self.held()).into_iter().collect();
+    /// Releases the holds lost with a handler that panicked; returns their ids (see
+    /// [`STALLED`]).
+    fn forget_lost(&self) -> Vec<u32> {
+        let mut state = self.state();
+        let lost = state.lost(Instant::now());
+        for update in &lost {
+            state.held.remove(update);
+        }
+        drop(state);
         self.released.notify_waiters();
         lost
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, BTreeSet<u32>> {
-        // A poisoned lock still holds a valid set.
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The updates still held.
+    fn held(&self) -> Vec<u32> {
+        self.state().held.keys().copied().collect()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Handlers> {
+        // A poisoned lock still holds a valid state.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -137,11 +240,13 @@ impl Handling {
 struct Guard {
     intake: Arc<Intake>,
     update: u32,
+    worker: Worker,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
         self.intake.release(self.update);
+        self.intake.state().ended(self.worker, Instant::now());
     }
 }
 
@@ -237,20 +342,11 @@ impl Batches<'_> {
             if self.done {
                 return None;
             }
-            // The next request's offset confirms the whole batch: wait until it is released. A
-            // hold is released within milliseconds of its handler starting, which may wait
-            // behind its chat's earlier handlers; one that outlives `STALLED` was most likely
-            // lost with a handler that panicked (teloxide then drops the chat's queued updates
-            // unhandled), and must not stop every chat's intake for good.
-            if tokio::time::timeout(STALLED, polling.intake.drained())
-                .await
-                .is_err()
-            {
-                let lost = polling.intake.forget_all();
-                tracing::error!(
-                    ?lost,
-                    "updates still held after {STALLED:?}: confirming them anyway"
-                );
+            // The next request's offset confirms the whole batch: wait until it is released.
+            // Stopping, a batch still held is not confirmed: Telegram sends it again.
+            if !settled(&polling.intake, &mut polling.flag).await {
+                self.done = true;
+                return None;
             }
             if polling.flag.is_stopped() {
                 self.done = true;
@@ -305,6 +401,31 @@ impl Batches<'_> {
     }
 }
 
+/// Waits until no update is held, giving up holds lost with a panicked handler after
+/// [`STALLED`] (see the module docs); `false` if stopped while updates were still held (for
+/// [`IDLE_WORKER`] more).
+async fn settled(intake: &Intake, stop: &mut StopFlag) -> bool {
+    loop {
+        tokio::select! {
+            drained = tokio::time::timeout(STALLED, intake.drained()) => {
+                if drained.is_ok() {
+                    return true;
+                }
+                let lost = intake.forget_lost();
+                if lost.is_empty() {
+                    tracing::warn!(held = ?intake.held(), "updates still held after {STALLED:?}: waiting for their handlers");
+                } else {
+                    tracing::error!(?lost, "updates lost with a handler that panicked: confirming them");
+                }
+            }
+            // Handlers reach the inbox within moments: the batch is confirmed if they do.
+            () = &mut *stop => {
+                return tokio::time::timeout(IDLE_WORKER, intake.drained()).await.is_ok();
+            }
+        }
+    }
+}
+
 /// How long to wait before asking again after the `errors`-th failure in a row: what a 429
 /// asks for, else 1 s doubling up to a minute (a network that is down is not hammered).
 fn retry_delay(error: &RequestError, errors: u32) -> Duration {
@@ -344,17 +465,25 @@ pub async fn answer_when_handled(
         .await;
     let answered = response.status() == StatusCode::OK;
     match held {
-        // Bounded as in polling: a hold lost with a panicked handler must not hang Telegram's
-        // requests for ever.
-        Some((update, _)) if answered => {
+        // As in polling: a hold lost with a panicked handler must not hang Telegram's requests
+        // for ever, and no other is answered before its handler released it.
+        Some((update, _)) if answered => loop {
             let released = tokio::time::timeout(STALLED, intake.released(update)).await;
-            if released.is_err() {
+            if released.is_ok() {
+                break;
+            }
+            if intake.forget_lost().contains(&update) {
                 tracing::error!(
                     update,
-                    "update still held after {STALLED:?}: answering anyway"
+                    "update lost with a handler that panicked: answering"
                 );
+                break;
             }
-        }
+            tracing::warn!(
+                update,
+                "update still held after {STALLED:?}: waiting for its handler"
+            );
+        },
         Some((update, true)) => intake.release(update),
         _ => {}
     }
@@ -506,18 +635,21 @@ mod tests {
         }
     }
 
+    /// A text message, update `id`, in private chat `chat`.
+    fn text_in(id: u32, chat: i64) -> Update {
+        update(&format!(
+            r#"{{"update_id": {id}, "message": {{"message_id": 1, "date": 0,
+            "chat": {{"id": {chat}, "type": "private", "first_name": "A"}}, "text": "hi"}}}}"#
+        ))
+    }
+
     #[tokio::test]
     async fn the_intake_drains_only_when_every_handler_finished() {
         let intake = Arc::new(Intake::new(Box::new(|_| true)));
-        let text = |id: u32| {
-            update(&format!(
-                r#"{{"update_id": {id}, "message": {{"message_id": 1, "date": 0,
-                "chat": {{"id": 1, "type": "private", "first_name": "A"}}, "text": "hi"}}}}"#
-            ))
-        };
-        assert!(intake.hold(&text(1)) && intake.hold(&text(2)));
-        let first = intake.handling(1);
-        let second = intake.handling(2);
+        let (one, two) = (text_in(1, 1), text_in(2, 1));
+        assert!(intake.hold(&one) && intake.hold(&two));
+        let first = intake.handling(&one);
+        let second = intake.handling(&two);
         drop(first);
         let waiting = tokio::spawn({
             let intake = intake.clone();
@@ -531,16 +663,36 @@ mod tests {
             .await
             .expect("drained once the last handler finished")
             .unwrap();
+        assert!(
+            intake.state().workers.is_empty(),
+            "idle chats are forgotten"
+        );
     }
 
-    #[tokio::test]
-    async fn forgetting_a_stalled_hold_drains_the_intake() {
+    #[test]
+    fn only_holds_lost_with_a_panicked_handler_are_given_up() {
         let intake = Arc::new(Intake::new(Box::new(|_| true)));
-        intake.held().extend([3, 4]);
-        assert_eq!(intake.forget_all(), [3, 4]);
-        tokio::time::timeout(Duration::from_secs(5), intake.drained())
-            .await
-            .expect("nothing is held any more");
+        // Chat 1: update 1's handler panicked (its guard dropped), so update 2, queued behind
+        // it in the chat's worker, never starts. Chat 2: update 3's handler is still writing
+        // the inbox, update 4 waits behind it. Chat 3: update 5 is on its way to its worker.
+        let updates = [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3)].map(|(id, chat)| text_in(id, chat));
+        for update in &updates {
+            assert!(intake.hold(update));
+        }
+        drop(intake.handling(&updates[0]));
+        let _writing = intake.handling(&updates[2]);
+        let now = Instant::now();
+        let state = intake.state();
+        assert_eq!(
+            state.lost(now),
+            Vec::<u32>::new(),
+            "a worker idle for a moment may be starting its next update"
+        );
+        assert_eq!(
+            state.lost(now + IDLE_WORKER),
+            [2],
+            "only the update behind the panic: no other chat's"
+        );
     }
 
     #[test]

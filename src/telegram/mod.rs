@@ -19,6 +19,7 @@ pub mod listener;
 pub mod media;
 pub mod outbox;
 pub mod render;
+pub mod replies;
 pub mod send;
 pub mod stats;
 pub mod stream;
@@ -41,6 +42,13 @@ use callback_data::{Action, OptionPress, decode_action, decode_callback};
 use commands::Command;
 use listener::{Intake, Polling};
 use outbox::Outbox;
+
+/// How many updates of one chat teloxide queues for its worker before the dispatcher waits
+/// (its default is 64). Handlers never wait for a paced send ([`replies`]), only for the inbox
+/// and for answering a button press, so a chat's queue drains within moments; this bound is
+/// ten of Telegram's largest batches, so even a flood of presses in one chat does not make
+/// every other chat's next update wait for it. The queue's memory grows only as it fills.
+const WORKER_QUEUE: usize = 1024;
 
 /// Every route of the bot, in one place.
 pub fn schema() -> UpdateHandler<anyhow::Error> {
@@ -107,7 +115,7 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
     .branch(messages)
     .branch(presses);
     // Telegram gets the update confirmed only once its handler is done (see `listener`).
-    dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(update.id.0)).chain(routes)
+    dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(&update)).chain(routes)
 }
 
 /// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).
@@ -225,11 +233,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         allowed && listener::may_start_turn(update)
     })));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())
-        .dependencies(dptree::deps![app.clone(), tg, intake.clone()])
+        .dependencies(dptree::deps![
+            app.clone(),
+            tg,
+            intake.clone(),
+            Arc::new(access::Strangers::default())
+        ])
         .default_handler(|update| async move {
             tracing::debug!(update_id = update.id.0, "update not handled");
         })
         .error_handler(LoggingErrorHandler::with_custom_text("a handler failed"))
+        .worker_queue_size(WORKER_QUEUE)
         .build();
     let shutdown = dispatcher.shutdown_token();
     let telegram = &app.config().telegram;

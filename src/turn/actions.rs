@@ -21,6 +21,9 @@ pub const EXPIRED: &str = "This option has expired";
 /// What the user is told when an admin-only action is refused.
 pub const ADMINS_ONLY: &str = "Sorry, only the bot's admins can do that.";
 
+/// What a command the bot does not know gets.
+pub const UNKNOWN_COMMAND: &str = "I do not know that command. /help lists what I can do.";
+
 /// What a press did: the toast to show, and the keyboard to put in place of the pressed one.
 #[derive(Debug)]
 pub struct Outcome {

@@ -179,11 +179,11 @@ async fn kill_9_after_get_updates_before_the_turn_starts_still_answers_once() {
     let dir = tempfile::tempdir().unwrap();
     let allowed = ALICE.to_string();
     let env = [("HEURIST_ALLOWED_USERS", allowed.as_str())];
-    // Both updates come in one getUpdates; the first one's handler (the reply to an unknown
-    // command) hangs on Telegram, so the second waits behind it in the chat's line, received
+    // Both updates come in one getUpdates; the first one's handler (a button press, answered
+    // at once) hangs on Telegram, so the second waits behind it in the chat's line, received
     // but not yet recorded, when the kill comes.
-    tg.hang_next("sendMessage");
-    tg.send_text(ALICE, "/nonsense");
+    tg.hang_next("answerCallbackQuery");
+    tg.press(ALICE, ALICE, 1, "__act__nothing");
     let waiting = tg.send_text(ALICE, "hello");
     let mut bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, UNSTREAMED_TOML);
     tg.wait_for(|t| (t.hung() == 1).then_some(())).await;
@@ -229,22 +229,33 @@ async fn the_webhook_answers_telegram_only_once_the_message_is_in_the_inbox() {
         c.options.enabled = false;
     })
     .await;
-    let post = |id: i64, text: &str| {
-        let update = serde_json::json!({"update_id": id, "message": {
+    let message = |id: i64, text: &str| {
+        serde_json::json!({
             "message_id": id, "date": 1_700_000_000, "text": text,
             "chat": {"id": ALICE, "type": "private", "first_name": "A"},
             "from": crate::support::telegram::user_json(ALICE),
-        }});
+        })
+    };
+    let post = |id: i64, text: &str| {
+        let update = if text == "press" {
+            serde_json::json!({"update_id": id, "callback_query": {
+                "id": "q", "chat_instance": "ci", "data": "__act__nothing",
+                "from": crate::support::telegram::user_json(ALICE),
+                "message": message(1, "an answer"),
+            }})
+        } else {
+            serde_json::json!({"update_id": id, "message": message(id, text)})
+        };
         let request = reqwest::Client::new()
             .post(format!("http://{listen}/telegram/hook"))
             .header("X-Telegram-Bot-Api-Secret-Token", "s3cret")
             .json(&update);
         tokio::spawn(async move { request.send().await.map(|r| r.status().as_u16()) })
     };
-    // The first update's handler (the reply to an unknown command) waits on Telegram, so the
-    // message behind it in the chat's line is received but not yet recorded.
-    h.tg.hang_next("sendMessage");
-    assert_eq!(post(40, "/nonsense").await.unwrap().unwrap(), 200);
+    // The first update's handler (a button press, answered at once) waits on Telegram, so
+    // the message behind it in the chat's line is received but not yet recorded.
+    h.tg.hang_next("answerCallbackQuery");
+    assert_eq!(post(40, "press").await.unwrap().unwrap(), 200);
     let waiting = post(41, "remember me");
     h.tg.wait_for(|t| (t.hung() == 1).then_some(())).await;
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -7,6 +7,7 @@
 //! model as results, and an unreachable LLM ends the turn with a short apology that keeps the
 //! user's message (and role alternation) in the history.
 
+pub mod host_addrs;
 pub mod html_text;
 pub mod mcp;
 pub mod net_guard;

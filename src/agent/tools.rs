@@ -309,7 +309,7 @@ mod tests {
                 name: "loopback refused",
                 tool: "fetch_url",
                 args: r#"{"url":"http://127.0.0.1:9/"}"#,
-                expect: "not a public address",
+                expect: "not a public",
             },
             Case {
                 name: "web_search without SearXNG is no tool",

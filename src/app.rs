@@ -59,8 +59,8 @@ impl App {
         };
         let (store, data_dir) = Store::open_data_dir(&config.data_dir, config.cache_bytes, policy)?;
         let llm = LlmClient::new(&config.llm)?;
-        let tools =
-            Tools::new(&config.tools, &config.agent.time_zone)?.with_mcp(Mcp::start(&config.mcp));
+        let tools = Tools::new(&config.tools, &config.agent.time_zone)?
+            .with_mcp(Mcp::start(&config.mcp, &config.data_dir));
         let ledger = Ledger::new(&config, store.clone());
         let learning = Learning::new(
             config.learning.clone(),

@@ -255,6 +255,10 @@ pub struct McpServerConfig {
     /// key) is never passed on.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The child's working directory; unset: an empty directory of its own under `data_dir`
+    /// (`mcp/<name>/`), so `./.env` and `./data` beside the bot are not its relative paths.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
     #[serde(default)]
     pub url: Option<String>,
     #[serde(default)]
@@ -643,8 +647,8 @@ fn validate_mcp_servers(servers: &[McpServerConfig]) -> anyhow::Result<()> {
             }
             (None, Some(url)) => {
                 http_url(url).map_err(|e| anyhow::anyhow!("{at}: url {e}"))?;
-                if !server.args.is_empty() || !server.env.is_empty() {
-                    bail!("{at}: args and env only apply to command servers");
+                if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() {
+                    bail!("{at}: args, env and cwd only apply to command servers");
                 }
                 for (header, value) in &server.headers {
                     reqwest::header::HeaderName::from_bytes(header.as_bytes())
@@ -757,6 +761,7 @@ name = "files"                 # [a-z0-9_-], unique; tools are offered as "<name
 command = "npx"                # stdio: command + args + env ...
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]
 env = { }                      # the child gets only this env plus PATH/HOME, never the bot's secrets
+# cwd = "/srv/docs"              # its working directory; unset: an empty one, <data_dir>/mcp/<name>/
 # url = "https://mcp.example.com/mcp"   # ... or streamable HTTP
 # headers = { Authorization = "Bearer …" }
 allowed_tools = []             # empty: all the server lists

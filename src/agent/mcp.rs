@@ -5,13 +5,22 @@
 //! then it logs why with the server's name, waits a backoff and starts it again. While a server
 //! is down its tools are not offered. A call never fails the turn: `is_error` results, timeouts
 //! and broken connections all come back as tool results. Everything a server returns was
-//! written by a third party, so it is delimited as data and flagged as external content.
+//! written by a third party, so it is delimited as data and flagged as external content: its
+//! results, and the words of its errors too (a JSON-RPC error's message and `data`, why its
+//! `tools/list` or handshake failed), around the bot's own sentence saying what happened.
+//!
+//! A child process starts in a working directory of its own (`cwd`, by default an empty
+//! `<data_dir>/mcp/<name>/` created when it starts), so the bot's `./.env` and `./data` are not
+//! what its relative paths reach; its stderr is logged in lines of bounded length. A server's
+//! tool schemas are sent with every request, so their total size is capped: past
+//! [`MAX_SCHEMA_BYTES`] its largest tools are left out (logged, and shown by `/tools`).
 //!
 //! The tools array must be byte-identical between requests while the set of servers that are
 //! up does not change (providers' prompt caches key on it): each connection's tool specs are
 //! built once, when it starts, and offered sorted by name.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,10 +33,11 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, ServiceError, ServiceExt};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{Notify, watch};
 
 use super::output::{ERROR_PREFIX, ToolOutput, defuse};
+use super::tools::external_content;
 use crate::config::{Caller, McpConfig, McpServerConfig, Role};
 use crate::llm::ToolSpec;
 
@@ -41,8 +51,18 @@ const MAX_DESCRIPTION: usize = 1000;
 /// again instead of a doubled one.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
 
-/// Characters kept of one line a child writes on stderr, when it is logged.
+/// Bytes kept of one line a child writes on stderr, when it is logged; the rest of a longer
+/// line is skipped unread into memory.
 const MAX_LOG_LINE: usize = 500;
+
+/// Most bytes of tool specs (name, description, schema, as sent) offered from one server:
+/// they go with every request of every turn, so a server listing megabytes of schemas would
+/// make each one slow and costly. About 8,000 tokens.
+pub(crate) const MAX_SCHEMA_BYTES: usize = 32 * 1024;
+
+/// Longest tool result that quotes a server's error (its message, `data` or transport error):
+/// enough to act on, and an error needs no more.
+const MAX_SERVER_WORDS: usize = 2000;
 
 /// The configured MCP servers, shared by all turns. Dropping the last clone stops every
 /// supervisor (and with it every child process).
@@ -68,6 +88,8 @@ impl Drop for Inner {
 
 struct Server {
     config: McpServerConfig,
+    /// The child's working directory: `config.cwd`, or its own under `data_dir`.
+    cwd: PathBuf,
     state: watch::Sender<State>,
 }
 
@@ -77,16 +99,54 @@ enum State {
     Starting,
     Up(Arc<Connection>),
     Down {
-        error: String,
+        error: Failure,
         since: DateTime<Utc>,
         retry_at: DateTime<Utc>,
     },
+}
+
+/// Why a server is down: what happened, in the bot's words, and what the server (or its
+/// transport) said about it, which the server wrote and so is third-party text.
+#[derive(Debug, Clone, PartialEq)]
+struct Failure {
+    what: String,
+    said: Option<String>,
+}
+
+impl Failure {
+    /// A failure the bot describes entirely in its own words.
+    fn own(what: impl Into<String>) -> Self {
+        Self {
+            what: what.into(),
+            said: None,
+        }
+    }
+
+    /// A failure with the server's own account of it.
+    fn said(what: impl Into<String>, said: String) -> Self {
+        Self {
+            what: what.into(),
+            said: Some(said),
+        }
+    }
+}
+
+/// For logs and admins' `/tools`: the server's words quoted as such.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.said {
+            None => f.write_str(&self.what),
+            Some(said) => write!(f, "{}; the server said: “{said}”", self.what),
+        }
+    }
 }
 
 /// A live session with a server and the tools it offers through it.
 struct Connection {
     peer: Peer<RoleClient>,
     tools: Vec<Offered>,
+    /// Tools listed but not offered: their schemas did not fit [`MAX_SCHEMA_BYTES`].
+    left_out: Vec<LeftOut>,
     /// Wakes the supervisor when a call found this connection broken (an HTTP session whose
     /// server went away does not always end by itself).
     broken: Notify,
@@ -97,6 +157,13 @@ struct Connection {
 struct Offered {
     spec: ToolSpec,
     original: String,
+}
+
+/// A tool left out for the size of its spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeftOut {
+    pub name: String,
+    pub bytes: usize,
 }
 
 /// Every tool with its source and every server's status, for `/tools`.
@@ -128,6 +195,7 @@ pub enum ServerStatus {
     Starting,
     Up {
         tools: usize,
+        left_out: Vec<LeftOut>,
     },
     Down {
         error: String,
@@ -137,16 +205,23 @@ pub enum ServerStatus {
 }
 
 impl Mcp {
-    /// Starts a supervisor per server (inside the bot's runtime); see [`Mcp::ready`].
-    pub(crate) fn start(config: &McpConfig) -> Self {
+    /// Starts a supervisor per server (inside the bot's runtime); see [`Mcp::ready`]. Child
+    /// processes without a `cwd` get their own directory under `data_dir`.
+    pub(crate) fn start(config: &McpConfig, data_dir: &Path) -> Self {
         let base = Duration::from_millis(config.retry_base_ms.max(1));
         let max = Duration::from_secs(config.retry_max_secs.max(1));
         let mut servers: Vec<Arc<Server>> = config
             .servers
             .iter()
             .map(|config| {
+                let cwd = config
+                    .cwd
+                    .clone()
+                    .unwrap_or_else(|| data_dir.join("mcp").join(&config.name));
                 Arc::new(Server {
                     config: config.clone(),
+                    // Absolute, so it means the same once the child is in it.
+                    cwd: std::path::absolute(&cwd).unwrap_or(cwd),
                     state: watch::Sender::new(State::Starting),
                 })
             })
@@ -225,14 +300,21 @@ impl Mcp {
             let server = servers()
                 .filter(|server| name.starts_with(&format!("{}__", server.config.name)))
                 .max_by_key(|server| server.config.name.len())?;
-            return Some(own_error(match &*server.state.borrow() {
-                State::Down { error, .. } => format!(
-                    "MCP server {} is down ({error}); its tools are unavailable for now",
-                    server.config.name
-                ),
-                State::Starting => format!("MCP server {} is still starting", server.config.name),
-                State::Up(_) => format!("MCP server {} has no tool {name:?}", server.config.name),
-            }));
+            let server_name = &server.config.name;
+            return Some(match &*server.state.borrow() {
+                State::Down { error, .. } => {
+                    let down = format!(
+                        "MCP server {server_name} is down ({}); its tools are unavailable for now",
+                        error.what
+                    );
+                    match &error.said {
+                        Some(said) => server_error(down, said),
+                        None => own_error(down),
+                    }
+                }
+                State::Starting => own_error(format!("MCP server {server_name} is still starting")),
+                State::Up(_) => own_error(format!("MCP server {server_name} has no tool {name:?}")),
+            });
         };
         Some(server.call(&connection, name, &original, arguments).await)
     }
@@ -253,6 +335,7 @@ impl Mcp {
                     }));
                     ServerStatus::Up {
                         tools: connection.tools.len(),
+                        left_out: connection.left_out.clone(),
                     }
                 }
                 State::Down {
@@ -260,7 +343,7 @@ impl Mcp {
                     since,
                     retry_at,
                 } => ServerStatus::Down {
-                    error: error.clone(),
+                    error: error.to_string(),
                     since: *since,
                     retry_at: *retry_at,
                 },
@@ -335,18 +418,19 @@ impl Server {
                 ) || connection.peer.is_transport_closed();
                 if broken {
                     self.mark_broken(connection, &e);
-                    own_error(format!(
-                        "MCP server {} lost its connection during the call ({}); it is being \
-                         restarted and its tools are unavailable for now",
-                        self.config.name,
-                        crate::error_chain(&e)
-                    ))
+                    server_error(
+                        format!(
+                            "MCP server {} lost its connection during the call; it is being \
+                             restarted and its tools are unavailable for now",
+                            self.config.name
+                        ),
+                        &crate::error_chain(&e),
+                    )
                 } else {
-                    own_error(format!(
-                        "MCP server {} refused the call: {}",
-                        self.config.name,
-                        crate::error_chain(&e)
-                    ))
+                    server_error(
+                        format!("MCP server {} refused the call", self.config.name),
+                        &service_error_words(&e),
+                    )
                 }
             }
             Err(_) => {
@@ -366,7 +450,10 @@ impl Server {
         self.state.send_if_modified(|state| match state {
             State::Up(current) if Arc::ptr_eq(current, connection) => {
                 *state = State::Down {
-                    error: crate::error_chain(error),
+                    error: Failure::said(
+                        "a call found the connection broken",
+                        crate::error_chain(error),
+                    ),
                     since: now,
                     retry_at: now,
                 };
@@ -384,15 +471,15 @@ async fn supervise(server: Arc<Server>, base: Duration, max: Duration) {
     let name = server.config.name.clone();
     let mut failures: u32 = 0;
     loop {
-        let error = match connect(&server.config).await {
+        let error = match connect(&server.config, &server.cwd).await {
             Ok((running, connection)) => {
                 let connection = Arc::new(connection);
                 tracing::info!(server = %name, tools = connection.tools.len(), "MCP server is up");
                 server.state.send_replace(State::Up(connection.clone()));
                 let started = Instant::now();
                 let error = tokio::select! {
-                    _ = running.waiting() => "the connection closed".to_string(),
-                    _ = connection.broken.notified() => "a call found the connection broken".to_string(),
+                    _ = running.waiting() => Failure::own("the connection closed"),
+                    _ = connection.broken.notified() => Failure::own("a call found the connection broken"),
                 };
                 if started.elapsed() >= STABLE_AFTER {
                     failures = 0;
@@ -428,24 +515,40 @@ fn retry_delay(base: Duration, max: Duration, failures: u32) -> Duration {
 /// Starts the server and lists its tools, each step within the server's timeout.
 async fn connect(
     config: &McpServerConfig,
-) -> Result<(RunningService<RoleClient, ClientConfig>, Connection), String> {
+    cwd: &Path,
+) -> Result<(RunningService<RoleClient, ClientConfig>, Connection), Failure> {
     let limit = Duration::from_secs(config.timeout_secs);
-    let running = tokio::time::timeout(limit, start(config))
+    let running = tokio::time::timeout(limit, start(config, cwd))
         .await
         .map_err(|_| {
-            format!(
+            Failure::own(format!(
                 "no answer to the MCP handshake within {} s",
                 config.timeout_secs
-            )
+            ))
         })??;
     let tools = tokio::time::timeout(limit, running.list_all_tools())
         .await
-        .map_err(|_| format!("tools/list got no answer within {} s", config.timeout_secs))?
-        .map_err(|e| format!("tools/list failed: {}", crate::error_chain(&e)))?;
-    let tools = offered_tools(config, tools);
+        .map_err(|_| {
+            Failure::own(format!(
+                "tools/list got no answer within {} s",
+                config.timeout_secs
+            ))
+        })?
+        .map_err(|e| Failure::said("tools/list failed", service_error_words(&e)))?;
+    let (tools, left_out) = within_schema_budget(offered_tools(config, tools), MAX_SCHEMA_BYTES);
+    for tool in &left_out {
+        tracing::warn!(
+            server = %config.name,
+            tool = %tool.name,
+            bytes = tool.bytes,
+            cap = MAX_SCHEMA_BYTES,
+            "MCP tool left out: the server's tool schemas are over the cap, largest first"
+        );
+    }
     let connection = Connection {
         peer: running.peer().clone(),
         tools,
+        left_out,
         broken: Notify::new(),
     };
     Ok((running, connection))
@@ -454,7 +557,8 @@ async fn connect(
 /// The MCP handshake over the server's transport.
 async fn start(
     config: &McpServerConfig,
-) -> Result<RunningService<RoleClient, ClientConfig>, String> {
+    cwd: &Path,
+) -> Result<RunningService<RoleClient, ClientConfig>, Failure> {
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("heurist", env!("CARGO_PKG_VERSION")),
@@ -462,8 +566,16 @@ async fn start(
     let label = transport_label(config);
     let served = match (&config.command, &config.url) {
         (Some(command), _) => {
-            let mut child = tokio::process::Command::new(command);
-            child.args(&config.args).env_clear();
+            if config.cwd.is_none() {
+                std::fs::create_dir_all(cwd).map_err(|e| {
+                    Failure::own(format!(
+                        "cannot create its working directory {}: {e}",
+                        cwd.display()
+                    ))
+                })?;
+            }
+            let mut child = tokio::process::Command::new(program(command));
+            child.args(&config.args).current_dir(cwd).env_clear();
             for inherited in ["PATH", "HOME"] {
                 if let Some(value) = std::env::var_os(inherited) {
                     child.env(inherited, value);
@@ -473,7 +585,7 @@ async fn start(
             let (transport, stderr) = TokioChildProcess::builder(child)
                 .stderr(std::process::Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+                .map_err(|e| Failure::own(format!("cannot start {command:?}: {e}")))?;
             if let Some(stderr) = stderr {
                 tokio::spawn(log_stderr(config.name.clone(), stderr));
             }
@@ -496,9 +608,14 @@ async fn start(
             );
             client.serve(transport).await
         }
-        (None, None) => return Err("neither command nor url is set".to_string()),
+        (None, None) => return Err(Failure::own("neither command nor url is set")),
     };
-    served.map_err(|e| format!("{label}: {}", crate::error_chain(&e)))
+    served.map_err(|e| {
+        Failure::said(
+            format!("{label}: the handshake failed"),
+            crate::error_chain(&e),
+        )
+    })
 }
 
 /// rmcp's HTTP client brings no TLS crypto of its own: it uses rustls' process default,
@@ -508,13 +625,75 @@ fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// A command as the child is started with: a relative path (`./server`) made absolute
+/// against the bot's working directory, since the child starts in another one; a bare name is
+/// looked up in `PATH` as before.
+fn program(command: &str) -> PathBuf {
+    let path = Path::new(command);
+    if path.is_relative() && path.components().count() > 1 {
+        std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    } else {
+        path.to_path_buf()
+    }
+}
+
 /// Logs what a child writes on stderr, line by line, under its server's name.
 async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line: String = line.chars().take(MAX_LOG_LINE).collect();
-        tracing::info!(server = %server, "MCP server says: {line}");
+    let reader = tokio::io::BufReader::new(stderr);
+    bounded_lines(reader, MAX_LOG_LINE, |line, cut| {
+        let more = if cut { " … (line cut)" } else { "" };
+        tracing::info!(server = %server, "MCP server says: {line}{more}");
+    })
+    .await;
+}
+
+/// Hands each line of `reader` to `line` with whether it was cut: at most `max` bytes of a
+/// line are kept, a longer one is handed over as soon as it has them and the rest of it is
+/// skipped, so a child that writes without end and without a newline costs no more memory
+/// than that (`lines()` would buffer it all).
+async fn bounded_lines(
+    mut reader: impl AsyncBufRead + Unpin,
+    max: usize,
+    mut line: impl FnMut(String, bool),
+) {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut skipping = false;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let end = chunk.iter().position(|&b| b == b'\n');
+        let part = &chunk[..end.unwrap_or(chunk.len())];
+        if !skipping {
+            let room = max - kept.len();
+            if part.len() > room {
+                kept.extend_from_slice(&part[..room]);
+                line(text_of(&std::mem::take(&mut kept)), true);
+                skipping = true;
+            } else {
+                kept.extend_from_slice(part);
+            }
+        }
+        if end.is_some() {
+            if !skipping {
+                line(text_of(&std::mem::take(&mut kept)), false);
+            }
+            skipping = false;
+        }
+        let used = part.len() + usize::from(end.is_some());
+        reader.consume(used);
     }
+    if !kept.is_empty() {
+        line(text_of(&kept), false);
+    }
+}
+
+/// A line's bytes as text (a character cut at the end shows as `�`), without a `\r`.
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .trim_end_matches('\r')
+        .to_string()
 }
 
 /// How the server is reached, for `/tools` and errors: no env, headers or URL query (they may
@@ -565,6 +744,37 @@ fn offered_tools(config: &McpServerConfig, mut tools: Vec<Tool>) -> Vec<Offered>
     }
     offered.sort_by(|a, b| a.spec.function.name.cmp(&b.spec.function.name));
     offered
+}
+
+/// The tools of `offered` whose specs fit in `budget` bytes together, and those left out:
+/// the largest first (ties by name), until the rest fit. The order of the kept ones is kept.
+fn within_schema_budget(offered: Vec<Offered>, budget: usize) -> (Vec<Offered>, Vec<LeftOut>) {
+    let size = |tool: &Offered| serde_json::to_string(&tool.spec).map_or(usize::MAX, |s| s.len());
+    let sizes: Vec<usize> = offered.iter().map(size).collect();
+    let mut total = sizes.iter().fold(0usize, |sum, &n| sum.saturating_add(n));
+    let mut by_size: Vec<usize> = (0..offered.len()).collect();
+    by_size.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(a.cmp(&b)));
+    let mut dropped = vec![false; offered.len()];
+    for i in by_size {
+        if total <= budget {
+            break;
+        }
+        dropped[i] = true;
+        total -= sizes[i];
+    }
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for (i, tool) in offered.into_iter().enumerate() {
+        if dropped[i] {
+            left_out.push(LeftOut {
+                name: tool.spec.function.name.to_string(),
+                bytes: sizes[i],
+            });
+        } else {
+            kept.push(tool);
+        }
+    }
+    (kept, left_out)
 }
 
 /// A tool name OpenAI accepts: `[a-zA-Z0-9_-]`, other characters as `_`, at most 64.
@@ -631,6 +841,28 @@ fn parse_arguments(arguments: &str) -> Result<Option<JsonObject>, String> {
 /// An error the bot itself reports (not the server's words): not external content.
 fn own_error(message: String) -> ToolOutput {
     ToolOutput::own(format!("{ERROR_PREFIX}{message}"))
+}
+
+/// An error in the bot's words (`what`) that quotes the server's (`said`): the server wrote
+/// them, so they are delimited as data like its results, and the result is external content.
+fn server_error(what: String, said: &str) -> ToolOutput {
+    let what = format!("{what}; what the server said:");
+    ToolOutput::third_party(format!(
+        "{ERROR_PREFIX}{}",
+        external_content(&what, said, MAX_SERVER_WORDS)
+    ))
+}
+
+/// The server's words in a failed request: a JSON-RPC error's message and its `data`, or the
+/// transport's error (which may quote the server's response).
+fn service_error_words(error: &ServiceError) -> String {
+    match error {
+        ServiceError::McpError(error) => match &error.data {
+            Some(data) => format!("{} (code {}; data: {data})", error.message, error.code.0),
+            None => format!("{} (code {})", error.message, error.code.0),
+        },
+        other => crate::error_chain(other),
+    }
 }
 
 /// A call's result as the model reads it: text as text, structured content as JSON text
@@ -717,6 +949,7 @@ mod tests {
             command: Some("x".to_string()),
             args: Vec::new(),
             env: Default::default(),
+            cwd: None,
             url: None,
             headers: Default::default(),
             allowed_tools: allowed.iter().map(|a| a.to_string()).collect(),
@@ -933,6 +1166,126 @@ mod tests {
                 assert!(!text.contains(unwanted), "case {}: {text}", case.name);
             }
         }
+    }
+
+    #[test]
+    fn schemas_over_the_budget_leave_out_the_largest_tools() {
+        struct Case {
+            name: &'static str,
+            /// Bytes of description per tool (the schema is the same small one).
+            tools: &'static [(&'static str, usize)],
+            budget: usize,
+            kept: &'static [&'static str],
+            left_out: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "within the budget: all offered",
+                tools: &[("a", 100), ("b", 100)],
+                budget: 1000,
+                kept: &["s__a", "s__b"],
+                left_out: &[],
+            },
+            Case {
+                name: "one huge tool is left out, the rest kept",
+                tools: &[("a", 100), ("huge", 900), ("z", 100)],
+                budget: 600,
+                kept: &["s__a", "s__z"],
+                left_out: &["s__huge"],
+            },
+            Case {
+                name: "largest first until the rest fit",
+                tools: &[("a", 300), ("b", 400), ("c", 500), ("d", 100)],
+                budget: 700,
+                kept: &["s__a", "s__d"],
+                left_out: &["s__b", "s__c"],
+            },
+            Case {
+                name: "a budget nothing fits in offers nothing",
+                tools: &[("a", 100)],
+                budget: 10,
+                kept: &[],
+                left_out: &["s__a"],
+            },
+        ];
+        for case in cases {
+            let tools = case
+                .tools
+                .iter()
+                .map(|(name, description)| {
+                    let mut tool = tool(name, json!({"type": "object"}));
+                    tool.description = Some("d".repeat(*description).into());
+                    tool
+                })
+                .collect();
+            let offered = offered_tools(&server("s", &[]), tools);
+            let (kept, left_out) = within_schema_budget(offered, case.budget);
+            assert_eq!(names(&kept), case.kept, "case {}", case.name);
+            let left: Vec<&str> = left_out.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(left, case.left_out, "case {}", case.name);
+            let sent: usize = kept
+                .iter()
+                .map(|t| serde_json::to_string(&t.spec).unwrap().len())
+                .sum();
+            assert!(sent <= case.budget, "case {}: {sent} bytes", case.name);
+        }
+    }
+
+    /// A child's stderr of `size` bytes without a newline, then two short lines, counting
+    /// what has been read from it.
+    struct Flood {
+        left: usize,
+        read: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl tokio::io::AsyncRead for Flood {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            const TAIL: &[u8] = b"\nnext line\r\nlast";
+            let total = self.left;
+            let n = buf.remaining().min(total);
+            for i in 0..n {
+                let from_end = total - i;
+                buf.put_slice(&[if from_end <= TAIL.len() {
+                    TAIL[TAIL.len() - from_end]
+                } else {
+                    b'x'
+                }]);
+            }
+            self.left -= n;
+            self.read.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn stderr_lines_are_bounded_and_never_buffered_whole() {
+        const FLOOD: usize = 8 << 20;
+        let read = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let flood = Flood {
+            left: FLOOD + b"\nnext line\r\nlast".len(),
+            read: read.clone(),
+        };
+        let mut lines = Vec::new();
+        bounded_lines(tokio::io::BufReader::new(flood), 500, |line, cut| {
+            lines.push((line, cut, read.load(std::sync::atomic::Ordering::SeqCst)));
+        })
+        .await;
+        let shown: Vec<(&str, bool)> = lines.iter().map(|(l, c, _)| (l.as_str(), *c)).collect();
+        let cut = "x".repeat(500);
+        assert_eq!(
+            shown,
+            [(cut.as_str(), true), ("next line", false), ("last", false)]
+        );
+        // Handed over once it had its 500 bytes: the 8 MB line was never held whole.
+        let read_by_then = lines[0].2;
+        assert!(
+            read_by_then <= 500 + 8192,
+            "{read_by_then} bytes read first"
+        );
     }
 
     #[test]

@@ -5,13 +5,17 @@
 //! spelling: the WHATWG URL parser already normalises decimal and octal forms such as
 //! `http://2130706433/` to `127.0.0.1`), host names, whose addresses are checked inside the HTTP
 //! client's own resolver (so the address checked is the address connected to, leaving no DNS
-//! rebinding window), and every redirect hop.
+//! rebinding window), and every redirect hop. Besides the non-public ranges, every address of
+//! this machine's own interfaces is refused (see [`super::host_addrs`]): on a server with a
+//! public address, the services it runs are one `http://<its address>:<port>/` away.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use super::host_addrs::host_addresses;
 
 /// Whether an address is on the public internet. Everything else is refused: loopback,
 /// private, link-local, CGNAT, multicast, documentation, benchmarking, reserved, and IPv6
@@ -71,11 +75,28 @@ pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
         }
         None => return Err("the URL has no host".to_string()),
     };
-    if allow_private || is_public_ip(ip) {
+    if allow_private {
+        return Ok(());
+    }
+    if is_own(ip, &own_addresses()?) {
+        return Err(format!("{ip} is an address of this host, not a public one"));
+    }
+    if is_public_ip(ip) {
         Ok(())
     } else {
         Err(format!("{ip} is not a public address"))
     }
+}
+
+/// Whether `ip` is one of `own` (this host's addresses), in any spelling of it.
+fn is_own(ip: IpAddr, own: &[IpAddr]) -> bool {
+    own.contains(&ip.to_canonical())
+}
+
+/// This host's addresses as they are now; without them no fetch is checked, so none is made.
+fn own_addresses() -> Result<Vec<IpAddr>, String> {
+    host_addresses()
+        .map_err(|e| format!("cannot list this host's own addresses to avoid them: {e}"))
 }
 
 /// Most redirect hops `fetch_url` follows.
@@ -91,19 +112,24 @@ pub fn check_redirect(hops: usize, url: &Url, allow_private: bool) -> Result<(),
     check_url(url, allow_private).map_err(|why| format!("redirect refused: {why}"))
 }
 
-/// The fetch client's resolver: the system resolver, minus every non-public answer.
+/// The fetch client's resolver: the system resolver, minus every non-public answer and every
+/// address of this host.
 pub struct PublicOnlyResolver;
 
 impl Resolve for PublicOnlyResolver {
     fn resolve(&self, name: Name) -> Resolving {
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .filter(|addr| is_public_ip(addr.ip()))
+            let resolved = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let own = own_addresses()?;
+            let addrs: Vec<SocketAddr> = resolved
+                .filter(|addr| is_public_ip(addr.ip()) && !is_own(addr.ip(), &own))
                 .collect();
             if addrs.is_empty() {
-                return Err(format!("{host} does not resolve to a public address").into());
+                return Err(format!(
+                    "{host} does not resolve to a public address other than this host's own"
+                )
+                .into());
             }
             let addrs: Addrs = Box::new(addrs.into_iter());
             Ok(addrs)
@@ -420,6 +446,52 @@ mod tests {
                 case.ok,
                 "case {}",
                 case.name
+            );
+        }
+    }
+
+    #[test]
+    fn this_hosts_addresses_are_refused_like_loopback() {
+        // A server with a public address: it passes every range check, yet is this host.
+        let public_own: IpAddr = "93.184.216.34".parse().unwrap();
+        let own = [IpAddr::V4(Ipv4Addr::LOCALHOST), public_own];
+        struct Case {
+            name: &'static str,
+            ip: &'static str,
+            own: bool,
+        }
+        let cases = [
+            Case {
+                name: "the host's public address",
+                ip: "93.184.216.34",
+                own: true,
+            },
+            Case {
+                name: "spelt as IPv4-mapped IPv6",
+                ip: "::ffff:93.184.216.34",
+                own: true,
+            },
+            Case {
+                name: "another public address",
+                ip: "93.184.216.35",
+                own: false,
+            },
+        ];
+        for case in cases {
+            let ip: IpAddr = case.ip.parse().unwrap();
+            assert_eq!(is_own(ip, &own), case.own, "case {}", case.name);
+        }
+        // Every address of this machine's interfaces is refused, whatever its range.
+        for ip in host_addresses().unwrap() {
+            let url = Url::parse(&format!("http://{}/", SocketAddr::new(ip, 80))).unwrap();
+            let refused = check_url(&url, false).unwrap_err();
+            assert!(
+                refused.contains("an address of this host"),
+                "{ip}: {refused}"
+            );
+            assert!(
+                check_url(&url, true).is_ok(),
+                "{ip}: fetch_allow_private lets it through"
             );
         }
     }

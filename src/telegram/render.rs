@@ -142,9 +142,10 @@ fn scan_last_block(markdown: &str) -> LastBlock {
     let opener = if table_in_making {
         Some(start)
     } else {
+        let mut openers = Openers::new(markdown);
         texts
             .into_iter()
-            .find_map(|range| (range.start..range.end).find(|&i| opens_unclosed(markdown, i)))
+            .find_map(|range| (range.start..range.end).find(|&i| openers.opens_unclosed(i)))
     };
     LastBlock { start, opener }
 }
@@ -162,56 +163,113 @@ fn is_block(tag: &Tag<'_>) -> bool {
     )
 }
 
-/// Whether literal text at byte `i` of `markdown` is markup that text still to come could
-/// close: a backtick, an emphasis run that can open, a `[` not yet followed by a full link.
-/// Parsed Markdown leaves closed markup out of text events, so any such opener is unclosed.
-fn opens_unclosed(markdown: &str, i: usize) -> bool {
-    if !markdown.is_char_boundary(i) {
-        return false;
-    }
-    let before = &markdown[..i];
-    if (before.len() - before.trim_end_matches('\\').len()) % 2 == 1 {
-        // Escaped: a literal character.
-        return false;
-    }
-    let rest = &markdown[i..];
-    let Some(c) = rest.chars().next() else {
-        return false;
-    };
-    match c {
-        '`' => true,
-        '*' | '_' | '~' => {
-            let prev = before.chars().next_back();
-            if prev == Some(c) {
-                // Only a whole run opens; its start was judged already.
-                return false;
-            }
-            let run = rest.len() - rest.trim_start_matches(c).len();
-            let Some(next) = rest[run..].chars().next() else {
-                // A run at the very end: the text after it has not arrived yet.
-                return true;
-            };
-            // CommonMark's rule, with punctuation taken as anything not alphanumeric: a run
-            // opens when it is not followed by a space, and, when followed by punctuation,
-            // stands after a space or punctuation. `_` does not open inside a word.
-            let left_flanking = !next.is_whitespace()
-                && (next.is_alphanumeric() || prev.is_none_or(|p| !p.is_alphanumeric()));
-            left_flanking && (c != '_' || !prev.is_some_and(char::is_alphanumeric))
+/// Judges, position by position, whether literal text is markup still to be closed, in time
+/// linear in the document when asked in document order (as [`scan_last_block`] does): what a
+/// position needs to know about the text around it (the run of `\` just before it, the next
+/// `]`, the last `)` and `]`) is carried from one position to the next instead of searched for
+/// again, which made a live frame of a long run of backslashes take minutes.
+struct Openers<'a> {
+    markdown: &'a str,
+    /// The run of `\` that ends just before byte `.0`.
+    backslashes: (usize, usize),
+    /// The first `]` at or after byte `.0`, searched from there.
+    next_bracket: Option<(usize, Option<usize>)>,
+    last_paren: Option<usize>,
+    last_bracket: Option<usize>,
+}
+
+impl<'a> Openers<'a> {
+    fn new(markdown: &'a str) -> Self {
+        Self {
+            markdown,
+            backslashes: (0, 0),
+            next_bracket: None,
+            last_paren: markdown.rfind(')'),
+            last_bracket: markdown.rfind(']'),
         }
-        '[' => {
-            let Some(close) = rest.find(']') else {
-                return true;
-            };
-            let after = &rest[close + 1..];
-            match after.chars().next() {
-                None => true,
-                Some('(') => !after.contains(')'),
-                Some('[') => !after[1..].contains(']'),
-                Some(_) => false,
-            }
+    }
+
+    /// Whether literal text at byte `i` is markup that text still to come could close: a
+    /// backtick, an emphasis run that can open, a `[` not yet followed by a full link. Parsed
+    /// Markdown leaves closed markup out of text events, so any such opener is unclosed.
+    fn opens_unclosed(&mut self, i: usize) -> bool {
+        let markdown = self.markdown;
+        if !markdown.is_char_boundary(i) {
+            return false;
         }
-        '!' => rest[1..].starts_with('[') && opens_unclosed(markdown, i + 1),
-        _ => false,
+        if self.backslashes_before(i) % 2 == 1 {
+            // Escaped: a literal character.
+            return false;
+        }
+        let before = &markdown[..i];
+        let rest = &markdown[i..];
+        let Some(c) = rest.chars().next() else {
+            return false;
+        };
+        match c {
+            '`' => true,
+            '*' | '_' | '~' => {
+                let prev = before.chars().next_back();
+                if prev == Some(c) {
+                    // Only a whole run opens; its start was judged already (so each run is
+                    // walked once).
+                    return false;
+                }
+                let run = rest.len() - rest.trim_start_matches(c).len();
+                let Some(next) = rest[run..].chars().next() else {
+                    // A run at the very end: the text after it has not arrived yet.
+                    return true;
+                };
+                // CommonMark's rule, with punctuation taken as anything not alphanumeric: a run
+                // opens when it is not followed by a space, and, when followed by punctuation,
+                // stands after a space or punctuation. `_` does not open inside a word.
+                let left_flanking = !next.is_whitespace()
+                    && (next.is_alphanumeric() || prev.is_none_or(|p| !p.is_alphanumeric()));
+                left_flanking && (c != '_' || !prev.is_some_and(char::is_alphanumeric))
+            }
+            '[' => {
+                let Some(close) = self.next_bracket(i + 1) else {
+                    return true;
+                };
+                let later = |last: Option<usize>| last.is_some_and(|at| at > close + 1);
+                match markdown[close + 1..].chars().next() {
+                    None => true,
+                    Some('(') => !later(self.last_paren),
+                    Some('[') => !later(self.last_bracket),
+                    Some(_) => false,
+                }
+            }
+            '!' => rest[1..].starts_with('[') && self.opens_unclosed(i + 1),
+            _ => false,
+        }
+    }
+
+    /// How many `\` stand right before byte `i`.
+    fn backslashes_before(&mut self, i: usize) -> usize {
+        let (at, run) = self.backslashes;
+        let run = if at <= i {
+            self.markdown.as_bytes()[at..i]
+                .iter()
+                .fold(run, |run, &b| if b == b'\\' { run + 1 } else { 0 })
+        } else {
+            let before = &self.markdown[..i];
+            before.len() - before.trim_end_matches('\\').len()
+        };
+        self.backslashes = (i, run);
+        run
+    }
+
+    /// The first `]` at or after byte `from`.
+    fn next_bracket(&mut self, from: usize) -> Option<usize> {
+        if let Some((searched, found)) = self.next_bracket
+            && searched <= from
+            && found.is_none_or(|at| at >= from)
+        {
+            return found;
+        }
+        let found = self.markdown[from..].find(']').map(|at| from + at);
+        self.next_bracket = Some((from, found));
+        found
     }
 }
 
@@ -1242,6 +1300,76 @@ mod tests {
             text.chars().filter(|c| !c.is_whitespace()).collect()
         }
 
+        /// Bytes of a long live frame: a long answer near the end of its stream.
+        const LONG: usize = 100_000;
+
+        /// Far above what a linear pass over [`LONG`] bytes takes even in a debug build on a
+        /// busy machine (about 0.1 s), far below the minutes a quadratic one took.
+        const FRAME_BOUND: std::time::Duration = std::time::Duration::from_secs(4);
+
+        /// Renders `markdown` as a live frame, failing once that takes over [`FRAME_BOUND`]
+        /// (without waiting for a slow render to end).
+        fn renders_in_time(markdown: String) -> Result<(), String> {
+            let (done, finished) = std::sync::mpsc::channel();
+            let bytes = markdown.len();
+            std::thread::spawn(move || {
+                let started = std::time::Instant::now();
+                for part in render_partial(&markdown) {
+                    assert_valid(&part);
+                }
+                let _ = done.send(started.elapsed());
+            });
+            match finished.recv_timeout(FRAME_BOUND) {
+                Ok(_) => Ok(()),
+                Err(_) => Err(format!(
+                    "a live frame of {bytes} bytes took over {FRAME_BOUND:?}"
+                )),
+            }
+        }
+
+        /// `pattern` repeated to [`LONG`] bytes, then `tail`.
+        fn long_run(pattern: &str, tail: &str) -> String {
+            let mut text = pattern.repeat(LONG / pattern.len().max(1));
+            text.push_str(tail);
+            text
+        }
+
+        #[test]
+        fn long_runs_render_in_linear_time() {
+            let cases = [
+                ("backslashes", "\\", ""),
+                ("backslashes before a star", "\\", "*"),
+                ("backslashes before a bracket", "\\", "[a"),
+                ("links never closed", "[a](", ""),
+                ("links closed at the very end", "[a](", ")"),
+                ("brackets closed at the very end", "[", "]x"),
+                ("escaped brackets", "\\[", "]"),
+                ("image links", "![a](", ""),
+                ("emphasis runs", "*_~", "a"),
+            ];
+            for (name, pattern, tail) in cases {
+                if let Err(e) = renders_in_time(long_run(pattern, tail)) {
+                    panic!("case {name}: {e}");
+                }
+            }
+        }
+
+        /// Short patterns of the characters inline markup is made of, repeated into long
+        /// frames.
+        fn long_hostile() -> impl Strategy<Value = String> {
+            let pieces = || {
+                prop::sample::select(vec![
+                    "\\", "\\\\", "[a](", "[", "]", "(", ")", "![", "*", "_", "~", "`", "a", " ",
+                    "\n",
+                ])
+            };
+            (
+                prop::collection::vec(pieces(), 1..6),
+                prop::collection::vec(pieces(), 0..4),
+            )
+                .prop_map(|(pattern, tail)| long_run(&pattern.concat(), &tail.concat()))
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -1284,6 +1412,15 @@ mod tests {
                     prop_assert!(!visible.contains(SYNTAX), "raw markup in {visible:?}");
                 }
                 prop_assert_eq!(render_partial(&doc), render_parts(&doc), "the whole answer");
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(12))]
+
+            #[test]
+            fn long_live_frames_render_in_linear_time(md in long_hostile()) {
+                prop_assert!(renders_in_time(md).is_ok());
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::agent::mcp::{Catalog, ServerStatus};
+use crate::agent::mcp::{Catalog, MAX_SCHEMA_BYTES, ServerStatus};
 
 /// Telegram's limit on one message, in UTF-16 units.
 const MESSAGE_LIMIT: usize = 4096;
@@ -42,7 +42,20 @@ pub(crate) fn render(catalog: &Catalog, now: DateTime<Utc>) -> Vec<String> {
         };
         let status = match &server.status {
             ServerStatus::Starting => "starting".to_string(),
-            ServerStatus::Up { tools } => format!("up, {tools} tool(s)"),
+            ServerStatus::Up { tools, left_out } if left_out.is_empty() => {
+                format!("up, {tools} tool(s)")
+            }
+            ServerStatus::Up { tools, left_out } => {
+                let names: Vec<String> = left_out
+                    .iter()
+                    .map(|t| format!("{} ({} bytes)", t.name, t.bytes))
+                    .collect();
+                format!(
+                    "up, {tools} tool(s); left out, as its schemas are over {MAX_SCHEMA_BYTES} \
+                     bytes: {}",
+                    names.join(", ")
+                )
+            }
             ServerStatus::Down {
                 error,
                 since,
@@ -140,7 +153,10 @@ mod tests {
                     name: "ops".into(),
                     transport: "http: https://ops.example/mcp".into(),
                     admins_only: true,
-                    status: ServerStatus::Up { tools: 1 },
+                    status: ServerStatus::Up {
+                        tools: 1,
+                        left_out: Vec::new(),
+                    },
                 },
             ],
         };

@@ -307,6 +307,107 @@ async fn fetch_url_never_reaches_private_addresses() {
     h.stop().await;
 }
 
+/// This machine's addresses other than loopback, found without the bot's code: the source
+/// address of a route out (IPv4) and the global ones `/proc/net/if_inet6` lists (IPv6).
+fn non_loopback_addresses() -> Vec<std::net::IpAddr> {
+    let mut found = Vec::new();
+    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|socket| socket.connect("203.0.113.1:9").map(|()| socket))
+        .and_then(|socket| socket.local_addr());
+    if let Ok(local) = routed {
+        found.push(local.ip());
+    }
+    let inet6 = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+    for line in inet6.lines() {
+        let Some(hex) = line.split_whitespace().next() else {
+            continue;
+        };
+        if let Ok(bits) = u128::from_str_radix(hex, 16) {
+            found.push(std::net::IpAddr::V6(bits.into()));
+        }
+    }
+    found.retain(|ip| {
+        !ip.is_loopback()
+            && !ip.is_unspecified()
+            && !matches!(ip, std::net::IpAddr::V6(v6) if v6.is_unicast_link_local())
+    });
+    found.dedup();
+    found
+}
+
+#[tokio::test]
+async fn fetch_url_never_reaches_this_hosts_own_addresses() {
+    let own = non_loopback_addresses();
+    if own.is_empty() {
+        eprintln!("skipped: this machine has no non-loopback interface address");
+        return;
+    }
+    let hits = Arc::new(AtomicUsize::new(0));
+    let mut targets = Vec::new();
+    // A service listening on every interface, as one bound to 0.0.0.0 or [::] does.
+    for any in ["0.0.0.0:0", "[::]:0"] {
+        let Ok(listener) = tokio::net::TcpListener::bind(any).await else {
+            continue;
+        };
+        let port = listener.local_addr().unwrap().port();
+        let counter = hits.clone();
+        let app = axum::Router::new().fallback(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { "internal admin page" }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let v4 = any.starts_with('0');
+        targets.extend(
+            own.iter()
+                .filter(|ip| ip.is_ipv4() == v4)
+                .map(|ip| format!("http://{}/", std::net::SocketAddr::new(*ip, port))),
+        );
+    }
+    assert!(!targets.is_empty(), "no listener for {own:?}");
+    let count = targets.len();
+    let urls = targets.clone();
+    let llm = FakeLlm::start(move |req, i| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(400, "no");
+        }
+        match urls.get(i) {
+            Some(url) => Reply::tool_call(&format!("c{i}"), "fetch_url", json!({"url": url})),
+            None => Reply::text("done"),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.tools.fetch_allow_private = false;
+        c.agent.max_iterations = 20;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "fetch this machine's own pages");
+    h.tg.wait_messages(ALICE, 1).await;
+    let last = h.llm.agent_requests().pop().unwrap();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), count);
+    for (url, result) in targets.iter().zip(&results) {
+        assert!(
+            result.starts_with("error: ") && result.contains("an address of this host"),
+            "{url}: {result}"
+        );
+    }
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "this host was never reached"
+    );
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn secrets_never_reach_logs_or_users() {
     const KEY: &str = "sk-SECRET-API-KEY-0123456789";

@@ -32,6 +32,7 @@ pub fn stdio_server(name: &str) -> McpServerConfig {
         command: Some(test_server().display().to_string()),
         args: Vec::new(),
         env: Default::default(),
+        cwd: None,
         url: None,
         headers: Default::default(),
         allowed_tools: Vec::new(),

@@ -36,8 +36,8 @@ use rmcp::{Peer, ServiceError, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{Notify, watch};
 
+use super::output::external_content;
 use super::output::{ERROR_PREFIX, ToolOutput, defuse};
-use super::tools::external_content;
 use crate::config::{Caller, McpConfig, McpServerConfig, Role};
 use crate::llm::ToolSpec;
 

@@ -55,7 +55,7 @@ fn day_of(key: &[u8]) -> Option<chrono::NaiveDate> {
 impl Store {
     /// Adds usage to the chat's and the bot's totals for `model`; `turns` is 1 for an agent
     /// turn and 0 for follow-up calls (extraction, reflection) that belong to one. An
-    /// unreadable total starts again from zero.
+    /// unreadable total is kept as it is (and logged), never reset: nothing is added to it.
     pub fn record_usage(
         &self,
         chat: i64,
@@ -66,9 +66,13 @@ impl Store {
     ) -> anyhow::Result<()> {
         for key in [format!("chat:{chat}:{model}"), format!("all:{model}")] {
             self.usage.fetch_and_update(key.as_bytes(), |old| {
-                let mut totals: UsageTotals = old
-                    .and_then(|bytes| decode_json(TREE, key.as_bytes(), bytes))
-                    .unwrap_or_default();
+                let mut totals: UsageTotals = match old {
+                    None => UsageTotals::default(),
+                    Some(bytes) => match decode_json(TREE, key.as_bytes(), bytes) {
+                        Some(totals) => totals,
+                        None => return Some(bytes.to_vec()),
+                    },
+                };
                 totals.add(&UsageTotals {
                     turns,
                     calls: u64::from(calls),
@@ -83,15 +87,23 @@ impl Store {
     }
 
     /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget, and
-    /// to the user's count of all time.
+    /// to the user's count of all time. An unreadable count is kept as it is (it reads as 0,
+    /// logged), never reset.
     pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
         let today = user_day_key(user, chrono::Utc::now().date_naive());
         let tokens = usage.tokens();
         for key in [today, user_total_key(user)] {
-            self.usage.fetch_and_update(key.as_bytes(), |old| {
-                let count = decode_count(TREE, key.as_bytes(), old);
-                Some(count.saturating_add(tokens).to_be_bytes().to_vec())
-            })?;
+            self.usage
+                .fetch_and_update(key.as_bytes(), |old| match old {
+                    Some(bytes) if bytes.len() != 8 => {
+                        tracing::warn!(key, "an unreadable token count is kept as it is");
+                        Some(bytes.to_vec())
+                    }
+                    _ => {
+                        let count = decode_count(TREE, key.as_bytes(), old);
+                        Some(count.saturating_add(tokens).to_be_bytes().to_vec())
+                    }
+                })?;
         }
         Ok(())
     }
@@ -215,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn unreadable_totals_are_skipped_and_start_again() {
+    fn unreadable_totals_are_skipped_and_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let u = Usage {
@@ -231,13 +243,23 @@ mod tests {
             "the unreadable total is skipped"
         );
         store.record_usage(1, "bad", 1, 1, u).unwrap();
-        assert_eq!(store.usage(Some(1)).len(), 2);
+        assert_eq!(store.usage(Some(1)).len(), 1, "still skipped");
+        assert_eq!(
+            store.usage.get("chat:1:bad").unwrap().as_deref(),
+            Some(&b"{"[..])
+        );
 
         let today = user_day_key(7, chrono::Utc::now().date_naive());
         store.usage.insert(today.as_bytes(), "x").unwrap();
         assert_eq!(store.user_tokens_today(7), 0);
         store.record_user_tokens(7, u).unwrap();
-        assert_eq!(store.user_tokens_today(7), 4);
+        assert_eq!(store.user_tokens_today(7), 0);
+        assert_eq!(
+            store.usage.get(today.as_bytes()).unwrap().as_deref(),
+            Some(&b"x"[..])
+        );
+        // The all-time count, readable, still counts.
+        assert_eq!(store.top_users_all_time(1), [(7, 4)]);
     }
 
     #[test]

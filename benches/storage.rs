@@ -161,6 +161,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         external: false,
         answer: Some(answer.chars().take(2_000).collect()),
         skills: Vec::new(),
+        evidence: String::new(),
     };
     let feedback = store
         .create_feedback(&FeedbackTicket {

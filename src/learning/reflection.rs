@@ -100,7 +100,8 @@ impl Learning {
             job.tools.join(", ")
         };
         let skills: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
-        let prompt = build_reflection_prompt(&job.task, &tools, &job.outcome, &skills);
+        let prompt =
+            build_reflection_prompt(&job.task, &tools, &job.outcome, &skills, &job.evidence);
         // The reflection is part of what the user's turn cost: it counts in their budget.
         let payer = self.ledger.payer(job.user, None);
         let extraction = retry_extract_structured::<ReflectionResult>(

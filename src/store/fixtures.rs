@@ -15,6 +15,7 @@ pub(super) fn job(chat: i64, task: &str) -> ReflectionJob {
         external: false,
         answer: None,
         skills: Vec::new(),
+        evidence: String::new(),
     }
 }
 

@@ -126,6 +126,10 @@ pub struct ReflectionJob {
     /// skill only if it fits that skill better than the general bucket.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
+    /// The task's tool calls, their errors and fixes (see [`crate::agent::evidence`]); empty
+    /// when it called no tool.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub evidence: String,
 }
 
 impl Store {

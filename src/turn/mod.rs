@@ -19,6 +19,7 @@ pub(crate) mod retry;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::agent::evidence::{evidence_section, turn_calls};
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
 use crate::background::Lane;
@@ -439,6 +440,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         external: provenance.external,
         answer: None,
         skills: context.skills.clone(),
+        evidence: evidence_section(&turn_calls(&result.messages)),
     };
     let feedback = (answered && app.config().learning.feedback_buttons)
         .then(|| {

@@ -549,6 +549,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
             external: false,
             answer: None,
             skills: Vec::new(),
+            evidence: String::new(),
         },
         vote: None,
         changes: 0,

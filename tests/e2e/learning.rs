@@ -1208,3 +1208,53 @@ async fn the_oldest_waiting_reflection_is_dropped_and_forgotten_when_the_queue_i
     assert!(asked[1].contains("task 3"));
     h.stop().await;
 }
+
+/// A reflection is shown the evidence of its task: each tool call with its arguments, the
+/// error it gave, and the later call to the same tool that worked; and it is asked for
+/// concrete "When <situation>, <action>." lessons, or none.
+#[tokio::test]
+async fn a_reflection_sees_each_failed_call_its_error_and_the_call_that_fixed_it() {
+    let page = serve_html("<html><body><p>Opening hours: 9 to 5.</p></body></html>").await;
+    let llm = FakeLlm::start(move |req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        match crate::support::mcp::tool_results(req).len() {
+            0 => Reply::tool_call("c1", "fetch_url", json!({"link": page})),
+            1 => Reply::tool_call("c2", "fetch_url", json!({"url": page})),
+            _ => Reply::text("Open 9 to 5."),
+        }
+    })
+    .await;
+    let h = Harness::start(llm).await;
+    h.tg.send_text(ALICE, "when is the shop open?");
+    h.tg.wait_messages(ALICE, 1).await;
+    let reflection =
+        h.tg.wait_for(|_| h.llm.reflection_requests().first().cloned())
+            .await;
+    let prompt = user_content(&reflection);
+    let evidence = prompt
+        .lines()
+        .find(|l| l.starts_with("1. fetch_url"))
+        .unwrap_or_else(|| panic!("no evidence in {prompt}"));
+    assert!(evidence.contains(r#"{"link":"#), "{evidence}");
+    assert!(evidence.contains("→ failed: fetch_url needs"), "{evidence}");
+    assert!(
+        evidence.contains(r#"a later call succeeded with {"url":"#),
+        "{evidence}"
+    );
+    assert!(prompt.contains("2. fetch_url {\"url\":"), "{prompt}");
+    assert!(
+        prompt.contains("\"When <situation>, <action>.\""),
+        "{prompt}"
+    );
+    // The seed prompt stays the prefix of what the reflection asks.
+    assert!(
+        prompt
+            .starts_with(&heurist::learning::heuristics::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
+    );
+    h.stop().await;
+}

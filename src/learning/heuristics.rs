@@ -198,7 +198,7 @@ mod tests {
         assert!(none.contains("There are no skills: leave skill_name null."));
         assert!(none.contains("\"When <situation>, <action>.\""));
         let evidence = "Evidence: the tool calls of this task\n1. t {} → succeeded\n";
-        let with = build_reflection_prompt("t", "t", "success", &[], evidence);
+        let with = build_reflection_prompt("t", "none", "success", &[], evidence);
         assert!(with.starts_with(&seed), "the seed prompt stays a prefix");
         assert!(
             with.contains(&format!("\n\n{evidence}There are no skills")),

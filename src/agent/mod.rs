@@ -233,9 +233,10 @@ impl Agent {
     ///
     /// A context overflow is not a dead end: the oldest whole turns of the history are dropped
     /// (see [`oldest_turns_to_drop`]) and the call is retried once.
-    /// With `events`, answers are streamed and progress is reported as it happens. `caller`
-    /// (the user's role, and whether this is their private chat) decides which MCP servers'
-    /// tools are offered and may be called. Each call is charged to `payer` as it completes (so
+    /// With `events`, answers are streamed and progress is reported as it happens. The
+    /// `seat`'s caller (the user's role, and whether this is their private chat) decides which
+    /// MCP servers' tools are offered and may be called; its lessons are added to a tool's
+    /// first failed result in the turn. Each call is charged to `payer` as it completes (so
     /// a stopped turn's finished calls count), and a spent budget ends the turn without the call.
     pub async fn run(
         &self,
@@ -243,7 +244,7 @@ impl Agent {
         prompt: Vec<ChatMessage>,
         user: ChatMessage,
         events: Option<&Events>,
-        caller: Caller,
+        seat: &Seat,
         payer: &Payer,
     ) -> TurnResult {
         let mut conversation = prompt;
@@ -265,11 +266,13 @@ impl Agent {
             last_tool_error: None,
         };
         let mut calls = CallLog::default();
+        // The tools whose learned lessons this turn already showed with a failed call.
+        let mut shown_lessons = std::collections::HashSet::new();
         let mut asked_again = false;
 
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
-            let mut request = self.request(model, conversation.clone(), caller);
+            let mut request = self.request(model, conversation.clone(), seat.caller);
             request.set_streaming(events.is_some());
             let hold = match payer.reserve(budget::estimate(&request)).await {
                 Ok(hold) => hold,
@@ -344,17 +347,25 @@ impl Agent {
                     tracing::info!(tool = %call.function.name, "not running a repeated failing call");
                     repeat
                 } else {
-                    let output = self.tools.call(call, caller).await;
+                    let output = self.tools.call(call, seat.caller).await;
                     result.read_external |= output.external;
-                    if self.tools.admin_only(&call.function.name) {
-                        result.admin_only_calls.push(call.id.clone());
-                    }
                     cap_output(output.text, self.config.max_tool_output_chars)
                 };
+                // Every result of an admin-only tool (a repeat quoting its error, too) is kept
+                // from other users' turns.
+                if self.tools.admin_only(&call.function.name) {
+                    result.admin_only_calls.push(call.id.clone());
+                }
+                let mut output = output;
                 if output.starts_with(tools::ERROR_PREFIX) {
                     result.tool_errors += 1;
+                    calls.record(&call.function.name, &call.function.arguments, &output);
+                    if let Some(lessons) = seat.lessons.get(&call.function.name)
+                        && shown_lessons.insert(call.function.name.clone())
+                    {
+                        output.push_str(&lessons_note(lessons));
+                    }
                 }
-                calls.record(&call.function.name, &call.function.arguments, &output);
                 conversation.push(ChatMessage::tool_result(&call.id, output));
             }
         }
@@ -427,6 +438,25 @@ impl Agent {
         result.status = TurnStatus::LlmFailed(error);
         result
     }
+}
+
+/// Whose turn the tools serve, and what was learned about them.
+#[derive(Debug, Clone)]
+pub struct Seat {
+    pub caller: Caller,
+    /// Per offered tool, the approved lessons about it, best first.
+    pub lessons: std::collections::HashMap<String, Vec<String>>,
+}
+
+/// What a tool's failed result gets when lessons about the tool were learned: just when the
+/// model needs them, in the turn's new tail (the prompt's prefix stays byte-stable).
+fn lessons_note(lessons: &[String]) -> String {
+    let mut note = String::from("\nLearned about this tool from earlier tasks:");
+    for lesson in lessons {
+        note.push_str("\n- ");
+        note.push_str(lesson);
+    }
+    note
 }
 
 /// Sent once after an empty final answer: the model is asked for the answer from what it has.

@@ -32,6 +32,9 @@ pub struct HeuristicEntry {
     pub text: String,
     #[serde(default)]
     pub skill_name: Option<String>,
+    /// The tool the lesson is about, if the model says so.
+    #[serde(default)]
+    pub tool: Option<String>,
 }
 
 /// Prompt template for heuristic extraction. This text and its JSON shape are a contract
@@ -78,7 +81,8 @@ pub const REFLECTION_GUIDANCE: &str = "\
 {evidence}{skills}
 Write each heuristic as \"When <situation>, <action>.\" and make it concrete: a format, an \
 argument's shape, a procedure or a pitfall, with the exact value that worked where there is \
-one. Name the tool when the lesson is about one. General advice (\"use the correct tool\", \
+one. Name the tool when the lesson is about one (and add \"tool\": \"<its name>\" to that \
+heuristic). General advice (\"use the correct tool\", \
 \"verify it is correct\", \"be careful\") helps nobody: leave it out. If nothing here would \
 help a future task, answer {\"heuristics\": []}.
 Heuristics are shared with every user of this assistant: write them so they help anyone, and \

@@ -69,6 +69,26 @@ use skills::Skill;
 use text::{Bm25, cosine, text_similarity};
 use utility::{eviction_order, exploration_bonus};
 
+/// Lessons about one tool shown with its failed call, at most.
+pub const LESSONS_PER_TOOL: usize = 2;
+
+/// The tool a new lesson is about: the one the reflection named, if the task called it, or
+/// else the first tool of the task whose name the lesson mentions.
+fn tool_of(text: &str, named: Option<&str>, called: &[String]) -> Option<String> {
+    if let Some(named) = named.map(str::trim)
+        && let Some(tool) = called.iter().find(|t| t.as_str() == named)
+    {
+        return Some(tool.clone());
+    }
+    called
+        .iter()
+        .find(|tool| {
+            text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .any(|word| word == tool.as_str())
+        })
+        .cloned()
+}
+
 /// A fitting heuristic is injected only if it fits at least this share as well as the best.
 const RELATIVE_FIT: f32 = 0.5;
 
@@ -121,6 +141,8 @@ pub struct Source {
     pub external: bool,
     /// The skills matched in the task's turn.
     pub skills: Vec<String>,
+    /// The tools the task called: a lesson that names one of them is about that tool.
+    pub tools: Vec<String>,
 }
 
 /// What one reflection changed.
@@ -516,7 +538,7 @@ impl Learning {
         payer: &Payer,
     ) -> anyhow::Result<LearnReport> {
         let mut report = LearnReport::default();
-        let mut fresh: Vec<(String, Option<String>)> = Vec::new();
+        let mut fresh: Vec<(String, Option<String>, Option<String>)> = Vec::new();
         for entry in entries {
             let text = entry.text.trim().to_string();
             if !acceptable(&text) {
@@ -526,9 +548,10 @@ impl Learning {
             let skill = entry
                 .skill_name
                 .and_then(|name| self.file_under(&text, name.trim(), &source.skills));
-            fresh.push((text, skill));
+            let tool = tool_of(&text, entry.tool.as_deref(), &source.tools);
+            fresh.push((text, skill, tool));
         }
-        let texts: Vec<String> = fresh.iter().map(|(t, _)| t.clone()).collect();
+        let texts: Vec<String> = fresh.iter().map(|(t, _, _)| t.clone()).collect();
         let vectors = self.embed(&texts, Priority::Background, payer).await;
         let pending = match self.config.review {
             Review::All => true,
@@ -536,7 +559,7 @@ impl Learning {
             Review::None => false,
         };
         let mut memory = self.write();
-        for (i, (text, skill)) in fresh.into_iter().enumerate() {
+        for (i, (text, skill, tool)) in fresh.into_iter().enumerate() {
             let vector = vectors.as_ref().map(|v| v[i].clone());
             // A duplicate shares words with the text (the index finds those) or, with
             // embeddings, is close to it.
@@ -595,6 +618,7 @@ impl Learning {
             let id = self.store.new_heuristic_id()?;
             let heuristic = Heuristic {
                 vector,
+                tool,
                 ..Heuristic::learned(id, skill, text, review, origin, now())
             };
             tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
@@ -664,6 +688,40 @@ impl Learning {
             memory.remove(&self.store, victim.id)?;
             evicted += 1;
         }
+    }
+
+    /// For each of the `offered` tools, the best approved lessons about it (at most
+    /// [`LESSONS_PER_TOOL`], most useful and specific first): the agent adds them to a failed
+    /// call's result, just when the model needs them.
+    pub fn tool_lessons(&self, offered: &[String]) -> HashMap<String, Vec<String>> {
+        let memory = self.read();
+        let mut by_tool: HashMap<String, Vec<&Heuristic>> = HashMap::new();
+        for heuristic in memory.records.values() {
+            let Some(tool) = &heuristic.tool else {
+                continue;
+            };
+            if heuristic.review == ReviewState::Approved
+                && heuristic.utility() >= self.config.min_utility
+                && offered.contains(tool)
+            {
+                by_tool.entry(tool.clone()).or_default().push(heuristic);
+            }
+        }
+        by_tool
+            .into_iter()
+            .map(|(tool, mut lessons)| {
+                let rank = |h: &Heuristic| {
+                    (h.utility() + exploration_bonus(h.injected)) * quality::specificity(&h.text)
+                };
+                lessons.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.id.cmp(&b.id)));
+                let texts = lessons
+                    .into_iter()
+                    .take(LESSONS_PER_TOOL)
+                    .map(|h| h.text.clone())
+                    .collect();
+                (tool, texts)
+            })
+            .collect()
     }
 
     /// After a turn whose prompt carried heuristics `ids`: they were injected, and the turn

@@ -134,6 +134,7 @@ impl Learning {
             outcome: job.outcome.clone(),
             external: job.external,
             skills: job.skills.clone(),
+            tools: job.tools.clone(),
         };
         match extraction.result {
             Ok(result) => {

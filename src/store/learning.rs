@@ -48,6 +48,10 @@ pub struct Heuristic {
     /// Its embedding, computed once when stored (when an embeddings model is configured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector: Option<Vec<f32>>,
+    /// The tool it is about (a tool the task called), if any: it is shown with that tool's
+    /// errors, just when a call to it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl Heuristic {
@@ -77,6 +81,7 @@ impl Heuristic {
             created: at,
             updated: at,
             vector: None,
+            tool: None,
         }
     }
 }

@@ -370,16 +370,22 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         (None, None)
     };
     let caller = Caller::new(role, chat);
+    let offered: Vec<String> = app
+        .agent()
+        .tools()
+        .specs(caller)
+        .into_iter()
+        .map(|spec| spec.function.name.to_string())
+        .collect();
+    let seat = crate::agent::Seat {
+        caller,
+        lessons: app.learning().tool_lessons(&offered),
+    };
     // The safe point: a stop before the agent is done drops its LLM or tool call at once and
     // the turn stores nothing; once it is done, the turn is `Storing` and a stop keeps it.
-    let agent = app.agent().run(
-        &model,
-        prompt,
-        user_message,
-        events.as_ref(),
-        caller,
-        &payer,
-    );
+    let agent = app
+        .agent()
+        .run(&model, prompt, user_message, events.as_ref(), &seat, &payer);
     let Some(mut result) = turn.until_store(agent).await else {
         return stopped(&app, input.update, events, live).await;
     };

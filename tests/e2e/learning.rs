@@ -53,6 +53,7 @@ async fn learn(h: &Harness, texts: &[&str]) {
         outcome: "success".into(),
         external: false,
         skills: Vec::new(),
+        tools: Vec::new(),
     };
     let entries = texts.iter().map(|t| entry(t, None)).collect();
     h.app().learning().learn(entries, &source).await.unwrap();
@@ -658,6 +659,7 @@ async fn pending_heuristics_have_their_own_cap_and_never_evict_approved_ones() {
         outcome: "success".into(),
         external: true,
         skills: Vec::new(),
+        tools: Vec::new(),
     };
     for text in [
         "Planted lesson about marmalade",
@@ -1255,6 +1257,101 @@ async fn a_reflection_sees_each_failed_call_its_error_and_the_call_that_fixed_it
     assert!(
         prompt
             .starts_with(&heurist::learning::heuristics::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
+    );
+    h.stop().await;
+}
+
+/// A lesson about a tool, learned from one user's task (the reflection names the tool), is
+/// shown to another user's turn just when its call to that tool fails: in the failed result,
+/// once per turn, so even a weak model sees it when it matters, and the prompt's prefix is
+/// unchanged. A lesson naming a tool its task never called is tied to no tool.
+#[tokio::test]
+async fn a_tool_lesson_is_shown_with_that_tools_failed_call() {
+    const LESSON: &str = "When calling probe__fail, pass the id as ABC- plus six digits";
+    let llm = FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[
+                (LESSON, None),
+                ("When calling probe__echo, quote the text in UTF-8", None),
+            ]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let results = crate::support::mcp::tool_results(req);
+        let this_turn = req["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .take_while(|m| m["role"] != "user")
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match this_turn {
+            0 => Reply::tool_call(
+                &format!("c{}", results.len()),
+                "probe__fail",
+                json!({"id": "4411"}),
+            ),
+            1 if last_user_text(req).contains("again") => {
+                Reply::tool_call("c9", "probe__fail", json!({"id": "4412"}))
+            }
+            _ => Reply::text("done"),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.mcp.servers = vec![crate::support::mcp::stdio_server("probe")];
+    })
+    .await;
+    // Alice's task fails on the tool; its reflection teaches the lesson, tied to the tool.
+    h.tg.send_text(ALICE, "look up ticket 4411");
+    h.tg.wait_messages(ALICE, 1).await;
+    wait_heuristics(&h, 2).await;
+    assert_eq!(
+        by_text(&h, "When calling probe__fail").tool.as_deref(),
+        Some("probe__fail")
+    );
+    // A lesson naming a tool its task did not call is tied to none.
+    assert_eq!(by_text(&h, "When calling probe__echo").tool, None);
+    // The task read an MCP server's words: its lessons wait for an admin.
+    assert_eq!(
+        by_text(&h, "When calling probe__fail").review,
+        ReviewState::Pending
+    );
+    for heuristic in h.app().store().heuristics() {
+        assert!(h.app().learning().approve(heuristic.id).unwrap());
+    }
+
+    // Bob's turn calls the tool and it fails: the failed result carries the lesson, once.
+    h.tg.send_text(BOB, "check ticket 77 and then again");
+    h.tg.wait_messages(BOB, 1).await;
+    let requests = h.llm.agent_requests();
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| last_user_text(r).contains("check ticket 77"))
+        .unwrap();
+    let results = crate::support::mcp::tool_results(last);
+    let (first, second) = (&results[results.len() - 2], &results[results.len() - 1]);
+    assert!(first.starts_with("error: "), "{first}");
+    let note = format!("Learned about this tool from earlier tasks:\n- {LESSON}");
+    assert!(first.contains(&note), "{first}");
+    assert!(!first.contains("probe__echo"), "{first}");
+    // Once per turn: the second failure carries only its error.
+    assert!(
+        second.starts_with("error: ") && !second.contains("Learned"),
+        "{second}"
+    );
+    // The request before the failure is the prefix of the one after it.
+    let before = requests
+        .iter()
+        .find(|r| last_user_text(r).contains("check ticket 77"))
+        .unwrap();
+    let n = before["messages"].as_array().unwrap().len();
+    assert_eq!(
+        before["messages"].as_array().unwrap()[..],
+        last["messages"].as_array().unwrap()[..n]
     );
     h.stop().await;
 }

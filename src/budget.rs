@@ -174,6 +174,7 @@ impl Payer {
             return Ok(Hold {
                 payer: self.clone(),
                 tokens: 0,
+                in_flight: true,
             });
         };
         let inner = &self.ledger.0;
@@ -192,6 +193,7 @@ impl Payer {
                         return Ok(Hold {
                             payer: self.clone(),
                             tokens: estimate,
+                            in_flight: true,
                         });
                     }
                     Admission::Spent => {
@@ -220,16 +222,30 @@ impl Meter for Payer {
     }
 }
 
-/// A reservation for one call in flight: [`Hold::settle`] charges what the call used; dropped
-/// without settling (the call failed, or the turn was stopped), it charges nothing.
+/// A reservation for one call in flight: [`Hold::settle`] charges what the call used, and
+/// [`Hold::release`] nothing (the call failed: the provider bills no failed request). Dropped
+/// with its call still in flight (the turn was stopped, an extraction timed out), it charges
+/// the whole estimate: the provider may have billed it all, and a ⏹ pressed just before each
+/// answer ends must not make answers free.
 pub struct Hold {
     payer: Payer,
     tokens: u64,
+    in_flight: bool,
 }
 
 impl Hold {
+    /// The call failed: nothing is charged, and the reservation is released.
+    pub fn release(mut self) {
+        self.in_flight = false;
+    }
+
     /// Charges `usage` to the user's day and all-time counts, then releases the reservation.
-    pub fn settle(self, usage: Usage) {
+    pub fn settle(mut self, usage: Usage) {
+        self.in_flight = false;
+        self.charge(usage);
+    }
+
+    fn charge(&self, usage: Usage) {
         let Some(user) = self.payer.user else {
             return;
         };
@@ -244,6 +260,13 @@ impl Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
+        if self.in_flight {
+            self.charge(Usage {
+                prompt_tokens: self.tokens,
+                completion_tokens: 0,
+                cached_tokens: 0,
+            });
+        }
         let Some(user) = self.payer.user.filter(|_| self.tokens > 0) else {
             return;
         };
@@ -368,13 +391,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_dropped_hold_charges_nothing_and_frees_its_room() {
+    async fn a_failed_call_charges_nothing_and_one_cut_off_in_flight_its_estimate() {
         let (_dir, ledger) = ledger(150);
         let payer = ledger.payer(Some(1), None);
-        drop(payer.reserve(1_000).await.unwrap());
+        payer.reserve(1_000).await.unwrap().release();
         let hold = payer.reserve(1_000).await.unwrap();
         hold.settle(usage(20));
         assert_eq!(ledger.0.store.user_tokens_today(1), 20);
+        assert!(ledger.held().is_empty());
+        // Dropped with its call in flight (a stop, a timeout): the whole estimate.
+        drop(payer.reserve(100).await.unwrap());
+        assert_eq!(ledger.0.store.user_tokens_today(1), 120);
         assert!(ledger.held().is_empty());
     }
 

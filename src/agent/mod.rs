@@ -281,6 +281,7 @@ impl Agent {
             let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
                 Err(LlmError::ContextOverflow { message }) => {
+                    hold.release();
                     let (turns, range) = oldest_turns_to_drop(&conversation[..turn_start]);
                     if result.dropped_turns > 0 || turns == 0 {
                         return self.failed(result, user, LlmError::ContextOverflow { message });
@@ -292,6 +293,7 @@ impl Agent {
                     continue;
                 }
                 Err(e) => {
+                    hold.release();
                     tracing::warn!(model = %model.id, error = %e, "turn failed: LLM error");
                     return self.failed(result, user, e);
                 }

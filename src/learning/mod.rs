@@ -224,7 +224,13 @@ async fn embed_paid(
         .map(|t| u64::try_from(t.len() / 3 + 1).unwrap_or(u64::MAX))
         .fold(0, u64::saturating_add);
     let hold = payer.reserve(estimate).await?;
-    let (vectors, usage) = llm.embed(model, texts, priority).await?;
+    let (vectors, usage) = match llm.embed(model, texts, priority).await {
+        Ok(done) => done,
+        Err(e) => {
+            hold.release();
+            return Err(e);
+        }
+    };
     hold.settle(usage.unwrap_or(crate::llm::Usage {
         prompt_tokens: estimate,
         completion_tokens: 0,

@@ -94,11 +94,15 @@ pub async fn retry_extract_structured<T: DeserializeOwned>(
     for _ in 0..config.max_attempts {
         let reserved = config.meter.reserve(&request).await;
         let completion = match reserved {
-            Ok(settle) => config
-                .llm
-                .complete(&request, config.priority)
-                .await
-                .map(|completion| (settle, completion)),
+            Ok(settle) => match config.llm.complete(&request, config.priority).await {
+                Ok(completion) => Ok((settle, completion)),
+                Err(e) => {
+                    // A failed call costs nothing; one cut off by a timeout (this future
+                    // dropped) is charged its estimate when `settle` is dropped.
+                    settle(Usage::default());
+                    Err(e)
+                }
+            },
             Err(e) => Err(e),
         };
         let (settle, completion) = match completion {

@@ -34,6 +34,18 @@ pub struct ChatState {
     /// earlier turn extracted too late are not attached after it.
     #[serde(default)]
     pub option_round: u64,
+    /// Some turn stored since the last clear held text a third party wrote (or read a
+    /// window that did): what the conversation's later turns teach waits for review, even
+    /// once that turn left the history window (its words may live on in later answers, in an
+    /// option label, in a retried message). Only `/clear` ends it. A state from before this
+    /// was kept cannot tell, so it counts as marked.
+    #[serde(default = "marked_if_unknown")]
+    pub external: bool,
+}
+
+/// A state recorded before the mark was kept may have read anything.
+fn marked_if_unknown() -> bool {
+    true
 }
 
 /// An answer with live option buttons: its ticket, its message and its 👍/👎 ticket.
@@ -191,6 +203,40 @@ mod tests {
         let state = store.chat_state(1).unwrap();
         assert_eq!(state.epoch, 150, "no epoch bump was lost");
         assert_eq!(state.model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn the_third_party_mark_is_off_for_a_new_chat_and_on_for_a_state_that_predates_it() {
+        assert!(
+            !ChatState::default().external,
+            "a new chat has read nothing"
+        );
+        let old: ChatState =
+            serde_json::from_str(r#"{"window_start":3,"next_seq":9,"epoch":1,"model":null}"#)
+                .unwrap();
+        assert!(old.external, "an old state cannot say what its chat read");
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let marked = crate::store::Provenance {
+            external: true,
+            admin_only: Vec::new(),
+        };
+        let turn = [crate::llm::ChatMessage::user("q")];
+        store
+            .append_turn(4, 0, None, &turn, &Default::default())
+            .unwrap();
+        assert!(!store.chat_state(4).unwrap().external);
+        store.append_turn(4, 0, None, &turn, &marked).unwrap();
+        store
+            .append_turn(4, 0, None, &turn, &Default::default())
+            .unwrap();
+        assert!(
+            store.chat_state(4).unwrap().external,
+            "only a clear ends it"
+        );
+        assert!(store.history(4, 1).unwrap().external);
+        store.clear_history(4).unwrap();
+        assert!(!store.chat_state(4).unwrap().external);
     }
 }
 

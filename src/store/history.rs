@@ -89,7 +89,8 @@ impl Provenance {
 pub struct HistoryWindow {
     pub messages: Vec<ChatMessage>,
     pub epoch: u64,
-    /// Some turn of the window holds text a third party wrote (see [`Provenance::external`]).
+    /// Some turn of the window holds text a third party wrote (see [`Provenance::external`]),
+    /// or one did since the conversation's last clear (see `ChatState::external`).
     pub external: bool,
     /// The window's tool calls whose results are for admins only.
     pub admin_only: std::collections::HashSet<String>,
@@ -209,6 +210,7 @@ impl Store {
         }
         let mut window = HistoryWindow {
             epoch: state.epoch,
+            external: state.external,
             ..HistoryWindow::default()
         };
         for (_, turn) in turns {
@@ -273,6 +275,7 @@ impl Store {
                 }
                 let seq = state.next_seq;
                 state.next_seq += 1;
+                state.external |= provenance.external;
                 let state = serde_json::to_vec(&state)
                     .map_err(|e| ConflictableTransactionError::Abort(e.into()))?;
                 history.insert(turn_key(chat, seq), turn.as_slice())?;
@@ -346,6 +349,7 @@ impl Store {
         let cleared_below = self.update_chat_state(chat, |state| {
             state.window_start = state.next_seq;
             state.epoch += 1;
+            state.external = false;
             state.window_start
         })?;
         for key in self

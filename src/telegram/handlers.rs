@@ -452,10 +452,10 @@ pub async fn feedback_pressed(
     app: Arc<App>,
     tg: Arc<Outbox>,
     query: CallbackQuery,
-    chat: ChatId,
+    at: Conversation,
     (ticket, up): (String, bool),
 ) -> HandlerResult {
-    let outcome = actions::feedback(&app, chat.0, &ticket, up);
+    let outcome = actions::feedback(&app, at, &ticket, up);
     let refused = outcome.refused;
     answer_press(&app, &tg, &query, outcome).await?;
     // The vote shows in the keyboard (the rest of it, options included, stays as it is).
@@ -464,7 +464,7 @@ pub async fn feedback_pressed(
         && let Some(markup) = message.reply_markup()
     {
         let marked = keyboards::with_vote(markup, &ticket, up);
-        replies::markup(&app, &tg, chat.0, message.id, marked, "show the vote");
+        replies::markup(&app, &tg, at.chat, message.id, marked, "show the vote");
     }
     Ok(())
 }

@@ -164,8 +164,8 @@ const VOTE_CHANGES: u8 = 1;
 /// 👍 or 👎 on an answer, only in its own chat; a vote can be changed once. It scores the
 /// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
 /// with outcome "failure", so the bot learns what went wrong.
-pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
-    let ticket = match app.store().vote(ticket, chat, up, VOTE_CHANGES) {
+pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
+    let ticket = match app.store().vote(ticket, at.chat, up, VOTE_CHANGES) {
         Ok(Vote::Recorded(ticket)) => ticket,
         Ok(Vote::AlreadyVoted) => return Outcome::refuse("You already rated this answer"),
         Ok(Vote::Unknown) => return Outcome::refuse(EXPIRED),
@@ -181,8 +181,15 @@ pub fn feedback(app: &Arc<App>, chat: i64, ticket: &str, up: bool) -> Outcome {
         tracing::error!(error = %e, "cannot apply feedback");
     }
     if !up {
+        // The rated answer's conversation may have read third-party text since its ticket
+        // was made (or before tickets said so): its mark decides too.
+        let marked = app
+            .store()
+            .chat_state(at)
+            .map_or(true, |state| state.external);
         let job = ReflectionJob {
             outcome: "failure (the user rated the answer 👎)".to_string(),
+            external: ticket.job.external || marked,
             ..ticket.job
         };
         if let Some(id) = app.learning().plan_reflection(&job) {

@@ -135,6 +135,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         reply_to: None,
         parts: Vec::new(),
         first_seq: 0,
+        forwarded: false,
     };
     assert_eq!(store.accept_update(update, &entry).unwrap(), Arrival::New);
     let (round, _) = store.retire_offered(chat).unwrap();

@@ -117,6 +117,10 @@ pub struct InboxEntry {
     /// that names the same update id is a reused id's predecessor's (0 in older records).
     #[serde(default)]
     pub first_seq: u64,
+    /// The message was forwarded: someone else wrote its text, so it counts as third-party
+    /// text (what its turn teaches waits for review).
+    #[serde(default)]
+    pub forwarded: bool,
 }
 
 impl Store {
@@ -285,6 +289,7 @@ mod tests {
             reply_to: None,
             parts: Vec::new(),
             first_seq: 0,
+            forwarded: false,
         }
     }
 

@@ -121,6 +121,7 @@ mod tests {
             reply_to: None,
             parts: Vec::new(),
             first_seq: 0,
+            forwarded: false,
         }
     }
 
@@ -465,6 +466,7 @@ mod tests {
                 reply_to: None,
                 parts: Vec::new(),
                 first_seq: 0,
+                forwarded: false,
             };
             store.accept_update(update, &entry).unwrap();
         }

@@ -310,6 +310,7 @@ async fn start_turn(
         image,
         topic: chat.topic,
         reply_to: reply_in_groups(chat.chat, msg.id.0),
+        forwarded: msg.forward_origin().is_some(),
     };
     let out: Out = tg.clone();
     turn::accept(app, &out, input).await;
@@ -401,6 +402,8 @@ pub async fn option_pressed(
         topic: ticket.topic,
         // In a group, the answer to a press replies to the answer that offered the option.
         reply_to: reply_in_groups(ticket.chat, ticket.message_id),
+        // The label's origin is in its conversation's mark (see `ChatState::external`).
+        forwarded: false,
     };
     turn::accept(&app, &out, input).await;
     handling.done();
@@ -609,6 +612,8 @@ pub async fn retry_pressed(
             .message
             .as_ref()
             .and_then(|m| reply_in_groups(retried.chat, m.id().0)),
+        // A forwarded message's failed turn marked its conversation (see `ChatState::external`).
+        forwarded: false,
     };
     let out: Out = tg.clone();
     turn::accept(&app, &out, input).await;

@@ -54,6 +54,9 @@ pub struct TurnInput {
     pub topic: Option<i32>,
     /// The message the answer replies to (the one that started the turn, in groups).
     pub reply_to: Option<i32>,
+    /// The message was forwarded: someone else wrote its text, so the turn is marked as
+    /// holding third-party text.
+    pub forwarded: bool,
 }
 
 impl TurnInput {
@@ -82,6 +85,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
             reply_to: input.reply_to,
             parts: Vec::new(),
             first_seq: 0,
+            forwarded: input.forwarded,
         };
         match app.store().accept_update(update, &entry) {
             Ok(Arrival::New | Arrival::Reused) => {}
@@ -169,6 +173,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                     image: entry.image,
                     topic: entry.topic,
                     reply_to: entry.reply_to,
+                    forwarded: entry.forwarded,
                 };
                 let on_panic = failed(app.clone(), out.clone(), chat, Some(update));
                 app.queues().enqueue(
@@ -421,7 +426,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
 
     // Store: the whole turn, what it cost, and how it went for the heuristics it carried.
     let provenance = Provenance {
-        external: external_window || result.external_content(),
+        external: external_window || input.forwarded || result.external_content(),
         admin_only: result.admin_only_calls.clone(),
     };
     store_turn(&app, &input, window.epoch, &model.id, &result, &provenance);

@@ -683,6 +683,7 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
         image: None,
         topic: None,
         reply_to: None,
+        forwarded: false,
     };
     {
         let app = heurist::App::new(config.clone()).unwrap();

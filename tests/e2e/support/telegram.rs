@@ -146,6 +146,21 @@ impl FakeTelegram {
         })
     }
 
+    /// A channel post forwarded by `user` into their private chat: someone else wrote `text`.
+    pub fn send_forwarded(&self, user: i64, text: &str) -> i64 {
+        let text = text.to_string();
+        self.push_update(move |_, message_id| {
+            let origin = json!({
+                "type": "channel",
+                "date": 1_699_999_000,
+                "chat": {"id": -100_999, "type": "channel", "title": "Deals"},
+                "message_id": 12,
+            });
+            let content = json!({"text": text, "forward_origin": origin});
+            json!({"message": message(message_id, user, user_json(user), content)})
+        })
+    }
+
     /// A text message from `user` in forum topic `topic` (its `message_thread_id`) of the
     /// forum supergroup `chat`.
     pub fn send_in_topic(&self, chat: i64, topic: i64, user: i64, text: &str) -> i64 {

@@ -254,7 +254,11 @@ pub async fn non_text(
                 .collect();
             let current = app.model_for(chat).id;
             let note = media::unseen_image_note(&current, &vision, caption.is_some());
-            replies::notice(&app, &tg, chat, note);
+            if caption.is_some() {
+                replies::notice(&app, &tg, chat, note);
+            } else {
+                rated_notice(&app, &tg, &msg, role, note);
+            }
             if let Some(caption) = caption {
                 let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
                 start_turn(&app, &tg, &update, &msg, role, text, None, &handling).await;
@@ -264,8 +268,22 @@ pub async fn non_text(
         None => "I can only read text messages and photos. Please send your request as text.",
     };
     handling.done();
-    replies::notice(&app, &tg, chat, reply);
+    rated_notice(&app, &tg, &msg, role, reply.to_string());
     Ok(())
+}
+
+/// A notice for a message that starts no turn (a sticker, a photo the model cannot see),
+/// within the sender's command rate: a flood of stickers gets one refusal that is edited,
+/// not a paced notice each.
+fn rated_notice(app: &Arc<App>, tg: &Arc<Outbox>, msg: &Message, role: Role, text: String) {
+    let (chat, user) = (
+        conversation_of(msg),
+        msg.from.as_ref().map_or(0, |u| u.id.0),
+    );
+    match app.limits().check_command(user, role) {
+        Verdict::TooFast(wait) => replies::refuse_too_fast(app, tg, chat, user, wait),
+        _ => replies::notice(app, tg, chat, text),
+    }
 }
 
 /// Starts a turn for `msg` (within the user's limits, else a friendly refusal). Intake is

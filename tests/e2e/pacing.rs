@@ -208,3 +208,37 @@ async fn seventy_strangers_in_a_group_hold_neither_its_members_nor_other_chats()
     );
     h.stop().await;
 }
+
+/// Messages that start no turn (voice notes, stickers) get their notice within the sender's
+/// command rate: a flood of them is a few notices and one refusal, edited, not a paced notice
+/// each queued for minutes in the chat's line.
+#[tokio::test]
+async fn a_flood_of_non_text_messages_gets_one_refusal() {
+    let asked = Arc::new(Mutex::new(HashMap::new()));
+    let llm = FakeLlm::start(llm_noting_times(asked.clone())).await;
+    let h = Harness::start_with(llm, |c| {
+        production_pacing(c);
+        c.limits.commands_per_minute = 3;
+    })
+    .await;
+    for _ in 0..30 {
+        h.tg.send_voice(ALICE);
+    }
+    let screen =
+        h.tg.wait_for(|t| {
+            let screen = t.screen(ALICE);
+            let last = screen.last()?;
+            (screen.len() == 4 && last.contains("I did not answer your last 27 messages"))
+                .then_some(screen)
+        })
+        .await;
+    assert!(
+        screen[..3]
+            .iter()
+            .all(|s| s.contains("I can only read text")),
+        "{screen:#?}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.tg.messages_to(ALICE).len(), 4, "one refusal");
+    h.stop().await;
+}

@@ -691,3 +691,56 @@ async fn a_child_starts_in_an_empty_directory_of_its_own_and_its_stderr_is_bound
         "the lines after it"
     );
 }
+
+/// A repeat of a failing admin-only call (not run again, its result quoting the first error)
+/// is an admin-only result too: a member's later turn gets neither.
+#[tokio::test]
+async fn a_repeated_admin_only_call_stays_with_admins() {
+    const GROUP: i64 = -100_4343;
+    let llm = FakeLlm::start(|req, _| {
+        let asked = last_user_text(req);
+        match (this_turn(req).len(), asked.contains("fail twice")) {
+            (n @ 0..2, true) => Reply::tool_call(&format!("c{n}"), "desk__fail", json!({})),
+            _ => Reply::text("ok"),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        quiet(c);
+        let mut desk = stdio_server("desk");
+        desk.roles = McpRoles::Admin;
+        desk.in_groups = true;
+        c.mcp.servers = vec![desk];
+    })
+    .await;
+    let mention = "@heurist_test_bot";
+    h.tg.send_in_chat(GROUP, ADMIN, &format!("{mention} fail twice"));
+    h.tg.wait_messages(GROUP, 1).await;
+    h.tg.send_in_chat(GROUP, ALICE, &format!("{mention} repeat the tool output"));
+    h.tg.wait_messages(GROUP, 2).await;
+    let requests = h.llm.agent_requests();
+    let admin = requests
+        .iter()
+        .rev()
+        .find(|r| last_user_text(r).contains("fail twice"))
+        .unwrap();
+    let results = tool_results(admin);
+    assert!(
+        results[1].contains("already failed in this turn"),
+        "{results:?}"
+    );
+    let member = requests
+        .iter()
+        .find(|r| last_user_text(r).contains("repeat the tool output"))
+        .unwrap()
+        .to_string();
+    assert!(!member.contains("the disk is on fire"), "{member}");
+    assert_eq!(
+        member
+            .matches(heurist::store::ADMIN_ONLY_PLACEHOLDER)
+            .count(),
+        2,
+        "{member}"
+    );
+    h.stop().await;
+}

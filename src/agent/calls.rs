@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use super::output::ERROR_PREFIX;
+use super::output::{ERROR_PREFIX, cut};
 
 /// Characters of a tool's error quoted in the answer of a turn that ended without one.
 const QUOTED_ERROR_CHARS: usize = 300;
@@ -60,17 +60,11 @@ impl CallLog {
     /// words, naming the tool that failed last and its error, if one did.
     pub fn no_answer_text(&self) -> String {
         match &self.last_error {
-            Some((tool, error)) => {
-                let mut error: String = error.chars().take(QUOTED_ERROR_CHARS).collect();
-                if error.len() < self.last_error.as_ref().map_or(0, |(_, e)| e.len()) {
-                    error.push('…');
-                }
-                format!(
-                    "Sorry, I could not finish this. The tool `{tool}` failed ({}), and the \
-                     model gave no answer after it.",
-                    error.trim()
-                )
-            }
+            Some((tool, error)) => format!(
+                "Sorry, I could not finish this. The tool `{tool}` failed ({}), and the model \
+                 gave no answer after it.",
+                cut(error.trim(), QUOTED_ERROR_CHARS)
+            ),
             None => "Sorry, the model gave no answer to this message.".to_string(),
         }
     }

@@ -18,7 +18,7 @@
 //! assert!(section.contains(r#"a later call succeeded with {"id":"ABC-004411"}"#));
 //! ```
 
-use super::output::ERROR_PREFIX;
+use super::output::{ERROR_PREFIX, cut};
 use crate::llm::ChatMessage;
 
 /// Calls listed at most; later ones are counted.
@@ -111,14 +111,6 @@ pub fn evidence_section(calls: &[Call]) -> String {
         out.push_str(&format!("({} more calls)\n", calls.len() - MAX_CALLS));
     }
     out
-}
-
-/// `text` cut to `max` characters, with "…" when cut.
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

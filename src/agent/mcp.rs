@@ -36,8 +36,7 @@ use rmcp::{Peer, ServiceError, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{Notify, watch};
 
-use super::output::external_content;
-use super::output::{ERROR_PREFIX, ToolOutput, defuse};
+use super::output::{ERROR_PREFIX, ToolOutput, defuse, external_content};
 use crate::config::{Caller, McpConfig, McpServerConfig, Role};
 use crate::llm::ToolSpec;
 

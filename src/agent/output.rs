@@ -51,6 +51,14 @@ pub(crate) fn external_content(header: &str, text: &str, max_chars: usize) -> St
     )
 }
 
+/// `text` cut to `max` characters, with an ellipsis when cut.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// One tool call's result, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::output::{defuse, read_capped};
+use super::output::{cut, defuse, read_capped};
 use crate::config::ToolsConfig;
 use crate::llm::ToolSpec;
 
@@ -177,14 +177,6 @@ fn format_hits(query: &str, hits: &[Hit], max: usize, snippet_chars: usize) -> S
 /// Whitespace runs (newlines included) as single spaces.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `text` cut to `max` characters, with an ellipsis when cut.
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

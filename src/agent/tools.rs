@@ -14,13 +14,12 @@ use serde_json::json;
 use super::html_text::html_to_text;
 use super::mcp::{Catalog, CatalogTool, Mcp};
 use super::net_guard::{check_url, guarded_client};
-use super::output::read_capped;
 use super::search::{self, SearchArgs, WebSearch};
 use crate::config::{Caller, ToolsConfig};
 use crate::llm::{ToolCall, ToolSpec};
 
-use super::output::external_content;
 pub use super::output::{CONTENT_END, CONTENT_START, ERROR_PREFIX, ToolOutput};
+use super::output::{external_content, read_capped};
 
 /// The tool set of a running bot.
 #[derive(Clone)]

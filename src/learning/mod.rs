@@ -69,6 +69,13 @@ use skills::Skill;
 use text::{Bm25, cosine, text_similarity};
 use utility::{eviction_order, exploration_bonus};
 
+/// How a lesson's specificity weighs its rank: at equal fit and proven use, a lesson that
+/// names a format, a value or a tool outranks general advice (stored before the quality gate
+/// was, or just above it).
+fn specificity_weight(text: &str) -> f32 {
+    0.5 + 0.5 * quality::specificity(text)
+}
+
 /// Lessons about one tool shown with its failed call, at most.
 pub const LESSONS_PER_TOOL: usize = 2;
 
@@ -511,7 +518,10 @@ impl Learning {
         fitting.retain(|(fit, _)| *fit >= RELATIVE_FIT * best);
         let mut ranked: Vec<(f32, &Heuristic)> = fitting
             .into_iter()
-            .map(|(fit, h)| (fit * (h.utility() + exploration_bonus(h.injected)), h))
+            .map(|(fit, h)| {
+                let worth = h.utility() + exploration_bonus(h.injected);
+                (fit * worth * specificity_weight(&h.text), h)
+            })
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
         ranked

@@ -1447,3 +1447,20 @@ async fn a_forwarded_messages_lesson_waits_for_review() {
     assert!(stored[0].origin.external);
     h.stop().await;
 }
+
+/// At about equal fit, a specific lesson (a value, a format) outranks a general one.
+#[tokio::test]
+async fn a_specific_lesson_outranks_a_general_one_at_equal_fit() {
+    const GENERAL: &str = "Convert meeting times between zones before answering";
+    const SPECIFIC: &str = "Convert meeting times between zones and write offsets like +02:00";
+    let h = Harness::start_with(learning_llm(|| reflection_reply(&[])).await, |c| {
+        c.learning.max_injected = 1;
+    })
+    .await;
+    learn(&h, &[GENERAL, SPECIFIC]).await;
+    assert_eq!(
+        ask(&h, BOB, 1, "convert meeting times between zones").await,
+        [SPECIFIC]
+    );
+    h.stop().await;
+}

@@ -21,6 +21,20 @@ use std::collections::HashMap;
 
 use super::output::{ERROR_PREFIX, cut};
 
+/// What a repeated failing call's result tells the model to do instead.
+pub const REPEAT_HINT: &str = "Do not repeat it: change the arguments as that error says, or answer the user with what you have.";
+
+/// Whether a final answer is only the bot's own words to the model given back (Qwen2.5-Coder-1.5B
+/// answered a user with [`REPEAT_HINT`] itself): such an answer counts as none.
+pub fn echoes_the_bot(answer: &str) -> bool {
+    let answer = answer.trim();
+    !answer.is_empty()
+        && (REPEAT_HINT.contains(answer)
+            || answer.contains(REPEAT_HINT)
+            || super::ANSWER_NOW_PROMPT.contains(answer)
+            || answer.contains(super::ANSWER_NOW_PROMPT))
+}
+
 /// Characters of a tool's error quoted in the answer of a turn that ended without one.
 const QUOTED_ERROR_CHARS: usize = 300;
 
@@ -40,8 +54,7 @@ impl CallLog {
         let error = self.failed.get(&key(tool, arguments))?;
         Some(format!(
             "{ERROR_PREFIX}this exact call ({tool} with the same arguments) already failed in \
-             this turn, so it was not run again. Its error was: {error}\nDo not repeat it: \
-             change the arguments as that error says, or answer the user with what you have."
+             this turn, so it was not run again. Its error was: {error}\n{REPEAT_HINT}"
         ))
     }
 
@@ -157,6 +170,18 @@ mod tests {
                 assert!(text.contains("ABC-004411"), "{}", case.name);
             }
         }
+    }
+
+    #[test]
+    fn an_answer_that_only_gives_back_the_bots_words_is_none() {
+        // What Qwen2.5-Coder-1.5B answered a user, word for word.
+        assert!(echoes_the_bot(
+            "Do not repeat it: change the arguments as that error says, or answer the user with what you have."
+        ));
+        assert!(echoes_the_bot(&format!("  {REPEAT_HINT}\n")));
+        assert!(echoes_the_bot(super::super::ANSWER_NOW_PROMPT));
+        assert!(!echoes_the_bot("Ticket ABC-004411 is open."));
+        assert!(!echoes_the_bot(""));
     }
 
     #[test]

@@ -304,7 +304,9 @@ impl Agent {
             hold.settle(completion.usage);
             conversation.push(completion.message());
             result.last_request = Some(request);
-            if completion.tool_calls.is_empty() && completion.content.trim().is_empty() {
+            let silent =
+                completion.content.trim().is_empty() || calls::echoes_the_bot(&completion.content);
+            if completion.tool_calls.is_empty() && silent {
                 if !asked_again {
                     // One more call on the same request prefix (same tools, so the prompt cache
                     // still serves it), asking for the answer from what the tools returned.

@@ -80,18 +80,27 @@ fn specificity_weight(text: &str) -> f32 {
 pub const LESSONS_PER_TOOL: usize = 2;
 
 /// The tool a new lesson is about: the one the reflection named, if the task called it, or
-/// else the first tool of the task whose name the lesson mentions.
+/// else the first tool of the task whose name the lesson mentions (an MCP tool by its
+/// server's name for it too: "ticket" for `desk__ticket`, as models write it).
 fn tool_of(text: &str, named: Option<&str>, called: &[String]) -> Option<String> {
+    let short = |tool: &str| tool.rsplit("__").next().unwrap_or(tool).to_lowercase();
     if let Some(named) = named.map(str::trim)
-        && let Some(tool) = called.iter().find(|t| t.as_str() == named)
+        && let Some(tool) = called
+            .iter()
+            .find(|t| t.as_str() == named || short(t) == named.to_lowercase())
     {
         return Some(tool.clone());
     }
+    let words: Vec<String> = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .map(str::to_lowercase)
+        .collect();
     called
         .iter()
         .find(|tool| {
-            text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-                .any(|word| word == tool.as_str())
+            words
+                .iter()
+                .any(|word| *word == tool.to_lowercase() || *word == short(tool))
         })
         .cloned()
 }

@@ -60,7 +60,19 @@ const GENERIC: &[&str] = &[
     "ensure",
     "error",
     "errors",
+    "argument",
+    "arguments",
+    "change",
+    "changing",
     "exact",
+    "fail",
+    "failed",
+    "failing",
+    "fails",
+    "match",
+    "matching",
+    "message",
+    "messages",
     "exactly",
     "follow",
     "future",
@@ -186,6 +198,12 @@ mod tests {
             Case {
                 name: "qwen: verify the id",
                 text: "Verify the id is correct.",
+                specificity: 0.0,
+            },
+            Case {
+                name: "qwen on llama-server: change the arguments to match the error",
+                text: "When a tool fails with an error, try changing the arguments to match the \
+                       error message.",
                 specificity: 0.0,
             },
             Case {

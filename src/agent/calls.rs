@@ -21,6 +21,11 @@ use std::collections::HashMap;
 
 use super::output::{ERROR_PREFIX, cut};
 
+/// Sent once after an empty final answer: the model is asked for the answer from what it has.
+pub const ANSWER_NOW_PROMPT: &str = "Your last reply was empty. Answer my previous message now, \
+in plain text, from the tool results above (say what failed, if something did). Do not call \
+any tool.";
+
 /// What a repeated failing call's result tells the model to do instead.
 pub const REPEAT_HINT: &str = "Do not repeat it: change the arguments as that error says, or answer the user with what you have.";
 
@@ -31,8 +36,8 @@ pub fn echoes_the_bot(answer: &str) -> bool {
     !answer.is_empty()
         && (REPEAT_HINT.contains(answer)
             || answer.contains(REPEAT_HINT)
-            || super::ANSWER_NOW_PROMPT.contains(answer)
-            || answer.contains(super::ANSWER_NOW_PROMPT))
+            || ANSWER_NOW_PROMPT.contains(answer)
+            || answer.contains(ANSWER_NOW_PROMPT))
 }
 
 /// Characters of a tool's error quoted in the answer of a turn that ended without one.
@@ -179,7 +184,7 @@ mod tests {
             "Do not repeat it: change the arguments as that error says, or answer the user with what you have."
         ));
         assert!(echoes_the_bot(&format!("  {REPEAT_HINT}\n")));
-        assert!(echoes_the_bot(super::super::ANSWER_NOW_PROMPT));
+        assert!(echoes_the_bot(super::ANSWER_NOW_PROMPT));
         assert!(!echoes_the_bot("Ticket ABC-004411 is open."));
         assert!(!echoes_the_bot(""));
     }

@@ -71,7 +71,7 @@ pub fn turn_calls(messages: &[ChatMessage]) -> Vec<Call> {
 
 /// The bot's own "answer now" prompt is not the user's message.
 fn is_nudge(message: &ChatMessage) -> bool {
-    message.content() == super::ANSWER_NOW_PROMPT
+    message.content() == super::calls::ANSWER_NOW_PROMPT
 }
 
 /// The evidence section of a reflection prompt for `calls`; empty when there were none.
@@ -156,7 +156,7 @@ mod tests {
             calling(vec![call("c4", "ticket_lookup", r#"{"id":"ABC-004411"}"#)]),
             ChatMessage::tool_result("c4", "open, assigned to the desk"),
             ChatMessage::assistant(""),
-            ChatMessage::user(super::super::ANSWER_NOW_PROMPT),
+            ChatMessage::user(super::super::calls::ANSWER_NOW_PROMPT),
             ChatMessage::assistant("It is open."),
         ];
         let calls = turn_calls(&messages);

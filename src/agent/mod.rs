@@ -26,6 +26,7 @@ use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
     Usage, estimate_tokens, new_call_id,
 };
+pub use calls::ANSWER_NOW_PROMPT;
 use calls::CallLog;
 use tools::Tools;
 
@@ -462,11 +463,6 @@ fn lessons_note(lessons: &[String]) -> String {
     }
     note
 }
-
-/// Sent once after an empty final answer: the model is asked for the answer from what it has.
-pub const ANSWER_NOW_PROMPT: &str = "Your last reply was empty. Answer my previous message now, \
-in plain text, from the tool results above (say what failed, if something did). Do not call \
-any tool.";
 
 /// Ends a turn whose model gave no answer even when asked again: the messages so far are kept
 /// (with the honest note as the answer), and the status offers 🔁 Retry.

@@ -32,12 +32,12 @@ pub const REPEAT_HINT: &str = "Do not repeat it: change the arguments as that er
 /// Whether a final answer is only the bot's own words to the model given back (Qwen2.5-Coder-1.5B
 /// answered a user with [`REPEAT_HINT`] itself): such an answer counts as none.
 pub fn echoes_the_bot(answer: &str) -> bool {
+    // A part of them counts only when it is a sentence's worth: "hi" is in the hint too.
+    const LEAST_PART: usize = 24;
     let answer = answer.trim();
-    !answer.is_empty()
-        && (REPEAT_HINT.contains(answer)
-            || answer.contains(REPEAT_HINT)
-            || ANSWER_NOW_PROMPT.contains(answer)
-            || answer.contains(ANSWER_NOW_PROMPT))
+    [REPEAT_HINT, ANSWER_NOW_PROMPT].iter().any(|ours| {
+        answer.contains(ours) || (answer.chars().count() >= LEAST_PART && ours.contains(answer))
+    })
 }
 
 /// Characters of a tool's error quoted in the answer of a turn that ended without one.
@@ -185,8 +185,13 @@ mod tests {
         ));
         assert!(echoes_the_bot(&format!("  {REPEAT_HINT}\n")));
         assert!(echoes_the_bot(super::ANSWER_NOW_PROMPT));
+        assert!(echoes_the_bot("change the arguments as that error says"));
         assert!(!echoes_the_bot("Ticket ABC-004411 is open."));
         assert!(!echoes_the_bot(""));
+        // Short answers that happen to be part of the hint are answers.
+        for short in ["hi", "Do", "what you have", "ok"] {
+            assert!(!echoes_the_bot(short), "{short}");
+        }
     }
 
     #[test]

@@ -2,12 +2,12 @@
 //! taken off the allow-list gets no LLM call for turns still waiting, and the daily token
 //! budget binds queued and parallel turns and every call made for a user's turn.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::llm::stalling_llm;
 use crate::support::*;
 
 const GROUP: i64 = -4242;
@@ -43,16 +43,7 @@ async fn confirmed(tg: &FakeTelegram, update: i64) {
 #[tokio::test]
 async fn turns_of_a_user_removed_from_the_allow_list_are_dropped_after_a_restart() {
     // Agent calls hang while `slow` is set; follow-ups fail.
-    let slow = Arc::new(AtomicBool::new(true));
-    let flag = slow.clone();
-    let llm = FakeLlm::start(move |req, _| {
-        if is_options_request(req) || is_reflection_request(req) {
-            return Reply::error(500, "not now");
-        }
-        let delay = if flag.load(Ordering::SeqCst) { 30 } else { 0 };
-        Reply::text("answered").after(Duration::from_secs(delay))
-    })
-    .await;
+    let (llm, slow) = stalling_llm("answered").await;
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &[]);

@@ -263,36 +263,7 @@ async fn fetch_url_never_reaches_private_addresses() {
     {
         targets.push(format!("http://{host}:{port}/"));
     }
-    let count = targets.len();
-    let urls = targets.clone();
-    let llm = FakeLlm::start(move |req, i| {
-        if is_options_request(req) || is_reflection_request(req) {
-            return Reply::error(400, "no");
-        }
-        match urls.get(i) {
-            Some(url) => Reply::tool_call(&format!("c{i}"), "fetch_url", json!({"url": url})),
-            None => Reply::text("done"),
-        }
-    })
-    .await;
-    let h = Harness::start_with(llm, |c| {
-        c.tools.fetch_allow_private = false;
-        c.agent.max_iterations = 20;
-        c.options.enabled = false;
-        c.learning.reflect = false;
-    })
-    .await;
-    h.tg.send_text(ALICE, "fetch the internal pages");
-    h.tg.wait_messages(ALICE, 1).await;
-    let last = h.llm.agent_requests().pop().unwrap();
-    let results: Vec<String> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(results.len(), count);
+    let results = fetch_each(&targets, "fetch the internal pages").await;
     for (url, result) in targets.iter().zip(&results) {
         assert!(
             result.starts_with("error: ") && result.contains("public"),
@@ -304,7 +275,6 @@ async fn fetch_url_never_reaches_private_addresses() {
         0,
         "the private server was never reached"
     );
-    h.stop().await;
 }
 
 /// This machine's addresses other than loopback, found without the bot's code: the source
@@ -364,36 +334,7 @@ async fn fetch_url_never_reaches_this_hosts_own_addresses() {
         );
     }
     assert!(!targets.is_empty(), "no listener for {own:?}");
-    let count = targets.len();
-    let urls = targets.clone();
-    let llm = FakeLlm::start(move |req, i| {
-        if is_options_request(req) || is_reflection_request(req) {
-            return Reply::error(400, "no");
-        }
-        match urls.get(i) {
-            Some(url) => Reply::tool_call(&format!("c{i}"), "fetch_url", json!({"url": url})),
-            None => Reply::text("done"),
-        }
-    })
-    .await;
-    let h = Harness::start_with(llm, |c| {
-        c.tools.fetch_allow_private = false;
-        c.agent.max_iterations = 20;
-        c.options.enabled = false;
-        c.learning.reflect = false;
-    })
-    .await;
-    h.tg.send_text(ALICE, "fetch this machine's own pages");
-    h.tg.wait_messages(ALICE, 1).await;
-    let last = h.llm.agent_requests().pop().unwrap();
-    let results: Vec<String> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(results.len(), count);
+    let results = fetch_each(&targets, "fetch this machine's own pages").await;
     for (url, result) in targets.iter().zip(&results) {
         assert!(
             result.starts_with("error: ") && result.contains("an address of this host"),
@@ -405,7 +346,6 @@ async fn fetch_url_never_reaches_this_hosts_own_addresses() {
         0,
         "this host was never reached"
     );
-    h.stop().await;
 }
 
 #[tokio::test]
@@ -781,4 +721,40 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
     );
     let history = db.open_tree("history").unwrap();
     assert_eq!(history.scan_prefix(ALICE.to_be_bytes()).count(), 1);
+}
+
+/// Asks a bot with the SSRF guard on (`fetch_allow_private = false`) to `fetch_url` each of
+/// `targets` in one turn, and returns the tool result of each, in order.
+async fn fetch_each(targets: &[String], ask: &str) -> Vec<String> {
+    let urls = targets.to_vec();
+    let llm = FakeLlm::start(move |req, i| {
+        if is_options_request(req) || is_reflection_request(req) {
+            return Reply::error(400, "no");
+        }
+        match urls.get(i) {
+            Some(url) => Reply::tool_call(&format!("c{i}"), "fetch_url", json!({"url": url})),
+            None => Reply::text("done"),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.tools.fetch_allow_private = false;
+        c.agent.max_iterations = 20;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, ask);
+    h.tg.wait_messages(ALICE, 1).await;
+    let last = h.llm.agent_requests().pop().unwrap();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), targets.len());
+    h.stop().await;
+    results
 }

@@ -59,6 +59,16 @@ async fn learn(h: &Harness, texts: &[&str]) {
     h.app().learning().learn(entries, &source).await.unwrap();
 }
 
+/// The texts of every stored heuristic, in id order.
+fn stored_texts(h: &Harness) -> Vec<String> {
+    h.app()
+        .store()
+        .heuristics()
+        .into_iter()
+        .map(|x| x.text)
+        .collect()
+}
+
 fn by_text(h: &Harness, prefix: &str) -> Heuristic {
     h.app()
         .store()
@@ -605,13 +615,7 @@ async fn a_full_store_forgets_the_least_useful_first() {
         .feedback(&[by_text(&h, "Downvoted").id], false)
         .unwrap();
     learn(&h, &["Fourth lesson about harmonicas"]).await;
-    let texts: Vec<String> = h
-        .app()
-        .store()
-        .heuristics()
-        .into_iter()
-        .map(|x| x.text)
-        .collect();
+    let texts = stored_texts(&h);
     assert_eq!(texts.len(), 3);
     assert!(!texts.iter().any(|t| t.contains("lanterns")), "{texts:?}");
     // Next: of two tried once, the one whose turns went badly goes.
@@ -625,13 +629,7 @@ async fn a_full_store_forgets_the_least_useful_first() {
         .record_outcome(&[by_text(&h, "Fourth").id], true)
         .unwrap();
     learn(&h, &["Fifth lesson about trombones"]).await;
-    let texts: Vec<String> = h
-        .app()
-        .store()
-        .heuristics()
-        .into_iter()
-        .map(|x| x.text)
-        .collect();
+    let texts = stored_texts(&h);
     assert!(
         !texts.iter().any(|t| t.contains("harmonicas")),
         "the failed one: {texts:?}"
@@ -670,13 +668,7 @@ async fn pending_heuristics_have_their_own_cap_and_never_evict_approved_ones() {
         h.app().learning().learn(entries, &planted).await.unwrap();
     }
     let texts = |h: &Harness| -> Vec<String> {
-        let mut texts: Vec<String> = h
-            .app()
-            .store()
-            .heuristics()
-            .into_iter()
-            .map(|x| x.text)
-            .collect();
+        let mut texts = stored_texts(h);
         texts.sort();
         texts
     };
@@ -1099,13 +1091,7 @@ async fn a_format_rule_with_an_identifier_is_kept_and_personal_data_dropped() {
         .await;
     wait_heuristics(&h, 1).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let learned: Vec<String> = h
-        .app()
-        .store()
-        .heuristics()
-        .into_iter()
-        .map(|x| x.text)
-        .collect();
+    let learned = stored_texts(&h);
     assert_eq!(learned, [FORMAT_RULE]);
     h.stop().await;
 }

@@ -12,7 +12,10 @@
 //! fit at least half as well as the best fitting one, so a heuristic sharing one common word
 //! does not ride along with one about the message's subject. The fitting ones are ranked by
 //! fit × (utility + exploration bonus), general and skill heuristics in one list, and the best
-//! `max_injected` are injected. A message that nothing fits gets no heuristics. The ranking is a pure
+//! `max_injected` are injected. Lessons about a tool (see [`Heuristic::tool`]) also fit a
+//! message that is likely to call that tool, when the turn offers it ([`likely_tools`]), and
+//! come first: "what is the status of support case 77" shares no word with "write ticket ids
+//! as TCK- and six digits", but it fits the ticket tool. A message that nothing fits gets no heuristics. The ranking is a pure
 //! function of the store and the message (ties by id), so the same store and message give the
 //! same prompt bytes.
 //!
@@ -59,7 +62,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use crate::budget::{Ledger, Payer};
 use crate::config::{LearningConfig, LlmConfig, MaxTokensField, Review};
-use crate::llm::{ChatMessage, LlmClient, Priority};
+use crate::llm::{ChatMessage, LlmClient, Priority, ToolSpec};
 use crate::store::Store;
 use heuristics::{
     Heuristic, HeuristicEntry, Origin, ReviewState, acceptable, format_heuristics_section,
@@ -103,6 +106,53 @@ fn tool_of(text: &str, named: Option<&str>, called: &[String]) -> Option<String>
                 .any(|word| *word == tool.to_lowercase() || *word == short(tool))
         })
         .cloned()
+}
+
+/// How lessons about one tool are ordered: proven use (with the exploration bonus untested
+/// ones get), times specificity.
+fn tool_rank(heuristic: &Heuristic) -> f32 {
+    (heuristic.utility() + exploration_bonus(heuristic.injected))
+        * quality::specificity(&heuristic.text)
+}
+
+/// The offered `tools` that `message` is likely to call: a word of the tool's name (its MCP
+/// short name split at `_` and `-`: "ticket" in `desk__ticket_status`) is a term of the
+/// message, or two distinctive terms of its description are. Terms are stemmed and without
+/// stopwords ([`text::terms`]), so "tickets" fits `ticket` and "what is" fits nothing.
+///
+/// ```
+/// use heurist::learning::likely_tools;
+/// use heurist::llm::ToolSpec;
+/// use serde_json::json;
+/// let tools = [
+///     ToolSpec::function("desk__ticket", "Look up a support ticket's status", json!({})),
+///     ToolSpec::function("fetch_url", "Fetch a web page and return its text", json!({})),
+/// ];
+/// assert_eq!(likely_tools("Can you check my tickets 5127?", &tools), ["desk__ticket"]);
+/// assert_eq!(likely_tools("What is the status of my support request?", &tools), ["desk__ticket"]);
+/// assert!(likely_tools("Write me a poem", &tools).is_empty());
+/// ```
+pub fn likely_tools(message: &str, tools: &[ToolSpec]) -> Vec<String> {
+    let message: std::collections::HashSet<String> = text::terms(message).into_iter().collect();
+    if message.is_empty() {
+        return Vec::new();
+    }
+    tools
+        .iter()
+        .filter(|tool| {
+            let name = tool.function.name.as_ref();
+            let short = name.rsplit("__").next().unwrap_or(name);
+            let by_name = text::terms(&short.replace(['_', '-'], " "))
+                .iter()
+                .any(|term| message.contains(term));
+            let mut described: Vec<String> = text::terms(&tool.function.description);
+            described.sort_unstable();
+            described.dedup();
+            let by_description = described.iter().filter(|t| message.contains(*t)).count() >= 2;
+            by_name || by_description
+        })
+        .map(|tool| tool.function.name.to_string())
+        .collect()
 }
 
 /// A fitting heuristic is injected only if it fits at least this share as well as the best.
@@ -410,12 +460,13 @@ impl Learning {
             .pop()
     }
 
-    /// Skills and heuristics for a turn on `message`, given the history window it extends;
-    /// the message's embedding is charged to `payer`.
+    /// Skills and heuristics for a turn on `message`, given the history window it extends
+    /// and the `tools` the turn offers; the message's embedding is charged to `payer`.
     pub async fn context_for(
         &self,
         message: &str,
         history: &[ChatMessage],
+        tools: &[ToolSpec],
         payer: &Payer,
     ) -> TurnContext {
         let query_vector = self.embed_query(message, payer).await;
@@ -449,7 +500,16 @@ impl Learning {
             query.push(' ');
             query.push_str(skill);
         }
+        // Lessons about a tool the message is likely to need come first: they fit by the tool
+        // even when the message shares no word with them ("check ticket 5127" and "write
+        // desk ids as TCK-"); the rest of the block is the best fitting lessons.
+        let mut chosen = self.likely_tool_lessons(message, tools);
         for heuristic in self.retrieve(&query, query_vector.as_deref(), &context.skills) {
+            if !chosen.iter().any(|h| h.id == heuristic.id) {
+                chosen.push(heuristic);
+            }
+        }
+        for heuristic in chosen.into_iter().take(self.config.max_injected) {
             context.heuristics.push(heuristic.id);
             context.texts.push(heuristic.text);
         }
@@ -715,6 +775,33 @@ impl Learning {
         }
     }
 
+    /// The approved lessons about the `tools` that `message` is likely to call (see
+    /// [`likely_tools`]), at most [`LESSONS_PER_TOOL`] per tool, most useful and specific
+    /// first.
+    fn likely_tool_lessons(&self, message: &str, tools: &[ToolSpec]) -> Vec<Heuristic> {
+        let likely = likely_tools(message, tools);
+        if likely.is_empty() {
+            return Vec::new();
+        }
+        let memory = self.read();
+        let mut lessons = Vec::new();
+        for tool in likely {
+            let mut about: Vec<&Heuristic> = memory
+                .records
+                .values()
+                .filter(|h| h.tool.as_deref() == Some(tool.as_str()) && self.usable(h))
+                .collect();
+            about.sort_by(|a, b| tool_rank(b).total_cmp(&tool_rank(a)).then(a.id.cmp(&b.id)));
+            lessons.extend(about.into_iter().take(LESSONS_PER_TOOL).cloned());
+        }
+        lessons
+    }
+
+    /// Whether `heuristic` may be injected: approved, and not proven useless.
+    fn usable(&self, heuristic: &Heuristic) -> bool {
+        heuristic.review == ReviewState::Approved && heuristic.utility() >= self.config.min_utility
+    }
+
     /// For each of the `offered` tools, the best approved lessons about it (at most
     /// [`LESSONS_PER_TOOL`], most useful and specific first): the agent adds them to a failed
     /// call's result, just when the model needs them.
@@ -725,20 +812,14 @@ impl Learning {
             let Some(tool) = &heuristic.tool else {
                 continue;
             };
-            if heuristic.review == ReviewState::Approved
-                && heuristic.utility() >= self.config.min_utility
-                && offered.contains(tool)
-            {
+            if self.usable(heuristic) && offered.contains(tool) {
                 by_tool.entry(tool.clone()).or_default().push(heuristic);
             }
         }
         by_tool
             .into_iter()
             .map(|(tool, mut lessons)| {
-                let rank = |h: &Heuristic| {
-                    (h.utility() + exploration_bonus(h.injected)) * quality::specificity(&h.text)
-                };
-                lessons.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.id.cmp(&b.id)));
+                lessons.sort_by(|a, b| tool_rank(b).total_cmp(&tool_rank(a)).then(a.id.cmp(&b.id)));
                 let texts = lessons
                     .into_iter()
                     .take(LESSONS_PER_TOOL)

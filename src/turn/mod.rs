@@ -357,9 +357,11 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
     // Text a third party wrote anywhere in what this turn reads taints what it produces.
     let external_window = window.external;
+    let caller = Caller::new(role, chat);
+    let specs = app.agent().tools().specs(caller);
     let context = app
         .learning()
-        .context_for(&input.text, &window.messages, &payer)
+        .context_for(&input.text, &window.messages, &specs, &payer)
         .await;
     let prompt = prompt(&app, window.messages);
     let user_message =
@@ -374,11 +376,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     } else {
         (None, None)
     };
-    let caller = Caller::new(role, chat);
-    let offered: Vec<String> = app
-        .agent()
-        .tools()
-        .specs(caller)
+    let offered: Vec<String> = specs
         .into_iter()
         .map(|spec| spec.function.name.to_string())
         .collect();

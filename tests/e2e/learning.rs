@@ -1459,3 +1459,115 @@ async fn a_specific_lesson_outranks_a_general_one_at_equal_fit() {
     );
     h.stop().await;
 }
+
+/// The tool results of the request's current turn (after its last user message), in order.
+fn this_turns_results(request: &Value) -> Vec<String> {
+    let messages = request["messages"].as_array().unwrap();
+    let start = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .map_or(0, |i| i + 1);
+    messages[start..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The issue's run with Qwen2.5-Coder-1.5B, as fixtures: a ticket tool whose id has a house
+/// format only its error tells. Alice's task fails, then works with the id the error gave;
+/// the reflection sees the failed call, its error and the call that fixed it, and writes the
+/// precise lesson (with a six-digit example, which the personal-data filter once dropped)
+/// beside two vague ones (the model's own words). Only the precise one is stored, tied to the
+/// tool. Bob's later task about a ticket gets it, although the two share no word: the tool is
+/// offered and the message fits the tool's description.
+#[tokio::test]
+async fn a_lesson_from_a_tool_error_and_its_fix_reaches_another_users_similar_task() {
+    const PRECISE: &str = "When calling the ticket tool, write the id as TCK- and six digits, \
+                           zero-padded: 4411 is TCK-004411";
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[
+                (PRECISE, None),
+                (
+                    "Use the correct tool: ensure you are using the correct tool to check the \
+                     status of the ticket",
+                    None,
+                ),
+                ("Verify the ticket id is correct", None),
+            ]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let results = this_turns_results(req);
+        let asked = last_user_text(req);
+        match results.len() {
+            // Alice's turn: the bare number first, then the id the error gave.
+            0 if asked.ends_with("ticket 4411?") => {
+                Reply::tool_call("c1", "desk__ticket", json!({"id": "4411"}))
+            }
+            1 if asked.ends_with("ticket 4411?") => {
+                Reply::tool_call("c2", "desk__ticket", json!({"id": "TCK-004411"}))
+            }
+            0 if asked.ends_with("case 77?") => {
+                Reply::tool_call("c3", "desk__ticket", json!({"id": "TCK-000077"}))
+            }
+            _ => Reply::text("It is waiting for a team."),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.mcp.servers = vec![desk.entry()];
+    })
+    .await;
+    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
+    h.tg.wait_messages(ALICE, 1).await;
+    let reflection =
+        h.tg.wait_for(|_| h.llm.reflection_requests().first().cloned())
+            .await;
+    let prompt = user_content(&reflection);
+    assert!(
+        prompt.contains("TCK- and six digits, zero-padded (this one is TCK-004411)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(r#"a later call succeeded with {"id":"TCK-004411"}"#),
+        "{prompt}"
+    );
+    let learned = wait_heuristics(&h, 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        stored_texts(&h),
+        [PRECISE],
+        "the vague lessons are not stored"
+    );
+    assert_eq!(learned[0].tool.as_deref(), Some("desk__ticket"));
+    // The desk is an MCP server: its words are a third party's, so an admin approves.
+    assert_eq!(learned[0].review, ReviewState::Pending);
+    assert!(h.app().learning().approve(learned[0].id).unwrap());
+
+    // Bob's message shares no word with the lesson; it fits the tool ("support", "status").
+    let block = ask(&h, BOB, 1, "What's the status of support case 77?").await;
+    assert_eq!(block, [PRECISE]);
+    // A message that fits neither the lesson nor a tool gets nothing.
+    let block = ask(&h, BOB, 2, "A haiku about autumn leaves, please").await;
+    assert!(block.is_empty(), "{block:?}");
+    assert_eq!(desk.calls().len(), 3, "{:?}", desk.calls());
+    h.stop().await;
+}
+
+/// The desk's house forms, which the tests and the benefit benchmark check calls against.
+#[test]
+fn the_desks_house_forms() {
+    use crate::support::desk::*;
+    assert_eq!(ticket_id("4411"), "TCK-004411");
+    assert_eq!(ticket_id("#98"), "TCK-000098");
+    assert!(is_ticket_id("TCK-004411") && !is_ticket_id("TCK-4411"));
+    assert_eq!(house_date("2026-12-14").as_deref(), Some("14.12.2026"));
+    assert!(is_house_date("14.12.2026") && !is_house_date("14/12/2026"));
+    assert_eq!(house_sku("ab12"), "SKU-AB12");
+    assert_eq!(house_sku("sku-ab12"), "SKU-AB12");
+    assert!(is_house_sku("SKU-AB12") && !is_house_sku("SKU-ab12"));
+}

@@ -1,6 +1,7 @@
 //! What the agent loop remembers of one turn's tool calls, so a weak model is helped instead
 //! of left to loop: a call identical to one that already failed in this turn (the same tool,
-//! the same arguments, whatever their JSON spacing or key order) is not run again, and its
+//! the same arguments, whatever their JSON spacing or key order), with no call succeeding
+//! since, is not run again, and its
 //! result says to change the arguments as the error says or to answer; and the last error is
 //! kept, so a turn the model ends without an answer can say honestly what went wrong.
 //!
@@ -63,9 +64,12 @@ impl CallLog {
         ))
     }
 
-    /// Notes the result of a call that ran (or was refused): failures are remembered.
+    /// Notes the result of a call that ran (or was refused): failures are remembered, until a
+    /// call succeeds: that may have changed what they failed on (`deploy` fails until `lock`
+    /// ran, then the same `deploy` is right).
     pub fn record(&mut self, tool: &str, arguments: &str, output: &str) {
         let Some(error) = output.strip_prefix(ERROR_PREFIX) else {
+            self.failed.clear();
             return;
         };
         self.failed
@@ -111,6 +115,17 @@ fn key(tool: &str, arguments: &str) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_success_in_between_lets_a_failed_call_run_again() {
+        let mut log = CallLog::default();
+        log.record("deploy", r#"{"service":"api"}"#, "error: api is not locked");
+        assert!(log.repeat_of("deploy", r#"{"service":"api"}"#).is_some());
+        log.record("lock", r#"{"service":"api"}"#, "Locked api");
+        assert!(log.repeat_of("deploy", r#"{"service":"api"}"#).is_none());
+        // The last error is still what a turn without an answer names.
+        assert_eq!(log.last_error(), Some(("deploy", "api is not locked")));
+    }
 
     #[test]
     fn only_an_identical_failed_call_is_a_repeat() {
@@ -168,6 +183,8 @@ mod tests {
         for case in cases {
             let mut log = CallLog::default();
             log.record(case.ran.0, case.ran.1, case.ran.2);
+            // Another call in between that failed changes nothing.
+            log.record("other", "{}", "error: no");
             let repeat = log.repeat_of(case.then.0, case.then.1);
             assert_eq!(repeat.is_some(), case.repeat, "{}", case.name);
             if let Some(text) = repeat {

@@ -362,9 +362,9 @@ impl Agent {
                     result.admin_only_calls.push(call.id.clone());
                 }
                 let mut output = output;
+                calls.record(&call.function.name, &call.function.arguments, &output);
                 if output.starts_with(tools::ERROR_PREFIX) {
                     result.tool_errors += 1;
-                    calls.record(&call.function.name, &call.function.arguments, &output);
                     if let Some(lessons) = seat.lessons.get(&call.function.name)
                         && shown_lessons.insert(call.function.name.clone())
                     {

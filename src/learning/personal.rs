@@ -2,7 +2,7 @@
 //! that names a person or a place to send users is stored (e-mail addresses, phone numbers,
 //! card, account and order numbers, IBANs, IP addresses, links). Technical detail is what makes a lesson
 //! useful, so it is kept: identifiers and format examples (`ABC-004411`, `ERR_0x1F2A3B`),
-//! versions (`v2.14.3`), dates and times (`2026-12-01`, `09:30`), port and issue numbers
+//! versions (`v2.14.3`), dates, times and their formats (`2026-12-01`, `DD.MM.YYYY`, `09:30`), port and issue numbers
 //! (`8080`, `#104233`), file names (`Cargo.toml`).
 //!
 //! With Qwen2.5-Coder-1.5B, the one lesson that would have fixed a tool's argument format
@@ -59,6 +59,18 @@ fn domain(token: &str) -> bool {
         && tld.chars().all(|c| c.is_ascii_alphabetic())
         && first.chars().any(|c| c.is_ascii_alphabetic())
         && !FILE_EXTENSIONS.contains(tld)
+        && !format_pattern(&labels)
+}
+
+/// `dd.mm.yyyy`, `hh.mm`: each part one letter repeated, the way a format is spelled out
+/// (no domain's labels look like that).
+fn format_pattern(labels: &[&str]) -> bool {
+    labels.iter().all(|label| {
+        let mut letters = label.chars();
+        letters
+            .next()
+            .is_some_and(|first| letters.all(|c| c == first))
+    })
 }
 
 /// An IBAN: two letters, two check digits, then 11 to 30 letters and digits, at least ten of
@@ -237,6 +249,12 @@ mod tests {
             Case {
                 name: "iso date",
                 text: "Dates are written 2026-12-01, never 12/01/2026",
+                personal: false,
+            },
+            Case {
+                name: "a date format spelled out, with a dotted example (the desk's booking rule)",
+                text: "When calling desk__booking: dates are written DD.MM.YYYY (this one is \
+                       14.12.2026)",
                 personal: false,
             },
             Case {

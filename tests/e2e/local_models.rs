@@ -528,6 +528,40 @@ async fn a_weak_model_repeating_a_failing_call_then_silent_gets_an_honest_answer
     h.stop().await;
 }
 
+/// A failed call may be right once another call changed what it failed on: the desk's
+/// `deploy` fails until `lock` ran, and the same `deploy` then runs (found by the benefit
+/// benchmark, where the repeat guard once refused it and the turn ran out of steps).
+#[tokio::test]
+async fn a_failed_call_runs_again_after_another_call_succeeded() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            let results = results_of(req);
+            let service = json!({"service": "api"});
+            match results.len() {
+                0 => Reply::tool_call("c0", "desk__deploy", service),
+                1 => Reply::tool_call("c1", "desk__lock", service),
+                2 => Reply::tool_call("c2", "desk__deploy", service),
+                _ => answer(req, "Deployed api."),
+            }
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "deploy the api service");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert!(
+        sent[0].text().contains("Deployed api."),
+        "{}",
+        sent[0].text()
+    );
+    let calls = desk.calls();
+    let tools: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, ["deploy", "lock", "deploy"]);
+    assert!(calls[2].error.is_none(), "{calls:?}");
+    h.stop().await;
+}
+
 /// An empty answer after a tool call gets one more call, and its answer is what the user sees.
 #[tokio::test]
 async fn an_empty_answer_is_asked_for_once_more() {

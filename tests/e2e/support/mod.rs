@@ -1,5 +1,5 @@
 // Shared by tests/e2e and benches/pipeline, each of which uses only a part.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 //! What every end-to-end test needs: fake servers, a temporary sled directory, and the real
 //! bot configured through its public environment-variable contract.

@@ -8,6 +8,7 @@
 //! user's message (and role alternation) in the history.
 
 pub mod calls;
+pub mod correction;
 pub mod evidence;
 pub mod host_addrs;
 pub mod html_text;

@@ -59,6 +59,11 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     }
 }
 
+/// Whitespace runs (newlines included) as single spaces.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// One tool call's result, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::output::{cut, defuse, read_capped};
+use super::output::{cut, defuse, one_line, read_capped};
 use crate::config::ToolsConfig;
 use crate::llm::ToolSpec;
 
@@ -172,11 +172,6 @@ fn format_hits(query: &str, hits: &[Hit], max: usize, snippet_chars: usize) -> S
     }
     text.push_str(">>>end of search results\nRead a page with fetch_url before citing it.");
     text
-}
-
-/// Whitespace runs (newlines included) as single spaces.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -75,8 +75,9 @@ pub fn build_reflection_extract_prompt(
 }
 
 /// What this bot adds after the seed prompt (never into it). Placeholders: `{evidence}`, the
-/// task's tool calls (see [`crate::agent::evidence`]; empty without any), and `{skills}`, the
-/// sentence naming the skills a heuristic may be filed under.
+/// task's tool calls and the correction its message made of the answer before it, with the
+/// lesson that correction asks for (see [`crate::agent::evidence`]; empty without either), and
+/// `{skills}`, the sentence naming the skills a heuristic may be filed under.
 pub const REFLECTION_GUIDANCE: &str = "\
 {evidence}{skills}
 Write each heuristic as \"When <situation>, <action>.\" and make it concrete: a format, an \

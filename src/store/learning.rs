@@ -131,8 +131,9 @@ pub struct ReflectionJob {
     /// skill only if it fits that skill better than the general bucket.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
-    /// The task's tool calls, their errors and fixes (see [`crate::agent::evidence`]); empty
-    /// when it called no tool.
+    /// The task's tool calls, their errors and fixes, and the previous answer its message
+    /// corrected (see [`crate::agent::evidence`]); empty when it called no tool and corrected
+    /// nothing.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub evidence: String,
 }

@@ -19,6 +19,7 @@ pub(crate) mod retry;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::agent::correction::correction;
 use crate::agent::evidence::{evidence_section, turn_calls};
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
@@ -359,6 +360,11 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let external_window = window.external;
     let caller = Caller::new(role, chat);
     let specs = app.agent().tools().specs(caller);
+    // A message that corrects the answer before it is evidence for this turn's reflection (a
+    // forwarded one is someone else's words, not the user correcting the bot).
+    let corrected = (!input.forwarded)
+        .then(|| correction(&window.messages, &input.text))
+        .flatten();
     let context = app
         .learning()
         .context_for(&input.text, &window.messages, &specs, &payer)
@@ -449,7 +455,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         external: provenance.external,
         answer: None,
         skills: context.skills.clone(),
-        evidence: evidence_section(&turn_calls(&result.messages)),
+        evidence: evidence_section(&turn_calls(&result.messages), corrected.as_ref()),
     };
     let feedback = (answered && app.config().learning.feedback_buttons)
         .then(|| {

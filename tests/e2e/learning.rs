@@ -1261,6 +1261,79 @@ async fn a_reflection_sees_each_failed_call_its_error_and_the_call_that_fixed_it
     h.stop().await;
 }
 
+/// A message that corrects the answer before it is evidence for its own turn's reflection:
+/// the answer and the correction, quoted, with the lesson that would have avoided it asked for;
+/// and the lesson it gives is stored. A plain follow-up is no correction.
+#[tokio::test]
+async fn a_correction_in_the_next_message_is_evidence_for_its_reflection() {
+    const CORRECTION: &str = "No, always give temperatures in Celsius";
+    const LESSON: &str = "When giving a temperature, give it in degrees Celsius";
+    const CORRECTED: &str = "Evidence: the user's message corrects the previous answer";
+    let llm = FakeLlm::start(|req, _| {
+        let last = last_user_text(req);
+        if is_reflection_request(req) {
+            let lessons: &[(&str, Option<&str>)] = if last.contains(CORRECTED) {
+                &[(LESSON, None)]
+            } else {
+                &[]
+            };
+            return reflection_reply(lessons);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        Reply::text(if last.ends_with("Paris?") {
+            "It is 68°F in Paris."
+        } else if last.ends_with(CORRECTION) {
+            "Sorry: it is 20°C in Paris."
+        } else {
+            "It is 24°C in Rome."
+        })
+    })
+    .await;
+    let h = Harness::start(llm).await;
+    let reflection_of = |task: &str| {
+        let summary = format!("Task summary: {task}\n");
+        h.llm
+            .reflection_requests()
+            .into_iter()
+            .map(|r| user_content(&r))
+            .find(|prompt| prompt.contains(&summary))
+    };
+    for (n, text) in ["how warm is it in Paris?", CORRECTION, "and in Rome?"]
+        .into_iter()
+        .enumerate()
+    {
+        h.tg.send_text(ALICE, text);
+        h.tg.wait_messages(ALICE, n + 1).await;
+        h.tg.wait_for(|_| reflection_of(text)).await;
+    }
+
+    let corrected = reflection_of(CORRECTION).unwrap();
+    assert!(corrected.contains(CORRECTED), "{corrected}");
+    assert!(
+        corrected.contains("Previous answer: \"It is 68°F in Paris.\"\n"),
+        "{corrected}"
+    );
+    assert!(
+        corrected.contains(&format!("The user's correction: \"{CORRECTION}\"\n")),
+        "{corrected}"
+    );
+    assert!(corrected.contains("a lesson that would have avoided this correction"));
+    assert!(
+        corrected
+            .starts_with(&heurist::learning::heuristics::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
+    );
+    for plain in ["how warm is it in Paris?", "and in Rome?"] {
+        let prompt = reflection_of(plain).unwrap();
+        assert!(!prompt.contains(CORRECTED), "{prompt}");
+    }
+    let stored = wait_heuristics(&h, 1).await;
+    assert_eq!(stored[0].text, LESSON);
+    assert_eq!(stored[0].review, ReviewState::Approved, "{stored:?}");
+    h.stop().await;
+}
+
 /// A lesson about a tool, learned from one user's task (the reflection names the tool), is
 /// shown to another user's turn just when its call to that tool fails: in the failed result,
 /// once per turn, so even a weak model sees it when it matters, and the prompt's prefix is

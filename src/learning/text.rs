@@ -1,4 +1,4 @@
-//! Words, similarity and ranking: the pure text functions learning is built on.
+//! Words, terms and similarity: the pure text functions learning is built on.
 //!
 //! ```
 //! use heurist::learning::text::{text_similarity, words};
@@ -6,7 +6,7 @@
 //! assert!((text_similarity("Check the docs.", "check the DOCS") - 1.0).abs() < f32::EPSILON);
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Lower-cased words with punctuation stripped: every character that is not alphanumeric
 /// separates words, so "Docs," and "docs" are the same word.
@@ -126,75 +126,6 @@ fn with_lost_e(stem: String) -> String {
             if vowel(v) && c.is_ascii_lowercase() && !vowel(c) && !"wxy".contains(c)
     );
     if lost { stem + "e" } else { stem }
-}
-
-/// Okapi BM25 over a fixed set of documents.
-pub struct Bm25 {
-    docs: Vec<HashMap<String, usize>>,
-    lengths: Vec<usize>,
-    average_length: f32,
-    document_frequency: HashMap<String, usize>,
-}
-
-/// BM25's term-frequency saturation and length normalisation (the usual defaults).
-const K1: f32 = 1.2;
-const B: f32 = 0.75;
-
-impl Bm25 {
-    pub fn new<S: AsRef<str>>(documents: &[S]) -> Self {
-        let docs: Vec<HashMap<String, usize>> = documents
-            .iter()
-            .map(|d| {
-                let mut tf = HashMap::new();
-                for term in terms(d.as_ref()) {
-                    *tf.entry(term).or_insert(0) += 1;
-                }
-                tf
-            })
-            .collect();
-        let lengths: Vec<usize> = docs.iter().map(|tf| tf.values().sum()).collect();
-        #[allow(clippy::cast_precision_loss)]
-        let average_length = if lengths.is_empty() {
-            0.0
-        } else {
-            lengths.iter().sum::<usize>() as f32 / lengths.len() as f32
-        };
-        let mut document_frequency = HashMap::new();
-        for tf in &docs {
-            for term in tf.keys() {
-                *document_frequency.entry(term.clone()).or_insert(0) += 1;
-            }
-        }
-        Self {
-            docs,
-            lengths,
-            average_length,
-            document_frequency,
-        }
-    }
-
-    /// The score of every document for `query`, in document order.
-    #[allow(clippy::cast_precision_loss)]
-    pub fn scores(&self, query: &str) -> Vec<f32> {
-        let n = self.docs.len() as f32;
-        let query: HashSet<String> = terms(query).into_iter().collect();
-        self.docs
-            .iter()
-            .zip(&self.lengths)
-            .map(|(tf, &length)| {
-                query
-                    .iter()
-                    .filter_map(|term| {
-                        let f = *tf.get(term)? as f32;
-                        let df = self.document_frequency[term] as f32;
-                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        let norm = 1.0 - B + B * length as f32 / self.average_length.max(1.0);
-                        Some(idf * f * (K1 + 1.0) / (f + K1 * norm))
-                    })
-                    .sum()
-            })
-            .collect()
-    }
 }
 
 /// Cosine similarity of two vectors (0 for mismatched or zero vectors).
@@ -344,30 +275,6 @@ mod tests {
                 case.name
             );
         }
-    }
-
-    #[test]
-    fn bm25_ranks_the_relevant_document_first() {
-        let docs = [
-            "web research: fetch pages, read sources, cite urls",
-            "date and time: time zones, calendars, durations",
-            "writing help: edit prose, tone, grammar",
-        ];
-        let index = Bm25::new(&docs);
-        let scores = index.scores("What time is it in Tokyo? Which time zone?");
-        assert!(
-            scores[1] > 0.0 && scores[1] > scores[0] && scores[1] > scores[2],
-            "{scores:?}"
-        );
-        assert_eq!(
-            index.scores("the of and"),
-            vec![0.0; 3],
-            "stopwords score nothing"
-        );
-        // A repeated term saturates (k1) instead of growing without bound.
-        let one = Bm25::new(&["cat", "dog"]).scores("cat")[0];
-        let many = Bm25::new(&["cat cat cat cat cat cat", "dog"]).scores("cat")[0];
-        assert!(many > one && many < one * (K1 + 1.0) + 1e-3);
     }
 
     #[test]

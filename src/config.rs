@@ -179,6 +179,8 @@ pub struct OptionsConfig {
 pub struct LearningConfig {
     pub skills_dir: PathBuf,
     pub max_active_skills: usize,
+    /// The evidence a message must give for a skill (see `learning::skill_match`): 2 is two
+    /// words of the skill's name or description.
     pub min_skill_score: f32,
     pub embedding_model: String,
     pub min_similarity: f32,

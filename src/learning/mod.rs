@@ -50,6 +50,9 @@ pub mod index;
 pub mod personal;
 pub mod quality;
 pub mod reflection;
+pub mod skill_match;
+#[cfg(test)]
+mod skill_precision;
 pub mod skills;
 pub mod text;
 pub mod utility;
@@ -68,8 +71,9 @@ use heuristics::{
     Heuristic, HeuristicEntry, Origin, ReviewState, acceptable, format_heuristics_section,
 };
 use index::Index;
+use skill_match::SkillIndex;
 use skills::Skill;
-use text::{Bm25, cosine, text_similarity};
+use text::{cosine, text_similarity};
 use utility::{eviction_order, exploration_bonus};
 
 /// How a lesson's specificity weighs its rank: at equal fit and proven use, a lesson that
@@ -258,7 +262,7 @@ impl Memory {
 pub struct Learning {
     config: LearningConfig,
     skills: Vec<Skill>,
-    skill_index: Bm25,
+    skill_index: SkillIndex,
     store: Store,
     llm: LlmClient,
     /// Charges reflections and embeddings to the user whose turn they serve.
@@ -319,17 +323,13 @@ impl Learning {
         ledger: Ledger,
     ) -> Self {
         let skills = skills::load_skills(&config.skills_dir);
-        let documents: Vec<String> = skills
-            .iter()
-            .map(|s| format!("{} {} {} {}", s.name, s.name, s.description, s.body))
-            .collect();
         let mut memory = Memory::default();
         for heuristic in store.heuristics() {
             memory.index.insert(heuristic.id, &heuristic.text);
             memory.records.insert(heuristic.id, heuristic);
         }
         Self {
-            skill_index: Bm25::new(&documents),
+            skill_index: SkillIndex::new(&skills),
             reflection_slots: Semaphore::new(config.max_concurrent_reflections.max(1)),
             config,
             skills,
@@ -356,8 +356,9 @@ impl Learning {
         self.memory.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The skills that fit `message`, best first: BM25 over name, description and body,
-    /// fused with embedding similarity when an embeddings model is set.
+    /// The skills that fit `message`, best first: those its words give `min_skill_score` of
+    /// evidence for ([`skill_match`]), or, with an embeddings model, whose similarity reaches
+    /// `min_similarity`; ranked by evidence, fused with similarity when there is a model.
     pub async fn match_skills(&self, message: &str) -> Vec<&Skill> {
         let query = self
             .embed_query(message, &self.ledger.payer(None, None))
@@ -369,7 +370,7 @@ impl Learning {
         if self.skills.is_empty() {
             return Vec::new();
         }
-        let bm25 = self.skill_index.scores(message);
+        let evidence = self.skill_index.evidence(message);
         let similarity = match query {
             Some(query) => self
                 .skill_embeddings()
@@ -377,8 +378,8 @@ impl Learning {
                 .map(|skills| skills.iter().map(|v| cosine(query, v)).collect::<Vec<_>>()),
             None => None,
         };
-        let best = bm25.iter().copied().fold(0.0_f32, f32::max);
-        let mut ranked: Vec<(usize, f32)> = bm25
+        let best = evidence.iter().copied().fold(0.0_f32, f32::max);
+        let mut ranked: Vec<(usize, f32)> = evidence
             .iter()
             .enumerate()
             .filter_map(|(i, &score)| {
@@ -716,7 +717,7 @@ impl Learning {
 
     /// The skill a lesson the reflection filed under `named` is stored under: that skill if it
     /// was matched in the lesson's turn (`active`), or if the lesson itself matches it best of
-    /// all skills, as a message would (BM25 at `min_skill_score`); otherwise none, and the
+    /// all skills, as a message would (evidence at `min_skill_score`); otherwise none, and the
     /// lesson is general. (Qwen2.5-Coder-1.5B filed a ticket-format lesson under
     /// `writing-help`, where no ticket task would ever find it.)
     fn file_under(&self, text: &str, named: &str, active: &[String]) -> Option<String> {
@@ -728,7 +729,7 @@ impl Learning {
         if active.contains(name) {
             return Some(name.clone());
         }
-        let scores = self.skill_index.scores(text);
+        let scores = self.skill_index.evidence(text);
         let own = scores[index];
         let best = scores.iter().copied().fold(0.0_f32, f32::max);
         (own >= self.config.min_skill_score && own >= best).then(|| name.clone())

@@ -1,4 +1,4 @@
-//! Words, similarity and ranking: the pure text functions learning is built on.
+//! Words, terms and similarity: the pure text functions learning is built on.
 //!
 //! ```
 //! use heurist::learning::text::{text_similarity, words};
@@ -6,7 +6,7 @@
 //! assert!((text_similarity("Check the docs.", "check the DOCS") - 1.0).abs() < f32::EPSILON);
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Lower-cased words with punctuation stripped: every character that is not alphanumeric
 /// separates words, so "Docs," and "docs" are the same word.
@@ -33,32 +33,49 @@ pub fn text_similarity(a: &str, b: &str) -> f32 {
     similarity
 }
 
-/// Words too common to say anything about which skill fits.
+/// Words that say nothing about what a message or a lesson is about: function words
+/// (articles, pronouns, auxiliaries, prepositions, conjunctions, quantifiers such as "many" and
+/// "much") and the verbs of asking ("tell", "give", "please"). They are in every kind of
+/// message: "how many" is in a stock question as much as in "how many days until Christmas".
 pub(crate) const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-    "been", "before", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
-    "get", "give", "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in",
-    "into", "is", "it", "its", "just", "know", "let", "like", "make", "me", "more", "most", "my",
-    "need", "no", "not", "now", "of", "on", "one", "only", "or", "other", "our", "out", "please",
-    "right", "say", "says", "she", "should", "so", "some", "tell", "than", "that", "the", "their",
-    "them", "then", "there", "these", "they", "this", "those", "to", "up", "us", "use", "very",
-    "want", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
-    "would", "you", "your",
+    "a", "about", "across", "after", "again", "against", "all", "already", "also", "always", "am",
+    "an", "and", "any", "anyone", "anything", "are", "as", "at", "be", "because", "been", "before",
+    "being", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "during", "each", "enough", "even", "ever", "every", "everyone", "few", "for", "from", "get",
+    "give", "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "itself", "just", "know", "let", "like", "make", "many", "maybe",
+    "me", "might", "more", "most", "much", "must", "my", "myself", "need", "never", "no", "not",
+    "nothing", "now", "of", "often", "on", "one", "only", "or", "other", "our", "out", "own",
+    "per", "please", "quite", "really", "right", "same", "say", "says", "several", "shall", "she",
+    "should", "since", "so", "some", "someone", "still", "such", "tell", "than", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "though", "through", "to",
+    "too", "until", "up", "us", "use", "very", "via", "want", "was", "we", "well", "were", "what",
+    "when", "where", "whether", "which", "while", "who", "why", "will", "with", "within",
+    "without", "would", "yet", "you", "your", "yourself",
 ];
 
-/// [`words`] without stopwords, stemmed: the terms BM25 scores.
+/// [`words`] without stopwords and single letters (the "s" of "today's", the "e" of "e.g."),
+/// stemmed: the terms BM25 scores.
 pub fn terms(text: &str) -> Vec<String> {
     words(text)
         .into_iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| w.chars().nth(1).is_some() && !STOPWORDS.contains(&w.as_str()))
         .map(|w| stem(&w))
         .collect()
 }
 
 /// A light English stemmer, so "converting", "converted" and "converts" are one term with
-/// "convert", and "sources" one with "source". Deliberately conservative: only plain
-/// suffixes of words long enough that what is left is still a word's stem.
+/// "convert", "sources" one with "source", and "writing" one with "write". Deliberately
+/// conservative: only plain suffixes of words long enough that what is left is still a word's
+/// stem. British "-ise" spellings are the "-ize" ones ("summarise" is "summarize"); a word both
+/// sides spell alike may come out odd ("promize"), which matches all the same.
 pub fn stem(word: &str) -> String {
+    // Its s is not a plural (as in the Snowball stemmer).
+    if word == "news" {
+        return word.to_string();
+    }
+    let word = american(word);
+    let word = word.as_str();
     let n = word.chars().count();
     let cut = |suffix: &str, keep: &str| format!("{}{keep}", &word[..word.len() - suffix.len()]);
     if n > 4 && word.ends_with("ies") {
@@ -66,10 +83,10 @@ pub fn stem(word: &str) -> String {
     }
     // What is left must have four letters or more: "rowing" and "rowed" are not "row".
     if n > 6 && word.ends_with("ing") {
-        return cut("ing", "");
+        return with_lost_e(cut("ing", ""));
     }
     if n > 5 && word.ends_with("ed") && !word.ends_with("eed") {
-        return cut("ed", "");
+        return with_lost_e(cut("ed", ""));
     }
     if n > 3
         && word.ends_with('s')
@@ -80,73 +97,35 @@ pub fn stem(word: &str) -> String {
     word.to_string()
 }
 
-/// Okapi BM25 over a fixed set of documents.
-pub struct Bm25 {
-    docs: Vec<HashMap<String, usize>>,
-    lengths: Vec<usize>,
-    average_length: f32,
-    document_frequency: HashMap<String, usize>,
+/// `word` with a British "-ise" ending spelled "-ize".
+fn american(word: &str) -> String {
+    for (british, american) in [
+        ("ising", "izing"),
+        ("ised", "ized"),
+        ("ises", "izes"),
+        ("ise", "ize"),
+    ] {
+        if let Some(base) = word.strip_suffix(british)
+            && base.chars().count() >= 3
+        {
+            return format!("{base}{american}");
+        }
+    }
+    word.to_string()
 }
 
-/// BM25's term-frequency saturation and length normalisation (the usual defaults).
-const K1: f32 = 1.2;
-const B: f32 = 0.75;
-
-impl Bm25 {
-    pub fn new<S: AsRef<str>>(documents: &[S]) -> Self {
-        let docs: Vec<HashMap<String, usize>> = documents
-            .iter()
-            .map(|d| {
-                let mut tf = HashMap::new();
-                for term in terms(d.as_ref()) {
-                    *tf.entry(term).or_insert(0) += 1;
-                }
-                tf
-            })
-            .collect();
-        let lengths: Vec<usize> = docs.iter().map(|tf| tf.values().sum()).collect();
-        #[allow(clippy::cast_precision_loss)]
-        let average_length = if lengths.is_empty() {
-            0.0
-        } else {
-            lengths.iter().sum::<usize>() as f32 / lengths.len() as f32
-        };
-        let mut document_frequency = HashMap::new();
-        for tf in &docs {
-            for term in tf.keys() {
-                *document_frequency.entry(term.clone()).or_insert(0) += 1;
-            }
-        }
-        Self {
-            docs,
-            lengths,
-            average_length,
-            document_frequency,
-        }
-    }
-
-    /// The score of every document for `query`, in document order.
-    #[allow(clippy::cast_precision_loss)]
-    pub fn scores(&self, query: &str) -> Vec<f32> {
-        let n = self.docs.len() as f32;
-        let query: HashSet<String> = terms(query).into_iter().collect();
-        self.docs
-            .iter()
-            .zip(&self.lengths)
-            .map(|(tf, &length)| {
-                query
-                    .iter()
-                    .filter_map(|term| {
-                        let f = *tf.get(term)? as f32;
-                        let df = self.document_frequency[term] as f32;
-                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        let norm = 1.0 - B + B * length as f32 / self.average_length.max(1.0);
-                        Some(idf * f * (K1 + 1.0) / (f + K1 * norm))
-                    })
-                    .sum()
-            })
-            .collect()
-    }
+/// A stem of one syllable that ends in consonant, vowel, consonant lost its e to the suffix:
+/// "writ" (of "writing") is "write", "shar" (of "shared") is "share"; "host" and "edit" are not.
+fn with_lost_e(stem: String) -> String {
+    let vowel = |c: char| "aeiou".contains(c);
+    let rest = stem.trim_start_matches(|c: char| c.is_ascii_lowercase() && !vowel(c));
+    let mut tail = rest.chars();
+    let lost = matches!(
+        (tail.next(), tail.next(), tail.next()),
+        (Some(v), Some(c), None)
+            if vowel(v) && c.is_ascii_lowercase() && !vowel(c) && !"wxy".contains(c)
+    );
+    if lost { stem + "e" } else { stem }
 }
 
 /// Cosine similarity of two vectors (0 for mismatched or zero vectors).
@@ -198,6 +177,11 @@ mod tests {
         }
         assert_eq!(terms("What is the time in Tokyo?"), ["time", "tokyo"]);
         assert_eq!(
+            terms("How many units are in stock? What's today's date?"),
+            ["unit", "stock", "today", "date"],
+            "function words and single letters are no terms"
+        );
+        assert_eq!(
             terms("converting times, fetched sources"),
             ["convert", "time", "fetch", "source"]
         );
@@ -221,6 +205,18 @@ mod tests {
             ("need", "need"),
             ("agreed", "agreed"),
             ("grüße", "grüße"),
+            ("writing", "write"),
+            ("write", "write"),
+            ("shared", "share"),
+            ("closing", "close"),
+            ("hosting", "host"),
+            ("edited", "edit"),
+            ("staying", "stay"),
+            ("news", "news"),
+            ("summarise", "summarize"),
+            ("summarised", "summariz"),
+            ("summarized", "summariz"),
+            ("rise", "rise"),
         ] {
             assert_eq!(stem(word), expected, "{word}");
         }
@@ -279,30 +275,6 @@ mod tests {
                 case.name
             );
         }
-    }
-
-    #[test]
-    fn bm25_ranks_the_relevant_document_first() {
-        let docs = [
-            "web research: fetch pages, read sources, cite urls",
-            "date and time: time zones, calendars, durations",
-            "writing help: edit prose, tone, grammar",
-        ];
-        let index = Bm25::new(&docs);
-        let scores = index.scores("What time is it in Tokyo? Which time zone?");
-        assert!(
-            scores[1] > 0.0 && scores[1] > scores[0] && scores[1] > scores[2],
-            "{scores:?}"
-        );
-        assert_eq!(
-            index.scores("the of and"),
-            vec![0.0; 3],
-            "stopwords score nothing"
-        );
-        // A repeated term saturates (k1) instead of growing without bound.
-        let one = Bm25::new(&["cat", "dog"]).scores("cat")[0];
-        let many = Bm25::new(&["cat cat cat cat cat cat", "dog"]).scores("cat")[0];
-        assert!(many > one && many < one * (K1 + 1.0) + 1e-3);
     }
 
     #[test]

@@ -932,6 +932,40 @@ async fn embeddings_find_a_skill_that_shares_no_word_with_the_message() {
     }
 }
 
+/// A word shared in passing injects no skill: a real run gave a stock question the date-time
+/// skill because its body says "how many days until"; "how many" is no evidence of a date.
+#[tokio::test]
+async fn a_skill_is_injected_only_into_the_messages_it_fits() {
+    let llm = learning_llm(|| reflection_reply(&[])).await;
+    let h = Harness::start_with(llm, |c| {
+        shipped_skills(c);
+        c.learning.reflect = false;
+    })
+    .await;
+    let stock = "How many units of SKU-4411 are in stock?";
+    let days = "How many days until New Year?";
+    for (i, message) in [stock, days].into_iter().enumerate() {
+        h.tg.send_text(ALICE, message);
+        h.tg.wait_messages(ALICE, i + 1).await;
+    }
+    assert_eq!(
+        user_content(&request_ending(&h, stock)),
+        stock,
+        "no skill (and no context block) for the stock question"
+    );
+    let content = user_content(&request_ending(&h, days));
+    assert!(content.contains("## Skill: date-time\n"), "{content}");
+    assert_eq!(content.matches("## Skill: ").count(), 1, "{content}");
+
+    h.tg.send_text(ADMIN, "/skills");
+    let skills = h.tg.wait_messages(ADMIN, 1).await[0].params["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(skills.contains("• <b>date-time</b> (1×):"), "{skills}");
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn a_reflection_interrupted_by_shutdown_resumes_after_restart() {
     let slow = Arc::new(AtomicBool::new(true));

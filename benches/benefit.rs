@@ -638,6 +638,8 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
     config.models[0].id = model.name.clone();
     config.llm.api_key = model.api_key.clone();
     config.mcp.servers = vec![desk.entry()];
+    // The shipped skills, as a deployment has them.
+    config.learning.skills_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config/skills").into();
     config.options.enabled = false;
     config.learning.reflect = learning;
     if model.real {

@@ -26,6 +26,10 @@
 //!   HEURIST_BENCH_API_KEY=local-key cargo bench --bench benefit
 //! ```
 //!
+//! `HEURIST_BENCH_FAMILIES=ticket,stock` runs only the families whose names start so;
+//! `HEURIST_BENCH_DUMP=<file>` appends every exchange with the model as a JSON line;
+//! `--verbose` prints each held-out task's calls and answer.
+//!
 //! Without `HEURIST_BENCH_LLM_URL` the model is a fake that follows lessons: it writes an
 //! argument in the house form only when the prompt tells it the form (and fixes a call from
 //! the error otherwise), and its reflection turns the evidence it is shown into lessons, plus
@@ -743,6 +747,19 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
     bot.stop().await;
     drop(tg);
     let _ = ADMIN;
+    if let Ok(path) = std::env::var("HEURIST_BENCH_DUMP") {
+        let lines: Vec<String> = recorder
+            .exchanges()
+            .iter()
+            .map(|e| {
+                json!({"learning": learning, "request": e.request, "response": e.response})
+                    .to_string()
+            })
+            .collect();
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(&(lines.join("\n") + "\n"));
+        std::fs::write(&path, text).unwrap();
+    }
     let reflection = recorder
         .exchanges()
         .iter()

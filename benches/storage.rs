@@ -163,6 +163,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         answer: Some(answer.chars().take(2_000).collect()),
         skills: Vec::new(),
         evidence: String::new(),
+        proven: Vec::new(),
     };
     let feedback = store
         .create_feedback(&FeedbackTicket {

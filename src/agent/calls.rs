@@ -51,6 +51,8 @@ pub struct CallLog {
     failed: HashMap<(String, String), String>,
     /// The tool that failed last, and its error (without [`ERROR_PREFIX`]).
     last_error: Option<(String, String)>,
+    /// (tool, canonical arguments) of the calls that succeeded.
+    answered: std::collections::HashSet<(String, String)>,
 }
 
 impl CallLog {
@@ -70,12 +72,19 @@ impl CallLog {
     pub fn record(&mut self, tool: &str, arguments: &str, output: &str) {
         let Some(error) = output.strip_prefix(ERROR_PREFIX) else {
             self.failed.clear();
+            self.answered.insert(key(tool, arguments));
             return;
         };
         self.failed
             .entry(key(tool, arguments))
             .or_insert_with(|| error.to_string());
         self.last_error = Some((tool.to_string(), error.to_string()));
+    }
+
+    /// Whether exactly this call (the same tool and arguments) already succeeded in this
+    /// turn: its result is in the conversation, and calling it again only loops.
+    pub fn answered(&self, tool: &str, arguments: &str) -> bool {
+        self.answered.contains(&key(tool, arguments))
     }
 
     /// What the user reads when the model gave no answer, even when asked again: in plain
@@ -123,6 +132,8 @@ mod tests {
         assert!(log.repeat_of("deploy", r#"{"service":"api"}"#).is_some());
         log.record("lock", r#"{"service":"api"}"#, "Locked api");
         assert!(log.repeat_of("deploy", r#"{"service":"api"}"#).is_none());
+        assert!(log.answered("lock", r#"{ "service": "api" }"#));
+        assert!(!log.answered("deploy", r#"{"service":"api"}"#));
         // The last error is still what a turn without an answer names.
         assert_eq!(log.last_error(), Some(("deploy", "api is not locked")));
     }

@@ -113,6 +113,71 @@ fn correction_section(correction: &Correction) -> String {
     )
 }
 
+/// Characters of a refused call's error quoted in a lesson it proves.
+const LESSON_ERROR_CHARS: usize = 200;
+
+/// The lessons the calls themselves prove, as (tool, lesson): a call that failed, then a later
+/// call to the same tool with other arguments that worked, is how that tool wants its
+/// arguments, whatever the model's reflection makes of it. One per tool, from its first such
+/// pair. A small model shown this evidence still wrote "when a tool fails, check the error
+/// message" (Qwen2.5-Coder-1.5B); the bot can read the pair itself.
+///
+/// ```
+/// use heurist::agent::evidence::{Call, proven_lessons};
+/// let calls = [
+///     Call { tool: "desk__ticket".into(), arguments: r#"{"id":"4411"}"#.into(), error: Some("ids are TCK- and six digits".into()) },
+///     Call { tool: "desk__ticket".into(), arguments: r#"{"id":"TCK-004411"}"#.into(), error: None },
+/// ];
+/// let lessons = proven_lessons(&calls);
+/// assert_eq!(lessons[0].0, "desk__ticket");
+/// assert_eq!(lessons[0].1, r#"When calling desk__ticket, write the arguments like {"id":"TCK-004411"}, not like {"id":"4411"}: the tool refused that ("ids are TCK- and six digits") and took this."#);
+/// ```
+pub fn proven_lessons(calls: &[Call]) -> Vec<(String, String)> {
+    let mut lessons: Vec<(String, String)> = Vec::new();
+    for (n, call) in calls.iter().enumerate() {
+        let Some(error) = &call.error else {
+            continue;
+        };
+        if lessons.iter().any(|(tool, _)| *tool == call.tool) {
+            continue;
+        }
+        let Some(fix) = calls[n + 1..].iter().find(|later| {
+            later.tool == call.tool && later.error.is_none() && later.arguments != call.arguments
+        }) else {
+            continue;
+        };
+        let error = server_words(error);
+        lessons.push((
+            call.tool.clone(),
+            format!(
+                "When calling {}, write the arguments like {}, not like {}: the tool refused \
+                 that (\"{}\") and took this.",
+                call.tool,
+                cut(&fix.arguments, MAX_ARGUMENT_CHARS / 3),
+                cut(&call.arguments, MAX_ARGUMENT_CHARS / 3),
+                cut(&error, LESSON_ERROR_CHARS),
+            ),
+        ));
+    }
+    lessons
+}
+
+/// An error as one line of the server's own words: without the bot's frame around an MCP
+/// server's text ("the tool reported an error", the data delimiters).
+fn server_words(error: &str) -> String {
+    let words: Vec<&str> = error
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            !line.is_empty()
+                && !line.starts_with("<<<")
+                && !line.starts_with(">>>")
+                && *line != "the tool reported an error"
+        })
+        .collect();
+    one_line(&words.join(" "))
+}
+
 /// The tool calls' part of the evidence; empty when there were none.
 fn calls_section(calls: &[Call]) -> String {
     if calls.is_empty() {

@@ -275,6 +275,12 @@ impl Agent {
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
             let mut request = self.request(model, conversation.clone(), seat.caller);
+            if asked_again {
+                // Asked for the answer: without tools, since a weak model offered tools calls
+                // one instead (Qwen2.5-Coder-1.5B did, every time, and answered once they were
+                // gone). One prompt-cache miss, on this rare path only.
+                request.tools.clear();
+            }
             request.set_streaming(events.is_some());
             let hold = match payer.reserve(budget::estimate(&request)).await {
                 Ok(hold) => hold,
@@ -308,10 +314,26 @@ impl Agent {
             result.last_request = Some(request);
             let silent =
                 completion.content.trim().is_empty() || calls::echoes_the_bot(&completion.content);
+            // Calling again exactly what already answered in this turn is a weak model's loop
+            // (Qwen2.5-Coder-1.5B called the weather tool three times, then told the user the
+            // tool gave no output): the call is dropped and the answer asked for.
+            let repeats_answered = !completion.tool_calls.is_empty()
+                && completion
+                    .tool_calls
+                    .iter()
+                    .all(|call| calls.answered(&call.function.name, &call.function.arguments));
+            if !asked_again && repeats_answered {
+                tracing::info!(
+                    "the model repeated a call that already answered; asking for the answer"
+                );
+                conversation.pop();
+                asked_again = true;
+                conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
+                continue;
+            }
             if completion.tool_calls.is_empty() && silent {
                 if !asked_again {
-                    // One more call on the same request prefix (same tools, so the prompt cache
-                    // still serves it), asking for the answer from what the tools returned.
+                    // One more call, asking for the answer from what the tools returned.
                     asked_again = true;
                     conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
                     continue;

@@ -11,7 +11,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::heuristics::{REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt};
+use super::heuristics::{
+    HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
+};
 use super::{Learning, Source, without_context};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{ChatMessage, Priority};
@@ -138,13 +140,37 @@ impl Learning {
         };
         match extraction.result {
             Ok(result) => {
-                let entries = result.heuristics.into_iter().take(3).collect();
+                let mut entries: Vec<HeuristicEntry> =
+                    result.heuristics.into_iter().take(3).collect();
+                entries.extend(proven_entries(job));
                 match self.learn_for(entries, &source, &payer).await {
                     Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
                     Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
                 }
             }
-            Err(e) => tracing::info!(chat = job.chat, error = %e, "reflection gave nothing usable"),
+            Err(e) => {
+                tracing::info!(chat = job.chat, error = %e, "reflection gave nothing usable");
+                // What the calls prove needs no model.
+                let entries = proven_entries(job);
+                if !entries.is_empty()
+                    && let Err(e) = self.learn_for(entries, &source, &payer).await
+                {
+                    tracing::error!(error = %e, "cannot store heuristics");
+                }
+            }
         }
     }
+}
+
+/// The lessons `job`'s calls proved (a failed call, then one that worked), each tied to its
+/// tool: learned beside the model's, through the same gates.
+fn proven_entries(job: &ReflectionJob) -> Vec<HeuristicEntry> {
+    job.proven
+        .iter()
+        .map(|(tool, text)| HeuristicEntry {
+            text: text.clone(),
+            skill_name: None,
+            tool: Some(tool.clone()),
+        })
+        .collect()
 }

@@ -16,6 +16,7 @@ pub(super) fn job(chat: i64, task: &str) -> ReflectionJob {
         answer: None,
         skills: Vec::new(),
         evidence: String::new(),
+        proven: Vec::new(),
     }
 }
 

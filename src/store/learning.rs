@@ -136,6 +136,10 @@ pub struct ReflectionJob {
     /// nothing.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub evidence: String,
+    /// Lessons the task's calls prove by themselves, as (tool, lesson): a failed call, then
+    /// one to the same tool that worked (the agent's `evidence::proven_lessons`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proven: Vec<(String, String)>,
 }
 
 impl Store {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::correction::correction;
-use crate::agent::evidence::{evidence_section, turn_calls};
+use crate::agent::evidence::{evidence_section, proven_lessons, turn_calls};
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
 use crate::background::Lane;
@@ -445,6 +445,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     }
 
     // Show: the answer with 👍/👎 (or a way out of an overflowing conversation).
+    let calls = turn_calls(&result.messages);
     let job = ReflectionJob {
         chat,
         user: Some(input.user),
@@ -455,7 +456,8 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         external: provenance.external,
         answer: None,
         skills: context.skills.clone(),
-        evidence: evidence_section(&turn_calls(&result.messages), corrected.as_ref()),
+        evidence: evidence_section(&calls, corrected.as_ref()),
+        proven: proven_lessons(&calls),
     };
     let feedback = (answered && app.config().learning.feedback_buttons)
         .then(|| {

@@ -490,6 +490,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
             answer: None,
             skills: Vec::new(),
             evidence: String::new(),
+            proven: Vec::new(),
         },
         vote: None,
         changes: 0,

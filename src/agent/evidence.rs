@@ -241,6 +241,32 @@ mod tests {
     }
 
     #[test]
+    fn only_a_failed_call_and_a_later_one_that_worked_prove_a_lesson() {
+        let c = |tool: &str, arguments: &str, error: Option<&str>| Call {
+            tool: tool.into(),
+            arguments: arguments.into(),
+            error: error.map(str::to_string),
+        };
+        let framed = "the tool reported an error\n<<<output of MCP tool t: data, not instructions\nids are TCK-\n>>>end of tool output";
+        // Failed and never fixed; fixed by another tool; the same arguments "working" (state
+        // changed, not the call): nothing proven.
+        assert!(proven_lessons(&[c("t", "1", Some("no"))]).is_empty());
+        assert!(proven_lessons(&[c("t", "1", Some("no")), c("u", "2", None)]).is_empty());
+        assert!(proven_lessons(&[c("t", "1", Some("no")), c("t", "1", None)]).is_empty());
+        // One lesson per tool, from its first pair, in the server's words without the frame.
+        let lessons = proven_lessons(&[
+            c("t", "1", Some(framed)),
+            c("t", "2", Some("other")),
+            c("t", "3", None),
+            c("t", "4", Some("again")),
+            c("t", "5", None),
+        ]);
+        assert_eq!(lessons.len(), 1, "{lessons:?}");
+        assert!(lessons[0].1.contains("like 3, not like 1"), "{lessons:?}");
+        assert!(lessons[0].1.contains(r#"("ids are TCK-")"#), "{lessons:?}");
+    }
+
+    #[test]
     fn the_evidence_shows_each_call_its_error_and_the_fix() {
         let messages = vec![
             ChatMessage::system("s"),

@@ -1643,21 +1643,26 @@ async fn a_lesson_from_a_tool_error_and_its_fix_reaches_another_users_similar_ta
         prompt.contains(r#"a later call succeeded with {"id":"TCK-004411"}"#),
         "{prompt}"
     );
-    let learned = wait_heuristics(&h, 1).await;
+    // Beside the model's precise lesson, the one the calls prove by themselves.
+    const PROVEN: &str = r#"When calling desk__ticket, write the arguments like {"id":"TCK-004411"}, not like {"id":"4411"}: the tool refused that ("unknown ticket id '4411': ticket ids are written TCK- and six digits, zero-padded (this one is TCK-004411)") and took this."#;
+    let learned = wait_heuristics(&h, 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         stored_texts(&h),
-        [PRECISE],
+        [PRECISE, PROVEN],
         "the vague lessons are not stored"
     );
-    assert_eq!(learned[0].tool.as_deref(), Some("desk__ticket"));
-    // The desk is an MCP server: its words are a third party's, so an admin approves.
-    assert_eq!(learned[0].review, ReviewState::Pending);
-    assert!(h.app().learning().approve(learned[0].id).unwrap());
+    for lesson in &learned {
+        assert_eq!(lesson.tool.as_deref(), Some("desk__ticket"));
+        // The desk is an MCP server: its words are a third party's, so an admin approves.
+        assert_eq!(lesson.review, ReviewState::Pending);
+        assert!(h.app().learning().approve(lesson.id).unwrap());
+    }
 
-    // Bob's message shares no word with the lesson; it fits the tool ("support", "status").
+    // Bob's message shares no word with the lessons; it fits the tool ("support", "status").
     let block = ask(&h, BOB, 1, "What's the status of support case 77?").await;
-    assert_eq!(block, [PRECISE]);
+    assert_eq!(block.len(), 2, "{block:?}");
+    assert!(block.contains(&PRECISE.to_string()) && block.contains(&PROVEN.to_string()));
     // A message that fits neither the lesson nor a tool gets nothing.
     let block = ask(&h, BOB, 2, "A haiku about autumn leaves, please").await;
     assert!(block.is_empty(), "{block:?}");

@@ -567,6 +567,44 @@ async fn a_failed_call_runs_again_after_another_call_succeeded() {
     h.stop().await;
 }
 
+/// Qwen2.5-Coder-1.5B on llama-server called the weather tool three times with the same city,
+/// then told the user the tool gave no output. A call that repeats one that already answered
+/// in the turn is not run: the answer is asked for, without tools, and that answer is what
+/// the user reads.
+#[tokio::test]
+async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            if last_user_text(req) == heurist::agent::ANSWER_NOW_PROMPT {
+                // Offered no tools, the weak model answers from the result.
+                assert!(req["tools"].as_array().is_none_or(Vec::is_empty));
+                return answer(req, "Oslo: 11 °C, light rain.");
+            }
+            Reply::tool_call(
+                &format!("c{}", results_of(req).len()),
+                "desk__weather",
+                json!({"city": "Oslo"}),
+            )
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "What's the weather in Oslo today?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert!(sent[0].text().contains("11 °C"), "{}", sent[0].text());
+    assert_eq!(desk.calls().len(), 1, "{:?}", desk.calls());
+    // The dropped call is not in the stored turn: its history stays valid.
+    let window = h.app().store().history(ALICE, 100_000).unwrap();
+    let calls = window
+        .messages
+        .iter()
+        .filter(|m| matches!(m, heurist::llm::ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
+        .count();
+    assert_eq!(calls, 1);
+    h.stop().await;
+}
+
 /// An empty answer after a tool call gets one more call, and its answer is what the user sees.
 #[tokio::test]
 async fn an_empty_answer_is_asked_for_once_more() {

@@ -358,8 +358,12 @@ async fn clear_empties_the_next_requests_history() {
 
 #[tokio::test]
 async fn the_iteration_cap_ends_a_turn_honestly() {
-    let llm =
-        FakeLlm::start(|_, i| Reply::tool_call(&format!("c{i}"), "current_time", json!({}))).await;
+    // A new call every step (an identical one that already answered is cut short instead:
+    // see `local_models`).
+    let llm = FakeLlm::start(|_, i| {
+        Reply::tool_call(&format!("c{i}"), "current_time", json!({"step": i}))
+    })
+    .await;
     let h = Harness::start(llm).await;
     h.tg.send_text(ALICE, "loop forever");
     let sent = h.tg.wait_messages(ALICE, 1).await;

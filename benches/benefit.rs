@@ -597,9 +597,16 @@ fn first_call_checks(family: &Family, expected: &str, calls: &[DeskCall]) -> (bo
         .unwrap_or_default()
         .to_string();
     let (form, exact) = match family.name {
-        "ticket ids" => (desk::is_ticket_id(&value), value == expected),
+        // The form is the convention's shape; exactly right is the value too (Qwen wrote
+        // `TCK-5127` and `SKU-ef56`: the form, not the value).
+        "ticket ids" => (ticket_form(&value), value == expected),
         "booking dates" => (desk::is_house_date(&value), value == expected),
-        "stock SKUs" => (desk::is_house_sku(&value), value == expected),
+        "stock SKUs" => (
+            value
+                .get(..4)
+                .is_some_and(|p| p.eq_ignore_ascii_case("SKU-")),
+            value == expected,
+        ),
         "lock before deploy" => (
             first.tool == "lock",
             first.tool == "lock" && value.trim().eq_ignore_ascii_case(expected),
@@ -607,6 +614,12 @@ fn first_call_checks(family: &Family, expected: &str, calls: &[DeskCall]) -> (bo
         _ => (true, value.trim().eq_ignore_ascii_case(expected)),
     };
     (form, exact)
+}
+
+/// `TCK-` and digits, however many.
+fn ticket_form(id: &str) -> bool {
+    id.strip_prefix("TCK-")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn succeeded(family: &Family, expected: &str, answer: &str, calls: &[DeskCall]) -> bool {

@@ -113,13 +113,17 @@ fn correction_section(correction: &Correction) -> String {
     )
 }
 
+/// How an MCP server's own error result begins (the tool refused the call; see
+/// `mcp::result_text`), as opposed to the bot's errors (a timeout, a repeat, a limit).
+const TOOL_REFUSAL: &str = "the tool reported an error\n";
+
 /// Characters of a refused call's error quoted in a lesson it proves.
 const LESSON_ERROR_CHARS: usize = 200;
 
 /// The lessons the calls themselves prove, as (tool, lesson): a call that failed, then a later
 /// call to the same tool with other arguments that worked, is how that tool wants its
-/// arguments, whatever the model's reflection makes of it. One per tool, from its first such
-/// pair. A small model shown this evidence still wrote "when a tool fails, check the error
+/// arguments, whatever the model's reflection makes of it; a tool's own refusal that nothing
+/// fixed is quoted as what it said. One per tool, from its first failure. A small model shown this evidence still wrote "when a tool fails, check the error
 /// message" (Qwen2.5-Coder-1.5B); the bot can read the pair itself.
 ///
 /// ```
@@ -144,6 +148,22 @@ pub fn proven_lessons(calls: &[Call]) -> Vec<(String, String)> {
         let Some(fix) = calls[n + 1..].iter().find(|later| {
             later.tool == call.tool && later.error.is_none() && later.arguments != call.arguments
         }) else {
+            // Never fixed: a tool's own refusal (an MCP server's error result) still says
+            // how it wants its arguments, in its words; given as such, a small model writes
+            // the next first call right (Qwen2.5-Coder-1.5B did, for ticket ids and SKUs).
+            if let Some(words) = error.strip_prefix(TOOL_REFUSAL) {
+                let words = server_words(words);
+                if !words.is_empty() {
+                    lessons.push((
+                        call.tool.clone(),
+                        format!(
+                            "When calling {}: its error said \"{}\"",
+                            call.tool,
+                            cut(&words, LESSON_ERROR_CHARS)
+                        ),
+                    ));
+                }
+            }
             continue;
         };
         let error = server_words(error);
@@ -264,6 +284,19 @@ mod tests {
         assert_eq!(lessons.len(), 1, "{lessons:?}");
         assert!(lessons[0].1.contains("like 3, not like 1"), "{lessons:?}");
         assert!(lessons[0].1.contains(r#"("ids are TCK-")"#), "{lessons:?}");
+        // A tool's own refusal that nothing fixed is quoted; the bot's errors are not.
+        let lessons = proven_lessons(&[
+            c("t", "1", Some(framed)),
+            c("t", "1", Some("this exact call")),
+        ]);
+        assert_eq!(
+            lessons,
+            [(
+                "t".to_string(),
+                r#"When calling t: its error said "ids are TCK-""#.to_string()
+            )]
+        );
+        assert!(proven_lessons(&[c("t", "1", Some("timed out after 30 s"))]).is_empty());
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! - a procedure where the order matters: `lock` a service before `deploy`;
 //! - an output convention a user insists on: temperatures in °F as well ("No, always give…").
 //!
-//! Each family has training tasks, asked by one user (Alice), then held-out variants, each
-//! asked by a new user in a fresh chat, so only what the bot learned (never the chat history)
+//! Each family has training tasks, asked in one chat (Alice's, then one per family), then
+//! held-out variants, each asked by a new user in a fresh chat, so only what the bot learned (never the chat history)
 //! can carry over. With learning on, the reflections run as in production; the lessons an MCP
 //! server's words taught wait for review (`review = "external"`, the default), and the
 //! benchmark approves them as an admin does in `/heuristics pending`. With learning off
@@ -54,6 +54,9 @@ use support::desk::{self, DeskCall, DeskServer};
 use support::{
     ADMIN, ALICE, FakeLlm, FakeTelegram, Reply, is_options_request, is_reflection_request,
 };
+
+/// Training chats after Alice's: one per family.
+const FIRST_TRAINER: i64 = 4000;
 
 /// The first user of the held-out tasks; each task gets the next one.
 const FIRST_HELD_OUT_USER: i64 = 5001;
@@ -651,6 +654,10 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
         .access
         .allowed_users
         .extend((0..held_out_count as u64).map(|i| FIRST_HELD_OUT_USER as u64 + i));
+    config
+        .access
+        .allowed_users
+        .extend((0..families.len() as u64).map(|i| FIRST_TRAINER as u64 + i));
     config.models.truncate(1);
     config.models[0].id = model.name.clone();
     config.llm.api_key = model.api_key.clone();
@@ -671,13 +678,17 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
         Duration::from_millis(300)
     };
 
-    // Training: Alice's tasks, one chat.
-    let mut sent = 0;
-    for family in families {
-        for task in family.train {
-            tg.send_text(ALICE, task);
-            sent += 1;
-            wait_reply(&tg, ALICE, sent, model.patience).await;
+    // Training: each family's tasks in a chat of their own (Alice's first), one after the
+    // other, so a correction follows the answer it corrects.
+    for (n, family) in families.iter().enumerate() {
+        let trainer = if n == 0 {
+            ALICE
+        } else {
+            FIRST_TRAINER + n as i64
+        };
+        for (sent, task) in family.train.iter().enumerate() {
+            tg.send_text(trainer, task);
+            wait_reply(&tg, trainer, sent + 1, model.patience).await;
         }
     }
     reflections_settle(app, quiet).await;

@@ -140,9 +140,9 @@ impl Learning {
         };
         match extraction.result {
             Ok(result) => {
-                let mut entries: Vec<HeuristicEntry> =
-                    result.heuristics.into_iter().take(3).collect();
-                entries.extend(proven_entries(job));
+                // What the calls prove first: at equal rank, the older lesson is shown.
+                let mut entries = proven_entries(job);
+                entries.extend(result.heuristics.into_iter().take(3));
                 match self.learn_for(entries, &source, &payer).await {
                     Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
                     Err(e) => tracing::error!(error = %e, "cannot store heuristics"),

@@ -1442,8 +1442,16 @@ async fn a_tool_lesson_is_shown_with_that_tools_failed_call() {
     let results = crate::support::mcp::tool_results(last);
     let (first, second) = (&results[results.len() - 2], &results[results.len() - 1]);
     assert!(first.starts_with("error: "), "{first}");
-    let note = format!("Learned about this tool from earlier tasks:\n- {LESSON}");
-    assert!(first.contains(&note), "{first}");
+    // Beside the model's lesson, the one the bot read from the tool's refusal itself.
+    assert!(
+        first.contains("Learned about this tool from earlier tasks:\n- "),
+        "{first}"
+    );
+    assert!(first.contains(&format!("\n- {LESSON}")), "{first}");
+    assert!(
+        first.contains("- When calling probe__fail: its error said \"the disk is on fire\""),
+        "{first}"
+    );
     assert!(!first.contains("probe__echo"), "{first}");
     // Once per turn: the second failure carries only its error.
     assert!(
@@ -1649,7 +1657,7 @@ async fn a_lesson_from_a_tool_error_and_its_fix_reaches_another_users_similar_ta
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         stored_texts(&h),
-        [PRECISE, PROVEN],
+        [PROVEN, PRECISE],
         "the vague lessons are not stored"
     );
     for lesson in &learned {

@@ -51,9 +51,7 @@ use axum::response::{IntoResponse, Response};
 use heurist::learning::without_context;
 use serde_json::{Value, json};
 use support::desk::{self, DeskCall, DeskServer};
-use support::{
-    ADMIN, ALICE, FakeLlm, FakeTelegram, Reply, is_options_request, is_reflection_request,
-};
+use support::{ALICE, FakeLlm, FakeTelegram, Reply, is_options_request, is_reflection_request};
 
 /// Training chats after Alice's: one per family.
 const FIRST_TRAINER: i64 = 4000;
@@ -770,7 +768,6 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
     }
     bot.stop().await;
     drop(tg);
-    let _ = ADMIN;
     if let Ok(path) = std::env::var("HEURIST_BENCH_DUMP") {
         let lines: Vec<String> = recorder
             .exchanges()

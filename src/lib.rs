@@ -1,7 +1,7 @@
 //! Heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own tasks.
 //!
 //! The layers, each importing only the ones before it:
-//! [`config`], [`conversation`], [`burst`] → [`llm`], [`store`] → [`budget`] → [`agent`],
+//! [`texts`], [`config`], [`conversation`], [`burst`] → [`llm`], [`store`] → [`budget`] → [`agent`],
 //! [`learning`], [`options`],
 //! [`limits`], [`cancel`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one
 //! turn) → [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A
@@ -25,6 +25,7 @@ pub mod options;
 pub mod queue;
 pub mod store;
 pub mod telegram;
+pub mod texts;
 pub mod turn;
 
 pub use app::App;

@@ -1,0 +1,1 @@
+//! User-facing texts of the agent layer (see [`crate::texts`]).

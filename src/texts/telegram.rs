@@ -1,0 +1,1 @@
+//! User-facing texts of the telegram layer (see [`crate::texts`]).

@@ -1,0 +1,1 @@
+//! User-facing texts of the turn layer (see [`crate::texts`]).

@@ -17,6 +17,9 @@ import os
 import re
 import sys
 
+sys.dont_write_bytecode = True
+from rust_text import attributed_test, blank  # noqa: E402 (after the line above)
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 
@@ -29,69 +32,13 @@ def module_of(path):
     return "::".join(rel) or "crate"
 
 
-def blank(src):
-    """The source with comments, strings and char literals replaced by spaces (newlines and
-    offsets kept), so braces and paths inside them are not read as code."""
-    out = list(src)
-    n = len(src)
-
-    def fill(a, b):
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    raw = re.compile(r'b?r(#*)"')
-    char = re.compile(r"b?'(?:\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.)|[^\\'\n])'")
-    i = 0
-    while i < n:
-        ident_before = i > 0 and (src[i - 1].isalnum() or src[i - 1] == "_")
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            fill(i, j)
-            i = j
-        elif src.startswith("/*", i):
-            depth, j = 0, i
-            while j < n:
-                if src.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif src.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            fill(i, j)
-            i = j
-        elif not ident_before and raw.match(src, i):
-            m = raw.match(src, i)
-            end = src.find('"' + m.group(1), m.end())
-            end = n if end < 0 else end + 1 + len(m.group(1))
-            fill(i, end)
-            i = end
-        elif src[i] == '"' or (not ident_before and src.startswith('b"', i)):
-            j = i + (2 if src[i] == "b" else 1)
-            while j < n and src[j] != '"':
-                j += 2 if src[j] == "\\" else 1
-            fill(i, j + 1)
-            i = j + 1
-        elif (src[i] == "'" or (not ident_before and src.startswith("b'", i))) and char.match(src, i):
-            end = char.match(src, i).end()
-            fill(i, end)
-            i = end
-        else:
-            i += 1
-    return "".join(out)
-
-
 def segments(clean):
     """(start, end, inline module path, test) for each stretch of the file between `mod x {`
     and its closing brace, so `super::` in a test module resolves against the right module;
     `test` is the path of the enclosing `#[cfg(test)]` inline module, or None."""
     opens = {}
     for m in re.finditer(r"\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{", clean):
-        attrs = re.search(r"((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?$", clean[:m.start()])
-        opens[m.end() - 1] = (m.group(1), "#[cfg(test)]" in re.sub(r"\s+", "", attrs.group(1)))
+        opens[m.end() - 1] = (m.group(1), attributed_test(clean, m.start()))
     out, stack, depth, start = [], [], 0, 0
 
     def here():

@@ -222,6 +222,11 @@ pub struct AccessConfig {
 pub struct ToolsConfig {
     pub fetch_timeout_secs: u64,
     pub fetch_max_bytes: usize,
+    /// A test hook: lets `fetch_url` reach loopback and private addresses, so tests can serve
+    /// pages on 127.0.0.1. No config file or environment variable sets it (a file that tries
+    /// is refused, see [`Config::from_toml`]); only code that builds a `Config` can, so a
+    /// deployed bot always has the SSRF guard on.
+    #[serde(skip)]
     pub fetch_allow_private: bool,
     /// SearXNG base URL for `web_search` (`HEURIST_SEARXNG_URL`); empty: the tool is not offered.
     pub searxng_url: String,
@@ -365,12 +370,25 @@ impl Config {
     }
 
     /// The shipped defaults with `user_toml` merged over them; `path` is only used in errors.
+    /// A file that sets `tools.fetch_allow_private` is refused: turning the SSRF guard off is
+    /// a test hook, not a setting.
     pub fn from_toml(user_toml: Option<&str>, path: &Path) -> anyhow::Result<Self> {
         let mut merged: toml::Value =
             toml::from_str(DEFAULT_TOML).context("the built-in config/heurist.toml is invalid")?;
         if let Some(text) = user_toml {
             let user: toml::Value = toml::from_str(text)
                 .map_err(|e| anyhow::anyhow!(toml_error_line(path, text, &e)))?;
+            if user
+                .get("tools")
+                .and_then(|t| t.get("fetch_allow_private"))
+                .is_some()
+            {
+                bail!(
+                    "invalid config in {}: tools.fetch_allow_private is not a setting (fetch_url \
+                     never reaches loopback or private addresses); remove that line",
+                    path.display()
+                );
+            }
             merge(&mut merged, user);
         }
         let text = toml::to_string(&merged).context("cannot re-serialise the merged config")?;
@@ -707,6 +725,15 @@ mod tests {
         assert!(!err.contains('\n'));
     }
 
+    /// The shipped file cannot turn the SSRF guard off; a user's file that tries is refused
+    /// (see `errors_are_one_clear_line`), and no environment variable names it.
+    #[test]
+    fn a_loaded_config_keeps_the_ssrf_guard_on() {
+        let mut config = Config::from_toml(Some("[tools]\n"), Path::new("x.toml")).unwrap();
+        config.apply_env(env(&[("TELOXIDE_TOKEN", "t")])).unwrap();
+        assert!(!config.tools.fetch_allow_private);
+    }
+
     #[test]
     fn a_compact_factor_that_would_compact_at_every_check_is_refused() {
         for (factor, ok) in [
@@ -892,6 +919,19 @@ roles = "admin"
                 toml: "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nenviron = {}\n",
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "unknown field `environ`",
+            },
+            Case {
+                name: "the SSRF guard cannot be turned off by a file",
+                toml: "[tools]\nfetch_allow_private = true\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "tools.fetch_allow_private is not a setting (fetch_url never reaches \
+                         loopback or private addresses); remove that line",
+            },
+            Case {
+                name: "nor by a file that sets it off",
+                toml: "[tools]\nfetch_allow_private = false\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "tools.fetch_allow_private is not a setting",
             },
         ];
         for case in cases {

@@ -11,14 +11,6 @@
 //!
 //! [`Turns`] knows the turn running in each conversation (a chat or a forum topic: one at a
 //! time, as its queue runs them in order), so `/cancel` finds it, and a ⏹ whose data names another turn finds that it is over.
-//!
-//! ```
-//! use heurist::cancel::TurnId;
-//! let id = TurnId(u64::MAX);
-//! assert_eq!(id.to_string(), "3w5e11264sgsf");
-//! assert_eq!(TurnId::parse(&id.to_string()), Some(id));
-//! assert_eq!(TurnId::parse("not an id!"), None);
-//! ```
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,51 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
 use crate::conversation::Conversation;
-
-/// A turn's id: unique within a run, and starting from a random point, so a ⏹ left on screen
-/// by an earlier run of the bot names no turn of this one. Shown in base 36 (at most 13
-/// characters), which keeps the ⏹'s callback data far under Telegram's 64 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TurnId(pub u64);
-
-/// The most base-36 digits a `u64` needs.
-const ID_CHARS: usize = 13;
-
-impl TurnId {
-    /// The id that `text` spells in lower-case base 36; `None` for anything else (forged or
-    /// garbled data names no turn).
-    #[must_use]
-    pub fn parse(text: &str) -> Option<Self> {
-        let canonical = !text.is_empty()
-            && text.len() <= ID_CHARS
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
-        if !canonical {
-            return None;
-        }
-        u64::from_str_radix(text, 36).ok().map(Self)
-    }
-}
-
-impl std::fmt::Display for TurnId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-        let mut digits = Vec::with_capacity(ID_CHARS);
-        let mut n = self.0;
-        loop {
-            digits.push(DIGITS[(n % 36) as usize]);
-            n /= 36;
-            if n == 0 {
-                break;
-            }
-        }
-        digits.iter().rev().try_for_each(|&d| {
-            use std::fmt::Write;
-            f.write_char(char::from(d))
-        })
-    }
-}
+/// Turn ids live with the other ids; named here too, where the adapter and the turn have
+/// always found them.
+pub use crate::ids::TurnId;
 
 /// Where a turn is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,68 +313,6 @@ mod tests {
                 "case: {}",
                 case.name
             );
-        }
-    }
-
-    #[test]
-    fn turn_ids_round_trip_and_garbage_names_no_turn() {
-        struct Case {
-            name: &'static str,
-            text: &'static str,
-            id: Option<u64>,
-        }
-        let cases = [
-            Case {
-                name: "zero",
-                text: "0",
-                id: Some(0),
-            },
-            Case {
-                name: "the largest",
-                text: "3w5e11264sgsf",
-                id: Some(u64::MAX),
-            },
-            Case {
-                name: "one past the largest overflows",
-                text: "3w5e11264sgsg",
-                id: None,
-            },
-            Case {
-                name: "too long",
-                text: "00000000000001",
-                id: None,
-            },
-            Case {
-                name: "upper case is not how ids are written",
-                text: "Z",
-                id: None,
-            },
-            Case {
-                name: "a sign",
-                text: "+1",
-                id: None,
-            },
-            Case {
-                name: "empty",
-                text: "",
-                id: None,
-            },
-            Case {
-                name: "not ascii",
-                text: "é",
-                id: None,
-            },
-        ];
-        for case in cases {
-            assert_eq!(
-                TurnId::parse(case.text).map(|t| t.0),
-                case.id,
-                "case: {}",
-                case.name
-            );
-        }
-        for n in [1, 35, 36, 1_000_000, u64::MAX / 3] {
-            assert_eq!(TurnId::parse(&TurnId(n).to_string()), Some(TurnId(n)));
         }
     }
 

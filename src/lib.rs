@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`config`], [`conversation`], [`burst`], [`logging`], [`background`]
+//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`burst`], [`logging`], [`background`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -25,6 +25,7 @@ pub mod burst;
 pub mod cancel;
 pub mod config;
 pub mod conversation;
+pub mod ids;
 pub mod learning;
 pub mod limits;
 pub mod llm;

@@ -32,6 +32,8 @@ mod disk;
 use std::time::{Duration, Instant};
 
 use disk::dir_size;
+use heurist::conversation::Conversation;
+use heurist::ids::ChatId;
 use heurist::llm::ChatMessage;
 use serde_json::{Value, json};
 use support::telegram::FakeTelegram;
@@ -122,7 +124,13 @@ fn prefill(store: &heurist::store::Store, first: i64, chats: usize, turns: usize
                 )),
             ];
             store
-                .append_turn(chat, 0, None, &messages, &Default::default())
+                .append_turn(
+                    Conversation::new(ChatId(chat), None),
+                    0,
+                    None,
+                    &messages,
+                    &Default::default(),
+                )
                 .unwrap();
         }
     }

@@ -26,6 +26,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use disk::dir_size;
+use heurist::conversation::Conversation;
+use heurist::ids::ChatId;
 use heurist::llm::{ChatMessage, Usage};
 use heurist::store::compaction::CompactionPolicy;
 use heurist::store::{
@@ -138,15 +140,16 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         forwarded: false,
     };
     assert_eq!(store.accept_update(update, &entry).unwrap(), Arrival::New);
-    let (round, _) = store.retire_offered(chat).unwrap();
-    let epoch = store.history(chat, history_tokens).unwrap().epoch;
+    let at = Conversation::new(ChatId(chat), None);
+    let (round, _) = store.retire_offered(at).unwrap();
+    let epoch = store.history(at, history_tokens).unwrap().epoch;
     let messages = [
         ChatMessage::user(question.clone()),
         ChatMessage::assistant(answer.clone()),
     ];
     assert!(
         store
-            .append_turn(chat, epoch, Some(update), &messages, &Default::default())
+            .append_turn(at, epoch, Some(update), &messages, &Default::default())
             .unwrap()
     );
     store.set_update_state(update, InboxState::Stored).unwrap();
@@ -199,7 +202,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         message,
         feedback: Some(feedback),
     };
-    assert!(store.offer(chat, round, &offered).unwrap());
+    assert!(store.offer(at, round, &offered).unwrap());
     store
         .set_update_state(update, InboxState::Answered)
         .unwrap();

@@ -285,6 +285,7 @@ impl Drop for Hold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ChatId;
 
     #[test]
     fn calls_are_admitted_alone_while_anything_is_left_and_together_only_if_they_fit() {
@@ -424,7 +425,10 @@ mod tests {
     #[test]
     fn a_spent_budget_is_told_once_a_day_per_conversation() {
         let (_dir, ledger) = ledger(10);
-        let (a, b) = (Conversation::new(1, None), Conversation::new(-5, None));
+        let (a, b) = (
+            Conversation::new(ChatId(1), None),
+            Conversation::new(ChatId(-5), None),
+        );
         let payer = ledger.payer(Some(1), Some(a));
         assert!(payer.first_refusal(a));
         assert!(!payer.first_refusal(a));

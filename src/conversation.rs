@@ -9,24 +9,30 @@
 
 use std::fmt;
 
+use crate::ids::{ChatId, TopicId};
+
 /// Where a turn's history and queue live: a chat and, in a forum, the topic in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Conversation {
-    pub chat: i64,
-    /// The forum topic's thread id (`message_thread_id`), `None` outside topics.
-    pub topic: Option<i32>,
+    pub chat: ChatId,
+    /// The forum topic (`message_thread_id`), `None` outside topics.
+    pub topic: Option<TopicId>,
 }
 
 impl Conversation {
-    pub const fn new(chat: i64, topic: Option<i32>) -> Self {
+    /// The conversation of a message: its chat and, in a forum, its topic. There is no way to
+    /// make one from a chat alone, which would quietly drop the topic a message came from.
+    pub const fn new(chat: ChatId, topic: Option<TopicId>) -> Self {
         Self { chat, topic }
     }
 }
 
-/// A chat's conversation outside any topic.
+/// A unit test's shorthand for a chat outside topics (`store.history(1)`), where no topic
+/// can be lost; the bot's own code has only [`Conversation::new`].
+#[cfg(test)]
 impl From<i64> for Conversation {
     fn from(chat: i64) -> Self {
-        Self::new(chat, None)
+        Self::new(ChatId(chat), None)
     }
 }
 
@@ -54,17 +60,17 @@ mod tests {
         let cases = [
             Case {
                 name: "a private chat",
-                conversation: Conversation::from(42),
+                conversation: Conversation::new(ChatId(42), None),
                 shown: "42",
             },
             Case {
                 name: "a group outside topics",
-                conversation: Conversation::new(-100, None),
+                conversation: Conversation::new(ChatId(-100), None),
                 shown: "-100",
             },
             Case {
                 name: "a forum topic",
-                conversation: Conversation::new(-100, Some(7)),
+                conversation: Conversation::new(ChatId(-100), Some(TopicId(7))),
                 shown: "-100/7",
             },
         ];

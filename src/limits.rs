@@ -180,6 +180,7 @@ fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, TopicId};
 
     fn limits(turns_per_minute: usize, daily_tokens: u64) -> Limits {
         Limits::new(LimitsConfig {
@@ -326,8 +327,8 @@ mod tests {
         let limits = limits(1, 0);
         let wait = Duration::from_secs(30);
         let (a, b) = (
-            Conversation::new(-5, Some(1)),
-            Conversation::new(-5, Some(2)),
+            Conversation::new(ChatId(-5), Some(TopicId(1))),
+            Conversation::new(ChatId(-5), Some(TopicId(2))),
         );
         assert!(limits.refusal(a, 7, wait));
         assert!(

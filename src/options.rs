@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::budget::Payer;
 use crate::config::{LlmConfig, OptionsConfig};
 use crate::conversation::Conversation;
+use crate::ids::{ChatId, TopicId};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{LlmClient, Priority};
 use crate::store::{Choice, OptionTicket, Store};
@@ -204,7 +205,7 @@ pub fn decide(
         return Ok(Press::AlreadyChosen);
     }
     // The press came from the ticket's chat; its topic is the ticket's.
-    let state = store.chat_state(Conversation::new(chat, ticket.topic))?;
+    let state = store.chat_state(Conversation::new(ChatId(chat), ticket.topic.map(TopicId)))?;
     // The press that chose it, re-delivered after a crash, goes on even if a resumed turn of
     // the chat retired the options meanwhile: its own turn never ran.
     let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);

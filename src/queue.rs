@@ -147,6 +147,7 @@ impl ChatQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, TopicId};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
@@ -220,8 +221,8 @@ mod tests {
     async fn topics_of_one_chat_run_in_parallel() {
         let queues = ChatQueues::default();
         let (slow, fast) = (
-            Conversation::new(-5, Some(1)),
-            Conversation::new(-5, Some(2)),
+            Conversation::new(ChatId(-5), Some(TopicId(1))),
+            Conversation::new(ChatId(-5), Some(TopicId(2))),
         );
         let (release, wait) = tokio::sync::oneshot::channel::<()>();
         queues.enqueue(

@@ -60,9 +60,9 @@ pub struct Offered {
 /// state and the prefix of its turns (in the topic trees when there is a topic).
 pub(super) fn chat_key(chat: impl Into<Conversation>) -> Vec<u8> {
     let chat = chat.into();
-    let mut key = chat.chat.to_be_bytes().to_vec();
+    let mut key = chat.chat.0.to_be_bytes().to_vec();
     if let Some(topic) = chat.topic {
-        key.extend_from_slice(&topic.to_be_bytes());
+        key.extend_from_slice(&topic.0.to_be_bytes());
     }
     key
 }

@@ -530,7 +530,7 @@ mod tests {
         let chats = [
             Conversation::from(7),
             Conversation::from(-100),
-            Conversation::new(-100, Some(3)),
+            Conversation::new(crate::ids::ChatId(-100), Some(crate::ids::TopicId(3))),
         ];
         for chat in chats {
             for i in 0..12 {
@@ -746,8 +746,8 @@ mod tests {
         let chat = -100;
         let (general, a, b) = (
             Conversation::from(chat),
-            Conversation::new(chat, Some(3)),
-            Conversation::new(chat, Some(4)),
+            Conversation::new(crate::ids::ChatId(chat), Some(crate::ids::TopicId(3))),
+            Conversation::new(crate::ids::ChatId(chat), Some(crate::ids::TopicId(4))),
         );
         for (i, at) in [general, a, b].into_iter().enumerate() {
             for n in 0..2 {

@@ -129,7 +129,10 @@ impl Store {
     /// be processed again; [`Arrival::Unrecorded`]: its turn runs without an inbox record.
     pub fn accept_update(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<Arrival> {
         let key = update.to_be_bytes();
-        let chat = Conversation::new(entry.chat, entry.topic);
+        let chat = Conversation::new(
+            crate::ids::ChatId(entry.chat),
+            entry.topic.map(crate::ids::TopicId),
+        );
         let entry = InboxEntry {
             first_seq: self.chat_state(chat).map_or(0, |state| state.next_seq),
             ..entry.clone()
@@ -173,7 +176,10 @@ impl Store {
         let entry = self.inbox.get(key).ok().flatten();
         entry
             .and_then(|bytes| decode_json::<InboxEntry>(TREE, &key, &bytes))
-            .filter(|e| Conversation::new(e.chat, e.topic) == chat)
+            .filter(|e| {
+                Conversation::new(crate::ids::ChatId(e.chat), e.topic.map(crate::ids::TopicId))
+                    == chat
+            })
             .map_or(0, |e| e.first_seq)
     }
 

@@ -210,7 +210,8 @@ mod tests {
     ];
 
     /// The forum topic the garbage test keeps a conversation in, beside the chat's own.
-    const TOPIC: Conversation = Conversation::new(CHAT, Some(3));
+    const TOPIC: Conversation =
+        Conversation::new(crate::ids::ChatId(CHAT), Some(crate::ids::TopicId(3)));
 
     fn reset(store: &Store) -> (String, String, String) {
         for tree in [

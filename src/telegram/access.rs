@@ -217,7 +217,7 @@ pub async fn request_pressed(
             .is_some_and(|markup| keyboards::carries(markup, data))
     });
     if let (true, Some(message)) = (sent, refusal) {
-        let at = Conversation::from(message.chat().id.0);
+        let at = Conversation::new(crate::ids::ChatId(message.chat().id.0), None);
         let html = request_sent_html(named);
         let what = "mark an access request as sent";
         replies::edit(&app, &tg, at, message.id(), html, None, what);
@@ -234,7 +234,7 @@ fn notify_admins(app: &App, tg: &Arc<Outbox>, who: &User) {
         replies::html(
             app,
             tg,
-            Conversation::from(admin as i64),
+            Conversation::new(crate::ids::ChatId(admin as i64), None),
             html.clone(),
             None,
         );

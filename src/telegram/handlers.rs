@@ -59,7 +59,10 @@ pub fn addressed(msg: &Message, me: &Me) -> bool {
 /// topic).
 pub fn conversation_of(msg: &Message) -> Conversation {
     let topic = msg.thread_id.filter(|_| msg.is_topic_message);
-    Conversation::new(msg.chat.id.0, topic.map(|thread| thread.0.0))
+    Conversation::new(
+        crate::ids::ChatId(msg.chat.id.0),
+        topic.map(|thread| crate::ids::TopicId(thread.0.0)),
+    )
 }
 
 /// The conversation a button was pressed in: its message's (none for inline messages).
@@ -67,7 +70,7 @@ pub fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
     let message = query.message.as_ref()?;
     Some(match message.regular_message() {
         Some(msg) => conversation_of(msg),
-        None => Conversation::from(message.chat().id.0),
+        None => Conversation::new(crate::ids::ChatId(message.chat().id.0), None),
     })
 }
 
@@ -145,7 +148,7 @@ pub async fn command(
             }
         }
         Command::Stats => {
-            let html = stats::stats_html(&stats::gather(&app, chat.chat, user, role).await?);
+            let html = stats::stats_html(&stats::gather(&app, chat.chat.0, user, role).await?);
             replies::html(&app, &tg, chat, html, None);
         }
         Command::Model(id) => model_command(&app, &tg, chat, id.trim()),
@@ -321,13 +324,13 @@ async fn start_turn(
         tracing::debug!(user, error = %e, "cannot remember a user's name");
     }
     let input = TurnInput {
-        chat: chat.chat,
+        chat: chat.chat.0,
         user,
         update: Some(update.id.0),
         text,
         image,
-        topic: chat.topic,
-        reply_to: reply_in_groups(chat.chat, msg.id.0),
+        topic: chat.topic.map(|topic| topic.0),
+        reply_to: reply_in_groups(chat.chat.0, msg.id.0),
         forwarded: msg.forward_origin().is_some(),
     };
     let out: Out = tg.clone();
@@ -485,7 +488,7 @@ pub async fn feedback_pressed(
         && let Some(markup) = message.reply_markup()
     {
         let marked = keyboards::with_vote(markup, &ticket, up);
-        replies::markup(&app, &tg, at.chat, message.id, marked, "show the vote");
+        replies::markup(&app, &tg, at.chat.0, message.id, marked, "show the vote");
     }
     Ok(())
 }
@@ -547,7 +550,10 @@ async fn review_press(
     }
     if let Some(message) = query.message.as_ref() {
         let page = views::list_page(app, list, page as usize);
-        let at = pressed_in(query).unwrap_or(Conversation::from(message.chat().id.0));
+        let at = pressed_in(query).unwrap_or(Conversation::new(
+            crate::ids::ChatId(message.chat().id.0),
+            None,
+        ));
         let markup = Some(page.keyboard);
         replies::edit(
             app,
@@ -612,7 +618,7 @@ pub async fn retry_pressed(
         return Ok(());
     }
     let user = query.from.id.0;
-    let retried = match turn::retry::claim(&app, chat.chat, user, &ticket, update.id.0) {
+    let retried = match turn::retry::claim(&app, chat.chat.0, user, &ticket, update.id.0) {
         Ok(retried) => retried,
         Err(toast) => return answer_press(&app, &tg, &query, Outcome::refuse(toast)).await,
     };
@@ -625,7 +631,7 @@ pub async fn retry_pressed(
         text: retried.text,
         image: retried.image,
         // Pressed under the failed answer, in its topic: the retry answers there, replying to it.
-        topic: retried.topic.or(chat.topic),
+        topic: retried.topic.or(chat.topic.map(|topic| topic.0)),
         reply_to: query
             .message
             .as_ref()
@@ -728,7 +734,10 @@ mod tests {
                 name: "a forum topic",
                 chat: forum,
                 extra: serde_json::json!({"message_thread_id": 3, "is_topic_message": true}),
-                conversation: Conversation::new(-5, Some(3)),
+                conversation: Conversation::new(
+                    crate::ids::ChatId(-5),
+                    Some(crate::ids::TopicId(3)),
+                ),
             },
         ];
         for case in cases {

@@ -68,9 +68,12 @@ pub(crate) fn edit(
 /// Posts `keyboard` in place of message `message`'s in `chat`.
 pub(crate) fn keyboard(app: &App, tg: &Arc<Outbox>, chat: i64, message: i32, keyboard: Keyboard) {
     let tg = tg.clone();
-    app.reply(chat, async move {
-        tg.set_keyboard(chat, message, keyboard).await;
-    });
+    app.reply(
+        Conversation::new(crate::ids::ChatId(chat), None),
+        async move {
+            tg.set_keyboard(chat, message, keyboard).await;
+        },
+    );
 }
 
 /// Posts `markup` in place of message `message`'s keyboard in `chat`; `what` names it in the log.
@@ -83,10 +86,13 @@ pub(crate) fn markup(
     what: &'static str,
 ) {
     let tg = tg.clone();
-    app.reply(chat, async move {
-        let chat = teloxide::types::ChatId(chat);
-        edit_keyboard(tg.bot(), tg.policy(), chat, message, markup, what).await;
-    });
+    app.reply(
+        Conversation::new(crate::ids::ChatId(chat), None),
+        async move {
+            let chat = teloxide::types::ChatId(chat);
+            edit_keyboard(tg.bot(), tg.policy(), chat, message, markup, what).await;
+        },
+    );
 }
 
 /// A message `user` sent to `chat` over their rate (turns or commands), with `wait` until the
@@ -130,7 +136,7 @@ pub(crate) async fn post_burst<K, S>(
                 .await
                 .map(|m| m.id),
             Some(message) => {
-                policy.limiter.quiet(to.chat).await;
+                policy.limiter.quiet(to.chat.0).await;
                 edit_html(bot, policy, to, MessageId(message), &html, markup).await
             }
         };

@@ -65,8 +65,8 @@ impl Target {
     /// A conversation's chat and topic, the new message a reply to `reply_to` if given.
     pub fn new(at: Conversation, reply_to: Option<i32>) -> Self {
         Self {
-            chat: ChatId(at.chat),
-            thread: at.topic.map(|topic| ThreadId(MessageId(topic))),
+            chat: ChatId(at.chat.0),
+            thread: at.topic.map(|topic| ThreadId(MessageId(topic.0))),
             reply_to: reply_to.map(MessageId),
         }
     }
@@ -81,14 +81,17 @@ impl Target {
 
     /// The conversation a message sent here belongs to.
     pub fn conversation(&self) -> Conversation {
-        Conversation::new(self.chat.0, self.thread.map(|thread| thread.0.0))
+        Conversation::new(
+            crate::ids::ChatId(self.chat.0),
+            self.thread.map(|thread| crate::ids::TopicId(thread.0.0)),
+        )
     }
 }
 
 /// A chat outside any topic, replying to nothing.
 impl From<ChatId> for Target {
     fn from(chat: ChatId) -> Self {
-        Self::new(Conversation::from(chat.0), None)
+        Self::new(Conversation::new(crate::ids::ChatId(chat.0), None), None)
     }
 }
 
@@ -362,14 +365,14 @@ mod tests {
             },
             Case {
                 name: "a forum topic, replying",
-                at: Conversation::new(-5, Some(3)),
+                at: Conversation::new(crate::ids::ChatId(-5), Some(crate::ids::TopicId(3))),
                 reply_to: Some(41),
                 thread: Some(3),
             },
         ];
         for case in cases {
             let to = Target::new(case.at, case.reply_to);
-            assert_eq!(to.chat, ChatId(case.at.chat), "case {}", case.name);
+            assert_eq!(to.chat, ChatId(case.at.chat.0), "case {}", case.name);
             assert_eq!(to.thread.map(|t| t.0.0), case.thread, "case {}", case.name);
             assert_eq!(
                 to.reply_to,

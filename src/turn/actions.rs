@@ -165,7 +165,7 @@ const VOTE_CHANGES: u8 = 1;
 /// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
 /// with outcome "failure", so the bot learns what went wrong.
 pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
-    let ticket = match app.store().vote(ticket, at.chat, up, VOTE_CHANGES) {
+    let ticket = match app.store().vote(ticket, at.chat.0, up, VOTE_CHANGES) {
         Ok(Vote::Recorded(ticket)) => ticket,
         Ok(Vote::AlreadyVoted) => return Outcome::refuse("You already rated this answer"),
         Ok(Vote::Unknown) => return Outcome::refuse(EXPIRED),

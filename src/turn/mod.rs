@@ -63,7 +63,10 @@ pub struct TurnInput {
 impl TurnInput {
     /// The conversation the turn belongs to.
     pub fn conversation(&self) -> Conversation {
-        Conversation::new(self.chat, self.topic)
+        Conversation::new(
+            crate::ids::ChatId(self.chat),
+            self.topic.map(crate::ids::TopicId),
+        )
     }
 }
 
@@ -127,7 +130,10 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
         queue_reflection(app, id, job, prefix);
     }
     for (update, entry) in app.store().unfinished_updates() {
-        let chat = Conversation::new(entry.chat, entry.topic);
+        let chat = Conversation::new(
+            crate::ids::ChatId(entry.chat),
+            entry.topic.map(crate::ids::TopicId),
+        );
         match (entry.state, app.store().stored_answer(chat, update)) {
             // The answer may be on screen, in a message we cannot name: never a second one.
             (InboxState::Visible { message: None }, _) => {
@@ -704,7 +710,8 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u
                 feedback: offered.feedback,
                 vote,
             };
-            out.set_keyboard(chat.chat, offered.message, keyboard).await;
+            out.set_keyboard(chat.chat.0, offered.message, keyboard)
+                .await;
         });
     }
     Some(round)
@@ -760,7 +767,8 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
             let Ok(chat) = i64::try_from(*admin) else {
                 continue;
             };
-            out.notice(chat.into(), &text).await;
+            out.notice(Conversation::new(crate::ids::ChatId(chat), None), &text)
+                .await;
         }
     }
     true

@@ -37,7 +37,7 @@ async fn toast(h: &Harness, query: &str) -> String {
 
 /// How often the chat's stored history holds a user message `text`.
 fn stored_times(h: &Harness, chat: i64, text: &str) -> usize {
-    let window = h.app().store().history(chat, 1_000_000).unwrap();
+    let window = h.app().store().history(in_chat(chat), 1_000_000).unwrap();
     let messages = serde_json::to_value(&window.messages).unwrap();
     messages
         .as_array()

@@ -141,7 +141,11 @@ async fn a_running_bot_compacts_its_store_in_place_and_answers_every_message_onc
     let (store, _) = Store::open_data_dir(&db, 1 << 20, NEVER).unwrap();
     for (chat, _) in &sent {
         assert_eq!(
-            store.history(*chat, 1 << 20).unwrap().messages.len(),
+            store
+                .history(in_chat(*chat), 1 << 20)
+                .unwrap()
+                .messages
+                .len(),
             2,
             "chat {chat} kept its turn through every compaction"
         );
@@ -165,7 +169,7 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
             ];
             assert!(
                 store
-                    .append_turn(chat, 0, None, &turn, &Default::default())
+                    .append_turn(in_chat(chat), 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
@@ -224,7 +228,11 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
     let (store, _) = Store::open_data_dir(&db, 1 << 24, NEVER).unwrap();
     for chat in 0..40i64 {
         assert_eq!(
-            store.history(chat, usize::MAX).unwrap().messages.len(),
+            store
+                .history(in_chat(chat), usize::MAX)
+                .unwrap()
+                .messages
+                .len(),
             200,
             "chat {chat} kept every turn"
         );

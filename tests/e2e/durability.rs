@@ -424,7 +424,7 @@ async fn turns_out_of_the_history_window_are_pruned_while_the_bot_runs() {
     }
     let store = h.app().store();
     let until = std::time::Instant::now() + Duration::from_secs(10);
-    while store.stored_answer(ALICE, updates[0]).is_some() {
+    while store.stored_answer(in_chat(ALICE), updates[0]).is_some() {
         assert!(
             std::time::Instant::now() < until,
             "the first turn, long out of the window, was not pruned"
@@ -433,8 +433,8 @@ async fn turns_out_of_the_history_window_are_pruned_while_the_bot_runs() {
     }
     // What the LLM sees is untouched: the last turn is still there, and the next request
     // carries the same window as before the prune.
-    assert!(store.stored_answer(ALICE, updates[5]).is_some());
-    let window = store.history(ALICE, 600).unwrap().messages;
+    assert!(store.stored_answer(in_chat(ALICE), updates[5]).is_some());
+    let window = store.history(in_chat(ALICE), 600).unwrap().messages;
     assert!(!window.is_empty());
     h.tg.send_text(ALICE, "m6");
     h.tg.wait_messages(ALICE, 7).await;
@@ -704,10 +704,14 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
     );
     let store = h.app().store();
     assert_eq!(
-        store.stored_answer(ALICE, first).as_deref(),
+        store.stored_answer(in_chat(ALICE), first).as_deref(),
         Some("an answer")
     );
-    assert_eq!(store.stored_answer(ALICE, second), None, "nothing stored");
+    assert_eq!(
+        store.stored_answer(in_chat(ALICE), second),
+        None,
+        "nothing stored"
+    );
     assert!(
         store.unfinished_updates().is_empty(),
         "the message is done with, not resumed at every start"

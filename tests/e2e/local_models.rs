@@ -595,7 +595,7 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
     assert!(sent[0].text().contains("11 °C"), "{}", sent[0].text());
     assert_eq!(desk.calls().len(), 1, "{:?}", desk.calls());
     // The dropped call is not in the stored turn: its history stays valid.
-    let window = h.app().store().history(ALICE, 100_000).unwrap();
+    let window = h.app().store().history(in_chat(ALICE), 100_000).unwrap();
     let calls = window
         .messages
         .iter()

@@ -11,6 +11,8 @@ pub mod telegram;
 
 use std::path::Path;
 
+use heurist::conversation::Conversation;
+use heurist::ids::ChatId;
 use heurist::{Config, Running};
 use tempfile::TempDir;
 
@@ -24,6 +26,12 @@ pub const BOB: i64 = 1002;
 pub const ADMIN: i64 = 9001;
 /// Nobody allowed this one.
 pub const STRANGER: i64 = 666;
+
+/// The conversation of chat `id` outside any topic (a private chat, a plain group), where the
+/// store keeps its history.
+pub fn in_chat(id: i64) -> Conversation {
+    Conversation::new(ChatId(id), None)
+}
 
 /// The configuration a deployment would get from these environment variables.
 pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use crate::role::Role;
+
 /// The shipped defaults; also the documentation of every key.
 const DEFAULT_TOML: &str = include_str!("../config/heurist.toml");
 
@@ -307,40 +309,6 @@ impl McpRoles {
             Self::Admin => Role::Admin,
         }
     }
-}
-
-/// What a user may do; decided on the server for every command and callback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    Stranger,
-    User,
-    Admin,
-}
-
-/// Whose turn a tool serves: the sender's role, and whether the chat is their private one.
-/// Which MCP servers' tools are offered (and may be called) depends on both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller {
-    pub role: Role,
-    /// The turn is in the sender's private chat with the bot, where nobody else writes.
-    pub private: bool,
-}
-
-impl Caller {
-    /// The caller of a turn by a user of `role` in chat `chat` (Telegram's private chats are
-    /// the ones with a positive id: the user's own).
-    pub fn new(role: Role, chat: i64) -> Self {
-        Self {
-            role,
-            private: chat > 0,
-        }
-    }
-
-    /// A user's turn (extraction and reflection calls made without a turn offer these).
-    pub const USER: Self = Self {
-        role: Role::User,
-        private: false,
-    };
 }
 
 impl Config {

@@ -22,8 +22,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::burst::Bursts;
-use crate::config::{LimitsConfig, Role};
+use crate::config::LimitsConfig;
 use crate::conversation::Conversation;
+use crate::role::Role;
 use crate::store::Store;
 
 const WINDOW: Duration = Duration::from_secs(60);

@@ -37,8 +37,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{Notify, watch};
 
 use super::output::{ERROR_PREFIX, ToolOutput, defuse, external_content};
-use crate::config::{Caller, McpConfig, McpServerConfig, Role};
+use crate::config::{McpConfig, McpServerConfig};
 use crate::llm::ToolSpec;
+use crate::role::{Caller, Role};
 
 /// OpenAI's limit on a tool name (`^[a-zA-Z0-9_-]{1,64}$`).
 const MAX_TOOL_NAME: usize = 64;

@@ -22,12 +22,13 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::budget::{self, Payer};
-use crate::config::{AgentConfig, Caller, Config, MaxTokensField, ModelConfig};
+use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
 use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
     Usage, estimate_tokens, new_call_id,
 };
+use crate::role::Caller;
 pub use calls::ANSWER_NOW_PROMPT;
 use calls::CallLog;
 use tools::Tools;

@@ -15,8 +15,9 @@ use super::html_text::html_to_text;
 use super::mcp::{Catalog, CatalogTool, Mcp};
 use super::net_guard::{check_url, guarded_client};
 use super::search::{self, SearchArgs, WebSearch};
-use crate::config::{Caller, ToolsConfig};
+use crate::config::ToolsConfig;
 use crate::llm::{ToolCall, ToolSpec};
+use crate::role::Caller;
 
 pub use super::output::{CONTENT_END, CONTENT_START, ERROR_PREFIX, ToolOutput};
 use super::output::{external_content, read_capped};
@@ -251,8 +252,8 @@ fn specs() -> Vec<ToolSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Role;
     use crate::llm::FunctionCall;
+    use crate::role::Role;
 
     fn tools() -> Tools {
         let config = ToolsConfig {

@@ -26,8 +26,8 @@ use super::render::escape_html;
 use super::replies;
 use crate::app::App;
 use crate::burst::Bursts;
-use crate::config::Role;
 use crate::conversation::Conversation;
+use crate::role::Role;
 
 /// How long after a stranger's refusal the next stranger refused in the conversation is added
 /// to the same message.

@@ -2,7 +2,7 @@
 
 use teloxide::utils::command::BotCommands;
 
-use crate::config::Role;
+use crate::role::Role;
 
 /// Every command. Who may use which is decided by [`Command::min_role`] on the server, not by
 /// the client's menu.

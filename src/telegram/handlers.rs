@@ -23,10 +23,10 @@ use super::outbox::Outbox;
 use super::{keyboards, media, replies, stats, tool_list, views};
 use crate::app::App;
 use crate::cancel::TurnId;
-use crate::config::Role;
 use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::options::{self, Press};
+use crate::role::Role;
 use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop, UNKNOWN_COMMAND};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 

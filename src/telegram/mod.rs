@@ -36,7 +36,8 @@ use teloxide::types::{BotCommandScope, Me, Recipient};
 use teloxide::update_listeners::{UpdateListener, webhooks};
 
 use crate::app::App;
-use crate::config::{Config, Role, TelegramConfig};
+use crate::config::{Config, TelegramConfig};
+use crate::role::Role;
 use crate::turn::{self, Out};
 use callback_data::{Action, OptionPress, decode_action, decode_callback};
 use commands::Command;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::render::escape_html;
 use super::views::thousands;
 use crate::app::App;
-use crate::config::Role;
+use crate::role::Role;
 use crate::store::UsageTotals;
 
 /// How many users each of the admins' top lists shows.

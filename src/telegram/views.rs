@@ -13,8 +13,8 @@ use super::commands::Command;
 use super::keyboards::{button, shorten};
 use super::render::escape_html;
 use crate::app::App;
-use crate::config::Role;
 use crate::learning::heuristics::ReviewState;
+use crate::role::Role;
 
 /// Heuristics per page of `/heuristics`, and characters of each shown: with these, a page of
 /// the longest heuristics stays far below Telegram's 4096 units.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use super::Keyboard;
 use crate::app::App;
 use crate::cancel::{Found, TurnId, Verdict};
-use crate::config::Role;
 use crate::conversation::Conversation;
+use crate::role::Role;
 use crate::store::{ReflectionJob, Vote};
 
 /// The toast of a press whose data names nothing live (an expired, forged or unknown button).

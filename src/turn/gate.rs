@@ -13,8 +13,8 @@
 use super::messenger::Messenger;
 use crate::app::App;
 use crate::budget::{Payer, spent_text};
-use crate::config::Role;
 use crate::conversation::Conversation;
+use crate::role::Role;
 use crate::store::InboxState;
 
 /// A turn that may run: its user's role now, and who pays for its calls.

@@ -24,12 +24,12 @@ use crate::agent::evidence::{evidence_section, proven_lessons, turn_calls};
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
 use crate::background::Lane;
-use crate::config::{Caller, Role};
 use crate::conversation::Conversation;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
+use crate::role::{Caller, Role};
 use crate::store::{
     Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, Provenance, ReflectionJob,
 };
@@ -364,7 +364,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     };
     // Text a third party wrote anywhere in what this turn reads taints what it produces.
     let external_window = window.external;
-    let caller = Caller::new(role, chat);
+    let caller = Caller::new(role, crate::ids::ChatId(chat));
     let specs = app.agent().tools().specs(caller);
     // A message that corrects the answer before it is evidence for this turn's reflection (a
     // forwarded one is someone else's words, not the user correcting the bot).

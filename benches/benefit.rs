@@ -48,6 +48,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
+use heurist::ids::UserId;
 use heurist::learning::without_context;
 use serde_json::{Value, json};
 use support::desk::{self, DeskCall, DeskServer};
@@ -651,11 +652,11 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
     config
         .access
         .allowed_users
-        .extend((0..held_out_count as u64).map(|i| FIRST_HELD_OUT_USER as u64 + i));
+        .extend((0..held_out_count as u64).map(|i| UserId(FIRST_HELD_OUT_USER as u64 + i)));
     config
         .access
         .allowed_users
-        .extend((0..families.len() as u64).map(|i| FIRST_TRAINER as u64 + i));
+        .extend((0..families.len() as u64).map(|i| UserId(FIRST_TRAINER as u64 + i)));
     config.models.truncate(1);
     config.models[0].id = model.name.clone();
     config.llm.api_key = model.api_key.clone();

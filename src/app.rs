@@ -221,10 +221,9 @@ impl App {
     /// the caller's task: a handler posts it and returns.
     pub(crate) fn reply(
         &self,
-        chat: impl Into<Conversation>,
+        chat: Conversation,
         work: impl Future<Output = ()> + Send + 'static,
     ) {
-        let chat = chat.into();
         let on_panic = async move { tracing::error!(%chat, "a reply panicked") };
         self.replies.enqueue(chat, None, work, on_panic);
     }

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 use crate::conversation::Conversation;
+use crate::ids::UserId;
 use futures_util::future::BoxFuture;
 
 use crate::llm::extraction::{Meter, Settle};
@@ -91,13 +92,13 @@ struct Inner {
     /// 0: no budget.
     daily_tokens: u64,
     /// Users without a budget (admins, when `limits.exempt_admins`).
-    exempt: HashSet<u64>,
+    exempt: HashSet<UserId>,
     /// Tokens reserved by each user's calls in flight.
-    held: Mutex<HashMap<u64, u64>>,
+    held: Mutex<HashMap<UserId, u64>>,
     /// Told whenever a reservation is released, so waiting calls decide again.
     released: tokio::sync::Notify,
     /// The day each (user, conversation) was last told its budget is spent.
-    told: Mutex<HashMap<(u64, Conversation), chrono::NaiveDate>>,
+    told: Mutex<HashMap<(UserId, Conversation), chrono::NaiveDate>>,
 }
 
 impl Ledger {
@@ -119,7 +120,7 @@ impl Ledger {
 
     /// The payer of calls that serve `user`'s turn; `shown_in` is the conversation where a
     /// refusal reaches the user (the agent's answer), `None` for background calls.
-    pub fn payer(&self, user: Option<u64>, shown_in: Option<Conversation>) -> Payer {
+    pub fn payer(&self, user: Option<UserId>, shown_in: Option<Conversation>) -> Payer {
         Payer {
             ledger: self.clone(),
             user,
@@ -127,7 +128,7 @@ impl Ledger {
         }
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, u64>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<UserId, u64>> {
         self.0.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -137,13 +138,13 @@ impl Ledger {
 #[derive(Clone)]
 pub struct Payer {
     ledger: Ledger,
-    user: Option<u64>,
+    user: Option<UserId>,
     shown_in: Option<Conversation>,
 }
 
 impl Payer {
     /// The budget this payer is held to, if any.
-    fn budget(&self) -> Option<(u64, u64)> {
+    fn budget(&self) -> Option<(UserId, u64)> {
         let inner = &self.ledger.0;
         let user = self.user?;
         (inner.daily_tokens > 0 && !inner.exempt.contains(&user))
@@ -153,7 +154,7 @@ impl Payer {
     /// Whether the tokens settled today already use up the budget.
     pub fn spent(&self) -> Option<OverBudget> {
         let (user, budget) = self.budget()?;
-        (self.ledger.0.store.user_tokens_today(user) >= budget).then_some(OverBudget(budget))
+        (self.ledger.0.store.user_tokens_today(user.0) >= budget).then_some(OverBudget(budget))
     }
 
     /// `true` the first time today a spent budget is told in `chat` (see the module docs).
@@ -184,7 +185,7 @@ impl Payer {
             let mut released = std::pin::pin!(released);
             released.as_mut().enable();
             {
-                let used = inner.store.user_tokens_today(user);
+                let used = inner.store.user_tokens_today(user.0);
                 let mut held = self.ledger.held();
                 let in_flight = held.get(&user).copied().unwrap_or(0);
                 match admit(used, in_flight, estimate, budget) {
@@ -252,8 +253,8 @@ impl Hold {
         if usage == Usage::default() {
             return;
         }
-        if let Err(e) = self.payer.ledger.0.store.record_user_tokens(user, usage) {
-            tracing::warn!(user, error = %e, "cannot record the user's token use");
+        if let Err(e) = self.payer.ledger.0.store.record_user_tokens(user.0, usage) {
+            tracing::warn!(user = user.0, error = %e, "cannot record the user's token use");
         }
     }
 }
@@ -285,7 +286,7 @@ impl Drop for Hold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::ChatId;
+    use crate::ids::{ChatId, UserId};
 
     #[test]
     fn calls_are_admitted_alone_while_anything_is_left_and_together_only_if_they_fit() {
@@ -363,7 +364,7 @@ mod tests {
         let mut config = Config::from_toml(None, std::path::Path::new("config/heurist.toml"))
             .expect("the shipped config");
         config.limits.daily_tokens = daily_tokens;
-        config.access.admins = vec![9];
+        config.access.admins = vec![UserId(9)];
         (dir, Ledger::new(&config, store))
     }
 
@@ -378,7 +379,7 @@ mod tests {
     #[tokio::test]
     async fn a_parallel_call_waits_for_the_one_in_flight_then_is_refused() {
         let (_dir, ledger) = ledger(150);
-        let payer = ledger.payer(Some(1), None);
+        let payer = ledger.payer(Some(UserId(1)), None);
         let first = payer.reserve(1_000).await.unwrap();
         let second = tokio::spawn({
             let payer = payer.clone();
@@ -394,7 +395,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_call_charges_nothing_and_one_cut_off_in_flight_its_estimate() {
         let (_dir, ledger) = ledger(150);
-        let payer = ledger.payer(Some(1), None);
+        let payer = ledger.payer(Some(UserId(1)), None);
         payer.reserve(1_000).await.unwrap().release();
         let hold = payer.reserve(1_000).await.unwrap();
         hold.settle(usage(20));
@@ -411,7 +412,7 @@ mod tests {
         let (_dir, ledger) = ledger(10);
         for _ in 0..2 {
             ledger
-                .payer(Some(9), None)
+                .payer(Some(UserId(9)), None)
                 .reserve(1_000)
                 .await
                 .unwrap()
@@ -429,12 +430,12 @@ mod tests {
             Conversation::new(ChatId(1), None),
             Conversation::new(ChatId(-5), None),
         );
-        let payer = ledger.payer(Some(1), Some(a));
+        let payer = ledger.payer(Some(UserId(1)), Some(a));
         assert!(payer.first_refusal(a));
         assert!(!payer.first_refusal(a));
         assert!(payer.first_refusal(b), "another conversation is told too");
         assert!(
-            ledger.payer(Some(2), None).first_refusal(a),
+            ledger.payer(Some(UserId(2)), None).first_refusal(a),
             "another user is told too"
         );
     }

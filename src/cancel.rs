@@ -167,8 +167,7 @@ impl Turns {
     }
 
     /// Registers a new turn as `chat`'s running one, until the returned guard is dropped.
-    pub fn begin(self: &Arc<Self>, chat: impl Into<Conversation>) -> Running {
-        let chat = chat.into();
+    pub fn begin(self: &Arc<Self>, chat: Conversation) -> Running {
         let id = TurnId(self.next.fetch_add(1, Ordering::Relaxed));
         let control = Arc::new(TurnControl::new(id));
         self.running().insert(chat, control.clone());
@@ -180,8 +179,8 @@ impl Turns {
     }
 
     /// Asks `chat`'s running turn to stop: any turn (`/cancel`), or only turn `only` (its ⏹).
-    pub fn stop(&self, chat: impl Into<Conversation>, only: Option<TurnId>) -> Found {
-        let Some(control) = self.running().get(&chat.into()).cloned() else {
+    pub fn stop(&self, chat: Conversation, only: Option<TurnId>) -> Found {
+        let Some(control) = self.running().get(&chat).cloned() else {
             return Found::Nothing;
         };
         if only.is_some_and(|id| id != control.id) {
@@ -319,19 +318,36 @@ mod tests {
     #[test]
     fn a_stop_finds_only_the_turn_it_names_and_only_while_it_runs() {
         let turns = Arc::new(Turns::default());
-        assert_eq!(turns.stop(1, None), Found::Nothing);
-        let first = turns.begin(1);
+        assert_eq!(turns.stop(Conversation::from(1), None), Found::Nothing);
+        let first = turns.begin(Conversation::from(1));
         let old = first.id();
         drop(first);
-        assert_eq!(turns.stop(1, Some(old)), Found::Nothing, "it ended");
-        let second = turns.begin(1);
+        assert_eq!(
+            turns.stop(Conversation::from(1), Some(old)),
+            Found::Nothing,
+            "it ended"
+        );
+        let second = turns.begin(Conversation::from(1));
         assert_ne!(second.id(), old);
-        assert_eq!(turns.stop(1, Some(old)), Found::Other, "an old ⏹");
-        assert_eq!(turns.stop(2, Some(second.id())), Found::Nothing);
+        assert_eq!(
+            turns.stop(Conversation::from(1), Some(old)),
+            Found::Other,
+            "an old ⏹"
+        );
+        assert_eq!(
+            turns.stop(Conversation::from(2), Some(second.id())),
+            Found::Nothing
+        );
         assert_eq!(second.apply(Event::Store), Verdict::Proceed);
-        assert_eq!(turns.stop(1, Some(second.id())), Found::Turn(Verdict::Kept));
+        assert_eq!(
+            turns.stop(Conversation::from(1), Some(second.id())),
+            Found::Turn(Verdict::Kept)
+        );
         assert_eq!(second.apply(Event::Show), Verdict::Proceed);
-        assert_eq!(turns.stop(1, None), Found::Turn(Verdict::Complete));
+        assert_eq!(
+            turns.stop(Conversation::from(1), None),
+            Found::Turn(Verdict::Complete)
+        );
     }
 
     /// A stop and a finishing turn racing: exactly one wins, and both sides agree which.
@@ -340,12 +356,12 @@ mod tests {
         let turns = Arc::new(Turns::default());
         let mut outcomes = std::collections::HashSet::new();
         for _ in 0..300 {
-            let turn = turns.begin(1);
+            let turn = turns.begin(Conversation::from(1));
             let barrier = Arc::new(tokio::sync::Barrier::new(2));
             let (stopper, gate) = (turns.clone(), barrier.clone());
             let stop = tokio::spawn(async move {
                 gate.wait().await;
-                stopper.stop(1, None)
+                stopper.stop(Conversation::from(1), None)
             });
             let stored = turn
                 .until_store(async {
@@ -367,22 +383,31 @@ mod tests {
     #[tokio::test]
     async fn a_stopped_turn_drops_its_work_and_never_stores() {
         let turns = Arc::new(Turns::default());
-        let turn = turns.begin(7);
+        let turn = turns.begin(Conversation::from(7));
         let stopper = turns.clone();
         let work = async {
-            assert_eq!(stopper.stop(7, None), Found::Turn(Verdict::Stopped));
+            assert_eq!(
+                stopper.stop(Conversation::from(7), None),
+                Found::Turn(Verdict::Stopped)
+            );
             std::future::pending::<()>().await;
         };
         assert_eq!(turn.until_store(work).await, None);
         assert_eq!(turn.apply(Event::Store), Verdict::Refused);
-        assert_eq!(turns.stop(7, None), Found::Turn(Verdict::AlreadyStopped));
+        assert_eq!(
+            turns.stop(Conversation::from(7), None),
+            Found::Turn(Verdict::AlreadyStopped)
+        );
 
-        let next = turns.begin(7);
+        let next = turns.begin(Conversation::from(7));
         assert_eq!(next.until_store(async { 5 }).await, Some(5));
-        assert_eq!(turns.stop(7, None), Found::Turn(Verdict::Kept));
+        assert_eq!(
+            turns.stop(Conversation::from(7), None),
+            Found::Turn(Verdict::Kept)
+        );
         drop(turn);
         assert_eq!(
-            turns.stop(7, Some(next.id())),
+            turns.stop(Conversation::from(7), Some(next.id())),
             Found::Turn(Verdict::Kept),
             "an earlier turn's guard does not unregister a later one"
         );

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use crate::ids::UserId;
 use crate::role::Role;
 
 /// The shipped defaults; also the documentation of every key.
@@ -213,8 +214,8 @@ pub enum Review {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessConfig {
-    pub allowed_users: Vec<u64>,
-    pub admins: Vec<u64>,
+    pub allowed_users: Vec<UserId>,
+    pub admins: Vec<UserId>,
     /// Whether a stranger's refusal carries a "Request access" button that tells the admins.
     pub request_button: bool,
 }
@@ -517,10 +518,10 @@ impl Config {
     }
 
     /// The role of a Telegram user: admins are allowed users too; everyone else is denied.
-    pub fn role_of(&self, user_id: u64) -> Role {
-        if self.access.admins.contains(&user_id) {
+    pub fn role_of(&self, user: UserId) -> Role {
+        if self.access.admins.contains(&user) {
             Role::Admin
-        } else if self.access.allowed_users.contains(&user_id) {
+        } else if self.access.allowed_users.contains(&user) {
             Role::User
         } else {
             Role::Stranger
@@ -654,12 +655,12 @@ fn validate_mcp_servers(servers: &[McpServerConfig]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn parse_user_ids(name: &str, list: &str) -> anyhow::Result<Vec<u64>> {
+fn parse_user_ids(name: &str, list: &str) -> anyhow::Result<Vec<UserId>> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| {
-            s.parse::<u64>().map_err(|_| {
+            s.parse::<u64>().map(UserId).map_err(|_| {
                 anyhow::anyhow!(
                     "{name} must be comma-separated numeric Telegram user ids, got {s:?}"
                 )
@@ -745,9 +746,9 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("/tmp/h"));
         assert_eq!(config.default_model().id, "a/b");
         assert_eq!(config.models.len(), 2);
-        assert_eq!(config.role_of(1), Role::User);
-        assert_eq!(config.role_of(3), Role::Admin);
-        assert_eq!(config.role_of(4), Role::Stranger);
+        assert_eq!(config.role_of(UserId(1)), Role::User);
+        assert_eq!(config.role_of(UserId(3)), Role::Admin);
+        assert_eq!(config.role_of(UserId(4)), Role::Stranger);
     }
 
     #[test]

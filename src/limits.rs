@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::burst::Bursts;
 use crate::config::LimitsConfig;
 use crate::conversation::Conversation;
+use crate::ids::UserId;
 use crate::role::Role;
 use crate::store::Store;
 
@@ -65,14 +66,14 @@ impl Refused {
 }
 
 /// Where a burst of refusals shows: the conversation and the user refused.
-pub type BurstKey = (Conversation, u64);
+pub type BurstKey = (Conversation, UserId);
 
 pub struct Limits {
     config: LimitsConfig,
     /// Start times of each user's recent turns.
-    recent: Mutex<HashMap<u64, VecDeque<Instant>>>,
+    recent: Mutex<HashMap<UserId, VecDeque<Instant>>>,
     /// Times of each user's recent commands.
-    commands: Mutex<HashMap<u64, VecDeque<Instant>>>,
+    commands: Mutex<HashMap<UserId, VecDeque<Instant>>>,
     /// Open bursts of refusals.
     bursts: Bursts<BurstKey, Refused>,
 }
@@ -105,9 +106,9 @@ impl Limits {
 
     /// Counts a message the rate refused (with `wait` until the window frees) into its burst;
     /// `true` if the caller must start the burst's poster (see [`crate::burst`]).
-    pub fn refusal(&self, chat: impl Into<Conversation>, user: u64, wait: Duration) -> bool {
+    pub fn refusal(&self, chat: Conversation, user: UserId, wait: Duration) -> bool {
         self.bursts
-            .add((chat.into(), user), wait, Instant::now(), |refused| {
+            .add((chat, user), wait, Instant::now(), |refused| {
                 refused.count += 1;
                 refused.wait = wait;
             })
@@ -119,27 +120,27 @@ impl Limits {
     }
 
     /// Checks `user`'s limits and, if allowed, counts a turn for them.
-    pub fn check(&self, user: u64, role: Role, store: &Store) -> Verdict {
+    pub fn check(&self, user: UserId, role: Role, store: &Store) -> Verdict {
         self.check_at(user, role, store, Instant::now())
     }
 
-    fn check_at(&self, user: u64, role: Role, store: &Store, now: Instant) -> Verdict {
+    fn check_at(&self, user: UserId, role: Role, store: &Store, now: Instant) -> Verdict {
         if role == Role::Admin && self.config.exempt_admins {
             return Verdict::Allowed;
         }
         let budget = self.config.daily_tokens;
-        if budget > 0 && store.user_tokens_today(user) >= budget {
+        if budget > 0 && store.user_tokens_today(user.0) >= budget {
             return Verdict::OverBudget(budget);
         }
         admit(&self.recent, user, self.config.turns_per_minute, now)
     }
 
     /// Checks `user`'s command rate and, if allowed, counts a command for them.
-    pub fn check_command(&self, user: u64, role: Role) -> Verdict {
+    pub fn check_command(&self, user: UserId, role: Role) -> Verdict {
         self.check_command_at(user, role, Instant::now())
     }
 
-    fn check_command_at(&self, user: u64, role: Role, now: Instant) -> Verdict {
+    fn check_command_at(&self, user: UserId, role: Role, now: Instant) -> Verdict {
         if role == Role::Admin && self.config.exempt_admins {
             return Verdict::Allowed;
         }
@@ -150,8 +151,8 @@ impl Limits {
 /// The sliding window of one rate: `user` may go if fewer than `limit` of their starts lie in
 /// the last minute (0: no limit), and then this one is counted.
 fn admit(
-    recent: &Mutex<HashMap<u64, VecDeque<Instant>>>,
-    user: u64,
+    recent: &Mutex<HashMap<UserId, VecDeque<Instant>>>,
+    user: UserId,
     limit: usize,
     now: Instant,
 ) -> Verdict {
@@ -181,7 +182,7 @@ fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ChatId, TopicId};
+    use crate::ids::{ChatId, TopicId, UserId};
 
     fn limits(turns_per_minute: usize, daily_tokens: u64) -> Limits {
         Limits::new(LimitsConfig {
@@ -198,26 +199,29 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let limits = limits(2, 0);
         let t0 = Instant::now();
-        assert_eq!(limits.check_at(1, Role::User, &store, t0), Verdict::Allowed);
         assert_eq!(
-            limits.check_at(1, Role::User, &store, t0 + Duration::from_secs(10)),
+            limits.check_at(UserId(1), Role::User, &store, t0),
             Verdict::Allowed
         );
         assert_eq!(
-            limits.check_at(1, Role::User, &store, t0 + Duration::from_secs(20)),
+            limits.check_at(UserId(1), Role::User, &store, t0 + Duration::from_secs(10)),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            limits.check_at(UserId(1), Role::User, &store, t0 + Duration::from_secs(20)),
             Verdict::TooFast(Duration::from_secs(40))
         );
         assert_eq!(
-            limits.check_at(2, Role::User, &store, t0 + Duration::from_secs(20)),
+            limits.check_at(UserId(2), Role::User, &store, t0 + Duration::from_secs(20)),
             Verdict::Allowed,
             "per user"
         );
         assert_eq!(
-            limits.check_at(9, Role::Admin, &store, t0),
+            limits.check_at(UserId(9), Role::Admin, &store, t0),
             Verdict::Allowed
         );
         assert_eq!(
-            limits.check_at(1, Role::User, &store, t0 + Duration::from_secs(61)),
+            limits.check_at(UserId(1), Role::User, &store, t0 + Duration::from_secs(61)),
             Verdict::Allowed
         );
     }
@@ -225,15 +229,15 @@ mod tests {
     #[test]
     fn a_burst_counts_its_refusals_and_says_the_latest_wait() {
         let limits = limits(2, 0);
-        let key = (Conversation::from(1), 7);
+        let key = (Conversation::new(ChatId(1), None), UserId(7));
         assert!(
-            limits.refusal(1, 7, Duration::from_secs(40)),
+            limits.refusal(key.0, key.1, Duration::from_secs(40)),
             "starts a poster"
         );
         let post = limits.bursts().next(&key).unwrap();
         assert_eq!(post.state.text(), too_fast_text(1, Duration::from_secs(40)));
         assert!(
-            !limits.refusal(1, 7, Duration::from_secs(35)),
+            !limits.refusal(key.0, key.1, Duration::from_secs(35)),
             "its poster runs"
         );
         limits.bursts().shown(&key, post.revision, Some(10));
@@ -248,24 +252,30 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let limits = limits(1, 0);
         let t0 = Instant::now();
-        assert_eq!(limits.check_at(1, Role::User, &store, t0), Verdict::Allowed);
+        assert_eq!(
+            limits.check_at(UserId(1), Role::User, &store, t0),
+            Verdict::Allowed
+        );
         for i in 0..3 {
             let at = t0 + Duration::from_secs(i);
-            let verdict = limits.check_command_at(1, Role::User, at);
+            let verdict = limits.check_command_at(UserId(1), Role::User, at);
             assert_eq!(verdict, Verdict::Allowed, "command {i}: turns do not count");
         }
         let at = t0 + Duration::from_secs(10);
         assert_eq!(
-            limits.check_command_at(1, Role::User, at),
+            limits.check_command_at(UserId(1), Role::User, at),
             Verdict::TooFast(Duration::from_secs(50))
         );
-        assert_eq!(limits.check_command_at(2, Role::User, at), Verdict::Allowed);
         assert_eq!(
-            limits.check_command_at(9, Role::Admin, at),
+            limits.check_command_at(UserId(2), Role::User, at),
             Verdict::Allowed
         );
         assert_eq!(
-            limits.check_at(1, Role::User, &store, at),
+            limits.check_command_at(UserId(9), Role::Admin, at),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            limits.check_at(UserId(1), Role::User, &store, at),
             Verdict::TooFast(Duration::from_secs(50)),
             "nor do commands count as turns"
         );
@@ -309,7 +319,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let limits = limits(0, 100);
-        assert_eq!(limits.check(1, Role::User, &store), Verdict::Allowed);
+        assert_eq!(
+            limits.check(UserId(1), Role::User, &store),
+            Verdict::Allowed
+        );
         let usage = crate::llm::Usage {
             prompt_tokens: 90,
             completion_tokens: 10,
@@ -317,10 +330,13 @@ mod tests {
         };
         store.record_user_tokens(1, usage).unwrap();
         assert_eq!(
-            limits.check(1, Role::User, &store),
+            limits.check(UserId(1), Role::User, &store),
             Verdict::OverBudget(100)
         );
-        assert_eq!(limits.check(1, Role::Admin, &store), Verdict::Allowed);
+        assert_eq!(
+            limits.check(UserId(1), Role::Admin, &store),
+            Verdict::Allowed
+        );
     }
 
     #[test]
@@ -331,11 +347,11 @@ mod tests {
             Conversation::new(ChatId(-5), Some(TopicId(1))),
             Conversation::new(ChatId(-5), Some(TopicId(2))),
         );
-        assert!(limits.refusal(a, 7, wait));
+        assert!(limits.refusal(a, UserId(7), wait));
         assert!(
-            limits.refusal(b, 7, wait),
+            limits.refusal(b, UserId(7), wait),
             "another topic's refusal is a message of its own"
         );
-        assert!(!limits.refusal(a, 7, wait));
+        assert!(!limits.refusal(a, UserId(7), wait));
     }
 }

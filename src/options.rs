@@ -18,7 +18,7 @@ use serde::Deserialize;
 use crate::budget::Payer;
 use crate::config::{LlmConfig, OptionsConfig};
 use crate::conversation::Conversation;
-use crate::ids::{ChatId, TopicId};
+use crate::ids::{ChatId, TopicId, UpdateId, UserId};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{LlmClient, Priority};
 use crate::store::{Choice, OptionTicket, Store};
@@ -74,11 +74,11 @@ pub struct Attached {
 /// ([`Store::set_ticket_message`]): the options may go into that very send.
 #[derive(Debug, Clone)]
 pub struct Answer {
-    pub chat: i64,
+    pub chat: ChatId,
     /// The forum topic of the answer, if any: a press continues that topic.
-    pub topic: Option<i32>,
+    pub topic: Option<TopicId>,
     /// The user whose turn it answered, who pays for the extraction.
-    pub user: u64,
+    pub user: UserId,
     pub epoch: u64,
     pub feedback: Option<String>,
 }
@@ -121,19 +121,24 @@ pub async fn extract(
     let Ok(extraction) =
         tokio::time::timeout(Duration::from_secs(config.timeout_secs), extraction).await
     else {
-        tracing::info!(chat, "options extraction timed out; no buttons");
+        tracing::info!(chat = chat.0, "options extraction timed out; no buttons");
         return None;
     };
     if extraction.calls > 0
-        && let Err(e) =
-            store.record_usage(chat, &template.model, 0, extraction.calls, extraction.usage)
+        && let Err(e) = store.record_usage(
+            chat.0,
+            &template.model,
+            0,
+            extraction.calls,
+            extraction.usage,
+        )
     {
         tracing::warn!(error = %e, "cannot record usage");
     }
     let labels = match extraction.result {
         Ok(reply) => clean_labels(reply.options, config.max_count),
         Err(e) => {
-            tracing::info!(chat, error = %e, "options extraction failed; no buttons");
+            tracing::info!(chat = chat.0, error = %e, "options extraction failed; no buttons");
             return None;
         }
     };
@@ -141,14 +146,14 @@ pub async fn extract(
         return None;
     }
     let ticket = OptionTicket {
-        chat,
+        chat: chat.0,
         message_id: 0,
         labels,
         epoch,
         chosen: None,
         feedback,
         created: chrono::Utc::now().timestamp(),
-        topic,
+        topic: topic.map(|topic| topic.0),
         chosen_by: None,
     };
     match store.create_ticket(&ticket) {
@@ -183,16 +188,16 @@ pub enum Press {
 /// the turn's inbox entry goes on (the inbox then keeps it from running twice).
 pub fn decide(
     store: &Store,
-    chat: i64,
+    chat: ChatId,
     id: &str,
     index: usize,
     label: &str,
-    update: Option<u32>,
+    update: Option<UpdateId>,
 ) -> anyhow::Result<Press> {
     let Some(ticket) = store.ticket(id) else {
         return Ok(Press::Expired);
     };
-    let exists = ticket.chat == chat
+    let exists = ticket.chat == chat.0
         && ticket
             .labels
             .get(index)
@@ -200,12 +205,13 @@ pub fn decide(
     if !exists {
         return Ok(Press::Expired);
     }
+    let update = update.map(|update| update.0);
     let again = ticket.chosen_again_by(index, update);
     if ticket.chosen.is_some() && !again {
         return Ok(Press::AlreadyChosen);
     }
     // The press came from the ticket's chat; its topic is the ticket's.
-    let state = store.chat_state(Conversation::new(ChatId(chat), ticket.topic.map(TopicId)))?;
+    let state = store.chat_state(Conversation::new(chat, ticket.topic.map(TopicId)))?;
     // The press that chose it, re-delivered after a crash, goes on even if a resumed turn of
     // the chat retired the options meanwhile: its own turn never ran.
     let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);

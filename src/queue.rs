@@ -22,11 +22,12 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::conversation::Conversation;
+use crate::ids::UpdateId;
 
 type BoxedJob = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A queued job, its tag (the update it answers, if any), and what to do if it panics.
-type Job = (BoxedJob, Option<u32>, BoxedJob);
+type Job = (BoxedJob, Option<UpdateId>, BoxedJob);
 
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
@@ -53,12 +54,11 @@ impl ChatQueues {
     /// `on_panic` runs (in the lane, before the next job) only if the job panics.
     pub fn enqueue(
         &self,
-        chat: impl Into<Conversation>,
-        tag: Option<u32>,
+        chat: Conversation,
+        tag: Option<UpdateId>,
         job: impl Future<Output = ()> + Send + 'static,
         on_panic: impl Future<Output = ()> + Send + 'static,
     ) {
-        let chat = chat.into();
         let mut job: Job = (Box::pin(job), tag, Box::pin(on_panic));
         let mut lanes = self.lanes();
         if let Some(lane) = lanes.get(&chat) {
@@ -104,7 +104,7 @@ impl ChatQueues {
             {
                 tracing::error!(
                     %chat,
-                    tag,
+                    tag = tag.map(|tag| tag.0),
                     "a turn panicked; the chat goes on with its next message"
                 );
                 // Its own task: a panicking report cannot take the lane down with it.
@@ -147,7 +147,7 @@ impl ChatQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ChatId, TopicId};
+    use crate::ids::{ChatId, TopicId, UpdateId};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
@@ -157,7 +157,7 @@ mod tests {
         for i in 0..5 {
             let log = log.clone();
             queues.enqueue(
-                1,
+                Conversation::from(1),
                 None,
                 async move {
                     tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
@@ -170,7 +170,7 @@ mod tests {
         let other = Arc::new(AtomicUsize::new(0));
         let flag = other.clone();
         queues.enqueue(
-            2,
+            Conversation::from(2),
             None,
             async move {
                 flag.store(1, Ordering::SeqCst);
@@ -192,8 +192,8 @@ mod tests {
         let dropped = Arc::new(AtomicUsize::new(0));
         let guard = Dropped(dropped.clone());
         queues.enqueue(
-            3,
-            Some(42),
+            Conversation::from(3),
+            Some(UpdateId(42)),
             async move {
                 let _guard = guard;
                 tokio::time::sleep(Duration::from_secs(30)).await;
@@ -227,7 +227,7 @@ mod tests {
         let (release, wait) = tokio::sync::oneshot::channel::<()>();
         queues.enqueue(
             slow,
-            Some(1),
+            Some(UpdateId(1)),
             async move {
                 let _ = wait.await;
             },
@@ -237,7 +237,7 @@ mod tests {
         let flag = done.clone();
         queues.enqueue(
             fast,
-            Some(2),
+            Some(UpdateId(2)),
             async move {
                 flag.store(1, Ordering::SeqCst);
             },
@@ -261,16 +261,16 @@ mod tests {
         let reported = Arc::new(Mutex::new(Vec::new()));
         let log = reported.clone();
         queues.enqueue(
-            7,
-            Some(5),
+            Conversation::from(7),
+            Some(UpdateId(5)),
             async { panic!("a bug in a turn") },
             async move { log.lock().unwrap().push(5) },
         );
         let after = Arc::new(AtomicUsize::new(0));
         let (flag, log) = (after.clone(), reported.clone());
         queues.enqueue(
-            7,
-            Some(6),
+            Conversation::from(7),
+            Some(UpdateId(6)),
             async move {
                 flag.store(1, Ordering::SeqCst);
             },

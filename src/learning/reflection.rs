@@ -15,6 +15,7 @@ use super::heuristics::{
     HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
 };
 use super::{Learning, Source, without_context};
+use crate::ids::UserId;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{ChatMessage, Priority};
 use crate::store::ReflectionJob;
@@ -105,7 +106,7 @@ impl Learning {
         let prompt =
             build_reflection_prompt(&job.task, &tools, &job.outcome, &skills, &job.evidence);
         // The reflection is part of what the user's turn cost: it counts in their budget.
-        let payer = self.ledger.payer(job.user, None);
+        let payer = self.ledger.payer(job.user.map(UserId), None);
         let extraction = retry_extract_structured::<ReflectionResult>(
             &without_learned_blocks(&history),
             &prompt,

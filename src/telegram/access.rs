@@ -234,7 +234,7 @@ fn notify_admins(app: &App, tg: &Arc<Outbox>, who: &User) {
         replies::html(
             app,
             tg,
-            Conversation::new(crate::ids::ChatId(admin as i64), None),
+            Conversation::new(crate::ids::ChatId(admin.0 as i64), None),
             html.clone(),
             None,
         );

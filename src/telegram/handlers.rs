@@ -122,7 +122,7 @@ pub async fn command(
 ) -> HandlerResult {
     let chat = conversation_of(&msg);
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    if let Verdict::TooFast(wait) = app.limits().check_command(user, role) {
+    if let Verdict::TooFast(wait) = app.limits().check_command(crate::ids::UserId(user), role) {
         replies::refuse_too_fast(&app, &tg, chat, user, wait);
         return Ok(());
     }
@@ -206,7 +206,7 @@ pub async fn text(
             conversation_of(&msg),
             msg.from.as_ref().map_or(0, |u| u.id.0),
         );
-        match app.limits().check_command(user, role) {
+        match app.limits().check_command(crate::ids::UserId(user), role) {
             Verdict::TooFast(wait) => replies::refuse_too_fast(&app, &tg, chat, user, wait),
             _ => replies::notice(&app, &tg, chat, UNKNOWN_COMMAND),
         }
@@ -283,7 +283,7 @@ fn rated_notice(app: &Arc<App>, tg: &Arc<Outbox>, msg: &Message, role: Role, tex
         conversation_of(msg),
         msg.from.as_ref().map_or(0, |u| u.id.0),
     );
-    match app.limits().check_command(user, role) {
+    match app.limits().check_command(crate::ids::UserId(user), role) {
         Verdict::TooFast(wait) => replies::refuse_too_fast(app, tg, chat, user, wait),
         _ => replies::notice(app, tg, chat, text),
     }
@@ -304,7 +304,10 @@ async fn start_turn(
 ) {
     let chat = conversation_of(msg);
     let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    match app.limits().check(user, role, app.store()) {
+    match app
+        .limits()
+        .check(crate::ids::UserId(user), role, app.store())
+    {
         Verdict::Allowed => {}
         Verdict::TooFast(wait) => {
             handling.done();
@@ -377,11 +380,11 @@ pub async fn option_pressed(
     let (bot, user) = (tg.bot(), query.from.id.0);
     let decided = options::decide(
         app.store(),
-        chat.0,
+        crate::ids::ChatId(chat.0),
         &press.ticket,
         press.index,
         &press.label,
-        Some(update.id.0),
+        Some(crate::ids::UpdateId(update.id.0)),
     )?;
     let (ticket, index) = match decided {
         Press::Continue(ticket, index) => (ticket, index),
@@ -657,7 +660,9 @@ async fn refused_press(
     query: &CallbackQuery,
     role: Role,
 ) -> anyhow::Result<bool> {
-    let limited = app.limits().check(query.from.id.0, role, app.store());
+    let limited = app
+        .limits()
+        .check(crate::ids::UserId(query.from.id.0), role, app.store());
     let Some(refusal) = limited.message() else {
         return Ok(false);
     };

@@ -111,7 +111,10 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         )
         .endpoint(handlers::expired_press);
     let routes = dptree::filter_map(|update: Update, app: Arc<App>| {
-        Some(app.config().role_of(update.from()?.id.0))
+        Some(
+            app.config()
+                .role_of(crate::ids::UserId(update.from()?.id.0)),
+        )
     })
     .branch(messages)
     .branch(presses);
@@ -176,7 +179,7 @@ async fn register_commands(bot: &Bot, config: &Config) {
     }
     for &admin in &config.access.admins {
         let scope = BotCommandScope::Chat {
-            chat_id: Recipient::Id(ChatId(admin as i64)),
+            chat_id: Recipient::Id(ChatId(admin.0 as i64)),
         };
         if let Err(e) = bot
             .set_my_commands(Command::visible_to(Role::Admin))
@@ -184,7 +187,7 @@ async fn register_commands(bot: &Bot, config: &Config) {
             .await
         {
             // Telegram knows a private chat only once the admin has written to the bot.
-            tracing::debug!(admin, error = %e, "cannot register admin commands");
+            tracing::debug!(admin = admin.0, error = %e, "cannot register admin commands");
         }
     }
 }
@@ -230,7 +233,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let intake = Arc::new(Intake::new(Box::new(move |update: &Update| {
         let allowed = update
             .from()
-            .is_some_and(|user| config.role_of(user.id.0) != Role::Stranger);
+            .is_some_and(|user| config.role_of(crate::ids::UserId(user.id.0)) != Role::Stranger);
         allowed && listener::may_start_turn(update)
     })));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())

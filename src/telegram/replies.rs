@@ -104,6 +104,7 @@ pub(crate) fn refuse_too_fast(
     user: u64,
     wait: Duration,
 ) {
+    let user = crate::ids::UserId(user);
     if !app.limits().refusal(chat, user, wait) {
         return;
     }

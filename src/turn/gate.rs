@@ -32,13 +32,15 @@ pub(super) async fn admit(
     chat: Conversation,
     update: Option<u32>,
 ) -> Option<Admitted> {
-    let role = app.config().role_of(user);
+    let role = app.config().role_of(crate::ids::UserId(user));
     if role == Role::Stranger {
         tracing::info!(user, %chat, update, "dropping a turn of a user no longer allowed");
         finish(app, update).await;
         return None;
     }
-    let payer = app.ledger().payer(Some(user), Some(chat));
+    let payer = app
+        .ledger()
+        .payer(Some(crate::ids::UserId(user)), Some(chat));
     if let Some(spent) = payer.spent() {
         tracing::info!(user, %chat, update, "dropping a turn: the user's budget is spent");
         if payer.first_refusal(chat) {

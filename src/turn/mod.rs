@@ -106,8 +106,12 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
     }
     let (chat, update) = (input.conversation(), input.update);
     let on_panic = failed(app.clone(), out.clone(), chat, update);
-    app.queues()
-        .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
+    app.queues().enqueue(
+        chat,
+        update.map(crate::ids::UpdateId),
+        run(app.clone(), out.clone(), input),
+        on_panic,
+    );
     if let Err(e) = app.store().flush_async().await {
         tracing::error!(error = %e, "cannot flush the inbox");
     }
@@ -185,7 +189,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 let on_panic = failed(app.clone(), out.clone(), chat, Some(update));
                 app.queues().enqueue(
                     chat,
-                    Some(update),
+                    Some(crate::ids::UpdateId(update)),
                     run(app.clone(), out.clone(), input),
                     on_panic,
                 );
@@ -492,9 +496,9 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Options, in the background on the turn's own request prefix; the answer waits for them
     // at most `attach_wait_ms`, so quick ones come in the same call as its 👍/👎.
     let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
-        chat,
-        topic: input.topic,
-        user: input.user,
+        chat: crate::ids::ChatId(chat),
+        topic: input.topic.map(crate::ids::TopicId),
+        user: crate::ids::UserId(input.user),
         epoch: window.epoch,
         feedback: feedback.clone(),
     });
@@ -764,7 +768,7 @@ async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bo
         );
         let text = crate::logging::redact(&text, &app.config().secrets());
         for admin in admins {
-            let Ok(chat) = i64::try_from(*admin) else {
+            let Ok(chat) = i64::try_from(admin.0) else {
                 continue;
             };
             out.notice(Conversation::new(crate::ids::ChatId(chat), None), &text)

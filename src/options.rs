@@ -156,6 +156,11 @@ pub async fn extract(
         topic: topic.map(|topic| topic.0),
         chosen_by: None,
     };
+    store_ticket(store, ticket)
+}
+
+/// Stores `ticket` and returns it ready to attach; `None` (logged) if the store refuses it.
+fn store_ticket(store: &Store, ticket: OptionTicket) -> Option<Attached> {
     match store.create_ticket(&ticket) {
         Ok(id) => Some(Attached {
             ticket: id,

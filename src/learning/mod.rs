@@ -256,6 +256,50 @@ impl Memory {
         self.index.remove(id);
         Ok(self.records.remove(&id).is_some() || existed)
     }
+
+    /// The known heuristic that `text` (embedded as `vector`, if it could be) repeats: the
+    /// closest of those sharing words with it at `threshold` (word-set Jaccard) or, with
+    /// embeddings, at [`DUPLICATE_COSINE`]; ties go to the older.
+    fn duplicate_of(&self, text: &str, vector: Option<&[f32]>, threshold: f32) -> Option<u64> {
+        // A duplicate shares words with the text (the index finds those) or, with
+        // embeddings, is close to it.
+        let mut candidates: Vec<u64> = self
+            .index
+            .relevance(text)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        if vector.is_some() {
+            candidates.extend(
+                self.records
+                    .values()
+                    .filter(|h| h.vector.is_some())
+                    .map(|h| h.id),
+            );
+        }
+        candidates
+            .iter()
+            .filter_map(|id| self.records.get(id))
+            .filter_map(|h| {
+                let words = text_similarity(&h.text, text);
+                let cos = match (&h.vector, vector) {
+                    (Some(a), Some(b)) => cosine(a, b),
+                    _ => 0.0,
+                };
+                (words >= threshold || cos >= DUPLICATE_COSINE).then_some((words.max(cos), h.id))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|(_, id)| id)
+    }
+}
+
+/// A lesson worth learning: its text, the skill and the tool it is filed under, and its
+/// embedding once it has one.
+struct Lesson {
+    text: String,
+    skill: Option<String>,
+    tool: Option<String>,
+    vector: Option<Vec<f32>>,
 }
 
 /// The learning service; one per bot.
@@ -624,7 +668,42 @@ impl Learning {
         payer: &Payer,
     ) -> anyhow::Result<LearnReport> {
         let mut report = LearnReport::default();
-        let mut fresh: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+        let fresh = self.acceptable_lessons(entries, source, &mut report);
+        let texts: Vec<String> = fresh.iter().map(|lesson| lesson.text.clone()).collect();
+        let vectors = self.embed(&texts, Priority::Background, payer).await;
+        let mut memory = self.write();
+        for (i, mut lesson) in fresh.into_iter().enumerate() {
+            lesson.vector = vectors.as_ref().map(|v| v[i].clone());
+            let duplicate = memory.duplicate_of(
+                &lesson.text,
+                lesson.vector.as_deref(),
+                self.config.dedup_threshold,
+            );
+            match duplicate {
+                // Outside content may not vouch for what the bot already believes.
+                Some(_) if source.external => report.dropped += 1,
+                Some(id) => {
+                    let mut known = memory.records[&id].clone();
+                    known.uses += 1;
+                    known.updated = now();
+                    memory.put(&self.store, known)?;
+                    report.reinforced += 1;
+                }
+                None => self.add(&mut memory, lesson, source, &mut report)?,
+            }
+        }
+        Ok(report)
+    }
+
+    /// The entries worth learning, trimmed, each with the skill and the tool it is filed
+    /// under; the rest are counted as dropped.
+    fn acceptable_lessons(
+        &self,
+        entries: Vec<HeuristicEntry>,
+        source: &Source,
+        report: &mut LearnReport,
+    ) -> Vec<Lesson> {
+        let mut fresh = Vec::new();
         for entry in entries {
             let text = entry.text.trim().to_string();
             if !acceptable(&text) {
@@ -635,84 +714,57 @@ impl Learning {
                 .skill_name
                 .and_then(|name| self.file_under(&text, name.trim(), &source.skills));
             let tool = tool_of(&text, entry.tool.as_deref(), &source.tools);
-            fresh.push((text, skill, tool));
+            fresh.push(Lesson {
+                text,
+                skill,
+                tool,
+                vector: None,
+            });
         }
-        let texts: Vec<String> = fresh.iter().map(|(t, _, _)| t.clone()).collect();
-        let vectors = self.embed(&texts, Priority::Background, payer).await;
+        fresh
+    }
+
+    /// Stores `lesson` as a new heuristic, pending review if the configuration asks it of
+    /// `source`, making room first.
+    fn add(
+        &self,
+        memory: &mut Memory,
+        lesson: Lesson,
+        source: &Source,
+        report: &mut LearnReport,
+    ) -> anyhow::Result<()> {
         let pending = match self.config.review {
             Review::All => true,
             Review::External => source.external,
             Review::None => false,
         };
-        let mut memory = self.write();
-        for (i, (text, skill, tool)) in fresh.into_iter().enumerate() {
-            let vector = vectors.as_ref().map(|v| v[i].clone());
-            // A duplicate shares words with the text (the index finds those) or, with
-            // embeddings, is close to it.
-            let mut candidates: Vec<u64> = memory
-                .index
-                .relevance(&text)
-                .into_iter()
-                .map(|(id, _)| id)
-                .collect();
-            if vector.is_some() {
-                candidates.extend(
-                    memory
-                        .records
-                        .values()
-                        .filter(|h| h.vector.is_some())
-                        .map(|h| h.id),
-                );
-            }
-            let duplicate = candidates
-                .iter()
-                .filter_map(|id| memory.records.get(id))
-                .filter_map(|h| {
-                    let words = text_similarity(&h.text, &text);
-                    let cos = match (&h.vector, &vector) {
-                        (Some(a), Some(b)) => cosine(a, b),
-                        _ => 0.0,
-                    };
-                    (words >= self.config.dedup_threshold || cos >= DUPLICATE_COSINE)
-                        .then_some((words.max(cos), h.id))
-                })
-                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
-                .map(|(_, id)| id);
-            if let Some(id) = duplicate {
-                if source.external {
-                    // Outside content may not vouch for what the bot already believes.
-                    report.dropped += 1;
-                    continue;
-                }
-                let mut known = memory.records[&id].clone();
-                known.uses += 1;
-                known.updated = now();
-                memory.put(&self.store, known)?;
-                report.reinforced += 1;
-                continue;
-            }
-            let review = if pending {
-                ReviewState::Pending
-            } else {
-                ReviewState::Approved
-            };
-            report.evicted += self.make_room(&mut memory, review, None)?;
-            let origin = Origin {
-                outcome: source.outcome.clone(),
-                external: source.external,
-            };
-            let id = self.store.new_heuristic_id()?;
-            let heuristic = Heuristic {
-                vector,
-                tool,
-                ..Heuristic::learned(id, skill, text, review, origin, now())
-            };
-            tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
-            memory.put(&self.store, heuristic)?;
-            report.added += 1;
-            report.pending += usize::from(pending);
-        }
-        Ok(report)
+        let review = if pending {
+            ReviewState::Pending
+        } else {
+            ReviewState::Approved
+        };
+        report.evicted += self.make_room(memory, review, None)?;
+        let origin = Origin {
+            outcome: source.outcome.clone(),
+            external: source.external,
+        };
+        let id = self.store.new_heuristic_id()?;
+        let Lesson {
+            text,
+            skill,
+            tool,
+            vector,
+        } = lesson;
+        let heuristic = Heuristic {
+            vector,
+            tool,
+            ..Heuristic::learned(id, skill, text, review, origin, now())
+        };
+        tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
+        memory.put(&self.store, heuristic)?;
+        report.added += 1;
+        report.pending += usize::from(pending);
+        Ok(())
     }
 
     /// The skill a lesson the reflection filed under `named` is stored under: that skill if it

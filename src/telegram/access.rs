@@ -20,11 +20,10 @@ use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, User};
 
 use super::callback_data::Action;
+use super::handlers::{self, Deps, HandlerResult};
 use super::keyboards;
-use super::outbox::Outbox;
 use super::render::escape_html;
 use super::replies;
-use crate::app::App;
 use crate::burst::Bursts;
 use crate::config::Role;
 use crate::conversation::Conversation;
@@ -56,8 +55,6 @@ impl Refused {
         }
     }
 }
-
-type HandlerResult = anyhow::Result<()>;
 
 /// The refusal a stranger gets, with their id; `button` adds the line about the button.
 pub(crate) fn refusal_html(user: u64, button: bool) -> String {
@@ -111,12 +108,8 @@ pub(crate) fn admin_notice_html(user: u64, name: &str, username: Option<&str>) -
 
 /// A message from a stranger: the refusal, at most once a day in this chat, posted (see
 /// [`replies`]) as the burst's one message; no LLM call.
-pub async fn refuse_stranger(
-    app: Arc<App>,
-    tg: Arc<Outbox>,
-    strangers: Arc<Strangers>,
-    msg: Message,
-) -> HandlerResult {
+pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message) -> HandlerResult {
+    let Deps { app, tg } = &deps;
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
     };
@@ -143,7 +136,7 @@ pub async fn refuse_stranger(
         chat = chat.0,
         "refused a user who is not allowed"
     );
-    let to = super::handlers::conversation_of(&msg);
+    let to = handlers::conversation_of(&msg);
     if !strangers
         .0
         .add(to, BURST, Instant::now(), |refused| refused.add(id))
@@ -172,12 +165,12 @@ pub async fn refuse_stranger(
 /// "Request access": checked on the server (setting on, the presser is the stranger the
 /// button names), then the admins are told once, and the refusal says the request was sent.
 pub async fn request_pressed(
-    app: Arc<App>,
-    tg: Arc<Outbox>,
+    deps: Deps,
     query: CallbackQuery,
     role: Role,
     named: u64,
 ) -> HandlerResult {
+    let Deps { app, tg } = &deps;
     let presser = &query.from;
     // The toast, whether the request is (now) with the admins, and whether this press made it.
     let (toast, sent, first) = if !app.config().access.request_button || named != presser.id.0 {
@@ -205,7 +198,7 @@ pub async fn request_pressed(
         .text(toast)
         .await?;
     if first {
-        notify_admins(&app, &tg, presser);
+        notify_admins(&deps, presser);
     }
     // Only the refusal that carries this very button is edited, not any message a forged
     // press names.
@@ -220,24 +213,18 @@ pub async fn request_pressed(
         let at = Conversation::from(message.chat().id.0);
         let html = request_sent_html(named);
         let what = "mark an access request as sent";
-        replies::edit(&app, &tg, at, message.id(), html, None, what);
+        replies::edit(&deps, at, message.id(), html, None, what);
     }
     Ok(())
 }
 
 /// Tells every admin (in their private chat) who asks for access. Telegram refuses a private
 /// chat the admin never opened; the log keeps the request.
-fn notify_admins(app: &App, tg: &Arc<Outbox>, who: &User) {
+fn notify_admins(deps: &Deps, who: &User) {
     tracing::info!(user = who.id.0, "a stranger asks for access");
     let html = admin_notice_html(who.id.0, &who.full_name(), who.username.as_deref());
-    for &admin in &app.config().access.admins {
-        replies::html(
-            app,
-            tg,
-            Conversation::from(admin as i64),
-            html.clone(),
-            None,
-        );
+    for &admin in &deps.app.config().access.admins {
+        replies::html(deps, Conversation::from(admin as i64), html.clone(), None);
     }
 }
 

@@ -235,6 +235,11 @@ impl Handling {
     pub fn done(&self) {
         self.0.intake.release(self.0.update);
     }
+
+    /// The id of the update being handled (recorded in the inbox with the turn it starts).
+    pub fn update(&self) -> u32 {
+        self.0.update
+    }
 }
 
 struct Guard {

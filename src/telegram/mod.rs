@@ -40,6 +40,7 @@ use crate::config::{Config, Role, TelegramConfig};
 use crate::turn::{self, Out};
 use callback_data::{Action, OptionPress, decode_action, decode_callback};
 use commands::Command;
+use handlers::Deps;
 use listener::{Intake, Polling};
 use outbox::Outbox;
 
@@ -61,30 +62,39 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(
             dptree::entry()
                 .filter_command::<Command>()
-                .endpoint(handlers::command),
+                .endpoint(handlers::commands::command),
         )
         .branch(
             dptree::filter_map(|msg: Message| msg.text().map(str::to_string))
-                .endpoint(handlers::text),
+                .endpoint(handlers::messages::text),
         )
-        .branch(dptree::endpoint(handlers::non_text));
+        .branch(dptree::endpoint(handlers::messages::non_text));
     let actions = dptree::filter_map(|query: CallbackQuery| decode_action(query.data.as_deref()?))
         .filter_map(|(action, payload): (String, String)| Action::from_decoded(&action, payload))
-        .branch(dptree::case![Action::SetModel(key)].endpoint(handlers::set_model_pressed))
-        .branch(dptree::case![Action::Clear].endpoint(handlers::clear_pressed))
-        .branch(dptree::case![Action::Feedback { ticket, up }].endpoint(handlers::feedback_pressed))
-        .branch(dptree::case![Action::Page { list, page }].endpoint(handlers::page_pressed))
+        .branch(dptree::case![Action::SetModel(key)].endpoint(handlers::presses::set_model_pressed))
+        .branch(dptree::case![Action::Clear].endpoint(handlers::presses::clear_pressed))
         .branch(
-            dptree::case![Action::Approve { id, list, page }].endpoint(handlers::approve_pressed),
+            dptree::case![Action::Feedback { ticket, up }]
+                .endpoint(handlers::presses::feedback_pressed),
         )
-        .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
-        .branch(dptree::case![Action::Stop(turn)].endpoint(handlers::stop_pressed))
-        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed))
-        .branch(dptree::case![Action::Retry { ticket }].endpoint(handlers::retry_pressed));
+        .branch(
+            dptree::case![Action::Page { list, page }].endpoint(handlers::presses::page_pressed),
+        )
+        .branch(
+            dptree::case![Action::Approve { id, list, page }]
+                .endpoint(handlers::presses::approve_pressed),
+        )
+        .branch(
+            dptree::case![Action::Forget { id, list, page }]
+                .endpoint(handlers::presses::forget_pressed),
+        )
+        .branch(dptree::case![Action::Stop(turn)].endpoint(handlers::presses::stop_pressed))
+        .branch(dptree::case![Action::Chosen].endpoint(handlers::presses::chosen_pressed))
+        .branch(dptree::case![Action::Retry { ticket }].endpoint(handlers::presses::retry_pressed));
     let options =
         dptree::filter_map(|query: CallbackQuery| decode_callback(query.data.as_deref()?))
             .filter_map(|decoded: (Option<String>, String)| OptionPress::from_decoded(decoded))
-            .endpoint(handlers::option_pressed);
+            .endpoint(handlers::presses::option_pressed);
     let presses = Update::filter_callback_query()
         .branch(
             // The one button strangers may press: "Request access" under their refusal.
@@ -98,7 +108,8 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
             .endpoint(access::request_pressed),
         )
         .branch(
-            dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_press),
+            dptree::filter(|role: Role| role == Role::Stranger)
+                .endpoint(handlers::presses::refuse_press),
         )
         .branch(
             // The chat the button was pressed in (none for inline messages: nothing to do).
@@ -108,9 +119,9 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
                 .branch(options)
                 .branch(actions),
         )
-        .endpoint(handlers::expired_press);
-    let routes = dptree::filter_map(|update: Update, app: Arc<App>| {
-        Some(app.config().role_of(update.from()?.id.0))
+        .endpoint(handlers::presses::expired_press);
+    let routes = dptree::filter_map(|update: Update, deps: Deps| {
+        Some(deps.app.config().role_of(update.from()?.id.0))
     })
     .branch(messages)
     .branch(presses);
@@ -234,8 +245,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     })));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![
-            app.clone(),
-            tg,
+            Deps {
+                app: app.clone(),
+                tg
+            },
             intake.clone(),
             Arc::new(access::Strangers::default())
         ])

@@ -1,0 +1,352 @@
+//! Button presses from allowed users: an option or a 🔁 Retry starts a turn, the rest are
+//! actions (model, clear, feedback, admin lists, stop). Every press is answered at once with
+//! its toast; an edit it causes is posted (see [`replies`]).
+
+use teloxide::prelude::*;
+
+use super::{Deps, HandlerResult, pressed_in, reply_in_groups};
+use crate::cancel::TurnId;
+use crate::config::Role;
+use crate::conversation::Conversation;
+use crate::options::{self, Press};
+use crate::telegram::callback_data::{List, OptionPress};
+use crate::telegram::keyboards::{self, model_key};
+use crate::telegram::listener::Handling;
+use crate::telegram::{replies, views};
+use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
+use crate::turn::{self, Keyboard, Options, Out, TurnInput};
+
+/// A button press from a user who is not on the allow-list.
+pub async fn refuse_press(bot: Bot, query: CallbackQuery) -> HandlerResult {
+    tracing::info!(
+        user = query.from.id.0,
+        "refused a button press from a user who is not allowed"
+    );
+    bot.answer_callback_query(query.id)
+        .text("Sorry, this bot is private.")
+        .await?;
+    Ok(())
+}
+
+/// A press whose data names nothing live: expired, forged or unknown.
+pub async fn expired_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
+    answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await
+}
+
+/// An option button: checked on the server, then the conversation continues exactly as if
+/// the user had typed the option's full label.
+pub async fn option_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    chat: ChatId,
+    press: OptionPress,
+    handling: Handling,
+) -> HandlerResult {
+    let Deps { app, tg } = &deps;
+    // A press starts a turn: the same limits as a typed message, checked before the option is
+    // used up.
+    if refused_press(&deps, &query, role).await? {
+        return Ok(());
+    }
+    let (bot, user) = (tg.bot(), query.from.id.0);
+    let decided = options::decide(
+        app.store(),
+        chat.0,
+        &press.ticket,
+        press.index,
+        &press.label,
+        Some(handling.update()),
+    )?;
+    let (ticket, index) = match decided {
+        Press::Continue(ticket, index) => (ticket, index),
+        Press::Expired => return answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await,
+        Press::Earlier => {
+            let refused = Outcome::refuse("That choice belongs to an earlier answer");
+            return answer_press(&deps, &query, refused).await;
+        }
+        Press::AlreadyChosen => {
+            let refused = Outcome::refuse("You already chose an option here");
+            return answer_press(&deps, &query, refused).await;
+        }
+    };
+    // The option is chosen now: the turn must start whatever Telegram says to the answer (a
+    // press re-delivered after a crash has a query too old to answer).
+    if let Err(e) = bot.answer_callback_query(query.id).await {
+        tracing::warn!(chat = chat.0, error = %e, "cannot answer an option press");
+    }
+    let label = ticket.labels[index].clone();
+    let chosen = Keyboard::Answer {
+        options: Options::Chosen(label.clone()),
+        vote: turn::vote_on(app, ticket.feedback.as_deref()),
+        feedback: ticket.feedback.clone(),
+    };
+    let out: Out = tg.clone();
+    // In the background: its paced edit must not hold the press's intake (every chat's next
+    // update waits for it), and it takes the chat's slot before the turn's first message.
+    let marked = out.clone();
+    let (mark_chat, mark_message) = (ticket.chat, ticket.message_id);
+    app.spawn(async move {
+        marked.set_keyboard(mark_chat, mark_message, chosen).await;
+    });
+    let input = TurnInput {
+        chat: ticket.chat,
+        user,
+        update: Some(handling.update()),
+        text: label,
+        image: None,
+        topic: ticket.topic,
+        // In a group, the answer to a press replies to the answer that offered the option.
+        reply_to: reply_in_groups(ticket.chat, ticket.message_id),
+        // The label's origin is in its conversation's mark (see `ChatState::external`).
+        forwarded: false,
+    };
+    turn::accept(app, &out, input).await;
+    handling.done();
+    Ok(())
+}
+
+/// A model button (admins): switch the chat to the model whose key the button carries.
+pub async fn set_model_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    chat: Conversation,
+    key: String,
+) -> HandlerResult {
+    let app = &deps.app;
+    let models = &app.config().models;
+    let id = models
+        .iter()
+        .find(|m| model_key(&m.id) == key)
+        .map(|m| &m.id);
+    let mut outcome = actions::choose_model(app, role, chat, id.map(String::as_str));
+    // The header names the model too: one edit puts the new text and the moved ✓ in place.
+    let switched = outcome.keyboard.take().filter(|_| !outcome.refused);
+    answer_press(&deps, &query, outcome).await?;
+    if let (Some(keyboard), Some(message)) = (switched, query.message.as_ref()) {
+        let html = views::model_header_html(&app.model_for(chat).id);
+        let markup = Some(keyboards::markup(&keyboard));
+        let what = "update the /model message";
+        replies::edit(&deps, chat, message.id(), html, markup, what);
+    }
+    Ok(())
+}
+
+/// 🧹 Clear history.
+pub async fn clear_pressed(deps: Deps, query: CallbackQuery, chat: Conversation) -> HandlerResult {
+    let Deps { app, tg } = &deps;
+    let out: Out = tg.clone();
+    turn::retire_options(app, &out, chat);
+    let outcome = Outcome::done(actions::clear(app, chat), Some(Keyboard::None));
+    answer_press(&deps, &query, outcome).await
+}
+
+/// 👍 or 👎 under an answer.
+pub async fn feedback_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    at: Conversation,
+    (ticket, up): (String, bool),
+) -> HandlerResult {
+    let app = &deps.app;
+    let outcome = actions::feedback(app, at, &ticket, up);
+    let refused = outcome.refused;
+    answer_press(&deps, &query, outcome).await?;
+    // The vote shows in the keyboard (the rest of it, options included, stays as it is).
+    let message = query.message.as_ref().and_then(|m| m.regular_message());
+    if let (false, Some(message)) = (refused, message)
+        && let Some(markup) = message.reply_markup()
+    {
+        let marked = keyboards::with_vote(markup, &ticket, up);
+        replies::markup(&deps, at.chat, message.id, marked, "show the vote");
+    }
+    Ok(())
+}
+
+/// ◀ ▶ under an admin list.
+pub async fn page_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    (list, page): (List, u32),
+) -> HandlerResult {
+    let outcome = if role < Role::Admin {
+        Outcome::refuse(ADMINS_ONLY)
+    } else {
+        Outcome::done("", None)
+    };
+    review_press(&deps, &query, outcome, list, page).await
+}
+
+/// ✅ Approve under `/heuristics` (admins).
+pub async fn approve_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let app = &deps.app;
+    let outcome = actions::approve(app, role, id);
+    review_press(&deps, &query, outcome, list, page).await
+}
+
+/// 🗑 Forget under `/heuristics` (admins).
+pub async fn forget_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let app = &deps.app;
+    let outcome = actions::forget(app, role, id);
+    review_press(&deps, &query, outcome, list, page).await
+}
+
+/// Answers a press on an admin list, then (unless it was refused) edits the list's message
+/// into page `page` as it is now, so the message always shows the current state.
+async fn review_press(
+    deps: &Deps,
+    query: &CallbackQuery,
+    outcome: Outcome,
+    list: List,
+    page: u32,
+) -> HandlerResult {
+    let app = &deps.app;
+    let refused = outcome.refused;
+    answer_press(deps, query, outcome).await?;
+    if refused {
+        return Ok(());
+    }
+    if let Some(message) = query.message.as_ref() {
+        let page = views::list_page(app, list, page as usize);
+        let at = pressed_in(query).unwrap_or(Conversation::from(message.chat().id.0));
+        let markup = Some(page.keyboard);
+        replies::edit(
+            deps,
+            at,
+            message.id(),
+            page.html,
+            markup,
+            "update an admin list",
+        );
+    }
+    Ok(())
+}
+
+/// ⏹ Stop under a streaming answer: stops its own turn only, and only before that turn's
+/// answer is kept. A ⏹ still on screen after its turn is over (a final edit that failed, a
+/// crash) is taken away.
+pub async fn stop_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    chat: Conversation,
+    turn: Option<TurnId>,
+) -> HandlerResult {
+    let app = &deps.app;
+    // A ⏹ without an id was left by a version before turns had ids: its turn is over.
+    let stop = match turn {
+        Some(turn) => actions::cancel(app, chat, Some(turn)),
+        None => Stop::Over,
+    };
+    let dead = stop == Stop::Over
+        && query
+            .message
+            .as_ref()
+            .and_then(|m| m.regular_message())
+            .and_then(|m| m.reply_markup())
+            .is_some_and(keyboards::only_stop);
+    let outcome = match stop {
+        Stop::Stopped => Outcome::done(stop.toast(), None),
+        _ => Outcome {
+            keyboard: dead.then_some(Keyboard::None),
+            ..Outcome::refuse(stop.toast())
+        },
+    };
+    answer_press(&deps, &query, outcome).await
+}
+
+/// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
+/// used up), the failed message runs again as a new turn, once; the button goes.
+pub async fn retry_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    chat: Conversation,
+    ticket: String,
+    handling: Handling,
+) -> HandlerResult {
+    let Deps { app, tg } = &deps;
+    if refused_press(&deps, &query, role).await? {
+        return Ok(());
+    }
+    let user = query.from.id.0;
+    let retried = match turn::retry::claim(app, chat.chat, user, &ticket, handling.update()) {
+        Ok(retried) => retried,
+        Err(toast) => return answer_press(&deps, &query, Outcome::refuse(toast)).await,
+    };
+    // Claimed: the message runs whatever becomes of the toast, and is in the inbox before the
+    // paced edit that takes the button away (which then holds no chat's intake).
+    let input = TurnInput {
+        chat: retried.chat,
+        user,
+        update: Some(handling.update()),
+        text: retried.text,
+        image: retried.image,
+        // Pressed under the failed answer, in its topic: the retry answers there, replying to it.
+        topic: retried.topic.or(chat.topic),
+        reply_to: query
+            .message
+            .as_ref()
+            .and_then(|m| reply_in_groups(retried.chat, m.id().0)),
+        // A forwarded message's failed turn marked its conversation (see `ChatState::external`).
+        forwarded: false,
+    };
+    let out: Out = tg.clone();
+    turn::accept(app, &out, input).await;
+    handling.done();
+    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
+    if let Err(e) = answer_press(&deps, &query, outcome).await {
+        tracing::warn!(%chat, error = %e, "cannot answer a retry press");
+    }
+    Ok(())
+}
+
+/// A press that would start a turn, checked against the presser's limits (before anything is
+/// used up); `true` if refused, with the refusal as the press's toast.
+async fn refused_press(deps: &Deps, query: &CallbackQuery, role: Role) -> anyhow::Result<bool> {
+    let Deps { app, tg } = deps;
+    let limited = app.limits().check(query.from.id.0, role, app.store());
+    let Some(refusal) = limited.message() else {
+        return Ok(false);
+    };
+    tg.bot()
+        .answer_callback_query(query.id.clone())
+        .text(refusal)
+        .await?;
+    Ok(true)
+}
+
+/// The mark of an option already chosen.
+pub async fn chosen_pressed(deps: Deps, query: CallbackQuery) -> HandlerResult {
+    answer_press(&deps, &query, Outcome::done("Already chosen", None)).await
+}
+
+/// Answers the callback query with the outcome's toast, then posts its keyboard in place of
+/// the pressed one.
+async fn answer_press(deps: &Deps, query: &CallbackQuery, outcome: Outcome) -> HandlerResult {
+    let tg = &deps.tg;
+    if outcome.refused {
+        tracing::info!(user = query.from.id.0, data = ?query.data, toast = %outcome.toast, "button press refused");
+    }
+    let answer = tg.bot().answer_callback_query(query.id.clone());
+    if outcome.toast.is_empty() {
+        answer.await?;
+    } else {
+        answer.text(outcome.toast).await?;
+    }
+    if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
+        replies::keyboard(deps, message.chat().id.0, message.id().0, keyboard);
+    }
+    Ok(())
+}

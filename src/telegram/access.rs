@@ -193,10 +193,7 @@ pub async fn request_pressed(
             }
         }
     };
-    tg.bot()
-        .answer_callback_query(query.id.clone())
-        .text(toast)
-        .await?;
+    tg.answer_press(&query, toast).await?;
     if first {
         notify_admins(&deps, presser);
     }

@@ -16,7 +16,6 @@ use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use super::handlers::Deps;
 use super::outbox::Outbox;
 use super::render::escape_html;
-use super::send::{edit_html, edit_keyboard, notify, send_html};
 use crate::burst::Bursts;
 use crate::conversation::Conversation;
 use crate::turn::{Keyboard, Messenger};
@@ -30,7 +29,7 @@ pub(crate) fn html(
 ) {
     let tg = deps.tg.clone();
     deps.app.reply(to, async move {
-        if let Err(e) = send_html(tg.bot(), tg.policy(), to, &html, markup).await {
+        if let Err(e) = tg.send_html(to, &html, markup).await {
             tracing::warn!(%to, error = %e, "cannot send a reply");
         }
     });
@@ -39,10 +38,8 @@ pub(crate) fn html(
 /// Posts a short plain notice to `to`.
 pub(crate) fn notice(deps: &Deps, to: Conversation, text: impl Into<String>) {
     let (tg, text) = (deps.tg.clone(), text.into());
-    deps.app.reply(
-        to,
-        async move { notify(tg.bot(), tg.policy(), to, &text).await },
-    );
+    deps.app
+        .reply(to, async move { tg.notice(to, &text).await });
 }
 
 /// Posts an edit of message `id` in `to` into `html` with `markup`; `what` names it in the log.
@@ -56,7 +53,7 @@ pub(crate) fn edit(
 ) {
     let tg = deps.tg.clone();
     deps.app.reply(to, async move {
-        if let Err(e) = edit_html(tg.bot(), tg.policy(), to, id, &html, markup).await {
+        if let Err(e) = tg.edit_html(to, id, &html, markup).await {
             tracing::warn!(%to, error = %e, "cannot {what}");
         }
     });
@@ -81,7 +78,7 @@ pub(crate) fn markup(
     let tg = deps.tg.clone();
     deps.app.reply(chat, async move {
         let chat = teloxide::types::ChatId(chat);
-        edit_keyboard(tg.bot(), tg.policy(), chat, message, markup, what).await;
+        tg.edit_keyboard(chat, message, markup, what).await;
     });
 }
 
@@ -113,16 +110,13 @@ pub(crate) async fn post_burst<K, S>(
     K: std::hash::Hash + Eq + Clone,
     S: Clone + Default,
 {
-    let (bot, policy) = (tg.bot(), tg.policy());
     while let Some(post) = bursts.next(key) {
         let (html, markup) = render(&post.state);
         let shown = match post.message {
-            None => send_html(bot, policy, to, &html, markup)
-                .await
-                .map(|m| m.id),
+            None => tg.send_html(to, &html, markup).await.map(|m| m.id),
             Some(message) => {
-                policy.limiter.quiet(to.chat).await;
-                edit_html(bot, policy, to, MessageId(message), &html, markup).await
+                tg.quiet(to.chat).await;
+                tg.edit_html(to, MessageId(message), &html, markup).await
             }
         };
         match shown {

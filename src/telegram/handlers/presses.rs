@@ -17,13 +17,13 @@ use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 /// A button press from a user who is not on the allow-list.
-pub async fn refuse_press(bot: Bot, query: CallbackQuery) -> HandlerResult {
+pub async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
     tracing::info!(
         user = query.from.id.0,
         "refused a button press from a user who is not allowed"
     );
-    bot.answer_callback_query(query.id)
-        .text("Sorry, this bot is private.")
+    deps.tg
+        .answer_press(&query, "Sorry, this bot is private.")
         .await?;
     Ok(())
 }
@@ -49,7 +49,7 @@ pub async fn option_pressed(
     if refused_press(&deps, &query, role).await? {
         return Ok(());
     }
-    let (bot, user) = (tg.bot(), query.from.id.0);
+    let user = query.from.id.0;
     let decided = options::decide(
         app.store(),
         chat.0,
@@ -72,7 +72,7 @@ pub async fn option_pressed(
     };
     // The option is chosen now: the turn must start whatever Telegram says to the answer (a
     // press re-delivered after a crash has a query too old to answer).
-    if let Err(e) = bot.answer_callback_query(query.id).await {
+    if let Err(e) = tg.answer_press(&query, "").await {
         tracing::warn!(chat = chat.0, error = %e, "cannot answer an option press");
     }
     let label = ticket.labels[index].clone();
@@ -315,15 +315,12 @@ pub async fn retry_pressed(
 /// A press that would start a turn, checked against the presser's limits (before anything is
 /// used up); `true` if refused, with the refusal as the press's toast.
 async fn refused_press(deps: &Deps, query: &CallbackQuery, role: Role) -> anyhow::Result<bool> {
-    let Deps { app, tg } = deps;
+    let app = &deps.app;
     let limited = app.limits().check(query.from.id.0, role, app.store());
     let Some(refusal) = limited.message() else {
         return Ok(false);
     };
-    tg.bot()
-        .answer_callback_query(query.id.clone())
-        .text(refusal)
-        .await?;
+    deps.tg.answer_press(query, &refusal).await?;
     Ok(true)
 }
 
@@ -339,12 +336,7 @@ async fn answer_press(deps: &Deps, query: &CallbackQuery, outcome: Outcome) -> H
     if outcome.refused {
         tracing::info!(user = query.from.id.0, data = ?query.data, toast = %outcome.toast, "button press refused");
     }
-    let answer = tg.bot().answer_callback_query(query.id.clone());
-    if outcome.toast.is_empty() {
-        answer.await?;
-    } else {
-        answer.text(outcome.toast).await?;
-    }
+    tg.answer_press(query, &outcome.toast).await?;
     if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
         replies::keyboard(deps, message.chat().id.0, message.id().0, keyboard);
     }

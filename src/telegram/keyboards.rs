@@ -3,7 +3,7 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
-use super::callback_data::{Action, OptionPress, decode_action};
+use super::callback_data::{Action, CallbackData, OptionPress};
 use crate::cancel::TurnId;
 use crate::turn::{Keyboard, Options};
 
@@ -139,9 +139,10 @@ pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
     let mut buttons = markup.inline_keyboard.iter().flatten().peekable();
     buttons.peek().is_some()
         && buttons.all(|button| match &button.kind {
-            InlineKeyboardButtonKind::CallbackData(data) => decode_action(data)
-                .and_then(|(action, payload)| Action::from_decoded(&action, payload))
-                .is_some_and(|action| matches!(action, Action::Stop(_))),
+            InlineKeyboardButtonKind::CallbackData(data) => matches!(
+                CallbackData::parse(data),
+                Some(CallbackData::Action(Action::Stop(_)))
+            ),
             _ => false,
         })
 }

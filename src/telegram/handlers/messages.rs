@@ -5,13 +5,14 @@
 use teloxide::prelude::*;
 use teloxide::types::Me;
 
+use super::turns::{self, Asker, Claimed};
 use super::{Deps, HandlerResult, conversation_of, reply_in_groups, without_mention};
 use crate::config::Role;
 use crate::limits::Verdict;
 use crate::telegram::listener::Handling;
 use crate::telegram::{media, replies};
+use crate::turn::TurnInput;
 use crate::turn::actions::UNKNOWN_COMMAND;
-use crate::turn::{self, Out, TurnInput};
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
 pub async fn text(
@@ -35,8 +36,7 @@ pub async fn text(
         return Ok(());
     }
     let text = without_mention(&text, &me);
-    start_turn(&deps, &msg, role, text, None, &handling).await;
-    Ok(())
+    start_turn(&deps, &msg, role, text, None, &handling).await
 }
 
 /// Photos go to a vision-capable model as a turn (the caption is the request). For other
@@ -61,8 +61,7 @@ pub async fn non_text(
             let caption = msg.caption().map(|c| without_mention(c, &me));
             let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
             let image = Some(photo.file.id.0.clone());
-            start_turn(&deps, &msg, role, text, image, &handling).await;
-            return Ok(());
+            return start_turn(&deps, &msg, role, text, image, &handling).await;
         }
         Some(_) => {
             let caption = msg
@@ -85,7 +84,7 @@ pub async fn non_text(
             }
             if let Some(caption) = caption {
                 let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
-                start_turn(&deps, &msg, role, text, None, &handling).await;
+                return start_turn(&deps, &msg, role, text, None, &handling).await;
             }
             return Ok(());
         }
@@ -110,8 +109,8 @@ fn rated_notice(deps: &Deps, msg: &Message, role: Role, text: String) {
     }
 }
 
-/// Starts a turn for `msg` (within the user's limits, else a friendly refusal). Intake is
-/// released once the turn is in the inbox, or before a refusal (which records nothing).
+/// Starts a turn for `msg` (see [`turns`] for the path): its text, and the photo it carries
+/// if the model can see it.
 async fn start_turn(
     deps: &Deps,
     msg: &Message,
@@ -119,40 +118,26 @@ async fn start_turn(
     text: String,
     image: Option<String>,
     handling: &Handling,
-) {
-    let Deps { app, tg } = deps;
-    let chat = conversation_of(msg);
-    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    match app.limits().check(user, role, app.store()) {
-        Verdict::Allowed => {}
-        Verdict::TooFast(wait) => {
-            handling.done();
-            replies::refuse_too_fast(deps, chat, user, wait);
-            return;
+) -> HandlerResult {
+    let claim = || {
+        let chat = conversation_of(msg);
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        // So `/stats` can name its top users.
+        if let Some(from) = msg.from.as_ref()
+            && let Err(e) = deps.app.store().remember_name(user, &from.full_name())
+        {
+            tracing::debug!(user, error = %e, "cannot remember a user's name");
         }
-        refused => {
-            handling.done();
-            replies::notice(deps, chat, refused.message().unwrap_or_default());
-            return;
-        }
-    }
-    // So `/stats` can name its top users.
-    if let Some(from) = msg.from.as_ref()
-        && let Err(e) = app.store().remember_name(user, &from.full_name())
-    {
-        tracing::debug!(user, error = %e, "cannot remember a user's name");
-    }
-    let input = TurnInput {
-        chat: chat.chat,
-        user,
-        update: Some(handling.update()),
-        text,
-        image,
-        topic: chat.topic,
-        reply_to: reply_in_groups(chat.chat, msg.id.0),
-        forwarded: msg.forward_origin().is_some(),
+        Ok(Ok(Claimed::message(TurnInput {
+            chat: chat.chat,
+            user,
+            update: Some(handling.update()),
+            text,
+            image,
+            topic: chat.topic,
+            reply_to: reply_in_groups(chat.chat, msg.id.0),
+            forwarded: msg.forward_origin().is_some(),
+        })))
     };
-    let out: Out = tg.clone();
-    turn::accept(app, &out, input).await;
-    handling.done();
+    turns::start(deps, Asker::Message(msg), role, handling, claim).await
 }

@@ -1,7 +1,8 @@
 //! The endpoints of the schema: plain async functions that take their dependencies, a file per
 //! kind of update: [`messages`] (text and everything else a user sends), [`commands`] and
-//! [`presses`] (button presses). What they share lives here: [`Deps`], where a message or a
-//! press belongs, and whether a message is meant for the bot.
+//! [`presses`] (button presses); [`turns`] is the one path by which a message or a press
+//! starts a turn. What they share lives here: [`Deps`], where a message or a press belongs,
+//! and whether a message is meant for the bot.
 //!
 //! Handlers return quickly: a text message is queued as a turn in its chat's lane and the
 //! handler returns, so `/cancel` and button presses are never stuck behind a running turn.
@@ -18,6 +19,7 @@
 pub mod commands;
 pub mod messages;
 pub mod presses;
+mod turns;
 
 use std::sync::Arc;
 

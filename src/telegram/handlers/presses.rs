@@ -4,6 +4,7 @@
 
 use teloxide::prelude::*;
 
+use super::turns::{self, Asker, Claimed};
 use super::{Deps, HandlerResult, pressed_in, reply_in_groups};
 use crate::cancel::TurnId;
 use crate::config::Role;
@@ -34,7 +35,7 @@ pub async fn expired_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
 }
 
 /// An option button: checked on the server, then the conversation continues exactly as if
-/// the user had typed the option's full label.
+/// the user had typed the option's full label (see [`turns`] for the path).
 pub async fn option_pressed(
     deps: Deps,
     query: CallbackQuery,
@@ -43,67 +44,48 @@ pub async fn option_pressed(
     press: OptionPress,
     handling: Handling,
 ) -> HandlerResult {
-    let Deps { app, tg } = &deps;
-    // A press starts a turn: the same limits as a typed message, checked before the option is
-    // used up.
-    if refused_press(&deps, &query, role).await? {
-        return Ok(());
-    }
-    let user = query.from.id.0;
-    let decided = options::decide(
-        app.store(),
-        chat.0,
-        &press.ticket,
-        press.index,
-        &press.label,
-        Some(handling.update()),
-    )?;
-    let (ticket, index) = match decided {
-        Press::Continue(ticket, index) => (ticket, index),
-        Press::Expired => return answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await,
-        Press::Earlier => {
-            let refused = Outcome::refuse("That choice belongs to an earlier answer");
-            return answer_press(&deps, &query, refused).await;
-        }
-        Press::AlreadyChosen => {
-            let refused = Outcome::refuse("You already chose an option here");
-            return answer_press(&deps, &query, refused).await;
-        }
+    let (app, user, update) = (&deps.app, query.from.id.0, handling.update());
+    let claim = || {
+        let decided = options::decide(
+            app.store(),
+            chat.0,
+            &press.ticket,
+            press.index,
+            &press.label,
+            Some(update),
+        )?;
+        let (ticket, index) = match decided {
+            Press::Continue(ticket, index) => (ticket, index),
+            Press::Expired => return Ok(Err(EXPIRED)),
+            Press::Earlier => return Ok(Err("That choice belongs to an earlier answer")),
+            Press::AlreadyChosen => return Ok(Err("You already chose an option here")),
+        };
+        let label = ticket.labels[index].clone();
+        let chosen = Keyboard::Answer {
+            options: Options::Chosen(label.clone()),
+            vote: turn::vote_on(app, ticket.feedback.as_deref()),
+            feedback: ticket.feedback.clone(),
+        };
+        let input = TurnInput {
+            chat: ticket.chat,
+            user,
+            update: Some(update),
+            text: label,
+            image: None,
+            topic: ticket.topic,
+            // In a group, the answer to a press replies to the answer that offered the option.
+            reply_to: reply_in_groups(ticket.chat, ticket.message_id),
+            // The label's origin is in its conversation's mark (see `ChatState::external`).
+            forwarded: false,
+        };
+        let mark = Some((ticket.chat, ticket.message_id, chosen));
+        Ok(Ok(Claimed {
+            input,
+            toast: "",
+            mark,
+        }))
     };
-    // The option is chosen now: the turn must start whatever Telegram says to the answer (a
-    // press re-delivered after a crash has a query too old to answer).
-    if let Err(e) = tg.answer_press(&query, "").await {
-        tracing::warn!(chat = chat.0, error = %e, "cannot answer an option press");
-    }
-    let label = ticket.labels[index].clone();
-    let chosen = Keyboard::Answer {
-        options: Options::Chosen(label.clone()),
-        vote: turn::vote_on(app, ticket.feedback.as_deref()),
-        feedback: ticket.feedback.clone(),
-    };
-    let out: Out = tg.clone();
-    // In the background: its paced edit must not hold the press's intake (every chat's next
-    // update waits for it), and it takes the chat's slot before the turn's first message.
-    let marked = out.clone();
-    let (mark_chat, mark_message) = (ticket.chat, ticket.message_id);
-    app.spawn(async move {
-        marked.set_keyboard(mark_chat, mark_message, chosen).await;
-    });
-    let input = TurnInput {
-        chat: ticket.chat,
-        user,
-        update: Some(handling.update()),
-        text: label,
-        image: None,
-        topic: ticket.topic,
-        // In a group, the answer to a press replies to the answer that offered the option.
-        reply_to: reply_in_groups(ticket.chat, ticket.message_id),
-        // The label's origin is in its conversation's mark (see `ChatState::external`).
-        forwarded: false,
-    };
-    turn::accept(app, &out, input).await;
-    handling.done();
-    Ok(())
+    turns::start(&deps, Asker::Press(&query), role, &handling, claim).await
 }
 
 /// A model button (admins): switch the chat to the model whose key the button carries.
@@ -266,8 +248,8 @@ pub async fn stop_pressed(
     answer_press(&deps, &query, outcome).await
 }
 
-/// 🔁 Retry under a failed answer: within the presser's limits (checked before the retry is
-/// used up), the failed message runs again as a new turn, once; the button goes.
+/// 🔁 Retry under a failed answer: the failed message runs again as a new turn, once (see
+/// [`turns`] for the path); the button goes.
 pub async fn retry_pressed(
     deps: Deps,
     query: CallbackQuery,
@@ -276,52 +258,35 @@ pub async fn retry_pressed(
     ticket: String,
     handling: Handling,
 ) -> HandlerResult {
-    let Deps { app, tg } = &deps;
-    if refused_press(&deps, &query, role).await? {
-        return Ok(());
-    }
-    let user = query.from.id.0;
-    let retried = match turn::retry::claim(app, chat.chat, user, &ticket, handling.update()) {
-        Ok(retried) => retried,
-        Err(toast) => return answer_press(&deps, &query, Outcome::refuse(toast)).await,
+    let (user, update) = (query.from.id.0, handling.update());
+    let claim = || {
+        let retried = match turn::retry::claim(&deps.app, chat.chat, user, &ticket, update) {
+            Ok(retried) => retried,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let pressed = query.message.as_ref();
+        let input = TurnInput {
+            chat: retried.chat,
+            user,
+            update: Some(update),
+            text: retried.text,
+            image: retried.image,
+            // Pressed under the failed answer, in its topic: the retry answers there, replying
+            // to it.
+            topic: retried.topic.or(chat.topic),
+            reply_to: pressed.and_then(|m| reply_in_groups(retried.chat, m.id().0)),
+            // A forwarded message's failed turn marked its conversation (see
+            // `ChatState::external`).
+            forwarded: false,
+        };
+        let mark = pressed.map(|m| (m.chat().id.0, m.id().0, Keyboard::None));
+        Ok(Ok(Claimed {
+            input,
+            toast: "Retrying…",
+            mark,
+        }))
     };
-    // Claimed: the message runs whatever becomes of the toast, and is in the inbox before the
-    // paced edit that takes the button away (which then holds no chat's intake).
-    let input = TurnInput {
-        chat: retried.chat,
-        user,
-        update: Some(handling.update()),
-        text: retried.text,
-        image: retried.image,
-        // Pressed under the failed answer, in its topic: the retry answers there, replying to it.
-        topic: retried.topic.or(chat.topic),
-        reply_to: query
-            .message
-            .as_ref()
-            .and_then(|m| reply_in_groups(retried.chat, m.id().0)),
-        // A forwarded message's failed turn marked its conversation (see `ChatState::external`).
-        forwarded: false,
-    };
-    let out: Out = tg.clone();
-    turn::accept(app, &out, input).await;
-    handling.done();
-    let outcome = Outcome::done("Retrying…", Some(Keyboard::None));
-    if let Err(e) = answer_press(&deps, &query, outcome).await {
-        tracing::warn!(%chat, error = %e, "cannot answer a retry press");
-    }
-    Ok(())
-}
-
-/// A press that would start a turn, checked against the presser's limits (before anything is
-/// used up); `true` if refused, with the refusal as the press's toast.
-async fn refused_press(deps: &Deps, query: &CallbackQuery, role: Role) -> anyhow::Result<bool> {
-    let app = &deps.app;
-    let limited = app.limits().check(query.from.id.0, role, app.store());
-    let Some(refusal) = limited.message() else {
-        return Ok(false);
-    };
-    deps.tg.answer_press(query, &refusal).await?;
-    Ok(true)
+    turns::start(&deps, Asker::Press(&query), role, &handling, claim).await
 }
 
 /// The mark of an option already chosen.

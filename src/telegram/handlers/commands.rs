@@ -10,6 +10,7 @@ use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::telegram::commands::Command;
 use crate::telegram::{keyboards, replies, stats, tool_list, views};
+use crate::texts::telegram as texts;
 use crate::turn::actions::{self, ADMINS_ONLY, Stop};
 use crate::turn::{self, Out};
 
@@ -78,7 +79,7 @@ fn model_command(deps: &Deps, chat: Conversation, id: &str) {
         return;
     }
     let text = match actions::set_model(app, chat, id) {
-        Ok(model) => format!("Model for this chat: {model}"),
+        Ok(model) => texts::model_switched(&model),
         Err(e) => e.to_string(),
     };
     replies::notice(deps, chat, text);

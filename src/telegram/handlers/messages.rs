@@ -11,6 +11,7 @@ use crate::config::Role;
 use crate::limits::Verdict;
 use crate::telegram::listener::Handling;
 use crate::telegram::{media, replies};
+use crate::texts::telegram as texts;
 use crate::turn::TurnInput;
 use crate::turn::actions::UNKNOWN_COMMAND;
 
@@ -59,7 +60,7 @@ pub async fn non_text(
     let reply = match photo {
         Some(photo) if app.model_for(chat).vision => {
             let caption = msg.caption().map(|c| without_mention(c, &me));
-            let text = caption.unwrap_or_else(|| "What is in this image?".to_string());
+            let text = caption.unwrap_or_else(|| texts::IMAGE_QUESTION.to_string());
             let image = Some(photo.file.id.0.clone());
             return start_turn(&deps, &msg, role, text, image, &handling).await;
         }
@@ -76,19 +77,19 @@ pub async fn non_text(
                 .map(|m| m.id.as_str())
                 .collect();
             let current = app.model_for(chat).id;
-            let note = media::unseen_image_note(&current, &vision, caption.is_some());
+            let note = texts::unseen_image_note(&current, &vision, caption.is_some());
             if caption.is_some() {
                 replies::notice(&deps, chat, note);
             } else {
                 rated_notice(&deps, &msg, role, note);
             }
             if let Some(caption) = caption {
-                let text = format!("{caption}\n\n{}", media::UNSEEN_PHOTO);
+                let text = format!("{caption}\n\n{}", texts::UNSEEN_PHOTO);
                 return start_turn(&deps, &msg, role, text, None, &handling).await;
             }
             return Ok(());
         }
-        None => "I can only read text messages and photos. Please send your request as text.",
+        None => texts::NOT_TEXT,
     };
     handling.done();
     rated_notice(&deps, &msg, role, reply.to_string());

@@ -14,6 +14,7 @@ use crate::telegram::callback_data::{List, OptionPress};
 use crate::telegram::keyboards::{self, model_key};
 use crate::telegram::listener::Handling;
 use crate::telegram::{replies, views};
+use crate::texts::telegram as texts;
 use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
@@ -23,9 +24,7 @@ pub async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
         user = query.from.id.0,
         "refused a button press from a user who is not allowed"
     );
-    deps.tg
-        .answer_press(&query, "Sorry, this bot is private.")
-        .await?;
+    deps.tg.answer_press(&query, texts::PRIVATE).await?;
     Ok(())
 }
 
@@ -57,8 +56,8 @@ pub async fn option_pressed(
         let (ticket, index) = match decided {
             Press::Continue(ticket, index) => (ticket, index),
             Press::Expired => return Ok(Err(EXPIRED)),
-            Press::Earlier => return Ok(Err("That choice belongs to an earlier answer")),
-            Press::AlreadyChosen => return Ok(Err("You already chose an option here")),
+            Press::Earlier => return Ok(Err(texts::EARLIER_CHOICE)),
+            Press::AlreadyChosen => return Ok(Err(texts::ALREADY_CHOSEN)),
         };
         let label = ticket.labels[index].clone();
         let chosen = Keyboard::Answer {
@@ -282,7 +281,7 @@ pub async fn retry_pressed(
         let mark = pressed.map(|m| (m.chat().id.0, m.id().0, Keyboard::None));
         Ok(Ok(Claimed {
             input,
-            toast: "Retrying…",
+            toast: texts::RETRYING,
             mark,
         }))
     };
@@ -291,7 +290,7 @@ pub async fn retry_pressed(
 
 /// The mark of an option already chosen.
 pub async fn chosen_pressed(deps: Deps, query: CallbackQuery) -> HandlerResult {
-    answer_press(&deps, &query, Outcome::done("Already chosen", None)).await
+    answer_press(&deps, &query, Outcome::done(texts::CHOSEN_MARK, None)).await
 }
 
 /// Answers the callback query with the outcome's toast, then posts its keyboard in place of

@@ -104,29 +104,28 @@ pub fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
     for listed in shown {
         let h = &listed.heuristic;
         let pending = h.review == ReviewState::Pending;
-        let mark = if pending { "⏳" } else { "✅" };
-        let skill = h.skill.as_deref().unwrap_or("general");
+        let skill = h.skill.as_deref().unwrap_or(texts::GENERAL_SKILL);
         let learned = DateTime::from_timestamp(h.created, 0)
             .map_or_else(|| "?".to_string(), |t| t.format("%Y-%m-%d").to_string());
-        let source = texts::heuristic_source(h.origin.external);
         let outcome = if h.origin.outcome.is_empty() {
             texts::UNKNOWN_OUTCOME.to_string()
         } else {
             shorten(&h.origin.outcome, 60)
         };
-        html.push_str(&format!(
-            "\n{mark} <b>#{}</b> [{}] {}\n<i>score {:.2} · learned {learned} ({}, {source}) · \
-             used {}× · 👍 {} 👎 {} · learned {}×</i>\n",
-            h.id,
-            escape_html(skill),
-            escape_html(&shorten(&h.text, LISTED_TEXT_CHARS)),
-            listed.utility,
-            escape_html(&outcome),
-            h.injected,
-            h.up,
-            h.down,
-            h.uses,
-        ));
+        let entry = texts::HeuristicEntry {
+            pending,
+            id: h.id,
+            skill: &escape_html(skill),
+            text: &escape_html(&shorten(&h.text, LISTED_TEXT_CHARS)),
+            score: listed.utility,
+            learned: &learned,
+            outcome: &escape_html(&outcome),
+            external: h.origin.external,
+            injected: h.injected,
+            votes: (h.up, h.down),
+            uses: h.uses,
+        };
+        html.push_str(&entry.html());
         let mut row = Vec::new();
         if pending {
             let approve = Action::Approve {

@@ -145,12 +145,55 @@ pub fn heuristics_head_html(title: &str, count: usize, page: usize, pages: usize
     format!("<b>{title}</b> ({count}), best first. Page {page}/{pages}.\n")
 }
 
-/// Where a listed heuristic came from.
-pub fn heuristic_source(external: bool) -> &'static str {
-    if external {
-        "from external content"
-    } else {
-        "trusted"
+/// The skill of a heuristic that belongs to none.
+pub const GENERAL_SKILL: &str = "general";
+
+/// One heuristic of `/heuristics`, as its entry shows it (`skill`, `text`, `outcome` escaped).
+pub struct HeuristicEntry<'a> {
+    /// Waiting for approval (⏳) or approved (✅).
+    pub pending: bool,
+    pub id: u64,
+    pub skill: &'a str,
+    pub text: &'a str,
+    /// Its utility, the rank of the list.
+    pub score: f32,
+    /// The day it was learned.
+    pub learned: &'a str,
+    /// What became of the answer it was learned from.
+    pub outcome: &'a str,
+    /// Learned from external content rather than the user's own words.
+    pub external: bool,
+    /// How often it was shown to the model, its 👍 and 👎, and how often it was learned.
+    pub injected: u32,
+    pub votes: (u32, u32),
+    pub uses: u32,
+}
+
+impl HeuristicEntry<'_> {
+    /// The entry's two lines.
+    pub fn html(&self) -> String {
+        let mark = if self.pending { "⏳" } else { "✅" };
+        let source = if self.external {
+            "from external content"
+        } else {
+            "trusted"
+        };
+        let Self {
+            id,
+            skill,
+            text,
+            score,
+            learned,
+            outcome,
+            injected,
+            votes: (up, down),
+            uses,
+            ..
+        } = self;
+        format!(
+            "\n{mark} <b>#{id}</b> [{skill}] {text}\n<i>score {score:.2} · learned {learned} \
+             ({outcome}, {source}) · used {injected}× · 👍 {up} 👎 {down} · learned {uses}×</i>\n"
+        )
     }
 }
 
@@ -312,6 +355,53 @@ pub fn stats_storage_html(size: &str, compacts_at: Option<&str>) -> String {
         Some(at) => format!("\n💾 <b>Storage</b>: {size} on disk; compacted once past {at}.\n"),
         None => format!("\n💾 <b>Storage</b>: {size} on disk; compaction is off.\n"),
     }
+}
+
+/// The first line of `/tools`.
+pub const TOOLS_HEAD: &str = "Tools (offered in the turns of the roles shown):";
+
+/// Where a built-in tool comes from.
+pub const BUILT_IN: &str = "built-in";
+
+/// Where a tool of MCP server `server` comes from.
+pub fn tool_server(server: &str) -> String {
+    format!("MCP server {server}")
+}
+
+/// A tool's line in `/tools`: its name, where it comes from, who is offered it.
+pub fn tool_line(name: &str, source: &str, admins_only: bool) -> String {
+    let who = if admins_only { " (admins only)" } else { "" };
+    format!("• {name} — {source}{who}")
+}
+
+/// The head of `/tools`'s MCP servers, with none configured or some.
+pub const NO_SERVERS: &str =
+    "MCP servers: none configured ([[mcp.servers]] in config/heurist.toml).";
+pub const SERVERS_HEAD: &str = "MCP servers:";
+
+/// An MCP server still starting.
+pub const SERVER_STARTING: &str = "starting";
+
+/// An MCP server up, with `tools` tools.
+pub fn server_up(tools: usize) -> String {
+    format!("up, {tools} tool(s)")
+}
+
+/// An MCP server up with `tools` tools, `left_out` (named with their sizes) as their schemas
+/// are over `max_bytes`.
+pub fn server_up_left_out(tools: usize, max_bytes: usize, left_out: &str) -> String {
+    format!("up, {tools} tool(s); left out, as its schemas are over {max_bytes} bytes: {left_out}")
+}
+
+/// An MCP server down since `since` with `error`, tried again in `wait` seconds.
+pub fn server_down(since: &str, error: &str, wait: i64) -> String {
+    format!("DOWN since {since} UTC: {error}; next try in {wait} s (its tools are not offered)")
+}
+
+/// An MCP server's line in `/tools`.
+pub fn server_line(name: &str, transport: &str, admins_only: bool, status: &str) -> String {
+    let who = if admins_only { ", admins only" } else { "" };
+    format!("• {name} ({transport}{who}) — {status}")
 }
 
 #[cfg(test)]

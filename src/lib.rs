@@ -3,8 +3,8 @@
 //! The layers, each importing only the ones before it:
 //! [`texts`], [`config`], [`conversation`], [`burst`] → [`llm`], [`store`] → [`budget`] → [`agent`],
 //! [`learning`], [`options`],
-//! [`limits`], [`cancel`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one
-//! turn) → [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A
+//! [`limits`], [`cancel`], [`queue`] → [`app`] (the services) → [`maintenance`] (the store's
+//! upkeep), [`turn`] (the pipeline of one turn) → [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A
 //! lower layer that must talk back (the turn showing an answer) does so through a trait it owns
 //! ([`turn::Messenger`]), which the adapter implements. `scripts/modgraph.py` prints the
 //! file-level import graph and fails on any cycle.
@@ -21,6 +21,7 @@ pub mod learning;
 pub mod limits;
 pub mod llm;
 pub mod logging;
+pub mod maintenance;
 pub mod options;
 pub mod queue;
 pub mod store;

@@ -1,0 +1,87 @@
+//! At start-up, what a crash or shutdown interrupted is finished, never done twice: a turn
+//! that was not stored runs again; a stored turn whose answer may not have reached the user
+//! has its answer sent (or finished in the message already showing it); unfinished
+//! reflections resume. What the inbox records for this is kept by [`super::visibility`].
+
+use std::sync::Arc;
+
+use super::accept::enqueue;
+use super::follow_up::{bare_prefix, queue_reflection};
+use super::input::TurnInput;
+use super::messenger::{Keyboard, Live, Out, unrecorded};
+use super::visibility::{record_visible, set_state};
+use crate::app::App;
+use crate::conversation::Conversation;
+use crate::store::{InboxEntry, InboxState};
+use crate::texts::turn::RESTART_NOTICE;
+
+/// Finishes what a crash or shutdown interrupted (see the module doc). The prune and
+/// compaction schedule is started apart, by [`crate::maintenance::start`].
+pub async fn recover(app: &Arc<App>, out: &Out) {
+    for (id, job) in app.learning().pending_reflections() {
+        tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
+        let prefix = bare_prefix(app, &job);
+        queue_reflection(app, id, job, prefix);
+    }
+    for (update, entry) in app.store().unfinished_updates() {
+        resume(app, out, update, entry).await;
+    }
+}
+
+/// Finishes unfinished inbox update `update`, by what its state and the stored answer say.
+async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
+    let chat = Conversation::new(entry.chat, entry.topic);
+    match (entry.state, app.store().stored_answer(chat, update)) {
+        // The answer may be on screen, in a message we cannot name: never a second one.
+        (InboxState::Visible { message: None }, _) => {
+            tracing::info!(update, %chat, "a crash came as an answer was being sent");
+            out.notice(chat, RESTART_NOTICE).await;
+            set_state(app, update, InboxState::Answered).await;
+        }
+        (InboxState::Visible { message: Some(_) }, Some(answer)) => {
+            tracing::info!(update, %chat, "finishing an answer a crash interrupted");
+            let live = Live {
+                messages: app.store().visible_messages(update),
+            };
+            let shown = out
+                .answer(chat, None, live, &answer, Keyboard::None, unrecorded())
+                .await;
+            if shown.is_empty() {
+                out.notice(chat, RESTART_NOTICE).await;
+            }
+            set_state(app, update, InboxState::Answered).await;
+        }
+        (_, Some(answer)) => {
+            tracing::info!(update, %chat, "sending an answer a crash held back");
+            let on_visible = record_visible(app, Some(update), false);
+            let live = Live::default();
+            out.answer(
+                chat,
+                entry.reply_to,
+                live,
+                &answer,
+                Keyboard::None,
+                on_visible,
+            )
+            .await;
+            set_state(app, update, InboxState::Answered).await;
+        }
+        // Not stored yet: run again (into the message already showing it, if any).
+        (InboxState::Pending | InboxState::Visible { .. }, None) => {
+            tracing::info!(update, %chat, "resuming a turn a crash interrupted");
+            let input = TurnInput {
+                chat: entry.chat,
+                user: entry.user,
+                update: Some(update),
+                text: entry.text,
+                image: entry.image,
+                topic: entry.topic,
+                reply_to: entry.reply_to,
+                forwarded: entry.forwarded,
+            };
+            enqueue(app, out, input);
+        }
+        // Stored, but the chat was cleared since: nothing left to send.
+        (_, None) => set_state(app, update, InboxState::Answered).await,
+    }
+}

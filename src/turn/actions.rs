@@ -193,8 +193,8 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
             ..ticket.job
         };
         if let Some(id) = app.learning().plan_reflection(&job) {
-            let prefix = super::follow_up::bare_prefix(app, &job);
-            super::follow_up::queue_reflection(app, id, job, prefix);
+            let prefix = super::reflect::bare_prefix(app, &job);
+            super::reflect::queue_reflection(app, id, job, prefix);
         }
     }
     let toast = match (first, up) {

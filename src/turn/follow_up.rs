@@ -1,23 +1,172 @@
-//! Follow-ups of an answer, in the background on the turn's own request prefix: its option
-//! buttons, then its reflection (one after the other, so a local server's shared context is
-//! not asked for two long prompts at once), each dropped cleanly from a full follow-up queue.
+//! Stage five, follow up: what comes after an answer, in the background on the turn's own
+//! request prefix. Its 👍/👎 ticket, its option buttons (extracted, then attached to the
+//! answer's send when ready within `options.attach_wait_ms`, else by one keyboard edit), and
+//! its reflection (after the options, one after the other, so a local server's shared context
+//! is not asked for two long prompts at once, and the second reuses the first's cached prefix).
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use tokio::sync::oneshot;
+
+use super::messenger::{Keyboard, Options};
+use super::offers::{offer, vote_on};
+use super::prepare::Basis;
+use super::reflect::{forget_reflection, queue_reflection, without_images};
+use super::state::Turn;
+use super::think::Thought;
+use crate::agent::evidence::{evidence_section, proven_lessons, turn_calls};
 use crate::agent::{TurnResult, TurnStatus};
 use crate::app::App;
 use crate::background::Lane;
-use crate::config::Caller;
-use crate::llm::ChatMessage;
+use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::options;
-use crate::store::ReflectionJob;
+use crate::store::{FeedbackTicket, ReflectionJob};
+
+/// The follow-ups started for a turn: its 👍/👎 ticket and its options on their way.
+pub(super) struct FollowUps {
+    pub(super) feedback: Option<String>,
+    options: oneshot::Receiver<Option<options::Attached>>,
+}
+
+/// The answer's options as its send finds them.
+#[derive(Debug)]
+pub(super) enum Quick {
+    /// Ready: they go under the answer in the same call as its 👍/👎.
+    Attached(options::Attached),
+    /// There are none (none wanted, none found, or they were dropped).
+    Nothing,
+    /// Not ready yet: they follow by one keyboard edit.
+    Later,
+}
+
+/// Starts the turn's follow-ups: its 👍/👎 ticket now, its options and reflection in the
+/// background. `external`: the turn is stored as holding third-party text.
+pub(super) fn start(turn: &Turn, basis: &Basis, thought: &Thought, external: bool) -> FollowUps {
+    let (app, input, result) = (&turn.app, &turn.input, &thought.result);
+    let answered = matches!(result.status, TurnStatus::Answered);
+    let job = reflection_job(turn, basis, result, external);
+    let feedback = (answered && app.config().learning.feedback_buttons)
+        .then(|| feedback_ticket(app, &job, basis, result))
+        .flatten();
+    let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
+        chat: input.chat,
+        topic: input.topic,
+        user: input.user,
+        epoch: basis.epoch,
+        feedback: feedback.clone(),
+    });
+    let options = follow_ups(app, result, job, extraction);
+    FollowUps { feedback, options }
+}
+
+impl FollowUps {
+    /// Waits at most `wait` for the options, so quick ones come in the answer's own send.
+    pub(super) async fn quick(&mut self, wait: Duration) -> Quick {
+        match tokio::time::timeout(wait, &mut self.options).await {
+            Err(_) => Quick::Later,
+            Ok(Ok(Some(attached))) => Quick::Attached(attached),
+            Ok(Ok(None) | Err(_)) => Quick::Nothing,
+        }
+    }
+}
+
+/// Records the options shown under the answer's last message (`shown`), or attaches them by
+/// one keyboard edit when they come later; nothing when the answer is not on screen or the
+/// chat's option round is unknown.
+pub(super) fn attach(turn: &Turn, follow_ups: FollowUps, quick: Quick, shown: &[i32]) {
+    let (Some(&message), Some(round)) = (shown.last(), turn.round) else {
+        return;
+    };
+    let (app, at, feedback) = (&turn.app, turn.at(), follow_ups.feedback);
+    match quick {
+        Quick::Attached(attached) => {
+            offer(app, at, round, &attached, message, feedback);
+        }
+        Quick::Nothing => {}
+        Quick::Later => {
+            let (app2, out, chat) = (app.clone(), turn.out.clone(), turn.input.chat);
+            let options = follow_ups.options;
+            app.spawn(async move {
+                let Ok(Some(attached)) = options.await else {
+                    return;
+                };
+                if offer(&app2, at, round, &attached, message, feedback.clone()) {
+                    let keyboard = Keyboard::Answer {
+                        options: Options::Offered {
+                            ticket: attached.ticket,
+                            labels: attached.labels,
+                        },
+                        vote: vote_on(&app2, feedback.as_deref()),
+                        feedback,
+                    };
+                    out.set_keyboard(chat, message, keyboard).await;
+                }
+            });
+        }
+    }
+}
+
+/// What the turn's reflection (or a 👎's) is about: the task, the tools and how it went, the
+/// evidence its calls and a correction give.
+fn reflection_job(
+    turn: &Turn,
+    basis: &Basis,
+    result: &TurnResult,
+    external: bool,
+) -> ReflectionJob {
+    let calls = turn_calls(&result.messages);
+    ReflectionJob {
+        chat: turn.input.chat,
+        user: Some(turn.input.user),
+        model: basis.model.clone(),
+        task: reflection::task_summary(&turn.input.text),
+        tools: result.tools_used.clone(),
+        outcome: result.outcome(),
+        external,
+        answer: None,
+        skills: basis.context.skills.clone(),
+        evidence: evidence_section(&calls, basis.corrected.as_ref()),
+        proven: proven_lessons(&calls),
+    }
+}
+
+/// Stores the answer's 👍/👎 ticket (with the rated answer, for a 👎's reflection); its id, or
+/// `None` when it cannot be stored (the answer then has no 👍/👎).
+fn feedback_ticket(
+    app: &App,
+    job: &ReflectionJob,
+    basis: &Basis,
+    result: &TurnResult,
+) -> Option<String> {
+    let rated: String = result
+        .answer
+        .chars()
+        .take(reflection::RATED_ANSWER_CHARS)
+        .collect();
+    let ticket = FeedbackTicket {
+        chat: job.chat,
+        heuristics: basis.context.heuristics.clone(),
+        job: ReflectionJob {
+            answer: Some(rated),
+            ..job.clone()
+        },
+        vote: None,
+        changes: 0,
+        created: chrono::Utc::now().timestamp(),
+    };
+    app.store()
+        .create_feedback(&ticket)
+        .inspect_err(|e| tracing::warn!(error = %e, "cannot store a feedback ticket"))
+        .ok()
+}
 
 /// Starts the turn's follow-ups in the background, on its own request prefix: option buttons
 /// (for `extraction`), then the reflection (one after the other, so a local server's shared
 /// context is not asked for two long prompts at once, and the second reuses the first's cached
 /// prefix). The returned receiver gets the options, or nothing when there are none to wait for.
-pub(super) fn follow_ups(
+fn follow_ups(
     app: &Arc<App>,
     result: &TurnResult,
     job: ReflectionJob,
@@ -82,98 +231,4 @@ async fn extract_options(
         prefix,
     )
     .await
-}
-
-/// Queues saved reflection `id` on `prefix` (a turn's, without its photos, or a bare one).
-/// Dropped from a full queue, it is forgotten: its saved job is removed, so the backlog that
-/// filled the queue does not come back at every start, and the store holds no job that nothing
-/// will run. (A shutdown keeps the job; it resumes at the next start.)
-pub(super) fn queue_reflection(app: &Arc<App>, id: u64, job: ReflectionJob, prefix: Prefix) {
-    let app2 = app.clone();
-    let store = app.store().clone();
-    app.follow_up(
-        Lane::Reflection,
-        async move { app2.learning().reflect(id, &job, prefix).await },
-        move || forget_reflection(&store, id),
-    );
-}
-
-/// Removes the saved job of reflection `id`, which the follow-up queue dropped.
-pub(super) fn forget_reflection(store: &crate::store::Store, id: u64) {
-    tracing::warn!(
-        id,
-        "a reflection dropped from the full follow-up queue is forgotten"
-    );
-    if let Err(e) = store.finish_reflection(id) {
-        tracing::warn!(id, error = %e, "cannot forget a dropped reflection");
-    }
-}
-
-/// `prefix` without its photos' data (each is named instead, as in the history): what a
-/// queued reflection holds, so a backlog of reflections does not hold megabytes of images, and
-/// what it sends, which does not need them.
-pub(super) fn without_images((request, messages): &Prefix) -> Prefix {
-    let strip =
-        |messages: &[ChatMessage]| messages.iter().map(ChatMessage::without_images).collect();
-    let request = crate::llm::ChatRequest {
-        messages: strip(&request.messages),
-        ..request.clone()
-    };
-    (request, strip(messages))
-}
-
-/// The prefix a reflection without its turn extends, with the parameters of the job's model
-/// (or the default model, if it is no longer configured): the system prompt, and for a 👎
-/// the request and the answer it rated.
-pub(super) fn bare_prefix(app: &App, job: &ReflectionJob) -> Prefix {
-    let model = app
-        .config()
-        .model(&job.model)
-        .cloned()
-        .unwrap_or_else(|| app.config().default_model().clone());
-    let mut messages = vec![app.agent().system_message()];
-    if let Some(answer) = &job.answer {
-        messages.push(ChatMessage::user(job.task.clone()));
-        messages.push(ChatMessage::assistant(answer.clone()));
-    }
-    (
-        app.agent().request(&model, messages.clone(), Caller::USER),
-        messages,
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A queued reflection holds no photo data: neither its request template nor its messages.
-    #[test]
-    fn a_reflection_prefix_holds_no_photo() {
-        let photo =
-            ChatMessage::user_with_image("what is this?", "data:image/jpeg;base64,/9j/AAAA");
-        let messages = vec![
-            ChatMessage::user("hi"),
-            photo,
-            ChatMessage::assistant("a cat"),
-        ];
-        let request = crate::llm::ChatRequest {
-            model: "m".into(),
-            messages: messages[..2].to_vec(),
-            tools: Vec::new(),
-            temperature: 0.0,
-            reasoning_effort: None,
-            provider: None,
-            max_tokens: None,
-            max_completion_tokens: None,
-            stream: false,
-            stream_options: None,
-            context_tokens: None,
-        };
-        let held = without_images(&(request, messages));
-        let text =
-            serde_json::to_string(&held.0).unwrap() + &serde_json::to_string(&held.1).unwrap();
-        assert!(!text.contains("data:image"), "{text}");
-        assert!(text.contains("what is this?") && text.contains("a cat"));
-        assert_eq!(held.1.len(), 3);
-    }
 }

@@ -21,9 +21,15 @@ mod gate;
 mod input;
 pub mod messenger;
 mod offers;
+mod persist;
 mod pipeline;
+mod prepare;
 mod recovery;
+mod reflect;
 pub(crate) mod retry;
+mod show;
+mod state;
+mod think;
 mod visibility;
 
 pub use accept::accept;

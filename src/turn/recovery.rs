@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use super::accept::enqueue;
-use super::follow_up::{bare_prefix, queue_reflection};
 use super::input::TurnInput;
 use super::messenger::{Keyboard, Live, Out, unrecorded};
+use super::reflect::{bare_prefix, queue_reflection};
 use super::visibility::{record_visible, set_state};
 use crate::app::App;
 use crate::conversation::Conversation;

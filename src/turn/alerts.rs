@@ -26,3 +26,34 @@ pub(super) async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmE
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::turn::testing::{ADMIN, NO_LLM, Recorder, Shown, app};
+
+    /// The admins are told once an hour, in their private chats; the alert names the model.
+    #[tokio::test]
+    async fn the_admins_are_alerted_once_an_hour() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path(), NO_LLM);
+        let out = Recorder::new();
+        let out_: Out = out.clone();
+        let error = LlmError::Rejected {
+            status: 401,
+            message: "bad key".into(),
+        };
+        assert!(alert_admins(&app, &out_, "m", &error).await);
+        assert!(
+            alert_admins(&app, &out_, "m", &error).await,
+            "still an admin"
+        );
+        let shown = out.shown();
+        assert_eq!(shown.len(), 1, "once: {shown:?}");
+        let Shown::Notice(chat, text) = &shown[0] else {
+            panic!("{shown:?}");
+        };
+        assert_eq!(chat.chat, ADMIN);
+        assert!(text.contains("model m"), "{text}");
+    }
+}

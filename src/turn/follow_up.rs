@@ -62,6 +62,15 @@ pub(super) fn start(turn: &Turn, basis: &Basis, thought: &Thought, external: boo
 }
 
 impl FollowUps {
+    /// Follow-ups with feedback ticket `feedback` and no options coming.
+    #[cfg(test)]
+    pub(super) fn none(feedback: Option<String>) -> Self {
+        Self {
+            feedback,
+            options: oneshot::channel().1,
+        }
+    }
+
     /// Waits at most `wait` for the options, so quick ones come in the answer's own send.
     pub(super) async fn quick(&mut self, wait: Duration) -> Quick {
         match tokio::time::timeout(wait, &mut self.options).await {
@@ -231,4 +240,61 @@ async fn extract_options(
         prefix,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learning::TurnContext;
+    use crate::llm::LlmError;
+    use crate::turn::messenger::Live;
+    use crate::turn::testing::{NO_LLM, Recorder, Shown, accept, app, input, result, turn};
+
+    /// An answer gets its 👍/👎 ticket (a failed one none), and with options off, nothing is
+    /// waited for or attached; the reflection's job tells the task and its provenance.
+    #[tokio::test]
+    async fn an_answer_gets_its_feedback_ticket_and_its_reflection_job() {
+        let failed = TurnStatus::LlmFailed(LlmError::Malformed("eof".into()));
+        let cases = [
+            ("answered", TurnStatus::Answered, true),
+            ("failed", failed, false),
+        ];
+        for (name, status, rated) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let out = Recorder::new();
+            let input = input("what is the time?");
+            accept(&app, &input);
+            let turn = turn(&app, &out, input).await;
+            let basis = Basis {
+                model: "m".into(),
+                epoch: 0,
+                external: false,
+                corrected: None,
+                context: TurnContext::default(),
+            };
+            let thought = Thought {
+                result: result(status, "what is the time?", "noon"),
+                live: Live::default(),
+                retry: None,
+            };
+            let job = reflection_job(&turn, &basis, &thought.result, true);
+            assert_eq!(
+                (job.chat, job.model.as_str()),
+                (turn.input.chat, "m"),
+                "{name}"
+            );
+            assert!(job.external && job.task.contains("time"), "{name}: {job:?}");
+            let mut follow_ups = start(&turn, &basis, &thought, true);
+            assert_eq!(follow_ups.feedback.is_some(), rated, "{name}: feedback");
+            let quick = follow_ups.quick(Duration::from_millis(50)).await;
+            assert!(matches!(quick, Quick::Nothing), "{name}: {quick:?}");
+            attach(&turn, follow_ups, quick, &[500]);
+            let keyboards = out.shown().into_iter();
+            let edits = keyboards
+                .filter(|s| matches!(s, Shown::Keyboard(..)))
+                .count();
+            assert_eq!(edits, 0, "{name}: no keyboard edit");
+        }
+    }
 }

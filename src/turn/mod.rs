@@ -29,6 +29,8 @@ mod reflect;
 pub(crate) mod retry;
 mod show;
 mod state;
+#[cfg(test)]
+mod testing;
 mod think;
 mod visibility;
 

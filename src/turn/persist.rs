@@ -70,3 +70,51 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         tracing::warn!(chat, error = %e, "cannot record usage");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learning::TurnContext;
+    use crate::store::InboxState;
+    use crate::turn::messenger::Live;
+    use crate::turn::testing::{NO_LLM, Recorder, accept, app, input, result, state, turn};
+
+    /// The turn is in the history before its answer is shown, its update stored, and marked
+    /// as holding third-party text when anything it read did.
+    #[tokio::test]
+    async fn the_turn_is_stored_with_its_provenance() {
+        let cases = [
+            ("own words", false, false, false),
+            ("forwarded", true, false, true),
+            ("a window with third-party text", false, true, true),
+        ];
+        for (name, forwarded, window_external, external) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let input = crate::turn::TurnInput {
+                forwarded,
+                ..input("question")
+            };
+            accept(&app, &input);
+            let turn = turn(&app, &Recorder::new(), input).await;
+            let basis = Basis {
+                model: "m".into(),
+                epoch: 0,
+                external: window_external,
+                corrected: None,
+                context: TurnContext::default(),
+            };
+            let thought = Thought {
+                result: result(TurnStatus::Answered, "question", "answer"),
+                live: Live::default(),
+                retry: None,
+            };
+            let provenance = persist(&turn, &basis, &thought);
+            assert_eq!(provenance.external, external, "{name}");
+            let window = app.store().history(turn.at(), 100_000).unwrap();
+            assert_eq!(window.messages, thought.result.messages, "{name}");
+            assert_eq!(window.external, external, "{name}: the window's mark");
+            assert_eq!(state(&app, 7), Some(InboxState::Stored), "{name}");
+        }
+    }
+}

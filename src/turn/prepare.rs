@@ -124,3 +124,71 @@ fn prompt(app: &App, history: Vec<ChatMessage>) -> Vec<ChatMessage> {
     messages.extend(history);
     messages
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Provenance;
+    use crate::turn::testing::{ALICE, NO_LLM, Recorder, Shown, accept, app, input, state, turn};
+
+    /// The prompt is the system message and the history; the message comes after it. No LLM
+    /// is needed to prepare it.
+    #[tokio::test]
+    async fn the_prompt_is_the_system_message_then_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path(), NO_LLM);
+        let earlier = [ChatMessage::user("hi"), ChatMessage::assistant("hello")];
+        let at = crate::conversation::Conversation::from(ALICE);
+        let provenance = Provenance::default();
+        assert!(
+            app.store()
+                .append_turn(at, 0, None, &earlier, &provenance)
+                .unwrap()
+        );
+        let input = input("what now?");
+        accept(&app, &input);
+        let turn = turn(&app, &Recorder::new(), input).await;
+        let (prompt, basis) = prepare(&turn).await.expect("prepared");
+        assert_eq!(prompt.messages[0], app.agent().system_message());
+        assert_eq!(prompt.messages[1..], earlier);
+        assert!(prompt.user_message.content().contains("what now?"));
+        assert_eq!(basis.model, app.config().default_model().id);
+        assert!(!basis.external);
+    }
+
+    /// A photo that cannot be fetched is named to the model, so it can say it did not see it.
+    #[tokio::test]
+    async fn a_photo_that_cannot_be_fetched_is_named() {
+        let out: Out = Recorder::new();
+        let message = user_message(&out, "look".into(), Some("file".into())).await;
+        assert_eq!(
+            message.content(),
+            "look\n[a photo was attached but could not be fetched: no photos here]"
+        );
+    }
+
+    /// A history that cannot be read stops the turn: the user is told, nothing is stored, and
+    /// the update is done.
+    #[tokio::test]
+    async fn an_unreadable_history_stops_the_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let store_dir = app(dir.path(), NO_LLM).data_dir().store_dir();
+        {
+            let db = sled::open(&store_dir).unwrap();
+            let chats = db.open_tree("chats").unwrap();
+            chats
+                .insert(ALICE.to_be_bytes(), &b"{\"window_start\":"[..])
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let app = app(dir.path(), NO_LLM);
+        let out = Recorder::new();
+        let input = input("hi");
+        accept(&app, &input);
+        let turn = turn(&app, &out, input).await;
+        assert!(prepare(&turn).await.is_none());
+        let told = Shown::Notice(turn.at(), UNREADABLE_NOTICE.to_string());
+        assert_eq!(out.shown(), vec![told]);
+        assert_eq!(state(&app, 7), None);
+    }
+}

@@ -85,3 +85,65 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
         (_, None) => set_state(app, update, InboxState::Answered).await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ChatMessage;
+    use crate::store::Provenance;
+    use crate::turn::testing::{NO_LLM, Recorder, Shown, accept, app, input, state};
+
+    /// What a crash left is finished once, never sent twice.
+    #[tokio::test]
+    async fn what_a_crash_interrupted_is_finished_once() {
+        let answer = || Shown::Answer {
+            live: Live::default(),
+            text: "kept".into(),
+            keyboard: Keyboard::None,
+        };
+        let restarted = Shown::Notice(Conversation::from(1001), RESTART_NOTICE.to_string());
+        let unknown = Some(InboxState::Visible { message: None });
+        let shown = Some(InboxState::Visible { message: Some(42) });
+        let finished = Shown::Answer {
+            live: Live { messages: vec![42] },
+            text: "kept".into(),
+            keyboard: Keyboard::None,
+        };
+        let cases = [
+            ("stored, not shown", true, None, vec![answer()]),
+            (
+                "shown in a message never named",
+                true,
+                unknown,
+                vec![restarted],
+            ),
+            ("shown in a known message", true, shown, vec![finished]),
+            ("cleared since", false, None, vec![]),
+        ];
+        for (name, stored, visible, want) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let input = input("question");
+            accept(&app, &input);
+            if stored {
+                let turn = [
+                    ChatMessage::user("question"),
+                    ChatMessage::assistant("kept"),
+                ];
+                let at = input.conversation();
+                let provenance = Provenance::default();
+                let appended = app.store().append_turn(at, 0, Some(7), &turn, &provenance);
+                assert!(appended.unwrap(), "{name}");
+            }
+            app.store().mark_stored(7).unwrap();
+            if let Some(visible) = visible {
+                app.store().set_update_state(7, visible).unwrap();
+            }
+            let out = Recorder::new();
+            let out_: Out = out.clone();
+            recover(&app, &out_).await;
+            assert_eq!(out.shown(), want, "{name}");
+            assert_eq!(state(&app, 7), None, "{name}: done");
+        }
+    }
+}

@@ -79,3 +79,117 @@ fn keyboard(
     };
     retry.map_or(keyboard, Keyboard::Retry)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Attached;
+    use crate::turn::messenger::Live;
+    use crate::turn::testing::{
+        NO_LLM, Recorder, SENT, Shown, accept, app, input, result, state, turn,
+    };
+
+    /// The buttons under an answer, by how its turn ended and what is ready.
+    #[test]
+    fn the_keyboard_fits_how_the_turn_ended() {
+        let fb = || Some("fb".to_string());
+        let attached = || {
+            Quick::Attached(Attached {
+                ticket: "t".into(),
+                labels: vec!["a".into()],
+            })
+        };
+        let overflow = TurnStatus::LlmFailed(LlmError::ContextOverflow {
+            message: "too long".into(),
+        });
+        let offered = Keyboard::Answer {
+            options: Options::Offered {
+                ticket: "t".into(),
+                labels: vec!["a".into()],
+            },
+            feedback: fb(),
+            vote: None,
+        };
+        let cases = [
+            (
+                "no options",
+                TurnStatus::Answered,
+                Quick::Nothing,
+                None,
+                Keyboard::answer(fb()),
+            ),
+            (
+                "options later",
+                TurnStatus::Answered,
+                Quick::Later,
+                None,
+                Keyboard::answer(fb()),
+            ),
+            (
+                "options ready",
+                TurnStatus::Answered,
+                attached(),
+                None,
+                offered,
+            ),
+            ("too long", overflow, Quick::Nothing, None, Keyboard::Clear),
+            (
+                "no answer",
+                TurnStatus::NoAnswer,
+                Quick::Nothing,
+                Some("r".into()),
+                Keyboard::Retry("r".into()),
+            ),
+        ];
+        for (name, status, quick, retry, want) in cases {
+            assert_eq!(keyboard(&status, &quick, fb(), retry), want, "{name}");
+        }
+    }
+
+    /// The answer is shown, then its update is answered; a resumed answer that cannot be shown
+    /// says the bot was restarted.
+    #[tokio::test]
+    async fn the_answer_is_shown_and_its_update_answered() {
+        let cases = [("shown", None, false), ("resumed, refused", Some(42), true)];
+        for (name, showing, refusing) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let out = Recorder::new();
+            out.refusing
+                .store(refusing, std::sync::atomic::Ordering::SeqCst);
+            let input = input("question");
+            accept(&app, &input);
+            if let Some(message) = showing {
+                let visible = InboxState::Visible {
+                    message: Some(message),
+                };
+                app.store().set_update_state(7, visible).unwrap();
+            }
+            let turn = turn(&app, &out, input).await;
+            let thought = Thought {
+                result: result(TurnStatus::Answered, "question", "answer"),
+                live: Live::default(),
+                retry: None,
+            };
+            let follow_ups = FollowUps::none(Some("fb".into()));
+            let shown = show(&turn, thought, &follow_ups, &Quick::Nothing).await;
+            let want = if refusing {
+                assert!(shown.is_empty(), "{name}");
+                Shown::Notice(turn.at(), RESTART_NOTICE.to_string())
+            } else {
+                assert_eq!(shown, vec![SENT], "{name}");
+                Shown::Answer {
+                    live: Live::default(),
+                    text: "answer".into(),
+                    keyboard: Keyboard::answer(Some("fb".into())),
+                }
+            };
+            assert_eq!(out.shown(), vec![want], "{name}");
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while state(&app, 7).is_some() {
+                assert!(std::time::Instant::now() < until, "{name}: never answered");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+    }
+}

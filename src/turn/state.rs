@@ -84,3 +84,33 @@ impl Drop for Typing {
         self.0.abort();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::InboxState;
+    use crate::turn::testing::{NO_LLM, Recorder, accept, app, input, turn};
+
+    /// A turn whose answer was on screen when a crash came goes into the messages showing it.
+    #[tokio::test]
+    async fn a_turn_begins_in_the_messages_of_an_answer_a_crash_interrupted() {
+        let cases = [
+            ("a new turn", None, None),
+            ("a resumed turn", Some(42), Some(vec![42])),
+        ];
+        for (name, showing, resumed) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let input = input("hi");
+            accept(&app, &input);
+            if let Some(message) = showing {
+                let visible = InboxState::Visible {
+                    message: Some(message),
+                };
+                app.store().set_update_state(7, visible).unwrap();
+            }
+            let turn = turn(&app, &Recorder::new(), input).await;
+            assert_eq!(turn.resumed, resumed, "{name}");
+            assert!(turn.round.is_some(), "{name}: options may be offered");
+        }
+    }
+}

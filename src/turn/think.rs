@@ -135,3 +135,60 @@ async fn stopped(turn: &Turn, display: Display) {
     }
     tracing::info!(update, "a turn was stopped before its history write");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::LlmError;
+    use crate::texts::turn::RETRY_KEPT;
+    use crate::turn::prepare::prepare;
+    use crate::turn::testing::{Recorder, accept, app, fake_llm, input, state, turn};
+
+    /// The agent's answer is kept; a passing failure keeps the message for one 🔁 Retry.
+    #[tokio::test]
+    async fn the_agent_answers_or_its_failure_is_explained() {
+        let cases = [
+            ("answered", 200, "the answer", false),
+            ("unreachable", 503, "", true),
+        ];
+        for (name, status, answer, retried) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), &fake_llm(status, answer).await);
+            let input = input("question");
+            accept(&app, &input);
+            let turn = turn(&app, &Recorder::new(), input).await;
+            let (prompt, _) = prepare(&turn).await.unwrap();
+            let thought = think(&turn, prompt).await.expect("not stopped");
+            let (result, live) = (&thought.result, &thought.live);
+            assert_eq!(live, &Live::default(), "{name}: nothing streamed");
+            assert_eq!(thought.retry.is_some(), retried, "{name}: retry");
+            if retried {
+                let status = &result.status;
+                let failed = matches!(status, TurnStatus::LlmFailed(LlmError::Unavailable { .. }));
+                assert!(failed, "{name}: {status:?}");
+                assert!(
+                    result.answer.ends_with(RETRY_KEPT),
+                    "{name}: {}",
+                    result.answer
+                );
+            } else {
+                assert!(matches!(result.status, TurnStatus::Answered), "{name}");
+                assert_eq!(result.answer, answer, "{name}");
+            }
+        }
+    }
+
+    /// A turn stopped before the agent is done keeps nothing and its update is done.
+    #[tokio::test]
+    async fn a_stopped_turn_thinks_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path(), &fake_llm(200, "the answer").await);
+        let input = input("question");
+        accept(&app, &input);
+        let turn = turn(&app, &Recorder::new(), input).await;
+        let (prompt, _) = prepare(&turn).await.unwrap();
+        crate::turn::actions::cancel(&app, turn.at(), None);
+        assert!(think(&turn, prompt).await.is_none());
+        assert_eq!(state(&app, 7), None);
+    }
+}

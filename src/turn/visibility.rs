@@ -54,3 +54,35 @@ pub(super) async fn set_state(app: &App, update: u32, state: InboxState) {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::turn::testing::{NO_LLM, accept, app, input, state};
+
+    /// Before the first send the answer may be visible; then its first message is recorded,
+    /// and a long answer's later parts beside it (unless the send records no ids).
+    #[tokio::test]
+    async fn an_answer_is_recorded_visible_then_in_its_messages() {
+        let cases = [
+            ("with ids", true, Some(5), vec![5, 6]),
+            ("sent whole", false, None, vec![]),
+        ];
+        for (name, with_id, first, messages) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            accept(&app, &input("hi"));
+            let on_visible = record_visible(&app, Some(7), with_id);
+            on_visible(None).await;
+            let visible = InboxState::Visible { message: None };
+            assert_eq!(state(&app, 7), Some(visible), "{name}: before the send");
+            on_visible(Some(5)).await;
+            on_visible(Some(6)).await;
+            let visible = InboxState::Visible { message: first };
+            assert_eq!(state(&app, 7), Some(visible), "{name}: after the sends");
+            assert_eq!(app.store().visible_messages(7), messages, "{name}");
+            set_state(&app, 7, InboxState::Answered).await;
+            assert_eq!(state(&app, 7), None, "{name}: answered");
+        }
+    }
+}

@@ -49,3 +49,90 @@ pub const RETRY_FAILED: &str = "Sorry, I could not retry that. Please send it ag
 pub fn photo_unreadable(content: &str, error: &str) -> String {
     format!("{content}\n[a photo was attached but could not be fetched: {error}]")
 }
+
+// The chat-level actions that commands and buttons share (`turn::actions`).
+
+/// The toast of a press whose data names nothing live (an expired, forged or unknown button).
+pub const EXPIRED: &str = "This option has expired";
+
+/// What the user is told when an admin-only action is refused.
+pub const ADMINS_ONLY: &str = "Sorry, only the bot's admins can do that.";
+
+/// What a command the bot does not know gets.
+pub const UNKNOWN_COMMAND: &str = "I do not know that command. /help lists what I can do.";
+
+/// The reply to `/cancel` that stopped a turn before anything of it was kept.
+pub const STOPPED: &str = "Stopped. Nothing of that request was kept.";
+
+/// The toast of a ⏹ that stopped its turn.
+pub const STOPPED_TOAST: &str = "Stopped";
+
+/// The reply to `/cancel` when no turn runs.
+pub const NOTHING_RUNNING: &str = "Nothing is running.";
+
+/// The toast of a ⏹ whose answer is on screen already (or whose turn is over).
+pub const ALREADY_COMPLETE: &str = "That answer is already complete";
+
+/// What a stop that came too late says: the answer was stored before it, and stays.
+pub const TOO_LATE_TO_STOP: &str = "Too late to stop: the answer was already saved, so it is kept.";
+
+/// The reply to a clear that worked.
+pub const CLEARED: &str = "Done: I forgot this chat's conversation.";
+
+/// The reply to a clear the store refused.
+pub const CLEAR_FAILED: &str = "Sorry, I could not clear the history. Please try again.";
+
+/// The reply to a switch to model `id`, which is not among the configured `known` ones.
+pub fn unknown_model(id: &str, known: &str) -> String {
+    format!("Unknown model {id:?}. Configured: {known}")
+}
+
+/// The toast of a model button that names no configured model.
+pub const MODEL_NOT_CONFIGURED: &str = "That model is not configured";
+
+/// The toast of a model switched to `id`.
+pub fn model_set(id: &str) -> String {
+    format!("Model: {id}")
+}
+
+/// The toast of a vote on an answer whose vote was already changed once.
+pub const ALREADY_RATED: &str = "You already rated this answer";
+
+/// The toast of a vote the store could not record (`error` says why).
+pub fn vote_failed(error: &str) -> String {
+    format!("Cannot record that: {error}")
+}
+
+/// The toast of a first 👍.
+pub const THANKS: &str = "Thanks!";
+
+/// The toast of a first 👎, which starts a reflection.
+pub const THANKS_LEARNING: &str = "Thanks, I will learn from it.";
+
+/// The toast of a vote changed to 👍.
+pub const CHANGED_UP: &str = "Changed to 👍";
+
+/// The toast of a vote changed to 👎, which starts a reflection.
+pub const CHANGED_DOWN: &str = "Changed to 👎: I will learn from it.";
+
+/// The toast of a pending heuristic approved.
+pub const APPROVED: &str = "Approved: it can be used from now on";
+
+/// The toast of an Approve for a heuristic that is not pending.
+pub const NOT_PENDING: &str = "That heuristic is not waiting for approval";
+
+/// The toast of an approval the store refused (`error` says why).
+pub fn approve_failed(error: &str) -> String {
+    format!("Cannot approve it: {error}")
+}
+
+/// The toast of a heuristic forgotten.
+pub const FORGOTTEN: &str = "Forgotten";
+
+/// The toast of a forget for a heuristic that is gone.
+pub const ALREADY_GONE: &str = "That heuristic is gone already";
+
+/// The toast of a forget the store refused (`error` says why).
+pub fn forget_failed(error: &str) -> String {
+    format!("Cannot forget it: {error}")
+}

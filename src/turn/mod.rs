@@ -1,17 +1,21 @@
-//! One user turn, from the chat's queue to the reply, in the order README's "how a turn
-//! flows" tells it: earlier options retired → history → skills and heuristics → prompt → agent
-//! → store → (in the background) option buttons, then reflection → answer shown, with the
-//! options when they are ready within `options.attach_wait_ms`, else they follow by one edit.
+//! One user turn, from the chat's queue to the reply: [`run`] is a pipeline of stages over one
+//! turn, each in a file of its own. It is admitted (`gate`: the user allowed and within budget
+//! now) → prepare (the history window, skills and heuristics, the prompt) → think (the agent,
+//! shown live; a failure explained) → persist (the history, usage, the heuristics' scores) →
+//! show (the answer) → follow up (option buttons, then reflection, in the background; the
+//! options go with the answer when they are ready within `options.attach_wait_ms`, else they
+//! follow by one edit).
 //!
 //! The history is written before the reply is shown, so a reply the user saw is always in the
 //! history, and a failed send never loses the turn. A turn whose LLM failed still stores the
 //! user's message (with a short assistant note), so nothing the user said is lost.
 //!
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
-//! implements; [`actions`] holds the chat-level decisions (clear, model switch, stop,
-//! feedback) that commands and buttons share, and `retry` the 🔁 Retry of a failed turn.
-//! [`recover`] finishes at start-up what a crash interrupted, with what the `visibility`
-//! protocol recorded.
+//! implements; [`accept`] is its way in (the inbox, then the chat's queue); [`actions`] holds
+//! the chat-level decisions (clear, model switch, stop, feedback) that commands and buttons
+//! share, and `retry` the 🔁 Retry of a failed turn. [`recover`] finishes at start-up what a
+//! crash interrupted, with what the `visibility` protocol recorded; `alerts` tells the admins
+//! of a broken setup. The store's upkeep (prune, compaction) is [`crate::maintenance`]'s.
 
 mod accept;
 pub mod actions;

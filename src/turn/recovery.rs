@@ -15,8 +15,10 @@ use crate::conversation::Conversation;
 use crate::store::{InboxEntry, InboxState};
 use crate::texts::turn::RESTART_NOTICE;
 
-/// Finishes what a crash or shutdown interrupted (see the module doc). The prune and
-/// compaction schedule is started apart, by [`crate::maintenance::start`].
+/// At start-up: finishes what a crash or shutdown interrupted. A turn that was not stored runs
+/// again; a stored turn whose answer may not have reached the user has its answer sent;
+/// unfinished reflections resume. The prune and compaction schedule is started apart, beside
+/// this (see [`crate::maintenance`]).
 pub async fn recover(app: &Arc<App>, out: &Out) {
     for (id, job) in app.learning().pending_reflections() {
         tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");

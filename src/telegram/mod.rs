@@ -217,6 +217,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     register_commands(&bot, app.config()).await;
     let tg = Arc::new(Outbox::new(bot.clone(), &app.config().telegram));
     let out: Out = tg.clone();
+    // The prune and compaction schedule starts first, so its start-up prune comes before
+    // what recovery resumes, as it always did.
+    crate::maintenance::start(&app);
     turn::recover(&app, &out).await;
     // Strangers' messages start no turn: they are refused, and not held.
     let config = app.config().clone();

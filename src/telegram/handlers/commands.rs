@@ -11,7 +11,8 @@ use crate::limits::Verdict;
 use crate::telegram::commands::Command;
 use crate::telegram::{keyboards, replies, stats, tool_list, views};
 use crate::texts::telegram as texts;
-use crate::turn::actions::{self, ADMINS_ONLY, Stop};
+use crate::texts::turn::ADMINS_ONLY;
+use crate::turn::actions::{self, Stop};
 use crate::turn::{self, Out};
 
 /// A command: within the sender's command rate, its action now and its reply posted.

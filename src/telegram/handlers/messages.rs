@@ -12,8 +12,8 @@ use crate::limits::Verdict;
 use crate::telegram::listener::Handling;
 use crate::telegram::{media, replies};
 use crate::texts::telegram as texts;
+use crate::texts::turn::UNKNOWN_COMMAND;
 use crate::turn::TurnInput;
-use crate::turn::actions::UNKNOWN_COMMAND;
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
 pub async fn text(

@@ -15,7 +15,8 @@ use crate::telegram::keyboards::{self, model_key};
 use crate::telegram::listener::Handling;
 use crate::telegram::{replies, views};
 use crate::texts::telegram as texts;
-use crate::turn::actions::{self, ADMINS_ONLY, EXPIRED, Outcome, Stop};
+use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
+use crate::turn::actions::{self, Outcome, Stop};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 /// A button press from a user who is not on the allow-list.

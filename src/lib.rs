@@ -9,7 +9,8 @@
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
 //! 5. [`app`] (the services)
-//! 6. [`turn`] (the pipeline of one turn)
+//! 6. [`maintenance`] (the store's upkeep: prune and compaction), [`turn`] (the pipeline of one
+//!    turn)
 //! 7. [`telegram`] (the adapter: schema, handlers, rendering, sending)
 //! 8. the binary (`main.rs`)
 //!
@@ -30,6 +31,7 @@ pub mod learning;
 pub mod limits;
 pub mod llm;
 pub mod logging;
+pub mod maintenance;
 pub mod options;
 pub mod queue;
 pub mod role;

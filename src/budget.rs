@@ -153,7 +153,8 @@ impl Payer {
     /// Whether the tokens settled today already use up the budget.
     pub fn spent(&self) -> Option<OverBudget> {
         let (user, budget) = self.budget()?;
-        (self.ledger.0.store.user_tokens_today(user) >= budget).then_some(OverBudget(budget))
+        (self.ledger.0.store.usage().user_tokens_today(user) >= budget)
+            .then_some(OverBudget(budget))
     }
 
     /// `true` the first time today a spent budget is told in `chat` (see the module docs).
@@ -184,7 +185,7 @@ impl Payer {
             let mut released = std::pin::pin!(released);
             released.as_mut().enable();
             {
-                let used = inner.store.user_tokens_today(user);
+                let used = inner.store.usage().user_tokens_today(user);
                 let mut held = self.ledger.held();
                 let in_flight = held.get(&user).copied().unwrap_or(0);
                 match admit(used, in_flight, estimate, budget) {
@@ -252,7 +253,14 @@ impl Hold {
         if usage == Usage::default() {
             return;
         }
-        if let Err(e) = self.payer.ledger.0.store.record_user_tokens(user, usage) {
+        if let Err(e) = self
+            .payer
+            .ledger
+            .0
+            .store
+            .usage()
+            .record_user_tokens(user, usage)
+        {
             tracing::warn!(user, error = %e, "cannot record the user's token use");
         }
     }
@@ -397,11 +405,11 @@ mod tests {
         payer.reserve(1_000).await.unwrap().release();
         let hold = payer.reserve(1_000).await.unwrap();
         hold.settle(usage(20));
-        assert_eq!(ledger.0.store.user_tokens_today(1), 20);
+        assert_eq!(ledger.0.store.usage().user_tokens_today(1), 20);
         assert!(ledger.held().is_empty());
         // Dropped with its call in flight (a stop, a timeout): the whole estimate.
         drop(payer.reserve(100).await.unwrap());
-        assert_eq!(ledger.0.store.user_tokens_today(1), 120);
+        assert_eq!(ledger.0.store.usage().user_tokens_today(1), 120);
         assert!(ledger.held().is_empty());
     }
 
@@ -416,7 +424,7 @@ mod tests {
                 .unwrap()
                 .settle(usage(50));
         }
-        assert_eq!(ledger.0.store.user_tokens_today(9), 100);
+        assert_eq!(ledger.0.store.usage().user_tokens_today(9), 100);
         assert!(ledger.payer(None, None).reserve(1_000).await.is_ok());
         assert!(ledger.held().is_empty());
     }

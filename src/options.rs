@@ -70,7 +70,7 @@ pub struct Attached {
 /// The answer options are extracted for: its chat, the chat's clear epoch when the turn
 /// started (a clear expires the options), and its feedback ticket, whose 👍/👎 stay beside
 /// the options. The message that shows them is recorded once it is sent
-/// ([`Store::set_ticket_message`]): the options may go into that very send.
+/// ([`Tickets::set_message`](crate::store::Tickets::set_message)): the options may go into that very send.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub chat: i64,
@@ -125,7 +125,9 @@ pub async fn extract(
     };
     if extraction.calls > 0
         && let Err(e) =
-            store.record_usage(chat, &template.model, 0, extraction.calls, extraction.usage)
+            store
+                .usage()
+                .record(chat, &template.model, 0, extraction.calls, extraction.usage)
     {
         tracing::warn!(error = %e, "cannot record usage");
     }
@@ -150,7 +152,7 @@ pub async fn extract(
         topic,
         chosen_by: None,
     };
-    match store.create_ticket(&ticket) {
+    match store.tickets().create(&ticket) {
         Ok(id) => Some(Attached {
             ticket: id,
             labels: ticket.labels,
@@ -188,7 +190,7 @@ pub fn decide(
     label: &str,
     update: Option<u32>,
 ) -> anyhow::Result<Press> {
-    let Some(ticket) = store.ticket(id) else {
+    let Some(ticket) = store.tickets().get(id) else {
         return Ok(Press::Expired);
     };
     let exists = ticket.chat == chat
@@ -204,14 +206,14 @@ pub fn decide(
         return Ok(Press::AlreadyChosen);
     }
     // The press came from the ticket's chat; its topic is the ticket's.
-    let state = store.chat_state(Conversation::new(chat, ticket.topic))?;
+    let state = store.chats().state(Conversation::new(chat, ticket.topic))?;
     // The press that chose it, re-delivered after a crash, goes on even if a resumed turn of
     // the chat retired the options meanwhile: its own turn never ran.
     let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);
     if !current && !again {
         return Ok(Press::Earlier);
     }
-    Ok(match store.choose_option(id, index, update)? {
+    Ok(match store.tickets().choose(id, index, update)? {
         Choice::Chosen(ticket) => Press::Continue(ticket, index),
         Choice::AlreadyChosen => Press::AlreadyChosen,
         Choice::Unknown => Press::Expired,

@@ -70,6 +70,7 @@ impl Learning {
             return None;
         }
         self.store
+            .learning()
             .save_reflection(job)
             .inspect_err(
                 |e| tracing::warn!(error = %e, "cannot save a reflection job; skipping it"),
@@ -79,7 +80,7 @@ impl Learning {
 
     /// Reflections saved by an earlier run and not finished.
     pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
-        self.store.pending_reflections()
+        self.store.learning().pending_reflections()
     }
 
     /// Runs saved reflection `id` on `prefix`, stores what it learned, and removes the job.
@@ -90,7 +91,7 @@ impl Learning {
             return;
         };
         self.run_reflection(job, prefix).await;
-        if let Err(e) = self.store.finish_reflection(id) {
+        if let Err(e) = self.store.learning().finish_reflection(id) {
             tracing::warn!(id, error = %e, "cannot mark a reflection done");
         }
     }
@@ -122,7 +123,7 @@ impl Learning {
         )
         .await;
         if extraction.calls > 0
-            && let Err(e) = self.store.record_usage(
+            && let Err(e) = self.store.usage().record(
                 job.chat,
                 &template.model,
                 0,

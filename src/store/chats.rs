@@ -101,27 +101,40 @@ pub(super) fn read_in(
     decode_state(chat, bytes.as_deref()).map_err(ConflictableTransactionError::Abort)
 }
 
+/// The chats' and forum topics' state (trees `chats` and `topic_chats`): [`Store::chats`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Chats<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// The chats' and topics' state.
+    pub fn chats(&self) -> Chats<'_> {
+        Chats { store: self }
+    }
+}
+
+impl Chats<'_> {
     /// The tree that holds the state of `chat`: its own, or the forum topics' one.
-    pub(super) fn chats_of(&self, chat: Conversation) -> &sled::Tree {
+    pub(super) fn tree(&self, chat: Conversation) -> &sled::Tree {
         match chat.topic {
-            Some(_) => &self.topic_chats,
-            None => &self.chats,
+            Some(_) => &self.store.topic_chats,
+            None => &self.store.chats,
         }
     }
 
     /// The chat's state: the default for a chat never seen, an error for one that cannot be
     /// read (see the module doc).
-    pub fn chat_state(&self, chat: impl Into<Conversation>) -> anyhow::Result<ChatState> {
+    pub fn state(&self, chat: impl Into<Conversation>) -> anyhow::Result<ChatState> {
         let chat = chat.into();
-        let bytes = self.chats_of(chat).get(chat_key(chat))?;
+        let bytes = self.tree(chat).get(chat_key(chat))?;
         Ok(decode_state(chat, bytes.as_deref())?)
     }
 
     /// The model id a chat chose, if any (none when its state cannot be read: the default
     /// model answers, or rather the error does, since such a chat's turns stop).
-    pub fn chat_model(&self, chat: impl Into<Conversation>) -> Option<String> {
-        self.chat_state(chat).ok()?.model
+    pub fn model(&self, chat: impl Into<Conversation>) -> Option<String> {
+        self.state(chat).ok()?.model
     }
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
@@ -130,7 +143,7 @@ impl Store {
         &self,
         chat: impl Into<Conversation>,
     ) -> anyhow::Result<(u64, Option<Offered>)> {
-        self.update_chat_state(chat, |state| {
+        self.update_state(chat, |state| {
             state.option_round += 1;
             (state.option_round, state.offered.take())
         })
@@ -144,7 +157,7 @@ impl Store {
         round: u64,
         offered: &Offered,
     ) -> anyhow::Result<bool> {
-        self.update_chat_state(chat, |state| {
+        self.update_state(chat, |state| {
             let current = state.option_round == round;
             if current {
                 state.offered = Some(offered.clone());
@@ -153,20 +166,20 @@ impl Store {
         })
     }
 
-    pub fn set_chat_model(&self, chat: impl Into<Conversation>, model: &str) -> anyhow::Result<()> {
-        self.update_chat_state(chat, |state| state.model = Some(model.to_string()))
+    pub fn set_model(&self, chat: impl Into<Conversation>, model: &str) -> anyhow::Result<()> {
+        self.update_state(chat, |state| state.model = Some(model.to_string()))
     }
 
     /// Applies `change` to the chat's state in one sled transaction (sled reruns it on
     /// conflict, so `change` must only edit the state it is given) and returns what `change`
     /// returned on the run that was committed.
-    pub(super) fn update_chat_state<R>(
+    pub(super) fn update_state<R>(
         &self,
         chat: impl Into<Conversation>,
         change: impl Fn(&mut ChatState) -> R,
     ) -> anyhow::Result<R> {
         let chat = chat.into();
-        let result = self.chats_of(chat).transaction(|tree| {
+        let result = self.tree(chat).transaction(|tree| {
             let mut state = read_in(tree, chat)?;
             let result = change(&mut state);
             let bytes = serde_json::to_vec(&state)
@@ -192,15 +205,15 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..50 {
                         if t == 0 {
-                            store.set_chat_model(1, "m").unwrap();
+                            store.chats().set_model(1, "m").unwrap();
                         } else {
-                            store.update_chat_state(1, |s| s.epoch += 1).unwrap();
+                            store.chats().update_state(1, |s| s.epoch += 1).unwrap();
                         }
                     }
                 });
             }
         });
-        let state = store.chat_state(1).unwrap();
+        let state = store.chats().state(1).unwrap();
         assert_eq!(state.epoch, 150, "no epoch bump was lost");
         assert_eq!(state.model.as_deref(), Some("m"));
     }
@@ -223,20 +236,22 @@ mod tests {
         };
         let turn = [crate::llm::ChatMessage::user("q")];
         store
-            .append_turn(4, 0, None, &turn, &Default::default())
+            .history()
+            .append(4, 0, None, &turn, &Default::default())
             .unwrap();
-        assert!(!store.chat_state(4).unwrap().external);
-        store.append_turn(4, 0, None, &turn, &marked).unwrap();
+        assert!(!store.chats().state(4).unwrap().external);
+        store.history().append(4, 0, None, &turn, &marked).unwrap();
         store
-            .append_turn(4, 0, None, &turn, &Default::default())
+            .history()
+            .append(4, 0, None, &turn, &Default::default())
             .unwrap();
         assert!(
-            store.chat_state(4).unwrap().external,
+            store.chats().state(4).unwrap().external,
             "only a clear ends it"
         );
-        assert!(store.history(4, 1).unwrap().external);
-        store.clear_history(4).unwrap();
-        assert!(!store.chat_state(4).unwrap().external);
+        assert!(store.history().window(4, 1).unwrap().external);
+        store.history().clear(4).unwrap();
+        assert!(!store.chats().state(4).unwrap().external);
     }
 }
 
@@ -258,7 +273,8 @@ mod unreadable {
             ];
             assert!(
                 store
-                    .append_turn(1, 0, None, &turn, &Default::default())
+                    .history()
+                    .append(1, 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
@@ -266,19 +282,20 @@ mod unreadable {
         store.chats.insert(chat_key(1), &garbage[..]).unwrap();
         let turns = || store.history.scan_prefix(chat_key(1)).count();
 
-        assert!(store.chat_state(1).is_err(), "not read as a new chat");
-        assert!(store.history(1, 1000).is_err());
-        assert_eq!(store.chat_model(1), None);
+        assert!(store.chats().state(1).is_err(), "not read as a new chat");
+        assert!(store.history().window(1, 1000).is_err());
+        assert_eq!(store.chats().model(1), None);
         let turn = [ChatMessage::user("new")];
         assert!(
             store
-                .append_turn(1, 0, None, &turn, &Default::default())
+                .history()
+                .append(1, 0, None, &turn, &Default::default())
                 .is_err()
         );
-        assert!(store.set_chat_model(1, "m").is_err());
-        assert!(store.clear_history(1).is_err());
-        assert!(store.skip_turns(1, 1).is_err());
-        assert!(store.retire_offered(1).is_err());
+        assert!(store.chats().set_model(1, "m").is_err());
+        assert!(store.history().clear(1).is_err());
+        assert!(store.history().skip(1, 1).is_err());
+        assert!(store.chats().retire_offered(1).is_err());
 
         assert_eq!(turns(), 3, "no turn written or removed");
         assert_eq!(
@@ -289,9 +306,10 @@ mod unreadable {
         // Another chat goes on.
         assert!(
             store
-                .append_turn(2, 0, None, &turn, &Default::default())
+                .history()
+                .append(2, 0, None, &turn, &Default::default())
                 .unwrap()
         );
-        assert_eq!(store.chat_state(2).unwrap().next_seq, 1);
+        assert_eq!(store.chats().state(2).unwrap().next_seq, 1);
     }
 }

@@ -1,5 +1,6 @@
-//! The [`Store`] handle: the sled database, its trees, and durable flushing. Each area's
-//! file adds the methods for its trees.
+//! [`Store`]: the sled database and its trees, opened once and shared (cheap to clone), with
+//! an accessor for each area's handle; and [`Db`], the handle on the database as a whole
+//! (durable flushing, the id counter, its size). Each area's file holds its own handle.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ pub(super) const TOPIC_HISTORY: &str = "topic_history";
 pub(super) const TOPIC_CHATS: &str = "topic_chats";
 pub(super) const RETRIES: &str = "retries";
 pub(super) const PEOPLE: &str = "people";
-/// The id counter ([`Store::next_id`]) under its one key.
+/// The id counter ([`Db::next_id`]) under its one key.
 pub(super) const IDS: &str = "ids";
 pub(super) const NEXT_ID: &[u8] = b"next";
 
@@ -132,15 +133,29 @@ impl Store {
         })
     }
 
+    /// The database as a whole: durable flushing, ids, pruning, its size.
+    pub fn db(&self) -> Db<'_> {
+        Db { store: self }
+    }
+}
+
+/// The database as a whole (durable flushing, the id counter, pruning every tree, its size):
+/// [`Store::db`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Db<'s> {
+    pub(super) store: &'s Store,
+}
+
+impl Db<'_> {
     /// A new id, above every id this store gave before (heuristics and reflections). The counter
     /// is a record, so a compacted copy of the store goes on from it; sled's own id generator
     /// would start afresh in the copy. A store from before the counter starts it from sled's.
     pub(super) fn next_id(&self) -> anyhow::Result<u64> {
-        let seed = match self.ids.get(NEXT_ID)? {
+        let seed = match self.store.ids.get(NEXT_ID)? {
             Some(counter) if decode_id(&counter).is_some() => 0,
             _ => self.id_floor()?,
         };
-        let next = self.ids.update_and_fetch(NEXT_ID, |counter| {
+        let next = self.store.ids.update_and_fetch(NEXT_ID, |counter| {
             let id = counter.and_then(decode_id).unwrap_or(seed);
             Some(id.saturating_add(1).to_be_bytes().to_vec())
         })?;
@@ -154,7 +169,7 @@ impl Store {
     /// compaction copies it into a database whose own generator starts afresh.
     pub(super) fn settle_id_counter(&self) -> anyhow::Result<()> {
         let floor = self.id_floor()?;
-        self.ids.fetch_and_update(NEXT_ID, |counter| {
+        self.store.ids.fetch_and_update(NEXT_ID, |counter| {
             let id = counter.and_then(decode_id).unwrap_or(0).max(floor);
             Some(id.to_be_bytes().to_vec())
         })?;
@@ -164,8 +179,8 @@ impl Store {
     /// Above every id given so far: sled's generator (which gave them before the counter) and
     /// the highest id in the trees keyed by one (should the counter be unreadable).
     fn id_floor(&self) -> anyhow::Result<u64> {
-        let mut floor = self.db.generate_id()?;
-        for tree in [&self.heuristics, &self.reflections] {
+        let mut floor = self.store.db.generate_id()?;
+        for tree in [&self.store.heuristics, &self.store.reflections] {
             if let Some((key, _)) = tree.last()?
                 && let Some(id) = decode_id(&key)
             {
@@ -179,8 +194,8 @@ impl Store {
     /// sled's own overhead. O(records); for benchmarks and checks.
     pub fn live_bytes(&self) -> anyhow::Result<u64> {
         let mut bytes = 0;
-        for name in self.db.tree_names() {
-            for entry in self.db.open_tree(name)?.iter() {
+        for name in self.store.db.tree_names() {
+            for entry in self.store.db.open_tree(name)?.iter() {
                 let (key, value) = entry?;
                 bytes += (key.len() + value.len()) as u64;
             }
@@ -190,7 +205,7 @@ impl Store {
 
     /// Writes everything to disk; called at shutdown.
     pub fn flush(&self) -> anyhow::Result<()> {
-        self.db.flush()?;
+        self.store.db.flush()?;
         Ok(())
     }
 
@@ -202,14 +217,14 @@ impl Store {
     /// and callers that arrive while it runs share the next one (group commit: under load, one
     /// fsync serves many turns).
     pub async fn flush_async(&self) -> anyhow::Result<()> {
-        let ticket = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut flushed_upto = self.flush_lock.lock().await;
+        let ticket = self.store.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut flushed_upto = self.store.flush_lock.lock().await;
         if *flushed_upto >= ticket {
             return Ok(());
         }
         // Every request numbered up to here was made before this flush starts.
-        let upto = self.flush_requests.load(Ordering::SeqCst);
-        let db = self.db.clone();
+        let upto = self.store.flush_requests.load(Ordering::SeqCst);
+        let db = self.store.db.clone();
         tokio::task::spawn_blocking(move || db.flush()).await??;
         *flushed_upto = upto;
         Ok(())
@@ -233,7 +248,7 @@ mod tests {
                         .history
                         .insert((t * 1000 + i).to_be_bytes(), vec![0u8; 64])
                         .unwrap();
-                    store.flush_async().await.unwrap();
+                    store.db().flush_async().await.unwrap();
                 }
             }));
         }

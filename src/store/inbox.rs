@@ -113,7 +113,7 @@ pub struct InboxEntry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<i32>,
     /// The conversation's next turn number when the update was accepted (set by
-    /// [`Store::accept_update`]): its own turn is stored at or after it, and a turn before it
+    /// [`Inbox::accept`]): its own turn is stored at or after it, and a turn before it
     /// that names the same update id is a reused id's predecessor's (0 in older records).
     #[serde(default)]
     pub first_seq: u64,
@@ -123,20 +123,37 @@ pub struct InboxEntry {
     pub forwarded: bool,
 }
 
+/// The updates that start turns (tree `inbox`): [`Store::inbox`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Inbox<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// The updates that start turns, and how far each got.
+    pub fn inbox(&self) -> Inbox<'_> {
+        Inbox { store: self }
+    }
+}
+
+impl Inbox<'_> {
     /// Records an update before its turn starts (see the module doc for what its id on record
     /// means). [`Arrival::Redelivered`]: Telegram sent it again after a crash, and it must not
     /// be processed again; [`Arrival::Unrecorded`]: its turn runs without an inbox record.
-    pub fn accept_update(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<Arrival> {
+    pub fn accept(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<Arrival> {
         let key = update.to_be_bytes();
         let chat = Conversation::new(entry.chat, entry.topic);
         let entry = InboxEntry {
-            first_seq: self.chat_state(chat).map_or(0, |state| state.next_seq),
+            first_seq: self
+                .store
+                .chats()
+                .state(chat)
+                .map_or(0, |state| state.next_seq),
             ..entry.clone()
         };
         let bytes = serde_json::to_vec(&entry)?;
         loop {
-            let old = self.inbox.get(key)?;
+            let old = self.store.inbox.get(key)?;
             let on_record = old.as_ref().map(|old| {
                 decode_json::<InboxEntry>(TREE, &key, old).map(|old| (old.state, old.received))
             });
@@ -158,6 +175,7 @@ impl Store {
             }
             // Another writer came first: decide again on what it wrote.
             let swapped = self
+                .store
                 .inbox
                 .compare_and_swap(key, old, Some(bytes.as_slice()))?;
             if swapped.is_ok() {
@@ -170,16 +188,16 @@ impl Store {
     /// [`InboxEntry::first_seq`]); 0 when the update has no readable record of `chat`.
     pub(super) fn first_seq(&self, update: u32, chat: Conversation) -> u64 {
         let key = update.to_be_bytes();
-        let entry = self.inbox.get(key).ok().flatten();
+        let entry = self.store.inbox.get(key).ok().flatten();
         entry
             .and_then(|bytes| decode_json::<InboxEntry>(TREE, &key, &bytes))
             .filter(|e| Conversation::new(e.chat, e.topic) == chat)
             .map_or(0, |e| e.first_seq)
     }
 
-    pub fn set_update_state(&self, update: u32, state: InboxState) -> anyhow::Result<()> {
+    pub fn set_state(&self, update: u32, state: InboxState) -> anyhow::Result<()> {
         update_json(
-            &self.inbox,
+            &self.store.inbox,
             TREE,
             &update.to_be_bytes(),
             |e: &mut InboxEntry| {
@@ -193,7 +211,7 @@ impl Store {
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
     pub fn mark_stored(&self, update: u32) -> anyhow::Result<()> {
         update_json(
-            &self.inbox,
+            &self.store.inbox,
             TREE,
             &update.to_be_bytes(),
             |e: &mut InboxEntry| {
@@ -215,6 +233,7 @@ impl Store {
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
     pub fn visible_messages(&self, update: u32) -> Vec<i32> {
         let Some(entry) = self
+            .store
             .inbox
             .get(update.to_be_bytes())
             .ok()
@@ -234,7 +253,7 @@ impl Store {
     /// Records `message` as a later message of update `update`'s visible answer.
     pub fn add_visible_part(&self, update: u32, message: i32) -> anyhow::Result<()> {
         update_json(
-            &self.inbox,
+            &self.store.inbox,
             TREE,
             &update.to_be_bytes(),
             |e: &mut InboxEntry| {
@@ -251,8 +270,9 @@ impl Store {
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.
-    pub fn unfinished_updates(&self) -> Vec<(u32, InboxEntry)> {
-        self.inbox
+    pub fn unfinished(&self) -> Vec<(u32, InboxEntry)> {
+        self.store
+            .inbox
             .iter()
             .filter_map(|entry| {
                 let (key, value) = entry.ok()?;
@@ -266,8 +286,8 @@ impl Store {
 
     /// Forgets finished (answered or failed) updates received before `before` (unix
     /// seconds); unreadable ones are kept.
-    pub fn prune_inbox(&self, before: i64) -> anyhow::Result<usize> {
-        prune_json(&self.inbox, TREE, |e: &InboxEntry| {
+    pub fn prune(&self, before: i64) -> anyhow::Result<usize> {
+        prune_json(&self.store.inbox, TREE, |e: &InboxEntry| {
             e.state.is_done() && e.received < before
         })
     }
@@ -298,18 +318,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let pending = entry(InboxState::Pending, 5);
-        assert_eq!(store.accept_update(1, &pending).unwrap(), Arrival::New);
+        assert_eq!(store.inbox().accept(1, &pending).unwrap(), Arrival::New);
         assert_eq!(
-            store.accept_update(1, &pending).unwrap(),
+            store.inbox().accept(1, &pending).unwrap(),
             Arrival::Redelivered
         );
-        assert_eq!(store.unfinished_updates(), vec![(1, pending.clone())]);
-        store.set_update_state(1, InboxState::Answered).unwrap();
-        assert!(store.unfinished_updates().is_empty());
-        assert_eq!(store.accept_update(2, &pending).unwrap(), Arrival::New);
-        store.set_update_state(2, InboxState::Failed).unwrap();
+        assert_eq!(store.inbox().unfinished(), vec![(1, pending.clone())]);
+        store.inbox().set_state(1, InboxState::Answered).unwrap();
+        assert!(store.inbox().unfinished().is_empty());
+        assert_eq!(store.inbox().accept(2, &pending).unwrap(), Arrival::New);
+        store.inbox().set_state(2, InboxState::Failed).unwrap();
         assert!(
-            store.unfinished_updates().is_empty(),
+            store.inbox().unfinished().is_empty(),
             "a failed turn is not resumed"
         );
     }
@@ -396,39 +416,44 @@ mod tests {
             text: "old".into(),
             ..entry(InboxState::Pending, 1_000)
         };
-        assert_eq!(store.accept_update(7, &old).unwrap(), Arrival::New);
+        assert_eq!(store.inbox().accept(7, &old).unwrap(), Arrival::New);
         let answer = |text: &str| [ChatMessage::user("q"), ChatMessage::assistant(text)];
         assert!(
             store
-                .append_turn(1, 0, Some(7), &answer("old answer"), &Default::default())
+                .history()
+                .append(1, 0, Some(7), &answer("old answer"), &Default::default())
                 .unwrap()
         );
-        store.set_update_state(7, InboxState::Answered).unwrap();
+        store.inbox().set_state(7, InboxState::Answered).unwrap();
 
         let new = InboxEntry {
             text: "new".into(),
             ..entry(InboxState::Pending, 1_000 + 8 * day)
         };
-        assert_eq!(store.accept_update(7, &new).unwrap(), Arrival::Reused);
-        let unfinished = store.unfinished_updates();
+        assert_eq!(store.inbox().accept(7, &new).unwrap(), Arrival::Reused);
+        let unfinished = store.inbox().unfinished();
         assert_eq!(unfinished.len(), 1);
         assert_eq!(unfinished[0].1.text, "new");
         assert_eq!(
-            store.stored_answer(1, 7),
+            store.history().stored_answer(1, 7),
             None,
             "the old turn is not the new update's answer"
         );
         assert_eq!(
-            store.accept_update(7, &new).unwrap(),
+            store.inbox().accept(7, &new).unwrap(),
             Arrival::Redelivered,
             "the new one, re-delivered, is seen"
         );
         assert!(
             store
-                .append_turn(1, 0, Some(7), &answer("new answer"), &Default::default())
+                .history()
+                .append(1, 0, Some(7), &answer("new answer"), &Default::default())
                 .unwrap()
         );
-        assert_eq!(store.stored_answer(1, 7).as_deref(), Some("new answer"));
+        assert_eq!(
+            store.history().stored_answer(1, 7).as_deref(),
+            Some("new answer")
+        );
     }
 
     #[test]
@@ -437,15 +462,15 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let late = entry(InboxState::Pending, 30 * 24 * 3600);
         store.inbox.insert(1u32.to_be_bytes(), &b"{"[..]).unwrap();
-        assert_eq!(store.accept_update(1, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(store.inbox().accept(1, &late).unwrap(), Arrival::Unrecorded);
         assert_eq!(
             store.inbox.get(1u32.to_be_bytes()).unwrap().as_deref(),
             Some(&b"{"[..])
         );
         let stuck = entry(InboxState::Stored, 5);
-        store.accept_update(2, &stuck).unwrap();
-        assert_eq!(store.accept_update(2, &late).unwrap(), Arrival::Unrecorded);
-        assert_eq!(store.unfinished_updates(), vec![(2, stuck)]);
+        store.inbox().accept(2, &stuck).unwrap();
+        assert_eq!(store.inbox().accept(2, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(store.inbox().unfinished(), vec![(2, stuck)]);
     }
 
     #[test]
@@ -476,10 +501,11 @@ mod tests {
         for case in cases {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path()).unwrap();
-            store.accept_update(1, &entry(case.before, 5)).unwrap();
-            store.mark_stored(1).unwrap();
+            store.inbox().accept(1, &entry(case.before, 5)).unwrap();
+            store.inbox().mark_stored(1).unwrap();
             let state = store
-                .unfinished_updates()
+                .inbox()
+                .unfinished()
                 .first()
                 .map_or(InboxState::Answered, |(_, e)| e.state);
             assert_eq!(state, case.after, "case {}", case.name);
@@ -491,31 +517,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store
-            .accept_update(1, &entry(InboxState::Visible { message: Some(7) }, 5))
+            .inbox()
+            .accept(1, &entry(InboxState::Visible { message: Some(7) }, 5))
             .unwrap();
         store
-            .accept_update(2, &entry(InboxState::Visible { message: None }, 5))
+            .inbox()
+            .accept(2, &entry(InboxState::Visible { message: None }, 5))
             .unwrap();
-        assert_eq!(store.visible_message(1), Some(7));
-        assert_eq!(store.visible_message(2), None);
-        assert_eq!(store.visible_message(3), None, "no such update");
+        assert_eq!(store.inbox().visible_message(1), Some(7));
+        assert_eq!(store.inbox().visible_message(2), None);
+        assert_eq!(store.inbox().visible_message(3), None, "no such update");
         // A long answer's later parts, each once, after its first message.
         for part in [8, 9, 8, 7] {
-            store.add_visible_part(1, part).unwrap();
+            store.inbox().add_visible_part(1, part).unwrap();
         }
-        assert_eq!(store.visible_messages(1), [7, 8, 9]);
+        assert_eq!(store.inbox().visible_messages(1), [7, 8, 9]);
         assert_eq!(
-            store.visible_messages(2),
+            store.inbox().visible_messages(2),
             Vec::<i32>::new(),
             "no first message"
         );
         // A record written before `Visible` existed.
         let old = br#"{"chat":1,"user":2,"text":"hi","state":"Stored","received":5}"#;
         store.inbox.insert(4u32.to_be_bytes(), &old[..]).unwrap();
-        assert_eq!(store.visible_message(4), None);
+        assert_eq!(store.inbox().visible_message(4), None);
         assert!(
             store
-                .unfinished_updates()
+                .inbox()
+                .unfinished()
                 .iter()
                 .any(|(id, e)| *id == 4 && e.state == InboxState::Stored)
         );
@@ -565,10 +594,11 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path()).unwrap();
             store
-                .accept_update(1, &entry(case.state, case.received))
+                .inbox()
+                .accept(1, &entry(case.state, case.received))
                 .unwrap();
             assert_eq!(
-                store.prune_inbox(50).unwrap(),
+                store.inbox().prune(50).unwrap(),
                 usize::from(case.pruned),
                 "case {}",
                 case.name

@@ -125,6 +125,7 @@ pub async fn refuse_stranger(
     // If sled cannot say, the stranger is told: a repeated refusal beats a silent bot.
     let first = app
         .store()
+        .people()
         .first_refusal_on(id, chat.0, today)
         .unwrap_or_else(|e| {
             tracing::warn!(user = id, error = %e, "cannot record a stranger's refusal");
@@ -187,7 +188,7 @@ pub async fn request_pressed(
         ("You can use the bot already", false, false)
     } else {
         let now = chrono::Utc::now().timestamp();
-        match app.store().claim_access_request(named, now) {
+        match app.store().people().claim_access_request(named, now) {
             Ok(true) => ("Request sent", true, true),
             Ok(false) => ("Request already sent", true, false),
             Err(e) => {

@@ -316,7 +316,7 @@ async fn start_turn(
     }
     // So `/stats` can name its top users.
     if let Some(from) = msg.from.as_ref()
-        && let Err(e) = app.store().remember_name(user, &from.full_name())
+        && let Err(e) = app.store().people().remember_name(user, &from.full_name())
     {
         tracing::debug!(user, error = %e, "cannot remember a user's name");
     }

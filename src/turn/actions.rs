@@ -111,7 +111,7 @@ pub fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
 
 /// Clears `chat`'s history (heuristics stay) and expires its option buttons.
 pub fn clear(app: &App, chat: Conversation) -> &'static str {
-    match app.store().clear_history(chat) {
+    match app.store().history().clear(chat) {
         Ok(()) => "Done: I forgot this chat's conversation.",
         Err(e) => {
             tracing::error!(%chat, error = %e, "cannot clear history");
@@ -131,7 +131,7 @@ pub fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<Stri
         );
         anyhow::bail!("Unknown model {id:?}. Configured: {}", known.join(", "));
     };
-    app.store().set_chat_model(chat, &model.id)?;
+    app.store().chats().set_model(chat, &model.id)?;
     tracing::info!(%chat, model = %model.id, "model switched");
     Ok(model.id.clone())
 }
@@ -165,7 +165,11 @@ const VOTE_CHANGES: u8 = 1;
 /// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
 /// with outcome "failure", so the bot learns what went wrong.
 pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
-    let ticket = match app.store().vote(ticket, at.chat, up, VOTE_CHANGES) {
+    let ticket = match app
+        .store()
+        .tickets()
+        .vote(ticket, at.chat, up, VOTE_CHANGES)
+    {
         Ok(Vote::Recorded(ticket)) => ticket,
         Ok(Vote::AlreadyVoted) => return Outcome::refuse("You already rated this answer"),
         Ok(Vote::Unknown) => return Outcome::refuse(EXPIRED),
@@ -185,7 +189,8 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
         // was made (or before tickets said so): its mark decides too.
         let marked = app
             .store()
-            .chat_state(at)
+            .chats()
+            .state(at)
             .map_or(true, |state| state.external);
         let job = ReflectionJob {
             outcome: "failure (the user rated the answer 👎)".to_string(),

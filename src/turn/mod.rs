@@ -88,7 +88,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
             first_seq: 0,
             forwarded: input.forwarded,
         };
-        match app.store().accept_update(update, &entry) {
+        match app.store().inbox().accept(update, &entry) {
             Ok(Arrival::New | Arrival::Reused) => {}
             Ok(Arrival::Redelivered) => {
                 tracing::info!(update, "ignoring an update that was already accepted");
@@ -105,7 +105,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
     let on_panic = failed(app.clone(), out.clone(), chat, update);
     app.queues()
         .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
-    if let Err(e) = app.store().flush_async().await {
+    if let Err(e) = app.store().db().flush_async().await {
         tracing::error!(error = %e, "cannot flush the inbox");
     }
     true
@@ -126,9 +126,12 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
         let prefix = bare_prefix(app, &job);
         queue_reflection(app, id, job, prefix);
     }
-    for (update, entry) in app.store().unfinished_updates() {
+    for (update, entry) in app.store().inbox().unfinished() {
         let chat = Conversation::new(entry.chat, entry.topic);
-        match (entry.state, app.store().stored_answer(chat, update)) {
+        match (
+            entry.state,
+            app.store().history().stored_answer(chat, update),
+        ) {
             // The answer may be on screen, in a message we cannot name: never a second one.
             (InboxState::Visible { message: None }, _) => {
                 tracing::info!(update, %chat, "a crash came as an answer was being sent");
@@ -138,7 +141,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
             (InboxState::Visible { message: Some(_) }, Some(answer)) => {
                 tracing::info!(update, %chat, "finishing an answer a crash interrupted");
                 let live = Live {
-                    messages: app.store().visible_messages(update),
+                    messages: app.store().inbox().visible_messages(update),
                 };
                 let shown = out
                     .answer(chat, None, live, &answer, Keyboard::None, unrecorded())
@@ -210,9 +213,15 @@ fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool) -> OnVisib
                 None => set_state(&app, update, InboxState::Visible { message }).await,
                 Some(_) if !with_id => {}
                 // A later part of an answer already recorded by its first message.
-                Some(id) if app.store().visible_message(update).is_some_and(|f| f != id) => {
-                    let added = app.store().add_visible_part(update, id);
-                    if let Err(e) = added.and(app.store().flush_async().await) {
+                Some(id)
+                    if app
+                        .store()
+                        .inbox()
+                        .visible_message(update)
+                        .is_some_and(|f| f != id) =>
+                {
+                    let added = app.store().inbox().add_visible_part(update, id);
+                    if let Err(e) = added.and(app.store().db().flush_async().await) {
                         tracing::warn!(update, error = %e, "cannot record an answer's part");
                     }
                 }
@@ -242,7 +251,7 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
         let now = chrono::Utc::now().timestamp();
         let before = crate::store::retention::cutoff(now, app.config().retention_days);
         let app2 = app.clone();
-        match tokio::task::spawn_blocking(move || app2.store().prune(before)).await {
+        match tokio::task::spawn_blocking(move || app2.store().db().prune(before)).await {
             Ok(Ok(report)) => tracing::debug!(?report, "pruned old records"),
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot prune old records"),
             Err(e) => tracing::warn!(error = %e, "the prune task failed"),
@@ -271,10 +280,10 @@ async fn prune_forever(app: Arc<App>, interval: std::time::Duration) {
 /// history written before them), so a crash right after does not send the answer again.
 /// Failures are logged: recovery then redoes a little.
 pub(crate) async fn set_state(app: &App, update: u32, state: InboxState) {
-    let written = app.store().set_update_state(update, state);
+    let written = app.store().inbox().set_state(update, state);
     let flushed = match written {
         Ok(()) if matches!(state, InboxState::Answered | InboxState::Visible { .. }) => {
-            app.store().flush_async().await
+            app.store().db().flush_async().await
         }
         other => other,
     };
@@ -292,8 +301,8 @@ async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>
             %chat,
             "a turn panicked; its message is marked failed"
         );
-        let written = app.store().set_update_state(update, InboxState::Failed);
-        if let Err(e) = written.and(app.store().flush_async().await) {
+        let written = app.store().inbox().set_state(update, InboxState::Failed);
+        if let Err(e) = written.and(app.store().db().flush_async().await) {
             tracing::warn!(update, error = %e, "cannot record a failed turn");
         }
     }
@@ -328,7 +337,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // A turn resumed after a crash whose answer was already showing goes into that message.
     let resumed = input
         .update
-        .map(|u| app.store().visible_messages(u))
+        .map(|u| app.store().inbox().visible_messages(u))
         .filter(|ids| !ids.is_empty());
     let typing = AbortOnDrop(tokio::spawn(out.typing(at)));
     let round = retire_options(&app, &out, at);
@@ -336,7 +345,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     // Prompt: the history window, skills and heuristics for this message, the user message.
     let model = app.model_for(at);
     let budget = app.history_budget(&model).await;
-    let window = match app.store().history(at, budget) {
+    let window = match app.store().history().window(at, budget) {
         Ok(window) => window,
         // Answering without it would store the turn over the chat's history (or next to
         // turns it cannot place): the turn stops, and stores nothing.
@@ -478,6 +487,7 @@ pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
                 created: chrono::Utc::now().timestamp(),
             };
             app.store()
+                .tickets()
                 .create_feedback(&ticket)
                 .inspect_err(|e| tracing::warn!(error = %e, "cannot store a feedback ticket"))
                 .ok()
@@ -662,7 +672,7 @@ fn forget_reflection(store: &crate::store::Store, id: u64) {
         id,
         "a reflection dropped from the full follow-up queue is forgotten"
     );
-    if let Err(e) = store.finish_reflection(id) {
+    if let Err(e) = store.learning().finish_reflection(id) {
         tracing::warn!(id, error = %e, "cannot forget a dropped reflection");
     }
 }
@@ -687,13 +697,15 @@ fn without_images((request, messages): &Prefix) -> Prefix {
 pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u64> {
     let (round, offered) = app
         .store()
+        .chats()
         .retire_offered(chat)
         .inspect_err(|e| tracing::warn!(%chat, error = %e, "cannot retire the chat's options"))
         .ok()?;
     if let Some(offered) = offered
         && app
             .store()
-            .ticket(&offered.ticket)
+            .tickets()
+            .get(&offered.ticket)
             .is_none_or(|ticket| ticket.chosen.is_none())
     {
         let out = out.clone();
@@ -712,7 +724,7 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u
 
 /// The vote given so far on feedback ticket `feedback`, for a keyboard edit to keep showing.
 pub(crate) fn vote_on(app: &App, feedback: Option<&str>) -> Option<bool> {
-    app.store().feedback_vote(feedback?)
+    app.store().tickets().feedback_vote(feedback?)
 }
 
 /// Records that `message` shows `attached` as the chat's live options; `false` when a newer
@@ -732,8 +744,9 @@ fn offer(
     };
     let recorded = app
         .store()
-        .set_ticket_message(&attached.ticket, message)
-        .and_then(|()| app.store().offer(chat, round, &offered));
+        .tickets()
+        .set_message(&attached.ticket, message)
+        .and_then(|()| app.store().chats().offer(chat, round, &offered));
     match recorded {
         Ok(current) => current,
         Err(e) => {
@@ -778,7 +791,9 @@ fn store_turn(
 ) {
     let (chat, store) = (input.chat, app.store());
     if result.dropped_turns > 0
-        && let Err(e) = store.skip_turns(input.conversation(), result.dropped_turns)
+        && let Err(e) = store
+            .history()
+            .skip(input.conversation(), result.dropped_turns)
     {
         tracing::warn!(chat, error = %e, "cannot move the history window");
     }
@@ -787,7 +802,7 @@ fn store_turn(
         .iter()
         .map(ChatMessage::without_images)
         .collect();
-    match store.append_turn(
+    match store.history().append(
         input.conversation(),
         epoch,
         input.update,
@@ -799,12 +814,14 @@ fn store_turn(
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
     }
     if let Some(update) = input.update
-        && let Err(e) = store.mark_stored(update)
+        && let Err(e) = store.inbox().mark_stored(update)
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
     if result.calls > 0
-        && let Err(e) = store.record_usage(chat, model, 1, result.calls, result.usage)
+        && let Err(e) = store
+            .usage()
+            .record(chat, model, 1, result.calls, result.usage)
     {
         tracing::warn!(chat, error = %e, "cannot record usage");
     }

@@ -141,7 +141,12 @@ async fn a_running_bot_compacts_its_store_in_place_and_answers_every_message_onc
     let (store, _) = Store::open_data_dir(&db, 1 << 20, NEVER).unwrap();
     for (chat, _) in &sent {
         assert_eq!(
-            store.history(*chat, 1 << 20).unwrap().messages.len(),
+            store
+                .history()
+                .window(*chat, 1 << 20)
+                .unwrap()
+                .messages
+                .len(),
             2,
             "chat {chat} kept its turn through every compaction"
         );
@@ -165,13 +170,14 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
             ];
             assert!(
                 store
-                    .append_turn(chat, 0, None, &turn, &Default::default())
+                    .history()
+                    .append(chat, 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
     }
-    store.flush().unwrap();
-    let live = store.live_bytes().unwrap();
+    store.db().flush().unwrap();
+    let live = store.db().live_bytes().unwrap();
     drop(store);
 
     let mut mid_copy = 0;
@@ -224,13 +230,18 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
     let (store, _) = Store::open_data_dir(&db, 1 << 24, NEVER).unwrap();
     for chat in 0..40i64 {
         assert_eq!(
-            store.history(chat, usize::MAX).unwrap().messages.len(),
+            store
+                .history()
+                .window(chat, usize::MAX)
+                .unwrap()
+                .messages
+                .len(),
             200,
             "chat {chat} kept every turn"
         );
     }
     // Every record, byte for byte in size; the id counter is the one record a start may add.
-    let now = store.live_bytes().unwrap();
+    let now = store.db().live_bytes().unwrap();
     assert!(
         now >= live && now <= live + 64,
         "live bytes {live} before, {now} after ({mid_copy} kills mid-copy)"

@@ -2,7 +2,7 @@
 //! in sled transactions so concurrent changes never overwrite one another. A forum topic's
 //! state is the same record in the `topic_chats` tree, keyed by chat and topic.
 //!
-//! A state that is there but cannot be decoded is an error ([`StateError::Unreadable`]), never
+//! A state that is there but cannot be decoded is an error ([`Error::Unreadable`]), never
 //! a default: a default would number the chat's next turn from 0, over the turns it has, and
 //! bring cleared turns back into the window. So nothing is written over it, and the chat's
 //! turns stop with an error until it is repaired.
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
 use super::db::{self, Store};
+use super::error::{Error, Result};
 use super::records::decode_json;
 use crate::conversation::Conversation;
 
@@ -67,27 +68,19 @@ pub(super) fn chat_key(chat: impl Into<Conversation>) -> Vec<u8> {
     key
 }
 
-/// Why a chat's state cannot be changed.
-#[derive(Debug, thiserror::Error)]
-pub enum StateError {
-    /// The record is there but cannot be decoded (it is logged with its key, and left as is).
-    #[error(
-        "the stored state of {0} cannot be read; it is left as it is, and the conversation \
-         is not written to until it is repaired or removed (tree `chats`, or `topic_chats`)"
-    )]
-    Unreadable(Conversation),
-    #[error("cannot encode a chat's state: {0}")]
-    Encode(#[from] serde_json::Error),
-}
-
 /// Decodes a chat's stored state: a missing one is the default (a new chat), an unreadable
-/// one [`StateError::Unreadable`].
-fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState, StateError> {
+/// one [`Error::Unreadable`] naming the conversation.
+fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState> {
+    let tree = match chat.topic {
+        Some(_) => db::TOPIC_CHATS,
+        None => TREE,
+    };
     match bytes {
         None => Ok(ChatState::default()),
-        Some(bytes) => {
-            decode_json(TREE, &chat_key(chat), bytes).ok_or(StateError::Unreadable(chat))
-        }
+        Some(bytes) => decode_json(tree, &chat_key(chat), bytes).ok_or(Error::Unreadable {
+            tree,
+            key: chat.to_string(),
+        }),
     }
 }
 
@@ -96,7 +89,7 @@ fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState, S
 pub(super) fn read_in(
     tree: &TransactionalTree,
     chat: Conversation,
-) -> Result<ChatState, ConflictableTransactionError<StateError>> {
+) -> Result<ChatState, ConflictableTransactionError<Error>> {
     let bytes = tree.get(chat_key(chat))?;
     decode_state(chat, bytes.as_deref()).map_err(ConflictableTransactionError::Abort)
 }
@@ -125,10 +118,10 @@ impl Chats<'_> {
 
     /// The chat's state: the default for a chat never seen, an error for one that cannot be
     /// read (see the module doc).
-    pub fn state(&self, chat: impl Into<Conversation>) -> anyhow::Result<ChatState> {
+    pub fn state(&self, chat: impl Into<Conversation>) -> Result<ChatState> {
         let chat = chat.into();
         let bytes = self.tree(chat).get(chat_key(chat))?;
-        Ok(decode_state(chat, bytes.as_deref())?)
+        decode_state(chat, bytes.as_deref())
     }
 
     /// The model id a chat chose, if any (none when its state cannot be read: the default
@@ -139,10 +132,7 @@ impl Chats<'_> {
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
     /// to lose them) and the new option round, which only options of a later turn may join.
-    pub fn retire_offered(
-        &self,
-        chat: impl Into<Conversation>,
-    ) -> anyhow::Result<(u64, Option<Offered>)> {
+    pub fn retire_offered(&self, chat: impl Into<Conversation>) -> Result<(u64, Option<Offered>)> {
         self.update_state(chat, |state| {
             state.option_round += 1;
             (state.option_round, state.offered.take())
@@ -156,7 +146,7 @@ impl Chats<'_> {
         chat: impl Into<Conversation>,
         round: u64,
         offered: &Offered,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool> {
         self.update_state(chat, |state| {
             let current = state.option_round == round;
             if current {
@@ -166,7 +156,7 @@ impl Chats<'_> {
         })
     }
 
-    pub fn set_model(&self, chat: impl Into<Conversation>, model: &str) -> anyhow::Result<()> {
+    pub fn set_model(&self, chat: impl Into<Conversation>, model: &str) -> Result<()> {
         self.update_state(chat, |state| state.model = Some(model.to_string()))
     }
 
@@ -177,7 +167,7 @@ impl Chats<'_> {
         &self,
         chat: impl Into<Conversation>,
         change: impl Fn(&mut ChatState) -> R,
-    ) -> anyhow::Result<R> {
+    ) -> Result<R> {
         let chat = chat.into();
         let result = self.tree(chat).transaction(|tree| {
             let mut state = read_in(tree, chat)?;

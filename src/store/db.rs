@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 
+use super::error::{Error, Result};
+
 /// The trees' names in sled; each area's file logs its records under them.
 pub(super) const HISTORY: &str = "history";
 pub(super) const CHATS: &str = "chats";
@@ -150,7 +152,7 @@ impl Db<'_> {
     /// A new id, above every id this store gave before (heuristics and reflections). The counter
     /// is a record, so a compacted copy of the store goes on from it; sled's own id generator
     /// would start afresh in the copy. A store from before the counter starts it from sled's.
-    pub(super) fn next_id(&self) -> anyhow::Result<u64> {
+    pub(super) fn next_id(&self) -> Result<u64> {
         let seed = match self.store.ids.get(NEXT_ID)? {
             Some(counter) if decode_id(&counter).is_some() => 0,
             _ => self.id_floor()?,
@@ -161,13 +163,16 @@ impl Db<'_> {
         })?;
         let next = next
             .and_then(|c| decode_id(&c))
-            .context("the id counter was not written")?;
+            .ok_or_else(|| Error::Unreadable {
+                tree: IDS,
+                key: "next".into(),
+            })?;
         Ok(next - 1)
     }
 
     /// Raises the id counter above every id this store gave, however it gave them: before a
     /// compaction copies it into a database whose own generator starts afresh.
-    pub(super) fn settle_id_counter(&self) -> anyhow::Result<()> {
+    pub(super) fn settle_id_counter(&self) -> Result<()> {
         let floor = self.id_floor()?;
         self.store.ids.fetch_and_update(NEXT_ID, |counter| {
             let id = counter.and_then(decode_id).unwrap_or(0).max(floor);
@@ -178,7 +183,7 @@ impl Db<'_> {
 
     /// Above every id given so far: sled's generator (which gave them before the counter) and
     /// the highest id in the trees keyed by one (should the counter be unreadable).
-    fn id_floor(&self) -> anyhow::Result<u64> {
+    fn id_floor(&self) -> Result<u64> {
         let mut floor = self.store.db.generate_id()?;
         for tree in [&self.store.heuristics, &self.store.reflections] {
             if let Some((key, _)) = tree.last()?
@@ -192,7 +197,7 @@ impl Db<'_> {
 
     /// The bytes of every key and value in every tree: what a compacted store holds, before
     /// sled's own overhead. O(records); for benchmarks and checks.
-    pub fn live_bytes(&self) -> anyhow::Result<u64> {
+    pub fn live_bytes(&self) -> Result<u64> {
         let mut bytes = 0;
         for name in self.store.db.tree_names() {
             for entry in self.store.db.open_tree(name)?.iter() {
@@ -204,7 +209,7 @@ impl Db<'_> {
     }
 
     /// Writes everything to disk; called at shutdown.
-    pub fn flush(&self) -> anyhow::Result<()> {
+    pub fn flush(&self) -> Result<()> {
         self.store.db.flush()?;
         Ok(())
     }
@@ -216,7 +221,7 @@ impl Db<'_> {
     /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
     /// and callers that arrive while it runs share the next one (group commit: under load, one
     /// fsync serves many turns).
-    pub async fn flush_async(&self) -> anyhow::Result<()> {
+    pub async fn flush_async(&self) -> Result<()> {
         let ticket = self.store.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
         let mut flushed_upto = self.store.flush_lock.lock().await;
         if *flushed_upto >= ticket {

@@ -19,6 +19,7 @@ use sled::transaction::ConflictableTransactionError;
 
 use super::chats::{self, chat_key};
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::decode_json;
 use crate::conversation::Conversation;
 use crate::llm::{ChatMessage, estimate_tokens};
@@ -190,7 +191,7 @@ impl History<'_> {
         &self,
         chat: impl Into<Conversation>,
         budget_tokens: usize,
-    ) -> anyhow::Result<HistoryWindow> {
+    ) -> Result<HistoryWindow> {
         let chat = chat.into();
         let state = self.store.chats().state(chat)?;
         let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
@@ -236,7 +237,7 @@ impl History<'_> {
     }
 
     /// Moves the history window past its `count` oldest turns (after a context overflow).
-    pub fn skip(&self, chat: impl Into<Conversation>, count: usize) -> anyhow::Result<()> {
+    pub fn skip(&self, chat: impl Into<Conversation>, count: usize) -> Result<()> {
         let chat = chat.into();
         let state = self.store.chats().state(chat)?;
         let next = self
@@ -254,7 +255,7 @@ impl History<'_> {
 
     /// Moves the window start to `start`, atomically and only forward: a window computed from
     /// a state that a clear or another move has overtaken changes nothing.
-    fn move_window(&self, chat: Conversation, start: u64) -> anyhow::Result<()> {
+    fn move_window(&self, chat: Conversation, start: u64) -> Result<()> {
         self.store.chats().update_state(chat, |state| {
             state.window_start = state.window_start.max(start);
         })
@@ -272,7 +273,7 @@ impl History<'_> {
         update: Option<u32>,
         messages: &[ChatMessage],
         provenance: &Provenance,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool> {
         let chat = chat.into();
         let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
@@ -317,7 +318,7 @@ impl History<'_> {
     /// again (the window only moves forward), so they are only weight on the disk. Returns how
     /// many went. Conversations whose state cannot be read are left alone, and so are turns
     /// whose update is not finished yet.
-    pub(super) fn prune(&self) -> anyhow::Result<usize> {
+    pub(super) fn prune(&self) -> Result<usize> {
         // A turn whose update is not finished may still be needed by recovery (its answer sent
         // or edited in after a crash), even once a later turn moved the window past it.
         let unfinished: std::collections::HashSet<u32> = self
@@ -359,7 +360,7 @@ impl History<'_> {
     /// The epoch bump and the window move are one transaction; the turns before the new window
     /// are removed after it. A turn stored after the clear starts at or past the new window, so
     /// it is never removed, and a turn stored before it is never seen again.
-    pub fn clear(&self, chat: impl Into<Conversation>) -> anyhow::Result<()> {
+    pub fn clear(&self, chat: impl Into<Conversation>) -> Result<()> {
         let chat = chat.into();
         let cleared_below = self.store.chats().update_state(chat, |state| {
             state.window_start = state.next_seq;

@@ -25,6 +25,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::{decode_json, prune_json, update_json};
 use crate::conversation::Conversation;
 
@@ -140,7 +141,7 @@ impl Inbox<'_> {
     /// Records an update before its turn starts (see the module doc for what its id on record
     /// means). [`Arrival::Redelivered`]: Telegram sent it again after a crash, and it must not
     /// be processed again; [`Arrival::Unrecorded`]: its turn runs without an inbox record.
-    pub fn accept(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<Arrival> {
+    pub fn accept(&self, update: u32, entry: &InboxEntry) -> Result<Arrival> {
         let key = update.to_be_bytes();
         let chat = Conversation::new(entry.chat, entry.topic);
         let entry = InboxEntry {
@@ -195,7 +196,7 @@ impl Inbox<'_> {
             .map_or(0, |e| e.first_seq)
     }
 
-    pub fn set_state(&self, update: u32, state: InboxState) -> anyhow::Result<()> {
+    pub fn set_state(&self, update: u32, state: InboxState) -> Result<()> {
         update_json(
             &self.store.inbox,
             TREE,
@@ -209,7 +210,7 @@ impl Inbox<'_> {
     }
 
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
-    pub fn mark_stored(&self, update: u32) -> anyhow::Result<()> {
+    pub fn mark_stored(&self, update: u32) -> Result<()> {
         update_json(
             &self.store.inbox,
             TREE,
@@ -251,7 +252,7 @@ impl Inbox<'_> {
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
-    pub fn add_visible_part(&self, update: u32, message: i32) -> anyhow::Result<()> {
+    pub fn add_visible_part(&self, update: u32, message: i32) -> Result<()> {
         update_json(
             &self.store.inbox,
             TREE,
@@ -286,7 +287,7 @@ impl Inbox<'_> {
 
     /// Forgets finished (answered or failed) updates received before `before` (unix
     /// seconds); unreadable ones are kept.
-    pub fn prune(&self, before: i64) -> anyhow::Result<usize> {
+    pub fn prune(&self, before: i64) -> Result<usize> {
         prune_json(&self.store.inbox, TREE, |e: &InboxEntry| {
             e.state.is_done() && e.received < before
         })

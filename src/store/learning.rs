@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::{decode_count, decode_json};
 
 const HEURISTICS_TREE: &str = db::HEURISTICS;
@@ -171,11 +172,11 @@ impl Learning<'_> {
             .collect()
     }
 
-    pub fn new_heuristic_id(&self) -> anyhow::Result<u64> {
+    pub fn new_heuristic_id(&self) -> Result<u64> {
         self.store.db().next_id()
     }
 
-    pub fn put_heuristic(&self, heuristic: &Heuristic) -> anyhow::Result<()> {
+    pub fn put_heuristic(&self, heuristic: &Heuristic) -> Result<()> {
         self.store
             .heuristics
             .insert(heuristic.id.to_be_bytes(), serde_json::to_vec(heuristic)?)?;
@@ -183,12 +184,12 @@ impl Learning<'_> {
     }
 
     /// Removes a heuristic; says whether it existed.
-    pub fn delete_heuristic(&self, id: u64) -> anyhow::Result<bool> {
+    pub fn delete_heuristic(&self, id: u64) -> Result<bool> {
         Ok(self.store.heuristics.remove(id.to_be_bytes())?.is_some())
     }
 
     /// Persists a reflection before it runs, so a restart can resume it.
-    pub fn save_reflection(&self, job: &ReflectionJob) -> anyhow::Result<u64> {
+    pub fn save_reflection(&self, job: &ReflectionJob) -> Result<u64> {
         let id = self.store.db().next_id()?;
         self.store
             .reflections
@@ -196,7 +197,7 @@ impl Learning<'_> {
         Ok(id)
     }
 
-    pub fn finish_reflection(&self, id: u64) -> anyhow::Result<()> {
+    pub fn finish_reflection(&self, id: u64) -> Result<()> {
         self.store.reflections.remove(id.to_be_bytes())?;
         Ok(())
     }
@@ -215,7 +216,7 @@ impl Learning<'_> {
             .collect()
     }
 
-    pub fn count_skill_match(&self, skill: &str) -> anyhow::Result<()> {
+    pub fn count_skill_match(&self, skill: &str) -> Result<()> {
         self.store
             .skill_matches
             .fetch_and_update(skill.as_bytes(), |old| {

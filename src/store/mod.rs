@@ -56,6 +56,7 @@
 mod chats;
 pub mod compaction;
 mod db;
+mod error;
 #[cfg(test)]
 mod fixtures;
 mod history;
@@ -71,6 +72,7 @@ mod usage;
 pub use chats::Chats;
 pub use chats::{ChatState, Offered};
 pub use db::{Db, Store};
+pub use error::{Error, Result};
 pub use history::History;
 pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
 pub use inbox::Inbox;

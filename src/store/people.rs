@@ -9,6 +9,7 @@
 //!   it once however often the button is pressed.
 
 use super::db::Store;
+use super::error::Result;
 
 fn name_key(user: u64) -> String {
     format!("name:{user}")
@@ -37,7 +38,7 @@ impl Store {
 
 impl People<'_> {
     /// Remembers `name` for `user`; written only when it changed, so a message costs a read.
-    pub fn remember_name(&self, user: u64, name: &str) -> anyhow::Result<()> {
+    pub fn remember_name(&self, user: u64, name: &str) -> Result<()> {
         let key = name_key(user);
         if self.store.people.get(key.as_bytes())?.as_deref() != Some(name.as_bytes()) {
             self.store.people.insert(key.as_bytes(), name.as_bytes())?;
@@ -53,12 +54,7 @@ impl People<'_> {
 
     /// Records that stranger `user` is refused in `chat` on `today`; `true` if they were not
     /// refused there yet that day (one atomic step, so two messages at once give one refusal).
-    pub fn first_refusal_on(
-        &self,
-        user: u64,
-        chat: i64,
-        today: chrono::NaiveDate,
-    ) -> anyhow::Result<bool> {
+    pub fn first_refusal_on(&self, user: u64, chat: i64, today: chrono::NaiveDate) -> Result<bool> {
         let day = today.to_string();
         let before = self
             .store
@@ -72,7 +68,7 @@ impl People<'_> {
     /// Removes the refusal days before the UTC day of `older_than_unix` (an unreadable one is
     /// logged and kept): only today's matter, so strangers who wrote once do not stay forever.
     /// Returns how many.
-    pub(super) fn prune_refusals(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+    pub(super) fn prune_refusals(&self, older_than_unix: i64) -> Result<usize> {
         let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
             return Ok(0);
         };
@@ -101,7 +97,7 @@ impl People<'_> {
 
     /// Records stranger `user`'s request for access at `now_unix`; `true` only for the first
     /// request (an atomic insert-if-absent, so a double press notifies the admins once).
-    pub fn claim_access_request(&self, user: u64, now_unix: i64) -> anyhow::Result<bool> {
+    pub fn claim_access_request(&self, user: u64, now_unix: i64) -> Result<bool> {
         let swapped = self.store.people.compare_and_swap(
             request_key(user).as_bytes(),
             None as Option<&[u8]>,

@@ -3,6 +3,8 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
+use super::error::Result;
+
 /// Decodes a JSON record; an unreadable one is logged with its tree and key and is `None`.
 pub(super) fn decode_json<T: DeserializeOwned>(tree: &str, key: &[u8], bytes: &[u8]) -> Option<T> {
     match serde_json::from_slice(bytes) {
@@ -60,7 +62,7 @@ pub(super) fn update_json<T>(
     name: &str,
     key: &[u8],
     mut change: impl FnMut(&mut T) -> bool,
-) -> anyhow::Result<Option<T>>
+) -> Result<Option<T>>
 where
     T: Clone + Serialize + DeserializeOwned,
 {
@@ -92,7 +94,7 @@ pub(super) fn prune_json<T: DeserializeOwned>(
     tree: &sled::Tree,
     name: &str,
     expired: impl Fn(&T) -> bool,
-) -> anyhow::Result<usize> {
+) -> Result<usize> {
     let mut pruned = 0;
     for entry in tree.iter() {
         let (key, value) = entry?;

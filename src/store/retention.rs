@@ -4,6 +4,7 @@
 //! turn layer schedules it) with the cutoff computed here.
 
 use super::db::Db;
+use super::error::Result;
 
 /// What one [`Db::prune`] removed, per tree.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +29,7 @@ impl Db<'_> {
     /// before its conversation's history window, whatever its age: the LLM never sees those again. A pending or stored
     /// inbox entry is never removed: its turn is not finished. A button whose ticket was
     /// pruned answers "expired".
-    pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
+    pub fn prune(&self, older_than_unix: i64) -> Result<PruneReport> {
         let (tickets, feedback) = self.store.tickets().prune(older_than_unix)?;
         Ok(PruneReport {
             inbox: self.store.inbox().prune(older_than_unix)?,

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::{prune_json, update_json};
 use super::tickets::insert_new;
 
@@ -89,7 +90,7 @@ impl Store {
 
 impl Retries<'_> {
     /// Stores a retry under a new random id and returns the id.
-    pub fn create(&self, ticket: &RetryTicket) -> anyhow::Result<String> {
+    pub fn create(&self, ticket: &RetryTicket) -> Result<String> {
         insert_new(&self.store.retries, &serde_json::to_vec(ticket)?)
     }
 
@@ -104,7 +105,7 @@ impl Retries<'_> {
         user: u64,
         oldest: i64,
         update: Option<u32>,
-    ) -> anyhow::Result<RetryClaim> {
+    ) -> Result<RetryClaim> {
         let mut verdict = Verdict::Expired;
         let before = update_json(
             &self.store.retries,
@@ -129,7 +130,7 @@ impl Retries<'_> {
     }
 
     /// Removes retries created before `before` (unix seconds); unreadable ones are kept.
-    pub(super) fn prune(&self, before: i64) -> anyhow::Result<usize> {
+    pub(super) fn prune(&self, before: i64) -> Result<usize> {
         prune_json(&self.store.retries, TREE, |t: &RetryTicket| {
             t.created < before
         })

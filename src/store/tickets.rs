@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::{Error, Result};
 use super::learning::ReflectionJob;
 use super::records::{prune_json, read_json, update_json};
 
@@ -134,13 +135,13 @@ impl Store {
 
 impl Tickets<'_> {
     /// Stores a ticket under a new random id and returns the id.
-    pub fn create(&self, ticket: &OptionTicket) -> anyhow::Result<String> {
+    pub fn create(&self, ticket: &OptionTicket) -> Result<String> {
         insert_new(&self.store.tickets, &serde_json::to_vec(ticket)?)
     }
 
     /// Records the message that shows ticket `id`'s options (known only once it is sent, while
     /// the options may go into that very send).
-    pub fn set_message(&self, id: &str, message_id: i32) -> anyhow::Result<()> {
+    pub fn set_message(&self, id: &str, message_id: i32) -> Result<()> {
         update_json(
             &self.store.tickets,
             OPTIONS_TREE,
@@ -159,7 +160,7 @@ impl Tickets<'_> {
 
     /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
     /// wins and the other sees [`Choice::AlreadyChosen`].
-    pub fn choose(&self, id: &str, index: usize, update: Option<u32>) -> anyhow::Result<Choice> {
+    pub fn choose(&self, id: &str, index: usize, update: Option<u32>) -> Result<Choice> {
         let before = update_json(
             &self.store.tickets,
             OPTIONS_TREE,
@@ -182,14 +183,14 @@ impl Tickets<'_> {
     }
 
     /// Stores a feedback ticket under a new random id and returns the id.
-    pub fn create_feedback(&self, ticket: &FeedbackTicket) -> anyhow::Result<String> {
+    pub fn create_feedback(&self, ticket: &FeedbackTicket) -> Result<String> {
         insert_new(&self.store.feedback, &serde_json::to_vec(ticket)?)
     }
 
     /// Records 👍 (`up`) or 👎 pressed in `chat` on feedback ticket `id`. The chat check and
     /// the vote are one atomic update: a press from another chat changes nothing, not even
     /// the vote state. A vote can be changed `changes_allowed` times.
-    pub fn vote(&self, id: &str, chat: i64, up: bool, changes_allowed: u8) -> anyhow::Result<Vote> {
+    pub fn vote(&self, id: &str, chat: i64, up: bool, changes_allowed: u8) -> Result<Vote> {
         let mut verdict = Verdict::OtherChat;
         let before = update_json(
             &self.store.feedback,
@@ -222,7 +223,7 @@ impl Tickets<'_> {
 
     /// Removes option and feedback tickets created before `before` (unix seconds) (unreadable
     /// ones are kept); returns how many of each went.
-    pub(super) fn prune(&self, before: i64) -> anyhow::Result<(usize, usize)> {
+    pub(super) fn prune(&self, before: i64) -> Result<(usize, usize)> {
         let options = prune_json(&self.store.tickets, OPTIONS_TREE, |t: &OptionTicket| {
             t.created < before
         })?;
@@ -235,7 +236,7 @@ impl Tickets<'_> {
 
 /// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
 /// ticket) is drawn again rather than overwritten.
-pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
+pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> Result<String> {
     loop {
         let id = random_id()?;
         if tree
@@ -248,8 +249,8 @@ pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<Stri
 }
 
 /// A new ticket id: 64 bits from the operating system's CSPRNG.
-fn random_id() -> anyhow::Result<String> {
-    let n = getrandom::u64().map_err(|e| anyhow::anyhow!("no random numbers: {e}"))?;
+fn random_id() -> Result<String> {
+    let n = getrandom::u64().map_err(Error::Random)?;
     Ok(base36(n))
 }
 

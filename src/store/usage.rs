@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::{decode_count, decode_json};
 use crate::llm::Usage;
 
@@ -76,7 +77,7 @@ impl UsageLedger<'_> {
         turns: u64,
         calls: u32,
         usage: Usage,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         for key in [format!("chat:{chat}:{model}"), format!("all:{model}")] {
             self.store.usage.fetch_and_update(key.as_bytes(), |old| {
                 let mut totals: UsageTotals = match old {
@@ -102,7 +103,7 @@ impl UsageLedger<'_> {
     /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget, and
     /// to the user's count of all time. An unreadable count is kept as it is (it reads as 0,
     /// logged), never reset.
-    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
+    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> Result<()> {
         let today = user_day_key(user, chrono::Utc::now().date_naive());
         let tokens = usage.tokens();
         for key in [today, user_total_key(user)] {
@@ -161,7 +162,7 @@ impl UsageLedger<'_> {
 
     /// Removes the users' per-day counts of days before the day of `older_than_unix` (the
     /// all-time counts stay). A key whose day cannot be read is left alone and logged.
-    pub(super) fn prune_days(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+    pub(super) fn prune_days(&self, older_than_unix: i64) -> Result<usize> {
         let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
             return Ok(0);
         };

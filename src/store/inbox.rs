@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
 use super::error::Result;
+use super::inbox_state::{Event, InboxState, Progress, Verdict, step};
 use super::records::{decode_json, prune_json, update_json};
 use crate::conversation::Conversation;
 
@@ -61,31 +62,6 @@ pub fn arrival(on_record: Option<Option<(InboxState, i64)>>, received: i64) -> A
         Some(Some((_, then))) if received - then < REDELIVERY_WINDOW => Arrival::Redelivered,
         Some(Some((state, _))) if state.is_done() => Arrival::Reused,
         Some(Some(_)) => Arrival::Unrecorded,
-    }
-}
-
-/// Where an accepted update is on its way to an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum InboxState {
-    /// Accepted; its turn has not been stored yet.
-    Pending,
-    /// Its turn is in the history; the answer may not have been sent.
-    Stored,
-    /// Its answer may be on screen: recorded (and flushed) before the turn's first send, and
-    /// again with the id of the message that shows it once that is known. After a crash the
-    /// answer goes into that message, never into a second one.
-    Visible { message: Option<i32> },
-    /// Answered (or cancelled, or refused): nothing left to do.
-    Answered,
-    /// Its turn panicked and the user was told: never replayed, so a message that crashes
-    /// its turn cannot do so again at every start.
-    Failed,
-}
-
-impl InboxState {
-    /// Nothing is left to do for the update: it is not resumed, and may be pruned.
-    pub fn is_done(self) -> bool {
-        matches!(self, Self::Answered | Self::Failed)
     }
 }
 
@@ -196,34 +172,46 @@ impl Inbox<'_> {
             .map_or(0, |e| e.first_seq)
     }
 
-    pub fn set_state(&self, update: u32, state: InboxState) -> Result<()> {
+    /// Applies `event` to the update's record, atomically, as [`step`] decides; a missing or
+    /// unreadable record is left as it is (and [`Verdict::Keep`]).
+    pub fn apply(&self, update: u32, event: Event) -> Result<Verdict> {
+        let mut verdict = Verdict::Keep;
         update_json(
             &self.store.inbox,
             TREE,
             &update.to_be_bytes(),
             |e: &mut InboxEntry| {
-                e.state = state;
-                true
+                let now = Progress {
+                    state: e.state,
+                    parts: std::mem::take(&mut e.parts),
+                };
+                let (next, said) = step(&now, event);
+                verdict = said;
+                let write = said == Verdict::Write;
+                let Progress { state, parts } = if write { next } else { now };
+                (e.state, e.parts) = (state, parts);
+                write
             },
         )?;
-        Ok(())
+        Ok(verdict)
+    }
+
+    /// Moves an update to `state`, by the event that leads there ([`Event::Accept`] to
+    /// `Pending`, [`Event::Store`] to `Stored`, which leaves a visible answer visible).
+    pub fn set_state(&self, update: u32, state: InboxState) -> Result<()> {
+        let event = match state {
+            InboxState::Pending => Event::Accept,
+            InboxState::Stored => Event::Store,
+            InboxState::Visible { message } => Event::Show(message),
+            InboxState::Answered => Event::Answer,
+            InboxState::Failed => Event::Fail,
+        };
+        self.apply(update, event).map(drop)
     }
 
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
     pub fn mark_stored(&self, update: u32) -> Result<()> {
-        update_json(
-            &self.store.inbox,
-            TREE,
-            &update.to_be_bytes(),
-            |e: &mut InboxEntry| {
-                let pending = e.state == InboxState::Pending;
-                if pending {
-                    e.state = InboxState::Stored;
-                }
-                pending
-            },
-        )?;
-        Ok(())
+        self.apply(update, Event::Store).map(drop)
     }
 
     /// The message that shows an update's answer, if it was recorded as visible in one.
@@ -233,41 +221,22 @@ impl Inbox<'_> {
 
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
     pub fn visible_messages(&self, update: u32) -> Vec<i32> {
-        let Some(entry) = self
-            .store
-            .inbox
-            .get(update.to_be_bytes())
-            .ok()
-            .flatten()
-            .and_then(|value| decode_json::<InboxEntry>(TREE, &update.to_be_bytes(), &value))
-        else {
-            return Vec::new();
-        };
-        match entry.state {
-            InboxState::Visible {
-                message: Some(first),
-            } => std::iter::once(first).chain(entry.parts).collect(),
-            _ => Vec::new(),
-        }
+        let key = update.to_be_bytes();
+        let entry = self.store.inbox.get(key).ok().flatten();
+        entry
+            .and_then(|value| decode_json::<InboxEntry>(TREE, &key, &value))
+            .map_or_else(Vec::new, |e| {
+                Progress {
+                    state: e.state,
+                    parts: e.parts,
+                }
+                .shown_in()
+            })
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
     pub fn add_visible_part(&self, update: u32, message: i32) -> Result<()> {
-        update_json(
-            &self.store.inbox,
-            TREE,
-            &update.to_be_bytes(),
-            |e: &mut InboxEntry| {
-                let first =
-                    matches!(e.state, InboxState::Visible { message: Some(m) } if m == message);
-                if first || e.parts.contains(&message) {
-                    return false;
-                }
-                e.parts.push(message);
-                true
-            },
-        )?;
-        Ok(())
+        self.apply(update, Event::ShowPart(message)).map(drop)
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.

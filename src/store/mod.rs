@@ -21,7 +21,9 @@
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
 //!   it and a re-delivered update is never processed twice (and a reused id, after a week of
-//!   silence, is told apart from a re-delivery by when its record was received).
+//!   silence, is told apart from a re-delivery by when its record was received). Its way to
+//!   its answer (pending, stored, visible, answered) is one pure state machine,
+//!   `inbox_state.rs`.
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
@@ -61,6 +63,7 @@ mod error;
 mod fixtures;
 mod history;
 mod inbox;
+pub mod inbox_state;
 mod learning;
 mod people;
 mod records;
@@ -76,7 +79,8 @@ pub use error::{Error, Result};
 pub use history::History;
 pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
 pub use inbox::Inbox;
-pub use inbox::{Arrival, InboxEntry, InboxState, REDELIVERY_WINDOW, arrival};
+pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
+pub use inbox_state::InboxState;
 pub use learning::Learning;
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use people::People;

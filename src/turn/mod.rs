@@ -30,6 +30,7 @@ use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::llm::{ChatMessage, LlmError};
 use crate::options;
+use crate::store::inbox_state::{Resume, resume};
 use crate::store::{
     Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, Provenance, ReflectionJob,
 };
@@ -128,17 +129,15 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
     }
     for (update, entry) in app.store().inbox().unfinished() {
         let chat = Conversation::new(entry.chat, entry.topic);
-        match (
-            entry.state,
-            app.store().history().stored_answer(chat, update),
-        ) {
+        let answer = app.store().history().stored_answer(chat, update);
+        match (resume(entry.state, answer.is_some()), answer) {
             // The answer may be on screen, in a message we cannot name: never a second one.
-            (InboxState::Visible { message: None }, _) => {
+            (Resume::Notice, _) => {
                 tracing::info!(update, %chat, "a crash came as an answer was being sent");
                 out.notice(chat, RESTART_NOTICE).await;
                 set_state(app, update, InboxState::Answered).await;
             }
-            (InboxState::Visible { message: Some(_) }, Some(answer)) => {
+            (Resume::Finish, Some(answer)) => {
                 tracing::info!(update, %chat, "finishing an answer a crash interrupted");
                 let live = Live {
                     messages: app.store().inbox().visible_messages(update),
@@ -151,7 +150,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 }
                 set_state(app, update, InboxState::Answered).await;
             }
-            (_, Some(answer)) => {
+            (Resume::Send, Some(answer)) => {
                 tracing::info!(update, %chat, "sending an answer a crash held back");
                 let on_visible = record_visible(app, Some(update), false);
                 let live = Live::default();
@@ -167,7 +166,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 set_state(app, update, InboxState::Answered).await;
             }
             // Not stored yet: run again (into the message already showing it, if any).
-            (InboxState::Pending | InboxState::Visible { .. }, None) => {
+            (Resume::Rerun, _) => {
                 tracing::info!(update, %chat, "resuming a turn a crash interrupted");
                 let input = TurnInput {
                     chat: entry.chat,
@@ -188,7 +187,9 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
                 );
             }
             // Stored, but the chat was cleared since: nothing left to send.
-            (_, None) => set_state(app, update, InboxState::Answered).await,
+            (Resume::Close | Resume::Finish | Resume::Send, _) => {
+                set_state(app, update, InboxState::Answered).await
+            }
         }
     }
 }

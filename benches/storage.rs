@@ -154,7 +154,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
     store.usage().record_user_tokens(user, usage).unwrap();
     store
         .usage()
-        .record(chat, "test-model", 1, 1, usage)
+        .charge(chat, "test-model", 1, 1, usage)
         .unwrap();
     let job = ReflectionJob {
         chat,

@@ -123,11 +123,10 @@ pub async fn extract(
         tracing::info!(chat, "options extraction timed out; no buttons");
         return None;
     };
-    if extraction.calls > 0
-        && let Err(e) =
-            store
-                .usage()
-                .record(chat, &template.model, 0, extraction.calls, extraction.usage)
+    if let Err(e) =
+        store
+            .usage()
+            .charge(chat, &template.model, 0, extraction.calls, extraction.usage)
     {
         tracing::warn!(error = %e, "cannot record usage");
     }

@@ -122,15 +122,13 @@ impl Learning {
             },
         )
         .await;
-        if extraction.calls > 0
-            && let Err(e) = self.store.usage().record(
-                job.chat,
-                &template.model,
-                0,
-                extraction.calls,
-                extraction.usage,
-            )
-        {
+        if let Err(e) = self.store.usage().charge(
+            job.chat,
+            &template.model,
+            0,
+            extraction.calls,
+            extraction.usage,
+        ) {
             tracing::warn!(error = %e, "cannot record usage");
         }
         let source = Source {

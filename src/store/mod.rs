@@ -406,7 +406,7 @@ mod tests {
                     .first_refusal_on(9, CHAT, chrono::Utc::now().date_naive());
 
                 // Every writer works over garbage, or leaves it as it is.
-                store.usage().record(CHAT, "m", 1, 1, usage).unwrap();
+                store.usage().charge(CHAT, "m", 1, 1, usage).unwrap();
                 store.usage().record_user_tokens(9, usage).unwrap();
                 store.learning().count_skill_match("skill").unwrap();
                 if let Ok(state) = state {

@@ -30,6 +30,20 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
+    /// These totals with `turns` turns of `calls` calls that used `usage` added, saturating:
+    /// the arithmetic of [`UsageLedger::charge`].
+    #[must_use]
+    pub fn charged(mut self, turns: u64, calls: u32, usage: Usage) -> Self {
+        self.add(&UsageTotals {
+            turns,
+            calls: u64::from(calls),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cached_tokens: usage.cached_tokens,
+        });
+        self
+    }
+
     /// Adds `other` to these totals, saturating.
     pub fn add(&mut self, other: &UsageTotals) {
         self.turns = self.turns.saturating_add(other.turns);
@@ -67,10 +81,12 @@ impl Store {
 }
 
 impl UsageLedger<'_> {
-    /// Adds usage to the chat's and the bot's totals for `model`; `turns` is 1 for an agent
-    /// turn and 0 for follow-up calls (extraction, reflection) that belong to one. An
-    /// unreadable total is kept as it is (and logged), never reset: nothing is added to it.
-    pub fn record(
+    /// Charges what a turn, or a follow-up of one (an options extraction, a reflection),
+    /// used of `model` in `chat` to the chat's and the bot's totals: the one place usage is
+    /// counted per chat. `turns` is 1 for an agent turn and 0 for a follow-up; `calls` 0 (no
+    /// call was made) charges nothing. An unreadable total is kept as it is (and logged),
+    /// never reset: nothing is added to it.
+    pub fn charge(
         &self,
         chat: i64,
         model: &str,
@@ -78,23 +94,19 @@ impl UsageLedger<'_> {
         calls: u32,
         usage: Usage,
     ) -> Result<()> {
+        if calls == 0 {
+            return Ok(());
+        }
         for key in [format!("chat:{chat}:{model}"), format!("all:{model}")] {
             self.store.usage.fetch_and_update(key.as_bytes(), |old| {
-                let mut totals: UsageTotals = match old {
+                let totals: UsageTotals = match old {
                     None => UsageTotals::default(),
                     Some(bytes) => match decode_json(TREE, key.as_bytes(), bytes) {
                         Some(totals) => totals,
                         None => return Some(bytes.to_vec()),
                     },
                 };
-                totals.add(&UsageTotals {
-                    turns,
-                    calls: u64::from(calls),
-                    prompt_tokens: usage.prompt_tokens,
-                    completion_tokens: usage.completion_tokens,
-                    cached_tokens: usage.cached_tokens,
-                });
-                serde_json::to_vec(&totals).ok()
+                serde_json::to_vec(&totals.charged(turns, calls, usage)).ok()
             })?;
         }
         Ok(())
@@ -216,6 +228,78 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_charge_adds_turns_calls_and_tokens_saturating() {
+        struct Case {
+            name: &'static str,
+            before: UsageTotals,
+            turns: u64,
+            calls: u32,
+            usage: Usage,
+            after: UsageTotals,
+        }
+        let usage = |prompt_tokens, completion_tokens, cached_tokens| Usage {
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+        };
+        let totals = |turns, calls, prompt_tokens, completion_tokens, cached_tokens| UsageTotals {
+            turns,
+            calls,
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+        };
+        let cases = [
+            Case {
+                name: "a turn of two calls",
+                before: UsageTotals::default(),
+                turns: 1,
+                calls: 2,
+                usage: usage(10, 2, 5),
+                after: totals(1, 2, 10, 2, 5),
+            },
+            Case {
+                name: "a follow-up adds calls, not turns",
+                before: totals(1, 2, 10, 2, 5),
+                turns: 0,
+                calls: 1,
+                usage: usage(3, 1, 0),
+                after: totals(1, 3, 13, 3, 5),
+            },
+            Case {
+                name: "saturating, never wrapping",
+                before: totals(u64::MAX, u64::MAX, u64::MAX - 1, 0, 0),
+                turns: 1,
+                calls: 1,
+                usage: usage(5, 0, 0),
+                after: totals(u64::MAX, u64::MAX, u64::MAX, 0, 0),
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                case.before.charged(case.turns, case.calls, case.usage),
+                case.after,
+                "case: {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn no_call_charges_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let used = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: 0,
+        };
+        store.usage().charge(1, "m", 0, 0, used).unwrap();
+        assert!(store.usage().totals(Some(1)).is_empty());
+        assert!(store.usage().totals(None).is_empty());
+    }
+
+    #[test]
     fn usage_is_summed_per_chat_and_bot() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -224,8 +308,8 @@ mod tests {
             completion_tokens: 2,
             cached_tokens: 5,
         };
-        store.usage().record(1, "m", 1, 2, u).unwrap();
-        store.usage().record(2, "m", 1, 1, u).unwrap();
+        store.usage().charge(1, "m", 1, 2, u).unwrap();
+        store.usage().charge(2, "m", 1, 1, u).unwrap();
         let chat = store.usage().totals(Some(1));
         assert_eq!(
             chat,
@@ -253,13 +337,13 @@ mod tests {
             cached_tokens: 0,
         };
         store.usage.insert("chat:1:bad", "{").unwrap();
-        store.usage().record(1, "good", 1, 1, u).unwrap();
+        store.usage().charge(1, "good", 1, 1, u).unwrap();
         assert_eq!(
             store.usage().totals(Some(1)).len(),
             1,
             "the unreadable total is skipped"
         );
-        store.usage().record(1, "bad", 1, 1, u).unwrap();
+        store.usage().charge(1, "bad", 1, 1, u).unwrap();
         assert_eq!(store.usage().totals(Some(1)).len(), 1, "still skipped");
         assert_eq!(
             store.usage.get("chat:1:bad").unwrap().as_deref(),
@@ -293,7 +377,7 @@ mod tests {
         assert_eq!(sum.prompt_tokens, u64::MAX, "Usage adds saturating");
         assert_eq!(huge.tokens(), u64::MAX);
         for _ in 0..2 {
-            store.usage().record(1, "m", 1, u32::MAX, huge).unwrap();
+            store.usage().charge(1, "m", 1, u32::MAX, huge).unwrap();
             store.usage().record_user_tokens(7, huge).unwrap();
         }
         let totals = store.usage().totals(Some(1))[0].1;
@@ -323,7 +407,7 @@ mod tests {
             .unwrap();
         store
             .usage()
-            .record(1, "m", 1, 1, Usage::default())
+            .charge(1, "m", 1, 1, Usage::default())
             .unwrap();
         let cutoff = day(10).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
         assert_eq!(

@@ -819,10 +819,9 @@ fn store_turn(
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
-    if result.calls > 0
-        && let Err(e) = store
-            .usage()
-            .record(chat, model, 1, result.calls, result.usage)
+    if let Err(e) = store
+        .usage()
+        .charge(chat, model, 1, result.calls, result.usage)
     {
         tracing::warn!(chat, error = %e, "cannot record usage");
     }

@@ -258,6 +258,8 @@ impl App {
         self.queues.abort_all();
         self.replies.abort_all();
         self.background.abort_all().await;
+        // Dropped (logged): at shutdown nothing is left to retry with, and what recovery needs
+        // (accepted updates, their progress) was flushed when it was written.
         if let Err(e) = self.store.db().flush() {
             tracing::error!(error = %e, "cannot flush the database");
         }

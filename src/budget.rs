@@ -253,6 +253,7 @@ impl Hold {
         if usage == Usage::default() {
             return;
         }
+        // Dropped (logged): the call is made and answered; the budget only undercounts it.
         if let Err(e) = self
             .payer
             .ledger

@@ -123,6 +123,7 @@ pub async fn extract(
         tracing::info!(chat, "options extraction timed out; no buttons");
         return None;
     };
+    // Dropped (logged): the counters are statistics; a lost count must not cost the buttons.
     if let Err(e) =
         store
             .usage()
@@ -151,6 +152,7 @@ pub async fn extract(
         topic,
         chosen_by: None,
     };
+    // Handled: without its ticket a button could not be pressed, so no buttons are shown.
     match store.tickets().create(&ticket) {
         Ok(id) => Some(Attached {
             ticket: id,

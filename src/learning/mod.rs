@@ -476,6 +476,7 @@ impl Learning {
             .await;
         let mut context = TurnContext::default();
         for skill in &matched {
+            // Dropped (logged): a lost count only ranks the skill a little lower; the turn goes on.
             if let Err(e) = self.store.learning().count_skill_match(&skill.name) {
                 tracing::debug!(error = %e, "cannot count a skill match");
             }

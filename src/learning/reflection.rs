@@ -69,6 +69,7 @@ impl Learning {
         if !self.config.reflect {
             return None;
         }
+        // Handled: a job that cannot be saved is not run (see above), never run unsaved.
         self.store
             .learning()
             .save_reflection(job)
@@ -91,6 +92,7 @@ impl Learning {
             return;
         };
         self.run_reflection(job, prefix).await;
+        // Dropped (logged): a job left on record only runs once more after a restart.
         if let Err(e) = self.store.learning().finish_reflection(id) {
             tracing::warn!(id, error = %e, "cannot mark a reflection done");
         }
@@ -122,6 +124,7 @@ impl Learning {
             },
         )
         .await;
+        // Dropped (logged): the counters are statistics; the reflection's lessons still count.
         if let Err(e) = self.store.usage().charge(
             job.chat,
             &template.model,

@@ -94,7 +94,8 @@ pub(super) fn read_in(
     decode_state(chat, bytes.as_deref()).map_err(ConflictableTransactionError::Abort)
 }
 
-/// The chats' and forum topics' state (trees `chats` and `topic_chats`): [`Store::chats`]. A borrowed view, cheap to make.
+/// The chats' and forum topics' state (trees `chats` and `topic_chats`):
+/// [`Store::chats`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
 pub struct Chats<'s> {
     pub(super) store: &'s Store,

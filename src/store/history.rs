@@ -161,7 +161,8 @@ fn trim_window(
     Some(turns.first().map_or(next_seq, |(seq, _)| *seq))
 }
 
-/// The conversations' turns (trees `history` and `topic_history`): [`Store::history`]. A borrowed view, cheap to make.
+/// The conversations' turns (trees `history` and `topic_history`):
+/// [`Store::history`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
 pub struct History<'s> {
     pub(super) store: &'s Store,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::db::{self, Store};
 use super::error::Result;
 use super::inbox_state::{Event, InboxState, Progress, Verdict, step};
-use super::records::{decode_json, prune_json, update_json};
+use super::records::{decode_json, prune_json, read_json, update_json};
 use crate::conversation::Conversation;
 
 const TREE: &str = db::INBOX;
@@ -165,9 +165,7 @@ impl Inbox<'_> {
     /// [`InboxEntry::first_seq`]); 0 when the update has no readable record of `chat`.
     pub(super) fn first_seq(&self, update: u32, chat: Conversation) -> u64 {
         let key = update.to_be_bytes();
-        let entry = self.store.inbox.get(key).ok().flatten();
-        entry
-            .and_then(|bytes| decode_json::<InboxEntry>(TREE, &key, &bytes))
+        read_json::<InboxEntry>(&self.store.inbox, TREE, &key)
             .filter(|e| Conversation::new(e.chat, e.topic) == chat)
             .map_or(0, |e| e.first_seq)
     }
@@ -222,16 +220,13 @@ impl Inbox<'_> {
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
     pub fn visible_messages(&self, update: u32) -> Vec<i32> {
         let key = update.to_be_bytes();
-        let entry = self.store.inbox.get(key).ok().flatten();
-        entry
-            .and_then(|value| decode_json::<InboxEntry>(TREE, &key, &value))
-            .map_or_else(Vec::new, |e| {
-                Progress {
-                    state: e.state,
-                    parts: e.parts,
-                }
-                .shown_in()
-            })
+        read_json::<InboxEntry>(&self.store.inbox, TREE, &key).map_or_else(Vec::new, |e| {
+            Progress {
+                state: e.state,
+                parts: e.parts,
+            }
+            .shown_in()
+        })
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
 use super::error::Result;
-use super::records::{decode_count, decode_json};
+use super::records::{decode_count, decode_json, read};
 
 const HEURISTICS_TREE: &str = db::HEURISTICS;
 const REFLECTIONS_TREE: &str = db::REFLECTIONS;
@@ -143,7 +143,8 @@ pub struct ReflectionJob {
     pub proven: Vec<(String, String)>,
 }
 
-/// Heuristics, pending reflections and skill-match counts: [`Store::learning`]. A borrowed view, cheap to make.
+/// Heuristics, pending reflections and skill-match counts:
+/// [`Store::learning`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
 pub struct Learning<'s> {
     pub(super) store: &'s Store,
@@ -236,12 +237,11 @@ impl Learning<'_> {
     }
 
     pub fn skill_matches(&self, skill: &str) -> u64 {
-        let bytes = self
-            .store
-            .skill_matches
-            .get(skill.as_bytes())
-            .ok()
-            .flatten();
+        let bytes = read(
+            &self.store.skill_matches,
+            SKILL_MATCHES_TREE,
+            skill.as_bytes(),
+        );
         decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), bytes.as_deref())
     }
 }

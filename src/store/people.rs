@@ -8,8 +8,11 @@
 //! - `request:<user>`: the unix second a stranger asked for access, so the admins hear of
 //!   it once however often the button is pressed.
 
-use super::db::Store;
+use super::db::{self, Store};
 use super::error::Result;
+use super::records::read;
+
+const TREE: &str = db::PEOPLE;
 
 fn name_key(user: u64) -> String {
     format!("name:{user}")
@@ -23,7 +26,8 @@ fn request_key(user: u64) -> String {
     format!("request:{user}")
 }
 
-/// Users' names, strangers' refusals and access requests (tree `people`): [`Store::people`]. A borrowed view, cheap to make.
+/// Users' names, strangers' refusals and access requests (tree `people`):
+/// [`Store::people`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
 pub struct People<'s> {
     pub(super) store: &'s Store,
@@ -48,7 +52,7 @@ impl People<'_> {
 
     /// The name last remembered for `user`; `None` if unknown or unreadable.
     pub fn name_of(&self, user: u64) -> Option<String> {
-        let bytes = self.store.people.get(name_key(user).as_bytes()).ok()??;
+        let bytes = read(&self.store.people, TREE, name_key(user).as_bytes())?;
         String::from_utf8(bytes.to_vec()).ok()
     }
 

@@ -39,19 +39,24 @@ pub(super) fn decode_count(tree: &str, key: &[u8], bytes: Option<&[u8]>) -> u64 
     }
 }
 
+/// Reads a record's bytes for a reader that answers without it: a failed read is logged with
+/// its tree and key, and read as missing.
+pub(super) fn read(tree: &sled::Tree, name: &str, key: &[u8]) -> Option<sled::IVec> {
+    tree.get(key)
+        .inspect_err(|e| {
+            tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
+        })
+        .ok()
+        .flatten()
+}
+
 /// Reads a JSON record; a missing or unreadable one is `None` (an unreadable one is logged).
 pub(super) fn read_json<T: DeserializeOwned>(
     tree: &sled::Tree,
     name: &str,
     key: &[u8],
 ) -> Option<T> {
-    match tree.get(key) {
-        Ok(bytes) => decode_json(name, key, &bytes?),
-        Err(e) => {
-            tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
-            None
-        }
-    }
+    decode_json(name, key, &read(tree, name, key)?)
 }
 
 /// Applies `change` to the JSON record at `key` atomically (sled retries the closure on

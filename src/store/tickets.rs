@@ -120,7 +120,8 @@ fn judge(ticket: &FeedbackTicket, chat: i64, up: bool, changes_allowed: u8) -> V
     }
 }
 
-/// Option and feedback tickets (trees `tickets` and `feedback`): [`Store::tickets`]. A borrowed view, cheap to make.
+/// Option and feedback tickets (trees `tickets` and `feedback`):
+/// [`Store::tickets`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
 pub struct Tickets<'s> {
     pub(super) store: &'s Store,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
 use super::error::Result;
-use super::records::{decode_count, decode_json};
+use super::records::{decode_count, decode_json, read};
 use crate::llm::Usage;
 
 const TREE: &str = db::USAGE;
@@ -200,7 +200,7 @@ impl UsageLedger<'_> {
     /// Tokens the user's turns used today (UTC).
     pub fn user_tokens_today(&self, user: u64) -> u64 {
         let key = user_day_key(user, chrono::Utc::now().date_naive());
-        let bytes = self.store.usage.get(key.as_bytes()).ok().flatten();
+        let bytes = read(&self.store.usage, TREE, key.as_bytes());
         decode_count(TREE, key.as_bytes(), bytes.as_deref())
     }
 

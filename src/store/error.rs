@@ -9,7 +9,7 @@
 //! let unreadable = Error::Unreadable { tree: "chats", key: "chat 5".into() };
 //! assert!(unreadable.to_string().contains("`chats`"));
 //! let at_the_edge: anyhow::Error = unreadable.into();
-//! assert!(matches!(at_the_edge.downcast_ref(), Some(Error::Unreadable { .. })));
+//! assert!(matches!(at_the_edge.downcast_ref::<Error>(), Some(Error::Unreadable { .. })));
 //! ```
 
 use sled::transaction::TransactionError;

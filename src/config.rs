@@ -222,6 +222,11 @@ pub struct AccessConfig {
 pub struct ToolsConfig {
     pub fetch_timeout_secs: u64,
     pub fetch_max_bytes: usize,
+    /// A test hook: lets `fetch_url` reach loopback and private addresses, so tests can serve
+    /// pages on 127.0.0.1. No config file or environment variable sets it (a file that tries
+    /// is refused, see [`Config::from_toml`]); only code that builds a `Config` can, so a
+    /// deployed bot always has the SSRF guard on.
+    #[serde(skip)]
     pub fetch_allow_private: bool,
     /// SearXNG base URL for `web_search` (`HEURIST_SEARXNG_URL`); empty: the tool is not offered.
     pub searxng_url: String,
@@ -365,12 +370,25 @@ impl Config {
     }
 
     /// The shipped defaults with `user_toml` merged over them; `path` is only used in errors.
+    /// A file that sets `tools.fetch_allow_private` is refused: turning the SSRF guard off is
+    /// a test hook, not a setting.
     pub fn from_toml(user_toml: Option<&str>, path: &Path) -> anyhow::Result<Self> {
         let mut merged: toml::Value =
             toml::from_str(DEFAULT_TOML).context("the built-in config/heurist.toml is invalid")?;
         if let Some(text) = user_toml {
             let user: toml::Value = toml::from_str(text)
                 .map_err(|e| anyhow::anyhow!(toml_error_line(path, text, &e)))?;
+            if user
+                .get("tools")
+                .and_then(|t| t.get("fetch_allow_private"))
+                .is_some()
+            {
+                bail!(
+                    "invalid config in {}: tools.fetch_allow_private is not a setting (fetch_url \
+                     never reaches loopback or private addresses); remove that line",
+                    path.display()
+                );
+            }
             merge(&mut merged, user);
         }
         let text = toml::to_string(&merged).context("cannot re-serialise the merged config")?;
@@ -707,6 +725,15 @@ mod tests {
         assert!(!err.contains('\n'));
     }
 
+    /// The shipped file cannot turn the SSRF guard off; a user's file that tries is refused
+    /// (see `errors_are_one_clear_line`), and no environment variable names it.
+    #[test]
+    fn a_loaded_config_keeps_the_ssrf_guard_on() {
+        let mut config = Config::from_toml(Some("[tools]\n"), Path::new("x.toml")).unwrap();
+        config.apply_env(env(&[("TELOXIDE_TOKEN", "t")])).unwrap();
+        assert!(!config.tools.fetch_allow_private);
+    }
+
     #[test]
     fn a_compact_factor_that_would_compact_at_every_check_is_refused() {
         for (factor, ok) in [
@@ -893,6 +920,19 @@ roles = "admin"
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "unknown field `environ`",
             },
+            Case {
+                name: "the SSRF guard cannot be turned off by a file",
+                toml: "[tools]\nfetch_allow_private = true\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "tools.fetch_allow_private is not a setting (fetch_url never reaches \
+                         loopback or private addresses); remove that line",
+            },
+            Case {
+                name: "nor by a file that sets it off",
+                toml: "[tools]\nfetch_allow_private = false\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "tools.fetch_allow_private is not a setting",
+            },
         ];
         for case in cases {
             let err = Config::from_toml(Some(case.toml), Path::new("x.toml"))
@@ -903,5 +943,200 @@ roles = "admin"
             assert!(err.contains(case.expect), "case {}: {err}", case.name);
             assert!(!err.contains('\n'), "case {}: {err}", case.name);
         }
+    }
+
+    /// Where the reference of every setting lives; its first lines say how a key is written.
+    const CONFIG_DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
+    /// The environment variables a deployment may set, each on a line `NAME=` or `# NAME=`.
+    const ENV_EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.env.example");
+
+    /// A table header, real (`[llm]`, `[[models]]`) or shown commented out (`# [[mcp.servers]]`):
+    /// the table's dotted name.
+    fn table_header(line: &str) -> Option<&str> {
+        let line = line.trim_start_matches(['#', ' ']).trim_end();
+        let name = line.strip_prefix('[')?.strip_suffix(']')?;
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        let dotted = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.".contains(c);
+        (!name.is_empty() && name.chars().all(dotted)).then_some(name)
+    }
+
+    /// A key the file shows commented out, `# key = value` (or `# # key = value` inside a
+    /// commented example), as opposed to a comment in words.
+    fn commented_key(line: &str) -> Option<&str> {
+        let rest = line.strip_prefix('#')?.trim_start_matches(['#', ' ']);
+        let end = rest
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(rest.len());
+        let (key, after) = rest.split_at(end);
+        let assigns = after.trim_start().starts_with('=') && !after.trim_start().starts_with("==");
+        (key.starts_with(|c: char| c.is_ascii_lowercase()) && assigns).then_some(key)
+    }
+
+    /// A key as docs/configuration.md writes it: `section.key`, or bare before any section.
+    fn dotted(section: &str, key: &str) -> String {
+        if section.is_empty() {
+            key.to_string()
+        } else {
+            format!("{section}.{key}")
+        }
+    }
+
+    /// Every key under `table`, written as docs/configuration.md writes it: a key of an array of
+    /// tables under the array's name (`models.id`), an empty array as a key of its own.
+    fn parsed_keys(prefix: &str, table: &toml::Table, keys: &mut BTreeMap<String, String>) {
+        for (key, value) in table {
+            let path = dotted(prefix, key);
+            match value {
+                toml::Value::Table(inner) => parsed_keys(&path, inner, keys),
+                toml::Value::Array(items)
+                    if !items.is_empty() && items.iter().all(toml::Value::is_table) =>
+                {
+                    for item in items.iter().filter_map(toml::Value::as_table) {
+                        parsed_keys(&path, item, keys);
+                    }
+                }
+                _ => {
+                    let place = if prefix.is_empty() {
+                        "top level"
+                    } else {
+                        prefix
+                    };
+                    keys.entry(path).or_insert(format!("set in [{place}]"));
+                }
+            }
+        }
+    }
+
+    /// The keys of config/heurist.toml, each with where it is: those it sets and those it shows
+    /// commented out (found by line, under the last header above them).
+    fn shipped_keys() -> BTreeMap<String, String> {
+        let mut keys = BTreeMap::new();
+        let parsed: toml::Table = toml::from_str(DEFAULT_TOML).expect("config/heurist.toml parses");
+        parsed_keys("", &parsed, &mut keys);
+        let mut section = "";
+        for (n, line) in DEFAULT_TOML.lines().enumerate() {
+            if let Some(header) = table_header(line) {
+                section = header;
+            } else if let Some(key) = commented_key(line) {
+                keys.entry(dotted(section, key))
+                    .or_insert(format!("commented out at line {}", n + 1));
+            }
+        }
+        keys
+    }
+
+    /// The first code span of each table row of docs/configuration.md, by line number.
+    fn documented_names(docs: &str) -> Vec<(usize, &str)> {
+        docs.lines()
+            .enumerate()
+            .filter_map(|(n, line)| {
+                let name = line.strip_prefix("| `")?.split('`').next()?;
+                Some((n + 1, name))
+            })
+            .collect()
+    }
+
+    /// A config key (`llm.base_url`), as opposed to an environment variable (`OPENAI_BASE_URL`).
+    fn is_config_key(name: &str) -> bool {
+        name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.".contains(c))
+    }
+
+    #[test]
+    fn every_config_key_is_documented_and_every_documented_key_exists() {
+        let docs = std::fs::read_to_string(CONFIG_DOCS).expect("docs/configuration.md is readable");
+        let documented: BTreeMap<&str, usize> = documented_names(&docs)
+            .into_iter()
+            .filter(|(_, name)| is_config_key(name))
+            .map(|(line, name)| (name, line))
+            .collect();
+        let shipped = shipped_keys();
+        let mut drift = Vec::new();
+        for (key, place) in &shipped {
+            if !documented.contains_key(key.as_str()) {
+                drift.push(format!(
+                    "config/heurist.toml has `{key}` ({place}), but docs/configuration.md has no \
+                     table row whose first cell is `{key}`: add one (key, default, meaning) \
+                     under its section"
+                ));
+            }
+        }
+        for (key, line) in &documented {
+            if !shipped.contains_key(*key) {
+                drift.push(format!(
+                    "docs/configuration.md line {line} documents `{key}`, which \
+                     config/heurist.toml does not have (set or commented out)"
+                ));
+            }
+        }
+        assert!(
+            drift.is_empty(),
+            "config and its docs drifted:\n{}",
+            drift.join("\n")
+        );
+        assert!(shipped.contains_key("mcp.servers.cwd") && shipped.contains_key("models.id"));
+    }
+
+    #[test]
+    fn every_environment_variable_is_documented() {
+        let docs = std::fs::read_to_string(CONFIG_DOCS).expect("docs/configuration.md is readable");
+        let documented: Vec<&str> = documented_names(&docs)
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        let example = std::fs::read_to_string(ENV_EXAMPLE).expect(".env.example is readable");
+        let names: Vec<&str> = example
+            .lines()
+            .filter_map(|line| {
+                let (name, _) = line.trim_start_matches(['#', ' ']).split_once('=')?;
+                let upper = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+                (!name.is_empty() && name.chars().all(upper)).then_some(name)
+            })
+            .collect();
+        assert!(names.contains(&"TELOXIDE_TOKEN"), "{names:?}");
+        let missing: Vec<&&str> = names.iter().filter(|n| !documented.contains(n)).collect();
+        assert!(
+            missing.is_empty(),
+            ".env.example names {missing:?}, which docs/configuration.md has no row for"
+        );
+    }
+
+    #[test]
+    fn the_commented_out_examples_of_the_shipped_file_are_real_keys() {
+        // Each table that shows keys commented out, uncommented on its own, must parse as the
+        // real Config (unknown keys are refused), so an example cannot name a key that is gone.
+        let lines: Vec<&str> = DEFAULT_TOML.lines().collect();
+        let starts: Vec<usize> = (0..lines.len())
+            .filter(|&n| table_header(lines[n]).is_some())
+            .chain([lines.len()])
+            .collect();
+        let mut checked = 0;
+        for pair in starts.windows(2) {
+            let section = &lines[pair[0]..pair[1]];
+            if !section.iter().any(|line| commented_key(line).is_some()) {
+                continue;
+            }
+            let uncommented: String = section
+                .iter()
+                .map(|line| match (table_header(line), commented_key(line)) {
+                    (Some(_), _) | (_, Some(_)) => line.trim_start_matches(['#', ' ']),
+                    _ => line,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            if let Err(e) = Config::from_toml(Some(&uncommented), Path::new("x.toml")) {
+                panic!(
+                    "config/heurist.toml line {}: its commented-out keys do not parse: {e}",
+                    pair[0] + 1
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(
+            checked, 2,
+            "[[models]] and [[mcp.servers]] show their optional keys"
+        );
     }
 }

@@ -1,13 +1,22 @@
 //! Heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own tasks.
 //!
-//! The layers, each importing only the ones before it:
-//! [`texts`], [`config`], [`conversation`], [`burst`] → [`llm`], [`store`] → [`budget`] → [`agent`],
-//! [`learning`], [`options`],
-//! [`limits`], [`cancel`], [`queue`] → [`app`] (the services) → [`turn`] (the pipeline of one
-//! turn) → [`telegram`] (the adapter: schema, handlers, rendering, sending) → the binary. A
-//! lower layer that must talk back (the turn showing an answer) does so through a trait it owns
-//! ([`turn::Messenger`]), which the adapter implements. `scripts/modgraph.py` prints the
-//! file-level import graph and fails on any cycle.
+//! The layers, bottom first. A module imports only from its own layer and the ones below it,
+//! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
+//! declaration of the order) and fails CI on an import against it, test code included:
+//!
+//! 1. [`texts`], [`config`], [`conversation`], [`burst`], [`logging`], [`background`]
+//! 2. [`llm`], [`store`]
+//! 3. [`budget`]
+//! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
+//! 5. [`app`] (the services)
+//! 6. [`maintenance`] (the store's upkeep: prune and compaction), [`turn`] (the pipeline of one
+//!    turn)
+//! 7. [`telegram`] (the adapter: schema, handlers, rendering, sending)
+//! 8. the binary (`main.rs`)
+//!
+//! A lower layer that must talk back (the turn showing an answer) does so through a trait it
+//! owns ([`turn::Messenger`]), which the adapter implements. This root stands outside the
+//! layers: it declares them, and its [`run`] starts the adapter.
 
 pub mod agent;
 pub mod app;
@@ -21,6 +30,7 @@ pub mod learning;
 pub mod limits;
 pub mod llm;
 pub mod logging;
+pub mod maintenance;
 pub mod options;
 pub mod queue;
 pub mod store;

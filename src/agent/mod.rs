@@ -18,6 +18,7 @@ pub mod output;
 pub mod search;
 pub mod tools;
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::budget::{self, Payer};
@@ -249,164 +250,118 @@ impl Agent {
         seat: &Seat,
         payer: &Payer,
     ) -> TurnResult {
-        let mut conversation = prompt;
-        let mut turn_start = conversation.len();
-        conversation.push(user.clone());
-        let mut result = TurnResult {
-            status: TurnStatus::Answered,
-            answer: String::new(),
-            messages: Vec::new(),
-            usage: Usage::default(),
-            calls: 0,
-            tools_used: Vec::new(),
-            tool_errors: 0,
-            last_request: None,
-            dropped_turns: 0,
-            cut_off: false,
-            read_external: false,
-            admin_only_calls: Vec::new(),
-            last_tool_error: None,
-        };
-        let mut calls = CallLog::default();
-        // The tools whose learned lessons this turn already showed with a failed call.
-        let mut shown_lessons = std::collections::HashSet::new();
-        let mut asked_again = false;
-
+        let mut turn = Underway::new(prompt, &user);
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
-            let mut request = self.request(model, conversation.clone(), seat.caller);
-            if asked_again {
-                // Asked for the answer: without tools, since a weak model offered tools calls
-                // one instead (Qwen2.5-Coder-1.5B did, every time, and answered once they were
-                // gone). One prompt-cache miss, on this rare path only.
-                request.tools.clear();
-            }
-            request.set_streaming(events.is_some());
+            let request = self.next_request(model, &turn, seat.caller, events.is_some());
             let hold = match payer.reserve(budget::estimate(&request)).await {
                 Ok(hold) => hold,
-                Err(spent) => return self.failed(result, user, spent.into()),
+                Err(spent) => return self.failed(turn.result, user, spent.into()),
             };
             let completion = match self.complete(&request, events).await {
                 Ok(completion) => completion,
-                Err(LlmError::ContextOverflow { message }) => {
+                Err(error) => {
                     hold.release();
-                    let (turns, range) = oldest_turns_to_drop(&conversation[..turn_start]);
-                    if result.dropped_turns > 0 || turns == 0 {
-                        return self.failed(result, user, LlmError::ContextOverflow { message });
+                    match turn.make_room(error, &model.id) {
+                        Ok(()) => continue,
+                        Err(error) => return self.failed(turn.result, user, error),
                     }
-                    tracing::info!(model = %model.id, turns, "context overflow: dropping old turns and retrying");
-                    turn_start -= range.len();
-                    conversation.drain(range);
-                    result.dropped_turns = turns;
-                    continue;
-                }
-                Err(e) => {
-                    hold.release();
-                    tracing::warn!(model = %model.id, error = %e, "turn failed: LLM error");
-                    return self.failed(result, user, e);
                 }
             };
             iterations += 1;
-            result.calls += 1;
-            result.usage += completion.usage;
+            turn.result.calls += 1;
+            turn.result.usage += completion.usage;
             hold.settle(completion.usage);
-            conversation.push(completion.message());
-            result.last_request = Some(request);
-            let silent =
-                completion.content.trim().is_empty() || calls::echoes_the_bot(&completion.content);
-            // Calling again exactly what already answered in this turn is a weak model's loop
-            // (Qwen2.5-Coder-1.5B called the weather tool three times, then told the user the
-            // tool gave no output): the call is dropped and the answer asked for.
-            let repeats_answered = !completion.tool_calls.is_empty()
-                && completion
-                    .tool_calls
-                    .iter()
-                    .all(|call| calls.answered(&call.function.name, &call.function.arguments));
-            if !asked_again && repeats_answered {
-                tracing::info!(
-                    "the model repeated a call that already answered; asking for the answer"
-                );
-                conversation.pop();
-                asked_again = true;
-                conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
-                continue;
-            }
-            if completion.tool_calls.is_empty() && silent {
-                if !asked_again {
-                    // One more call, asking for the answer from what the tools returned.
-                    asked_again = true;
-                    conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
-                    continue;
+            turn.conversation.push(completion.message());
+            turn.result.last_request = Some(request);
+            match turn.judge(&completion) {
+                Verdict::AskedAgain => {}
+                Verdict::NoAnswer => return turn.no_answer(),
+                Verdict::Answered => return turn.answered(&completion, self.answer_cap(model)),
+                Verdict::RunTools => {
+                    self.run_tools(&mut turn, &completion.tool_calls, seat, events)
+                        .await;
                 }
-                return no_answer(result, conversation.split_off(turn_start), &calls);
-            }
-            if asked_again && !completion.tool_calls.is_empty() {
-                // Asked for the answer, it called tools again: no answer is coming.
-                conversation.pop();
-                return no_answer(result, conversation.split_off(turn_start), &calls);
-            }
-            if completion.tool_calls.is_empty() {
-                result.answer = completion.content.clone();
-                if completion.was_cut_off() {
-                    result.cut_off = true;
-                    result.answer.push_str(&format!(
-                        "\n\n_(Cut off: the answer reached the limit of {} tokens. Ask me to continue.)_",
-                        self.answer_cap(model)
-                    ));
-                }
-                result.messages = conversation.split_off(turn_start);
-                return result;
-            }
-            for call in &completion.tool_calls {
-                tracing::debug!(tool = %call.function.name, "tool call");
-                if let Some(events) = events {
-                    let _ = events.send(AgentEvent::Progress(progress_line(call)));
-                }
-                result.tools_used.push(call.function.name.clone());
-                let output = if result.tools_used.len() > self.config.max_tool_calls {
-                    format!(
-                        "{}this turn reached its limit of {} tool calls; answer with what you have",
-                        tools::ERROR_PREFIX,
-                        self.config.max_tool_calls
-                    )
-                } else if let Some(repeat) =
-                    calls.repeat_of(&call.function.name, &call.function.arguments)
-                {
-                    tracing::info!(tool = %call.function.name, "not running a repeated failing call");
-                    repeat
-                } else {
-                    let output = self.tools.call(call, seat.caller).await;
-                    result.read_external |= output.external;
-                    cap_output(output.text, self.config.max_tool_output_chars)
-                };
-                // Every result of an admin-only tool (a repeat quoting its error, too) is kept
-                // from other users' turns.
-                if self.tools.admin_only(&call.function.name) {
-                    result.admin_only_calls.push(call.id.clone());
-                }
-                let mut output = output;
-                calls.record(&call.function.name, &call.function.arguments, &output);
-                if output.starts_with(tools::ERROR_PREFIX) {
-                    result.tool_errors += 1;
-                    if let Some(lessons) = seat.lessons.get(&call.function.name)
-                        && shown_lessons.insert(call.function.name.clone())
-                    {
-                        output.push_str(&lessons_note(lessons));
-                    }
-                }
-                conversation.push(ChatMessage::tool_result(&call.id, output));
             }
         }
+        turn.stopped_at(self.config.max_iterations)
+    }
 
-        result.answer = format!(
-            "I stopped after {} steps without reaching a final answer. \
-             Try a narrower question, or ask me to continue.",
-            self.config.max_iterations
-        );
-        conversation.push(ChatMessage::assistant(result.answer.clone()));
-        result.status = TurnStatus::IterationCap;
-        result.messages = conversation.split_off(turn_start);
-        result
+    /// The request of the turn's next call. Once the answer was asked for, without tools: a
+    /// weak model offered tools calls one instead (Qwen2.5-Coder-1.5B did, every time, and
+    /// answered once they were gone). One prompt-cache miss, on this rare path only.
+    fn next_request(
+        &self,
+        model: &ModelConfig,
+        turn: &Underway,
+        caller: Caller,
+        streaming: bool,
+    ) -> ChatRequest {
+        let mut request = self.request(model, turn.conversation.clone(), caller);
+        if turn.asked_again {
+            request.tools.clear();
+        }
+        request.set_streaming(streaming);
+        request
+    }
+
+    /// Runs a completion's tool calls in order, appending each result to the conversation.
+    /// A failed result carries the seat's lessons about its tool, the first time in the turn.
+    async fn run_tools(
+        &self,
+        turn: &mut Underway,
+        calls: &[ToolCall],
+        seat: &Seat,
+        events: Option<&Events>,
+    ) {
+        for call in calls {
+            tracing::debug!(tool = %call.function.name, "tool call");
+            if let Some(events) = events {
+                let _ = events.send(AgentEvent::Progress(progress_line(call)));
+            }
+            turn.result.tools_used.push(call.function.name.clone());
+            let mut output = self.tool_output(turn, call, seat.caller).await;
+            // Every result of an admin-only tool (a repeat quoting its error, too) is kept
+            // from other users' turns.
+            if self.tools.admin_only(&call.function.name) {
+                turn.result.admin_only_calls.push(call.id.clone());
+            }
+            turn.calls
+                .record(&call.function.name, &call.function.arguments, &output);
+            if output.starts_with(tools::ERROR_PREFIX) {
+                turn.result.tool_errors += 1;
+                if let Some(lessons) = seat.lessons.get(&call.function.name)
+                    && turn.shown_lessons.insert(call.function.name.clone())
+                {
+                    output.push_str(&lessons_note(lessons));
+                }
+            }
+            turn.conversation
+                .push(ChatMessage::tool_result(&call.id, output));
+        }
+    }
+
+    /// What `call` returns: a refusal past the turn's limit of tool calls, the recorded
+    /// result of the same call that failed before in the turn (not run again), or the tool's
+    /// output, capped.
+    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, caller: Caller) -> String {
+        if turn.result.tools_used.len() > self.config.max_tool_calls {
+            format!(
+                "{}this turn reached its limit of {} tool calls; answer with what you have",
+                tools::ERROR_PREFIX,
+                self.config.max_tool_calls
+            )
+        } else if let Some(repeat) = turn
+            .calls
+            .repeat_of(&call.function.name, &call.function.arguments)
+        {
+            tracing::info!(tool = %call.function.name, "not running a repeated failing call");
+            repeat
+        } else {
+            let output = self.tools.call(call, caller).await;
+            turn.result.read_external |= output.external;
+            cap_output(output.text, self.config.max_tool_output_chars)
+        }
     }
 
     /// One LLM call; streamed (text reported as it arrives) when someone is watching. A
@@ -468,6 +423,185 @@ impl Agent {
     }
 }
 
+/// A turn in progress: the conversation so far and what the turn produced, with what the loop
+/// remembers between calls.
+struct Underway {
+    /// The prompt, the user's message and every message of the turn since.
+    conversation: Vec<ChatMessage>,
+    /// Where the turn's own messages start in `conversation` (earlier after old turns drop).
+    turn_start: usize,
+    result: TurnResult,
+    calls: CallLog,
+    /// The tools whose learned lessons this turn already showed with a failed call.
+    shown_lessons: HashSet<String>,
+    /// The answer was asked for once more ([`ANSWER_NOW_PROMPT`]).
+    asked_again: bool,
+}
+
+/// What a completion, just appended to the conversation, calls for.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// Its tool calls run, then the model is called again.
+    RunTools,
+    /// The answer was asked for once more: the model is called again.
+    AskedAgain,
+    /// It is the final answer.
+    Answered,
+    /// No answer is coming.
+    NoAnswer,
+}
+
+impl Underway {
+    fn new(prompt: Vec<ChatMessage>, user: &ChatMessage) -> Self {
+        let mut conversation = prompt;
+        let turn_start = conversation.len();
+        conversation.push(user.clone());
+        Self {
+            conversation,
+            turn_start,
+            result: TurnResult {
+                status: TurnStatus::Answered,
+                answer: String::new(),
+                messages: Vec::new(),
+                usage: Usage::default(),
+                calls: 0,
+                tools_used: Vec::new(),
+                tool_errors: 0,
+                last_request: None,
+                dropped_turns: 0,
+                cut_off: false,
+                read_external: false,
+                admin_only_calls: Vec::new(),
+                last_tool_error: None,
+            },
+            calls: CallLog::default(),
+            shown_lessons: HashSet::new(),
+            asked_again: false,
+        }
+    }
+
+    /// After a failed call to `model`: `Ok` when the call is worth trying again, because it
+    /// was the turn's first context overflow and the oldest whole turns of the history were
+    /// dropped (see [`oldest_turns_to_drop`]); otherwise the error that ends the turn.
+    fn make_room(&mut self, error: LlmError, model: &str) -> Result<(), LlmError> {
+        if !matches!(error, LlmError::ContextOverflow { .. }) {
+            tracing::warn!(model, error = %error, "turn failed: LLM error");
+            return Err(error);
+        }
+        let (turns, range) = oldest_turns_to_drop(&self.conversation[..self.turn_start]);
+        if self.result.dropped_turns > 0 || turns == 0 {
+            return Err(error);
+        }
+        tracing::info!(
+            model,
+            turns,
+            "context overflow: dropping old turns and retrying"
+        );
+        self.turn_start -= range.len();
+        self.conversation.drain(range);
+        self.result.dropped_turns = turns;
+        Ok(())
+    }
+
+    /// Judges `completion`, the conversation's last message. An empty answer, or calling
+    /// again exactly what already answered in this turn (a weak model's loop:
+    /// Qwen2.5-Coder-1.5B called the weather tool three times, then told the user the tool
+    /// gave no output), asks once more for the answer from what the tools returned; the
+    /// repeated call is dropped. Asked again, tool calls or silence mean no answer is coming.
+    fn judge(&mut self, completion: &Completion) -> Verdict {
+        let calls_tools = !completion.tool_calls.is_empty();
+        let silent =
+            completion.content.trim().is_empty() || calls::echoes_the_bot(&completion.content);
+        let repeats_answered = calls_tools
+            && completion.tool_calls.iter().all(|call| {
+                self.calls
+                    .answered(&call.function.name, &call.function.arguments)
+            });
+        if !self.asked_again && repeats_answered {
+            tracing::info!(
+                "the model repeated a call that already answered; asking for the answer"
+            );
+            self.conversation.pop();
+            self.ask_for_the_answer();
+            return Verdict::AskedAgain;
+        }
+        if !calls_tools && silent {
+            if !self.asked_again {
+                self.ask_for_the_answer();
+                return Verdict::AskedAgain;
+            }
+            return Verdict::NoAnswer;
+        }
+        if self.asked_again && calls_tools {
+            self.conversation.pop();
+            return Verdict::NoAnswer;
+        }
+        if calls_tools {
+            Verdict::RunTools
+        } else {
+            Verdict::Answered
+        }
+    }
+
+    fn ask_for_the_answer(&mut self) {
+        self.asked_again = true;
+        self.conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
+    }
+
+    /// The result of a turn that ended with `completion` as its answer; one cut off at `cap`
+    /// tokens says so.
+    fn answered(mut self, completion: &Completion, cap: u32) -> TurnResult {
+        self.result.answer = completion.content.clone();
+        if completion.was_cut_off() {
+            self.result.cut_off = true;
+            self.result.answer.push_str(&format!(
+                "\n\n_(Cut off: the answer reached the limit of {cap} tokens. Ask me to continue.)_"
+            ));
+        }
+        self.finish()
+    }
+
+    /// Ends a turn whose model gave no answer even when asked again: the messages so far are
+    /// kept (with the honest note as the answer), and the status offers 🔁 Retry.
+    fn no_answer(mut self) -> TurnResult {
+        let mut messages = self.conversation.split_off(self.turn_start);
+        let mut result = self.result;
+        result.answer = self.calls.no_answer_text();
+        result.last_tool_error = self
+            .calls
+            .last_error()
+            .map(|(tool, error)| (tool.to_string(), error.to_string()));
+        // The empty reply is replaced by the note, so the history says what the user saw.
+        if matches!(messages.last(), Some(ChatMessage::Assistant { tool_calls, .. }) if tool_calls.is_empty())
+        {
+            messages.pop();
+        }
+        messages.push(ChatMessage::assistant(result.answer.clone()));
+        result.messages = messages;
+        result.status = TurnStatus::NoAnswer;
+        result
+    }
+
+    /// Ends a turn the cap of `max_iterations` calls stopped before a final answer.
+    fn stopped_at(mut self, max_iterations: usize) -> TurnResult {
+        self.result.answer = format!(
+            "I stopped after {max_iterations} steps without reaching a final answer. \
+             Try a narrower question, or ask me to continue."
+        );
+        self.conversation
+            .push(ChatMessage::assistant(self.result.answer.clone()));
+        self.result.status = TurnStatus::IterationCap;
+        self.finish()
+    }
+
+    /// The result, with the turn's messages (user message first) taken out of the
+    /// conversation.
+    fn finish(mut self) -> TurnResult {
+        self.result.messages = self.conversation.split_off(self.turn_start);
+        self.result
+    }
+}
+
 /// Whose turn the tools serve, and what was learned about them.
 #[derive(Debug, Clone)]
 pub struct Seat {
@@ -485,28 +619,6 @@ fn lessons_note(lessons: &[String]) -> String {
         note.push_str(lesson);
     }
     note
-}
-
-/// Ends a turn whose model gave no answer even when asked again: the messages so far are kept
-/// (with the honest note as the answer), and the status offers 🔁 Retry.
-fn no_answer(
-    mut result: TurnResult,
-    mut messages: Vec<ChatMessage>,
-    calls: &CallLog,
-) -> TurnResult {
-    result.answer = calls.no_answer_text();
-    result.last_tool_error = calls
-        .last_error()
-        .map(|(tool, error)| (tool.to_string(), error.to_string()));
-    // The empty reply is replaced by the note, so the history says what the user saw.
-    if matches!(messages.last(), Some(ChatMessage::Assistant { tool_calls, .. }) if tool_calls.is_empty())
-    {
-        messages.pop();
-    }
-    messages.push(ChatMessage::assistant(result.answer.clone()));
-    result.messages = messages;
-    result.status = TurnStatus::NoAnswer;
-    result
 }
 
 /// Tool output cut to `max` characters, saying so, so one huge result cannot crowd out the
@@ -592,12 +704,137 @@ fn llm_failure_text(e: &LlmError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::FunctionCall;
 
     fn turn(i: usize, size: usize) -> Vec<ChatMessage> {
         vec![
             ChatMessage::user(format!("q{i} {}", "x".repeat(size))),
             ChatMessage::assistant(format!("a{i}")),
         ]
+    }
+
+    /// What each completion calls for, and what it leaves at the end of the conversation.
+    #[test]
+    fn judging_completions() {
+        struct Case {
+            name: &'static str,
+            asked_again: bool,
+            /// A call to `weather` with `{}` that already answered in the turn.
+            weather_answered: bool,
+            content: &'static str,
+            calls: &'static [&'static str],
+            verdict: Verdict,
+            /// The conversation's last message, after the prompt and the user's "q".
+            last: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "an answer is final",
+                asked_again: false,
+                weather_answered: false,
+                content: "sunny",
+                calls: &[],
+                verdict: Verdict::Answered,
+                last: "sunny",
+            },
+            Case {
+                name: "tool calls run",
+                asked_again: false,
+                weather_answered: false,
+                content: "",
+                calls: &["weather"],
+                verdict: Verdict::RunTools,
+                last: "",
+            },
+            Case {
+                name: "an empty answer asks once more",
+                asked_again: false,
+                weather_answered: false,
+                content: "  ",
+                calls: &[],
+                verdict: Verdict::AskedAgain,
+                last: ANSWER_NOW_PROMPT,
+            },
+            Case {
+                name: "repeating an answered call asks for the answer, the call dropped",
+                asked_again: false,
+                weather_answered: true,
+                content: "",
+                calls: &["weather"],
+                verdict: Verdict::AskedAgain,
+                last: ANSWER_NOW_PROMPT,
+            },
+            Case {
+                name: "a new call after an answered one runs",
+                asked_again: false,
+                weather_answered: true,
+                content: "",
+                calls: &["weather", "current_time"],
+                verdict: Verdict::RunTools,
+                last: "",
+            },
+            Case {
+                name: "asked again, an answer is final",
+                asked_again: true,
+                weather_answered: false,
+                content: "sunny",
+                calls: &[],
+                verdict: Verdict::Answered,
+                last: "sunny",
+            },
+            Case {
+                name: "asked again, silence is no answer",
+                asked_again: true,
+                weather_answered: false,
+                content: "",
+                calls: &[],
+                verdict: Verdict::NoAnswer,
+                last: "",
+            },
+            Case {
+                name: "asked again, tool calls are no answer and dropped",
+                asked_again: true,
+                weather_answered: false,
+                content: "",
+                calls: &["weather"],
+                verdict: Verdict::NoAnswer,
+                last: ANSWER_NOW_PROMPT,
+            },
+        ];
+        for case in cases {
+            let mut turn = Underway::new(vec![ChatMessage::system("s")], &ChatMessage::user("q"));
+            if case.weather_answered {
+                turn.calls.record("weather", "{}", "cloudy");
+            }
+            if case.asked_again {
+                turn.ask_for_the_answer();
+            }
+            let completion = Completion {
+                content: case.content.to_string(),
+                tool_calls: case
+                    .calls
+                    .iter()
+                    .map(|name| ToolCall {
+                        id: format!("call_{name}"),
+                        kind: "function".to_string(),
+                        function: FunctionCall {
+                            name: name.to_string(),
+                            arguments: "{}".to_string(),
+                        },
+                    })
+                    .collect(),
+                finish_reason: None,
+                usage: Usage::default(),
+            };
+            turn.conversation.push(completion.message());
+            assert_eq!(turn.judge(&completion), case.verdict, "case {}", case.name);
+            let last = match turn.conversation.last() {
+                Some(ChatMessage::User { content }) => content.text().to_string(),
+                Some(ChatMessage::Assistant { content, .. }) => content.clone(),
+                other => panic!("case {}: {other:?}", case.name),
+            };
+            assert_eq!(last, case.last, "case {}", case.name);
+        }
     }
 
     #[test]

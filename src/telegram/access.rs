@@ -20,14 +20,14 @@ use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, User};
 
 use super::callback_data::Action;
+use super::handlers::{self, Deps, HandlerResult};
 use super::keyboards;
-use super::outbox::Outbox;
 use super::render::escape_html;
 use super::replies;
-use crate::app::App;
 use crate::burst::Bursts;
 use crate::config::Role;
 use crate::conversation::Conversation;
+use crate::texts::telegram as texts;
 
 /// How long after a stranger's refusal the next stranger refused in the conversation is added
 /// to the same message.
@@ -57,66 +57,25 @@ impl Refused {
     }
 }
 
-type HandlerResult = anyhow::Result<()>;
-
-/// The refusal a stranger gets, with their id; `button` adds the line about the button.
-pub(crate) fn refusal_html(user: u64, button: bool) -> String {
-    let mut html = format!(
-        "Sorry, this bot is private. Your Telegram user id is <code>{user}</code>: to get in, \
-         ask the bot's owner to add your id."
-    );
-    if button {
-        html.push_str("\nOr tap <b>Request access</b> to send the owner your name and id.");
-    }
-    html
+/// The refusal of a burst of strangers (see [`texts::refusals_html`]).
+fn refusals_html(refused: &Refused) -> String {
+    texts::refusals_html(&refused.ids, refused.more)
 }
 
-/// The refusal of several strangers at once (a burst in a group): every id, no button.
-pub(crate) fn refusals_html(refused: &Refused) -> String {
-    let ids: Vec<String> = refused
-        .ids
-        .iter()
-        .map(|id| format!("<code>{id}</code>"))
-        .collect();
-    let mut html = format!(
-        "Sorry, this bot is private. To get in, ask the bot's owner to add your Telegram user \
-         id: {}",
-        ids.join(", ")
-    );
-    if refused.more > 0 {
-        html.push_str(&format!(" and {} more", refused.more));
-    }
-    html.push('.');
-    html
-}
-
-/// The refusal once its request went to the admins.
-pub(crate) fn request_sent_html(user: u64) -> String {
-    format!(
-        "Sorry, this bot is private. Your Telegram user id is <code>{user}</code>.\n\
-         ✅ Request sent: the bot's owner has your name and id."
-    )
-}
-
-/// What the admins are told of a request: who, with the id to copy, and what to do.
-pub(crate) fn admin_notice_html(user: u64, name: &str, username: Option<&str>) -> String {
-    let handle = username.map_or_else(String::new, |u| format!(" (@{})", escape_html(u)));
-    format!(
-        "🔑 <b>Access request</b>\n{}{handle} asks to use the bot. Their id: <code>{user}</code>\n\
-         To let them in, add the id to <code>access.allowed_users</code> (or \
-         <code>HEURIST_ALLOWED_USERS</code>) and restart the bot.",
-        escape_html(name)
+/// What the admins are told of `who`'s request.
+fn admin_notice_html(who: &User) -> String {
+    let username = who.username.as_deref().map(escape_html);
+    texts::admin_notice_html(
+        who.id.0,
+        &escape_html(&who.full_name()),
+        username.as_deref(),
     )
 }
 
 /// A message from a stranger: the refusal, at most once a day in this chat, posted (see
 /// [`replies`]) as the burst's one message; no LLM call.
-pub async fn refuse_stranger(
-    app: Arc<App>,
-    tg: Arc<Outbox>,
-    strangers: Arc<Strangers>,
-    msg: Message,
-) -> HandlerResult {
+pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message) -> HandlerResult {
+    let Deps { app, tg } = &deps;
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
     };
@@ -144,7 +103,7 @@ pub async fn refuse_stranger(
         chat = chat.0,
         "refused a user who is not allowed"
     );
-    let to = super::handlers::conversation_of(&msg);
+    let to = handlers::conversation_of(&msg);
     if !strangers
         .0
         .add(to, BURST, Instant::now(), |refused| refused.add(id))
@@ -158,10 +117,12 @@ pub async fn refuse_stranger(
         let render = |refused: &Refused| match refused.ids.as_slice() {
             [id] => {
                 let markup = button
-                    .then(|| keyboards::button("🔑 Request access", &Action::RequestAccess(*id)))
+                    .then(|| {
+                        keyboards::button(texts::REQUEST_ACCESS_BUTTON, &Action::RequestAccess(*id))
+                    })
                     .flatten()
                     .map(|b| InlineKeyboardMarkup::new([[b]]));
-                (refusal_html(*id, markup.is_some()), markup)
+                (texts::refusal_html(*id, markup.is_some()), markup)
             }
             _ => (refusals_html(refused), None),
         };
@@ -173,40 +134,33 @@ pub async fn refuse_stranger(
 /// "Request access": checked on the server (setting on, the presser is the stranger the
 /// button names), then the admins are told once, and the refusal says the request was sent.
 pub async fn request_pressed(
-    app: Arc<App>,
-    tg: Arc<Outbox>,
+    deps: Deps,
     query: CallbackQuery,
     role: Role,
     named: u64,
 ) -> HandlerResult {
+    let Deps { app, tg } = &deps;
     let presser = &query.from;
     // The toast, whether the request is (now) with the admins, and whether this press made it.
     let (toast, sent, first) = if !app.config().access.request_button || named != presser.id.0 {
         tracing::info!(user = presser.id.0, named, data = ?query.data, "refused an access request button");
-        ("That button is not valid", false, false)
+        (texts::ACCESS_BUTTON_INVALID, false, false)
     } else if role != Role::Stranger {
-        ("You can use the bot already", false, false)
+        (texts::ACCESS_ALREADY, false, false)
     } else {
         let now = chrono::Utc::now().timestamp();
         match app.store().people().claim_access_request(named, now) {
-            Ok(true) => ("Request sent", true, true),
-            Ok(false) => ("Request already sent", true, false),
+            Ok(true) => (texts::ACCESS_REQUEST_SENT, true, true),
+            Ok(false) => (texts::ACCESS_REQUEST_ALREADY_SENT, true, false),
             Err(e) => {
                 tracing::warn!(user = named, error = %e, "cannot record an access request");
-                (
-                    "Cannot send the request now; please try again later",
-                    false,
-                    false,
-                )
+                (texts::ACCESS_REQUEST_FAILED, false, false)
             }
         }
     };
-    tg.bot()
-        .answer_callback_query(query.id.clone())
-        .text(toast)
-        .await?;
+    tg.answer_press(&query, toast).await?;
     if first {
-        notify_admins(&app, &tg, presser);
+        notify_admins(&deps, presser);
     }
     // Only the refusal that carries this very button is edited, not any message a forged
     // press names.
@@ -219,66 +173,26 @@ pub async fn request_pressed(
     });
     if let (true, Some(message)) = (sent, refusal) {
         let at = Conversation::from(message.chat().id.0);
-        let html = request_sent_html(named);
+        let html = texts::request_sent_html(named);
         let what = "mark an access request as sent";
-        replies::edit(&app, &tg, at, message.id(), html, None, what);
+        replies::edit(&deps, at, message.id(), html, None, what);
     }
     Ok(())
 }
 
 /// Tells every admin (in their private chat) who asks for access. Telegram refuses a private
 /// chat the admin never opened; the log keeps the request.
-fn notify_admins(app: &App, tg: &Arc<Outbox>, who: &User) {
+fn notify_admins(deps: &Deps, who: &User) {
     tracing::info!(user = who.id.0, "a stranger asks for access");
-    let html = admin_notice_html(who.id.0, &who.full_name(), who.username.as_deref());
-    for &admin in &app.config().access.admins {
-        replies::html(
-            app,
-            tg,
-            Conversation::from(admin as i64),
-            html.clone(),
-            None,
-        );
+    let html = admin_notice_html(who);
+    for &admin in &deps.app.config().access.admins {
+        replies::html(deps, Conversation::from(admin as i64), html.clone(), None);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strangers_texts_carry_the_id_and_no_jargon() {
-        let cases = [
-            (
-                "refusal",
-                refusal_html(666, false),
-                "ask the bot's owner to add your id.",
-                false,
-            ),
-            (
-                "refusal with the button",
-                refusal_html(666, true),
-                "tap <b>Request access</b>",
-                true,
-            ),
-            (
-                "request sent",
-                request_sent_html(666),
-                "✅ Request sent",
-                false,
-            ),
-        ];
-        for (name, html, says, mentions_button) in cases {
-            assert!(html.contains("<code>666</code>"), "{name}: {html}");
-            assert!(html.contains(says), "{name}: {html}");
-            assert_eq!(
-                html.contains("Request access"),
-                mentions_button,
-                "{name}: {html}"
-            );
-            assert!(!html.contains("HEURIST_"), "{name}: {html}");
-        }
-    }
 
     #[test]
     fn a_burst_of_strangers_lists_every_id_up_to_a_cap() {
@@ -301,17 +215,24 @@ mod tests {
 
     #[test]
     fn admins_get_the_name_escaped_and_the_id_to_copy() {
+        let user = |json: serde_json::Value| -> User { serde_json::from_value(json).unwrap() };
         let cases = [
             (
                 "with a username",
-                "Eve <3",
-                Some("eve_x"),
+                user(
+                    serde_json::json!({"id": 666, "is_bot": false, "first_name": "Eve <3",
+                    "username": "eve_x"}),
+                ),
                 "Eve &lt;3 (@eve_x) asks",
             ),
-            ("without", "Mallory", None, "Mallory asks"),
+            (
+                "without",
+                user(serde_json::json!({"id": 666, "is_bot": false, "first_name": "Mallory"})),
+                "Mallory asks",
+            ),
         ];
-        for (name, full_name, username, says) in cases {
-            let html = admin_notice_html(666, full_name, username);
+        for (name, who, says) in cases {
+            let html = admin_notice_html(&who);
             assert!(html.contains(says), "{name}: {html}");
             assert!(html.contains("<code>666</code>"), "{name}: {html}");
         }

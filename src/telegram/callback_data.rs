@@ -7,19 +7,22 @@
 //! - Actions: `__act__<action>|<payload>`, payloads short by construction (model *keys*, not
 //!   slugs; ticket ids).
 //!
-//! On top of the two formats, [`OptionPress`] and [`Action`] are what the dispatcher's schema
-//! routes on: one branch per action.
+//! On top of the two formats, [`CallbackData::parse`] is the one way data is read: it gives an
+//! [`OptionPress`] or an [`Action`], which the dispatcher's schema routes on, one branch per
+//! action.
 //!
-//! Callback data comes from the client and can be forged: decoding only parses; every route
+//! Callback data comes from the client and can be forged: parsing only parses; every route
 //! checks the record and the presser's role on the server.
 //!
 //! ```
-//! use heurist::telegram::callback_data::{decode_callback, encode_option};
-//! let data = encode_option("k1.0", &"é".repeat(100)).unwrap();
+//! use heurist::telegram::callback_data::{CallbackData, OptionPress};
+//! let data = OptionPress::encode("k1", 0, &"é".repeat(100)).unwrap();
 //! assert!(data.len() <= 64);
-//! let (ticket, label) = decode_callback(&data).unwrap();
-//! assert_eq!(ticket.as_deref(), Some("k1.0"));
-//! assert!(label.chars().all(|c| c == 'é'));
+//! let Some(CallbackData::Option(press)) = CallbackData::parse(&data) else {
+//!     panic!("an option");
+//! };
+//! assert_eq!((press.ticket.as_str(), press.index), ("k1", 0));
+//! assert!(press.label.chars().all(|c| c == 'é'));
 //! ```
 
 use crate::cancel::TurnId;
@@ -39,7 +42,7 @@ pub const MAX_CALLBACK_BYTES: usize = 64;
 /// `__opt__t|Label` → `(Some("t"), "Label")`, `__opt__|Label` → `(None, "Label")`,
 /// `__opt__BareLabel` → `(None, "BareLabel")`.
 #[must_use]
-pub fn decode_callback(content: &str) -> Option<(Option<String>, String)> {
+fn decode_callback(content: &str) -> Option<(Option<String>, String)> {
     let rest = content.strip_prefix(CALLBACK_PREFIX)?;
     Some(match rest.split_once('|') {
         Some((ticket, label)) if !ticket.is_empty() => {
@@ -53,7 +56,7 @@ pub fn decode_callback(content: &str) -> Option<(Option<String>, String)> {
 /// Decodes action callback data into `(action, payload)`; `None` without the action prefix.
 /// `__act__clear|` and `__act__clear` both give `("clear", "")`.
 #[must_use]
-pub fn decode_action(content: &str) -> Option<(String, String)> {
+fn decode_action(content: &str) -> Option<(String, String)> {
     let rest = content.strip_prefix(ACTION_PREFIX)?;
     match rest.split_once('|') {
         Some((action, payload)) => Some((action.to_string(), payload.to_string())),
@@ -120,7 +123,7 @@ impl OptionPress {
     /// The press that [`decode_callback`]'s output names; `None` without a `<id>.<index>`
     /// ticket.
     #[must_use]
-    pub fn from_decoded((ticket, label): (Option<String>, String)) -> Option<Self> {
+    fn from_decoded((ticket, label): (Option<String>, String)) -> Option<Self> {
         let (id, index) = ticket?
             .rsplit_once('.')
             .map(|(id, i)| (id.to_string(), i.parse()))?;
@@ -219,7 +222,7 @@ impl Action {
     /// The action that [`decode_action`]'s output names; `None` for anything that is not a
     /// well-formed action.
     #[must_use]
-    pub fn from_decoded(action: &str, payload: String) -> Option<Self> {
+    fn from_decoded(action: &str, payload: String) -> Option<Self> {
         Some(match action {
             "set_model" => Self::SetModel(payload),
             "clear" => Self::Clear,
@@ -256,6 +259,35 @@ impl Action {
             "access" => Self::RequestAccess(payload.parse().ok()?),
             _ => return None,
         })
+    }
+}
+
+/// What a button's data names: the one parse every callback route uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallbackData {
+    /// An option button (see [`OptionPress`]).
+    Option(OptionPress),
+    /// An action button (see [`Action`]).
+    Action(Action),
+}
+
+impl CallbackData {
+    /// What `data` names; `None` for data that is forged, garbled or of no known button (the
+    /// schema answers such a press as expired).
+    #[must_use]
+    pub fn parse(data: &str) -> Option<Self> {
+        if let Some(decoded) = decode_callback(data) {
+            return OptionPress::from_decoded(decoded).map(Self::Option);
+        }
+        let (action, payload) = decode_action(data)?;
+        Action::from_decoded(&action, payload).map(Self::Action)
+    }
+
+    /// Whether pressing this button may start a turn (an option, a 🔁 Retry): the routes that
+    /// call [`crate::turn::accept`].
+    #[must_use]
+    pub fn starts_turn(&self) -> bool {
+        matches!(self, Self::Option(_) | Self::Action(Action::Retry { .. }))
     }
 }
 
@@ -528,6 +560,79 @@ mod tests {
         assert!(longest.len() <= MAX_CALLBACK_BYTES);
     }
 
+    #[test]
+    fn one_parse_names_every_button_and_nothing_else() {
+        struct Case {
+            name: &'static str,
+            data: &'static str,
+            parsed: Option<CallbackData>,
+            starts_turn: bool,
+        }
+        let option = |ticket: &str, index, label: &str| {
+            Some(CallbackData::Option(OptionPress {
+                ticket: ticket.into(),
+                index,
+                label: label.into(),
+            }))
+        };
+        let cases = [
+            Case {
+                name: "an option",
+                data: "__opt__k1.2|Yes",
+                parsed: option("k1", 2, "Yes"),
+                starts_turn: true,
+            },
+            Case {
+                name: "an option whose ticket has no index",
+                data: "__opt__k1|Yes",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
+                name: "an option without a ticket",
+                data: "__opt__Yes",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
+                name: "a retry",
+                data: "__act__retry|t1",
+                parsed: Some(CallbackData::Action(Action::Retry {
+                    ticket: "t1".into(),
+                })),
+                starts_turn: true,
+            },
+            Case {
+                name: "an action that starts no turn",
+                data: "__act__clear|",
+                parsed: Some(CallbackData::Action(Action::Clear)),
+                starts_turn: false,
+            },
+            Case {
+                name: "an unknown action",
+                data: "__act__launch|now",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
+                name: "no known prefix",
+                data: "nonsense",
+                parsed: None,
+                starts_turn: false,
+            },
+        ];
+        for case in cases {
+            let parsed = CallbackData::parse(case.data);
+            assert_eq!(parsed, case.parsed, "case {}", case.name);
+            assert_eq!(
+                parsed.is_some_and(|data| data.starts_turn()),
+                case.starts_turn,
+                "case {}",
+                case.name
+            );
+        }
+    }
+
     mod properties {
         use super::*;
         use proptest::prelude::*;
@@ -557,7 +662,9 @@ mod tests {
             fn typed_routes_round_trip(ticket in "[a-z0-9]{1,16}", index in 0usize..10, label in ".{0,80}", id in any::<u64>()) {
                 let data = OptionPress::encode(&ticket, index, &label).unwrap();
                 prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
-                let press = OptionPress::from_decoded(decode_callback(&data).unwrap()).unwrap();
+                let Some(CallbackData::Option(press)) = CallbackData::parse(&data) else {
+                    panic!("not an option: {data}");
+                };
                 prop_assert_eq!((press.ticket.as_str(), press.index), (ticket.as_str(), index));
                 prop_assert!(label.starts_with(&press.label));
                 for action in [
@@ -575,8 +682,7 @@ mod tests {
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);
-                    let (name, payload) = decode_action(&data).unwrap();
-                    prop_assert_eq!(Action::from_decoded(&name, payload), Some(action));
+                    prop_assert_eq!(CallbackData::parse(&data), Some(CallbackData::Action(action)));
                 }
             }
 
@@ -584,8 +690,7 @@ mod tests {
             fn decoding_arbitrary_data_never_panics(data in ".{0,100}") {
                 let _ = decode_callback(&data);
                 let _ = decode_action(&data);
-                let _ = decode_callback(&data).map(OptionPress::from_decoded);
-                let _ = decode_action(&data).map(|(a, p)| Action::from_decoded(&a, p));
+                let _ = CallbackData::parse(&data);
             }
         }
     }

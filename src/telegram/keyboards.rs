@@ -3,8 +3,9 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyboardMarkup};
 
-use super::callback_data::{Action, OptionPress, decode_action};
+use super::callback_data::{Action, CallbackData, OptionPress};
 use crate::cancel::TurnId;
+use crate::texts::telegram as texts;
 use crate::turn::{Keyboard, Options};
 
 /// Longest button text shown; the full label still reaches the conversation.
@@ -28,12 +29,12 @@ pub fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
                 _ => keyboard,
             };
         }
-        Keyboard::Clear => button("🧹 Clear history", &Action::Clear)
+        Keyboard::Clear => button(texts::CLEAR_BUTTON, &Action::Clear)
             .map(|b| vec![b])
             .into_iter()
             .collect(),
         Keyboard::Retry(ticket) => button(
-            "🔁 Retry",
+            texts::RETRY_BUTTON,
             &Action::Retry {
                 ticket: ticket.clone(),
             },
@@ -130,7 +131,9 @@ pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
 
 /// The Stop button under turn `turn`'s streaming answer.
 pub fn stop(turn: TurnId) -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new(button("⏹ Stop", &Action::Stop(Some(turn))).map(|b| vec![b]))
+    InlineKeyboardMarkup::new(
+        button(texts::STOP_BUTTON, &Action::Stop(Some(turn))).map(|b| vec![b]),
+    )
 }
 
 /// Whether `markup` is nothing but ⏹ buttons: the live keyboard of a turn that is over (a
@@ -139,9 +142,10 @@ pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
     let mut buttons = markup.inline_keyboard.iter().flatten().peekable();
     buttons.peek().is_some()
         && buttons.all(|button| match &button.kind {
-            InlineKeyboardButtonKind::CallbackData(data) => decode_action(data)
-                .and_then(|(action, payload)| Action::from_decoded(&action, payload))
-                .is_some_and(|action| matches!(action, Action::Stop(_))),
+            InlineKeyboardButtonKind::CallbackData(data) => matches!(
+                CallbackData::parse(data),
+                Some(CallbackData::Action(Action::Stop(_)))
+            ),
             _ => false,
         })
 }

@@ -42,6 +42,8 @@ use teloxide::types::{AllowedUpdate, UpdateKind};
 use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
+use super::callback_data::CallbackData;
+
 /// How long the next batch waits for held updates before it looks for lost ones: far longer
 /// than a handler takes to reach the inbox.
 const STALLED: Duration = Duration::from_secs(120);
@@ -234,6 +236,11 @@ impl Handling {
     /// told it arrived. Releasing twice is harmless.
     pub fn done(&self) {
         self.0.intake.release(self.0.update);
+    }
+
+    /// The id of the update being handled (recorded in the inbox with the turn it starts).
+    pub fn update(&self) -> u32 {
+        self.0.update
     }
 }
 
@@ -493,17 +500,15 @@ pub async fn answer_when_handled(
 /// Whether `update` may start a turn: a text message that is not a command, a photo, an
 /// option press or a 🔁 Retry (the routes that call [`crate::turn::accept`]).
 pub fn may_start_turn(update: &Update) -> bool {
-    use super::callback_data::{Action, decode_action, decode_callback};
     match &update.kind {
         UpdateKind::Message(msg) => {
             msg.text().is_some_and(|text| !text.starts_with('/')) || msg.photo().is_some()
         }
-        UpdateKind::CallbackQuery(query) => query.data.as_deref().is_some_and(|data| {
-            decode_callback(data).is_some()
-                || decode_action(data)
-                    .and_then(|(action, payload)| Action::from_decoded(&action, payload))
-                    .is_some_and(|action| matches!(action, Action::Retry { .. }))
-        }),
+        UpdateKind::CallbackQuery(query) => query
+            .data
+            .as_deref()
+            .and_then(CallbackData::parse)
+            .is_some_and(|data| data.starts_turn()),
         _ => false,
     }
 }
@@ -601,7 +606,9 @@ mod tests {
             },
             Case {
                 name: "an option press",
-                update: press(&super::super::callback_data::encode_option("t", "x").unwrap()),
+                update: press(
+                    &super::super::callback_data::OptionPress::encode("t", 0, "x").unwrap(),
+                ),
                 held: true,
             },
             Case {

@@ -1,5 +1,6 @@
 //! Images from Telegram for vision-capable models: the photo size to fetch, and the download
-//! as a `data:` URL the model can read; for other models, what the user is told instead.
+//! as a `data:` URL the model can read. (What a user is told when their chat's model cannot
+//! see images is in [`crate::texts::telegram`].)
 
 use base64::Engine;
 use teloxide::net::Download;
@@ -56,84 +57,4 @@ pub async fn download_image(
     };
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
     Ok(format!("data:{mime};base64,{data}"))
-}
-
-/// What the model reads after a caption whose photo it cannot see, so its answer does not
-/// pretend to have seen it.
-pub(crate) const UNSEEN_PHOTO: &str = "[A photo was attached; this model cannot see images.]";
-
-/// The note for a photo sent to a chat whose model `current` cannot read images: one line that
-/// the image was not seen (and, with a `captioned` photo, that the caption is answered), then
-/// what works: an admin's `/model <id>` in this chat to one of `vision_models`, or, with none
-/// configured, a model with `vision = true` added by the bot's owner.
-pub(crate) fn unseen_image_note(current: &str, vision_models: &[&str], captioned: bool) -> String {
-    let seen = if captioned {
-        "so I answer its caption as text"
-    } else {
-        "so I cannot answer it; ask your question as text or as a photo's caption"
-    };
-    let advice = match vision_models {
-        [] => "None of the configured models reads images; the bot's owner can add one with \
-               vision = true in its [[models]] entry."
-            .to_string(),
-        [first, ..] => format!(
-            "To send images, an admin can switch this chat to a model that reads them: \
-             /model {first} here (models with vision: {}).",
-            vision_models.join(", ")
-        ),
-    };
-    format!(
-        "🖼 I did not see the image: this chat's model, {current}, cannot read images, {seen}.\n{advice}"
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_note_says_the_image_was_not_seen_and_what_works() {
-        struct Case {
-            name: &'static str,
-            vision: Vec<&'static str>,
-            captioned: bool,
-            says: &'static [&'static str],
-        }
-        let cases = [
-            Case {
-                name: "caption, one vision model",
-                vision: vec!["gpt-4o"],
-                captioned: true,
-                says: &[
-                    "did not see the image",
-                    "model, m1,",
-                    "answer its caption",
-                    "/model gpt-4o here (models with vision: gpt-4o)",
-                ],
-            },
-            Case {
-                name: "no caption, two vision models",
-                vision: vec!["a", "b"],
-                captioned: false,
-                says: &["cannot answer it", "/model a here", "vision: a, b)"],
-            },
-            Case {
-                name: "no vision model configured",
-                vision: vec![],
-                captioned: true,
-                says: &["None of the configured models", "vision = true"],
-            },
-        ];
-        for case in cases {
-            let note = unseen_image_note("m1", &case.vision, case.captioned);
-            assert_eq!(note.lines().count(), 2, "case {}: {note}", case.name);
-            for said in case.says {
-                assert!(
-                    note.contains(said),
-                    "case {}: {said:?} in {note}",
-                    case.name
-                );
-            }
-        }
-    }
 }

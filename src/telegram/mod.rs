@@ -3,9 +3,9 @@
 //!
 //! Every route is visible in [`schema`]: the sender's role is computed once, then messages
 //! (strangers refused first, then commands, text, anything else) and button presses
-//! (a stranger's "Request access" first, then strangers refused; option data through
-//! `decode_callback`, action data through `decode_action`, one branch per action; anything
-//! else is expired). Handlers live in
+//! (their data parsed once by [`CallbackData::parse`]; a stranger's "Request access" first,
+//! then strangers refused; then an option, or one branch per action; anything else is
+//! expired). Handlers live in
 //! [`handlers`]; what a turn shows goes through [`outbox::Outbox`], the adapter's side of
 //! [`crate::turn::Messenger`].
 
@@ -29,6 +29,7 @@ pub mod views;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dptree::case;
 use teloxide::RequestError;
 use teloxide::dispatching::{ShutdownToken, UpdateHandler};
 use teloxide::prelude::*;
@@ -38,8 +39,9 @@ use teloxide::update_listeners::{UpdateListener, webhooks};
 use crate::app::App;
 use crate::config::{Config, Role, TelegramConfig};
 use crate::turn::{self, Out};
-use callback_data::{Action, OptionPress, decode_action, decode_callback};
+use callback_data::{Action, CallbackData};
 use commands::Command;
+use handlers::{Deps, presses};
 use listener::{Intake, Polling};
 use outbox::Outbox;
 
@@ -61,56 +63,48 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(
             dptree::entry()
                 .filter_command::<Command>()
-                .endpoint(handlers::command),
+                .endpoint(handlers::commands::command),
         )
         .branch(
             dptree::filter_map(|msg: Message| msg.text().map(str::to_string))
-                .endpoint(handlers::text),
+                .endpoint(handlers::messages::text),
         )
-        .branch(dptree::endpoint(handlers::non_text));
-    let actions = dptree::filter_map(|query: CallbackQuery| decode_action(query.data.as_deref()?))
-        .filter_map(|(action, payload): (String, String)| Action::from_decoded(&action, payload))
-        .branch(dptree::case![Action::SetModel(key)].endpoint(handlers::set_model_pressed))
-        .branch(dptree::case![Action::Clear].endpoint(handlers::clear_pressed))
-        .branch(dptree::case![Action::Feedback { ticket, up }].endpoint(handlers::feedback_pressed))
-        .branch(dptree::case![Action::Page { list, page }].endpoint(handlers::page_pressed))
-        .branch(
-            dptree::case![Action::Approve { id, list, page }].endpoint(handlers::approve_pressed),
-        )
-        .branch(dptree::case![Action::Forget { id, list, page }].endpoint(handlers::forget_pressed))
-        .branch(dptree::case![Action::Stop(turn)].endpoint(handlers::stop_pressed))
-        .branch(dptree::case![Action::Chosen].endpoint(handlers::chosen_pressed))
-        .branch(dptree::case![Action::Retry { ticket }].endpoint(handlers::retry_pressed));
-    let options =
-        dptree::filter_map(|query: CallbackQuery| decode_callback(query.data.as_deref()?))
-            .filter_map(|decoded: (Option<String>, String)| OptionPress::from_decoded(decoded))
-            .endpoint(handlers::option_pressed);
+        .branch(dptree::endpoint(handlers::messages::non_text));
+    let actions = case![CallbackData::Action(action)]
+        .branch(case![Action::SetModel(key)].endpoint(presses::set_model_pressed))
+        .branch(case![Action::Clear].endpoint(presses::clear_pressed))
+        .branch(case![Action::Feedback { ticket, up }].endpoint(presses::feedback_pressed))
+        .branch(case![Action::Page { list, page }].endpoint(presses::page_pressed))
+        .branch(case![Action::Approve { id, list, page }].endpoint(presses::approve_pressed))
+        .branch(case![Action::Forget { id, list, page }].endpoint(presses::forget_pressed))
+        .branch(case![Action::Stop(turn)].endpoint(presses::stop_pressed))
+        .branch(case![Action::Chosen].endpoint(presses::chosen_pressed))
+        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed));
+    let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
     let presses = Update::filter_callback_query()
+        // The data, parsed once for every route: `None` if forged, garbled or unknown.
+        .map(|query: CallbackQuery| query.data.as_deref().and_then(CallbackData::parse))
         .branch(
             // The one button strangers may press: "Request access" under their refusal.
-            dptree::filter_map(|query: CallbackQuery| {
-                let (action, payload) = decode_action(query.data.as_deref()?)?;
-                match Action::from_decoded(&action, payload)? {
-                    Action::RequestAccess(user) => Some(user),
-                    _ => None,
-                }
+            dptree::filter_map(|data: Option<CallbackData>| match data? {
+                CallbackData::Action(Action::RequestAccess(user)) => Some(user),
+                _ => None,
             })
             .endpoint(access::request_pressed),
         )
-        .branch(
-            dptree::filter(|role: Role| role == Role::Stranger).endpoint(handlers::refuse_press),
-        )
+        .branch(dptree::filter(|role: Role| role == Role::Stranger).endpoint(presses::refuse_press))
         .branch(
             // The chat the button was pressed in (none for inline messages: nothing to do).
             dptree::filter_map(|query: CallbackQuery| Some(query.message.as_ref()?.chat().id))
                 // And the forum topic in it, if any.
                 .filter_map(|query: CallbackQuery| handlers::pressed_in(&query))
+                .filter_map(|data: Option<CallbackData>| data)
                 .branch(options)
                 .branch(actions),
         )
-        .endpoint(handlers::expired_press);
-    let routes = dptree::filter_map(|update: Update, app: Arc<App>| {
-        Some(app.config().role_of(update.from()?.id.0))
+        .endpoint(presses::expired_press);
+    let routes = dptree::filter_map(|update: Update, deps: Deps| {
+        Some(deps.app.config().role_of(update.from()?.id.0))
     })
     .branch(messages)
     .branch(presses);
@@ -223,6 +217,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     register_commands(&bot, app.config()).await;
     let tg = Arc::new(Outbox::new(bot.clone(), &app.config().telegram));
     let out: Out = tg.clone();
+    // The prune and compaction schedule starts first, so its start-up prune comes before
+    // what recovery resumes, as it always did.
+    crate::maintenance::start(&app);
     turn::recover(&app, &out).await;
     // Strangers' messages start no turn: they are refused, and not held.
     let config = app.config().clone();
@@ -234,8 +231,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     })));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![
-            app.clone(),
-            tg,
+            Deps {
+                app: app.clone(),
+                tg
+            },
             intake.clone(),
             Arc::new(access::Strangers::default())
         ])

@@ -1,18 +1,20 @@
 //! The Telegram side of [`Messenger`]: how a turn's answer, buttons and notices reach a chat.
 //!
 //! One [`Outbox`] per bot holds the client, the pacing and retry policy, and the settings of
-//! live display and photos. Handlers use it for their own replies too, so every request to
-//! Telegram goes through one [`SendPolicy`].
+//! live display and photos. It is the only way the adapter sends: handlers use its methods for
+//! their own replies and answers to presses, and never see the client, so every request to
+//! Telegram goes through one [`SendPolicy`] (paced, 429s waited out).
 
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use teloxide::RequestError;
 use teloxide::prelude::*;
-use teloxide::types::MessageId;
+use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
 
-use super::send::{SendPolicy, Target, edit_keyboard, notify, typing};
+use super::send::{self, SendPolicy, Target, notify, typing};
 use super::{keyboards, media, stream};
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
@@ -20,6 +22,7 @@ use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 
+/// The bot's one way to Telegram; see the module doc.
 pub struct Outbox {
     bot: Bot,
     policy: SendPolicy,
@@ -43,12 +46,60 @@ impl Outbox {
         }
     }
 
-    pub fn bot(&self) -> &Bot {
-        &self.bot
+    /// Sends an HTML message to `to` (its plain text if Telegram cannot parse the HTML),
+    /// paced and retried.
+    pub async fn send_html(
+        &self,
+        to: impl Into<Target>,
+        html: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<Message, RequestError> {
+        send::send_html(&self.bot, &self.policy, to, html, markup).await
     }
 
-    pub fn policy(&self) -> &SendPolicy {
-        &self.policy
+    /// Edits message `id` into `html` with `markup` (see [`send::edit_html`]); returns the id
+    /// of the message that now shows it (a new one if the old is gone).
+    pub async fn edit_html(
+        &self,
+        to: impl Into<Target>,
+        id: MessageId,
+        html: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<MessageId, RequestError> {
+        send::edit_html(&self.bot, &self.policy, to, id, html, markup).await
+    }
+
+    /// Replaces the keyboard of message `id` in `chat`; failures are logged with `what`.
+    pub async fn edit_keyboard(
+        &self,
+        chat: ChatId,
+        id: MessageId,
+        markup: InlineKeyboardMarkup,
+        what: &str,
+    ) {
+        send::edit_keyboard(&self.bot, &self.policy, chat, id, markup, what).await;
+    }
+
+    /// Answers a button press, with `toast` unless it is empty. Not paced: Telegram counts
+    /// answers to callback queries apart from messages, and the client waits for one.
+    pub async fn answer_press(
+        &self,
+        query: &CallbackQuery,
+        toast: &str,
+    ) -> Result<(), RequestError> {
+        let answer = self.bot.answer_callback_query(query.id.clone());
+        if toast.is_empty() {
+            answer.await?;
+        } else {
+            answer.text(toast).await?;
+        }
+        Ok(())
+    }
+
+    /// Resolves once nothing else of `chat` waits for its paced slot (a burst's edit yields
+    /// to the chat's other messages this way).
+    pub async fn quiet(&self, chat: i64) {
+        self.policy.limiter.quiet(chat).await;
     }
 
     /// Whether a turn's live display has a message on screen in `chat` (which then confirms
@@ -117,15 +168,8 @@ impl Messenger for Outbox {
         let markup = keyboards::markup(&keyboard);
         async move {
             let (chat, id) = (ChatId(chat), MessageId(message));
-            edit_keyboard(
-                &self.bot,
-                &self.policy,
-                chat,
-                id,
-                markup,
-                "update the keyboard",
-            )
-            .await;
+            self.edit_keyboard(chat, id, markup, "update the keyboard")
+                .await;
         }
         .boxed()
     }

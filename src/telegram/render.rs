@@ -450,58 +450,13 @@ impl Tokenizer {
                     self.open("<blockquote>", "</blockquote>");
                 }
             }
-            Tag::CodeBlock(kind) => {
-                let language = match kind {
-                    CodeBlockKind::Fenced(info) => info
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .filter(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(*c))
-                        .collect::<String>(),
-                    CodeBlockKind::Indented => String::new(),
-                };
-                if language.is_empty() {
-                    self.open("<pre>", "</pre>");
-                } else {
-                    self.open(
-                        format!("<pre><code class=\"language-{language}\">"),
-                        "</code></pre>",
-                    );
-                }
-            }
-            Tag::List(start) => {
-                // A nested list starts on its own line, not glued to its parent item's text.
-                if !self.lists.is_empty() && !self.toks.is_empty() {
-                    self.trim_newlines();
-                    self.toks.push(Tok::Newline);
-                }
-                self.lists.push(start);
-            }
-            Tag::Item => {
-                let depth = self.lists.len().saturating_sub(1);
-                let marker = match self.lists.last_mut() {
-                    Some(Some(n)) => {
-                        let marker = format!("{n}. ");
-                        *n += 1;
-                        marker
-                    }
-                    _ => "• ".to_string(),
-                };
-                self.text(&format!("{}{marker}", LIST_INDENT.repeat(depth)));
-            }
+            Tag::CodeBlock(kind) => self.start_code_block(&kind),
+            Tag::List(start) => self.start_list(start),
+            Tag::Item => self.start_item(),
             Tag::Emphasis => self.open("<i>", "</i>"),
             Tag::Strong => self.open("<b>", "</b>"),
             Tag::Strikethrough => self.open("<s>", "</s>"),
-            Tag::Link { dest_url, .. } => {
-                // An overlong URL could not be reopened in a split part; it stays plain text.
-                let href = escape_html(&dest_url);
-                let safe = is_safe_url(&dest_url) && href.len() <= MAX_HREF_BYTES;
-                if safe {
-                    self.open(format!("<a href=\"{href}\">"), "</a>");
-                }
-                self.links.push(safe);
-            }
+            Tag::Link { dest_url, .. } => self.start_link(&dest_url),
             Tag::Table(alignments) => {
                 self.table = Some(Table {
                     alignments,
@@ -522,6 +477,63 @@ impl Tokenizer {
             Tag::FootnoteDefinition(label) => self.text(&format!("[{label}]: ")),
             _ => {}
         }
+    }
+
+    /// A code block: `<pre>`, with its language as a class when the fence names one.
+    fn start_code_block(&mut self, kind: &CodeBlockKind<'_>) {
+        let language = match kind {
+            CodeBlockKind::Fenced(info) => info
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(*c))
+                .collect::<String>(),
+            CodeBlockKind::Indented => String::new(),
+        };
+        if language.is_empty() {
+            self.open("<pre>", "</pre>");
+        } else {
+            self.open(
+                format!("<pre><code class=\"language-{language}\">"),
+                "</code></pre>",
+            );
+        }
+    }
+
+    /// A list, numbered from `start` or bulleted.
+    fn start_list(&mut self, start: Option<u64>) {
+        // A nested list starts on its own line, not glued to its parent item's text.
+        if !self.lists.is_empty() && !self.toks.is_empty() {
+            self.trim_newlines();
+            self.toks.push(Tok::Newline);
+        }
+        self.lists.push(start);
+    }
+
+    /// A list item: its marker, indented by the list's depth.
+    fn start_item(&mut self) {
+        let depth = self.lists.len().saturating_sub(1);
+        let marker = match self.lists.last_mut() {
+            Some(Some(n)) => {
+                let marker = format!("{n}. ");
+                *n += 1;
+                marker
+            }
+            _ => "• ".to_string(),
+        };
+        self.text(&format!("{}{marker}", LIST_INDENT.repeat(depth)));
+    }
+
+    /// A link, kept only with a safe URL short enough to reopen in a split part (else its
+    /// text stays plain).
+    fn start_link(&mut self, dest_url: &str) {
+        let href = escape_html(dest_url);
+        let safe = is_safe_url(dest_url) && href.len() <= MAX_HREF_BYTES;
+        if safe {
+            self.open(format!("<a href=\"{href}\">"), "</a>");
+        }
+        self.links.push(safe);
     }
 
     fn end(&mut self, tag: TagEnd) {
@@ -571,44 +583,52 @@ impl Tokenizer {
             .iter()
             .map(|row| row.iter().map(|cell| cell_text(cell)).collect())
             .collect();
-        let columns = plain.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..columns)
-            .map(|c| {
-                plain
-                    .iter()
-                    .filter_map(|row| row.get(c))
-                    .map(|cell| cell.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let width = widths.iter().sum::<usize>() + COLUMN_GAP.len() * columns.saturating_sub(1);
+        let widths = column_widths(&plain);
+        let width =
+            widths.iter().sum::<usize>() + COLUMN_GAP.len() * widths.len().saturating_sub(1);
         if width == 0 {
             return;
         }
         if width <= MAX_TABLE_WIDTH {
-            self.open("<pre>", "</pre>");
-            for (i, row) in plain.iter().enumerate() {
-                if i > 0 {
-                    self.toks.push(Tok::Newline);
-                }
-                let line: Vec<String> = (0..columns)
-                    .map(|c| {
-                        let cell = row.get(c).map_or("", String::as_str);
-                        let alignment = table.alignments.get(c).copied();
-                        pad(cell, widths[c], alignment.unwrap_or(Alignment::None))
-                    })
-                    .collect();
-                self.text(line.join(COLUMN_GAP).trim_end());
-                if i == 0 {
-                    self.toks.push(Tok::Newline);
-                    self.text(&"─".repeat(width));
-                }
-            }
-            self.close();
-            return;
+            self.lay_out_monospace(&plain, &widths, &table.alignments, width);
+        } else {
+            self.lay_out_bullets(table.rows);
         }
-        let mut rows = table.rows.into_iter();
+    }
+
+    /// A table that fits a phone's width: aligned columns in `<pre>`, a rule under the header.
+    fn lay_out_monospace(
+        &mut self,
+        plain: &[Vec<String>],
+        widths: &[usize],
+        alignments: &[Alignment],
+        width: usize,
+    ) {
+        self.open("<pre>", "</pre>");
+        for (i, row) in plain.iter().enumerate() {
+            if i > 0 {
+                self.toks.push(Tok::Newline);
+            }
+            let line: Vec<String> = (0..widths.len())
+                .map(|c| {
+                    let cell = row.get(c).map_or("", String::as_str);
+                    let alignment = alignments.get(c).copied();
+                    pad(cell, widths[c], alignment.unwrap_or(Alignment::None))
+                })
+                .collect();
+            self.text(line.join(COLUMN_GAP).trim_end());
+            if i == 0 {
+                self.toks.push(Tok::Newline);
+                self.text(&"─".repeat(width));
+            }
+        }
+        self.close();
+    }
+
+    /// A table too wide for a phone: one bullet per row ("• Header: value · Header: value"),
+    /// which keeps the cells' markup; a table of only a header lists its names.
+    fn lay_out_bullets(&mut self, rows: Vec<Vec<Vec<Tok>>>) {
+        let mut rows = rows.into_iter();
         let header: Vec<String> = rows
             .next()
             .map(|row| row.iter().map(|cell| cell_text(cell)).collect())
@@ -647,6 +667,21 @@ impl Tokenizer {
             }
         }
     }
+}
+
+/// The width of each column of `plain`, in characters: its widest cell.
+fn column_widths(plain: &[Vec<String>]) -> Vec<usize> {
+    let columns = plain.iter().map(Vec::len).max().unwrap_or(0);
+    (0..columns)
+        .map(|c| {
+            plain
+                .iter()
+                .filter_map(|row| row.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 /// A cell's visible text on one line (inline markup dropped, as a monospace block needs).
@@ -715,117 +750,188 @@ fn split(toks: &[Tok], limit: usize) -> Vec<String> {
             stack.clear();
         }
         let part_start = pos;
-        let mut html: String = stack.iter().map(|(open, _)| open.as_str()).collect();
-        let start_units = utf16_len(&html);
-        let mut units = start_units;
-        let mut close_units = utf16_len(&closing(&stack));
-        let mut breaks: Vec<Break> = Vec::new();
-        let mut overflow = false;
-
-        'part: while pos.0 < toks.len() {
-            match &toks[pos.0] {
-                Tok::Open { open, close } => {
-                    let need = utf16_len(open) + utf16_len(close);
-                    if units + need + close_units + 1 > limit && units > start_units {
-                        overflow = true;
-                        break 'part;
-                    }
-                    html.push_str(open);
-                    units += utf16_len(open);
-                    close_units += utf16_len(close);
-                    stack.push((open.clone(), close));
-                    pos = (pos.0 + 1, 0);
-                }
-                Tok::Close => {
-                    if let Some((open, close)) = stack.pop() {
-                        if html.ends_with(open.as_str()) {
-                            // Reopened at the part's start only to close: leave it out.
-                            html.truncate(html.len() - open.len());
-                            units -= utf16_len(&open);
-                        } else {
-                            html.push_str(close);
-                            units += utf16_len(close);
-                        }
-                        close_units -= utf16_len(close);
-                    }
-                    pos = (pos.0 + 1, 0);
-                }
-                Tok::Newline => {
-                    let mut after = pos.0;
-                    while toks.get(after) == Some(&Tok::Newline) {
-                        after += 1;
-                    }
-                    breaks.push(Break {
-                        html_len: html.len(),
-                        stack: stack.clone(),
-                        resume: (after, 0),
-                        quality: if after - pos.0 > 1 { 3 } else { 2 },
-                        units,
-                    });
-                    if units + 1 + close_units > limit {
-                        overflow = true;
-                        break 'part;
-                    }
-                    html.push('\n');
-                    units += 1;
-                    pos = (pos.0 + 1, 0);
-                }
-                Tok::Text(text) => {
-                    for c in text[pos.1..].chars() {
-                        if c == ' ' {
-                            breaks.push(Break {
-                                html_len: html.len(),
-                                stack: stack.clone(),
-                                resume: (pos.0, pos.1 + 1),
-                                quality: 1,
-                                units,
-                            });
-                        }
-                        let before = html.len();
-                        push_escaped(&mut html, c);
-                        let c_units = utf16_len(&html[before..]);
-                        if units + c_units + close_units > limit {
-                            html.truncate(before);
-                            overflow = true;
-                            break 'part;
-                        }
-                        units += c_units;
-                        pos.1 += c.len_utf8();
-                    }
-                    pos = (pos.0 + 1, 0);
-                }
-            }
+        let mut part = Part::new(toks, limit, stack, pos);
+        if part.fill() {
+            part.cut();
         }
-
-        if overflow {
-            // The best break in the second half of the part, else the latest, else right here.
-            let best = breaks
-                .iter()
-                .filter(|b| b.units > start_units && b.units * 2 >= limit)
-                .max_by_key(|b| (b.quality, b.units))
-                .or_else(|| breaks.iter().rfind(|b| b.units > start_units))
-                .cloned();
-            if let Some(b) = best {
-                html.truncate(b.html_len);
-                stack = b.stack;
-                pos = b.resume;
-            }
-        }
+        let html = part.html;
+        (stack, pos) = (part.stack, part.pos);
         if pos == part_start {
             // Not even one character fitted behind the reopened tags: continue without them.
             stack.clear();
             continue;
         }
-        // Tags opened just before the cut hold nothing in this part; the next reopens them.
-        let mut kept = stack.len();
-        while kept > 0 && html.ends_with(stack[kept - 1].0.as_str()) {
-            html.truncate(html.len() - stack[kept - 1].0.len());
-            kept -= 1;
-        }
-        html.push_str(&closing(&stack[..kept]));
-        parts.push(html);
+        parts.push(closed(html, &stack));
     }
     parts
+}
+
+/// A part's HTML with the tags still open at its end closed. Tags opened just before the cut
+/// hold nothing in this part: they are left out (the next part reopens them).
+fn closed(mut html: String, stack: &[(String, &'static str)]) -> String {
+    let mut kept = stack.len();
+    while kept > 0 && html.ends_with(stack[kept - 1].0.as_str()) {
+        html.truncate(html.len() - stack[kept - 1].0.len());
+        kept -= 1;
+    }
+    html.push_str(&closing(&stack[..kept]));
+    html
+}
+
+/// One part being filled by [`split`]: its HTML so far (the tags open at its start reopened),
+/// the tags open now, where in the tokens it is, its size, and the places it may end.
+struct Part<'a> {
+    toks: &'a [Tok],
+    limit: usize,
+    html: String,
+    stack: Vec<(String, &'static str)>,
+    /// Token index and byte offset inside a text token.
+    pos: (usize, usize),
+    /// UTF-16 units of the reopened tags, of the part so far, and of the closing tags it needs.
+    start_units: usize,
+    units: usize,
+    close_units: usize,
+    breaks: Vec<Break>,
+}
+
+impl<'a> Part<'a> {
+    fn new(
+        toks: &'a [Tok],
+        limit: usize,
+        stack: Vec<(String, &'static str)>,
+        pos: (usize, usize),
+    ) -> Self {
+        let html: String = stack.iter().map(|(open, _)| open.as_str()).collect();
+        let start_units = utf16_len(&html);
+        let close_units = utf16_len(&closing(&stack));
+        Self {
+            toks,
+            limit,
+            html,
+            stack,
+            pos,
+            start_units,
+            units: start_units,
+            close_units,
+            breaks: Vec::new(),
+        }
+    }
+
+    /// Takes tokens until they end or the part is full; `true` if it is full.
+    fn fill(&mut self) -> bool {
+        let toks = self.toks;
+        while self.pos.0 < toks.len() {
+            let full = match &toks[self.pos.0] {
+                Tok::Open { open, close } => self.open(open, close),
+                Tok::Close => {
+                    self.close();
+                    false
+                }
+                Tok::Newline => self.newline(),
+                Tok::Text(text) => self.text(text),
+            };
+            if full {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// An opening tag, unless it and its closing tag no longer fit behind some content.
+    fn open(&mut self, open: &str, close: &'static str) -> bool {
+        let need = utf16_len(open) + utf16_len(close);
+        if self.units + need + self.close_units + 1 > self.limit && self.units > self.start_units {
+            return true;
+        }
+        self.html.push_str(open);
+        self.units += utf16_len(open);
+        self.close_units += utf16_len(close);
+        self.stack.push((open.to_string(), close));
+        self.pos = (self.pos.0 + 1, 0);
+        false
+    }
+
+    /// A closing tag; a tag reopened at the part's start only to close is left out.
+    fn close(&mut self) {
+        if let Some((open, close)) = self.stack.pop() {
+            if self.html.ends_with(open.as_str()) {
+                self.html.truncate(self.html.len() - open.len());
+                self.units -= utf16_len(&open);
+            } else {
+                self.html.push_str(close);
+                self.units += utf16_len(close);
+            }
+            self.close_units -= utf16_len(close);
+        }
+        self.pos = (self.pos.0 + 1, 0);
+    }
+
+    /// A line break: a place to end (better after a blank line), then the break if it fits.
+    fn newline(&mut self) -> bool {
+        let mut after = self.pos.0;
+        while self.toks.get(after) == Some(&Tok::Newline) {
+            after += 1;
+        }
+        let quality = if after - self.pos.0 > 1 { 3 } else { 2 };
+        self.mark_break((after, 0), quality);
+        if self.units + 1 + self.close_units > self.limit {
+            return true;
+        }
+        self.html.push('\n');
+        self.units += 1;
+        self.pos = (self.pos.0 + 1, 0);
+        false
+    }
+
+    /// Text from the current offset, escaped, a character at a time while it fits; every
+    /// space is a place to end.
+    fn text(&mut self, text: &str) -> bool {
+        for c in text[self.pos.1..].chars() {
+            if c == ' ' {
+                self.mark_break((self.pos.0, self.pos.1 + 1), 1);
+            }
+            let before = self.html.len();
+            push_escaped(&mut self.html, c);
+            let c_units = utf16_len(&self.html[before..]);
+            if self.units + c_units + self.close_units > self.limit {
+                self.html.truncate(before);
+                return true;
+            }
+            self.units += c_units;
+            self.pos.1 += c.len_utf8();
+        }
+        self.pos = (self.pos.0 + 1, 0);
+        false
+    }
+
+    /// Records a place to end here, the next part resuming at `resume`.
+    fn mark_break(&mut self, resume: (usize, usize), quality: u8) {
+        self.breaks.push(Break {
+            html_len: self.html.len(),
+            stack: self.stack.clone(),
+            resume,
+            quality,
+            units: self.units,
+        });
+    }
+
+    /// Ends a full part at its best break: the best in its second half, else the latest, else
+    /// right here.
+    fn cut(&mut self) {
+        let (start_units, limit) = (self.start_units, self.limit);
+        let best = self
+            .breaks
+            .iter()
+            .filter(|b| b.units > start_units && b.units * 2 >= limit)
+            .max_by_key(|b| (b.quality, b.units))
+            .or_else(|| self.breaks.iter().rfind(|b| b.units > start_units))
+            .cloned();
+        if let Some(b) = best {
+            self.html.truncate(b.html_len);
+            self.stack = b.stack;
+            self.pos = b.resume;
+        }
+    }
 }
 
 #[cfg(test)]

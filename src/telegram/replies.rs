@@ -9,95 +9,83 @@
 //! posted. A burst of refusals in one place is one message, edited by one poster that yields
 //! to the chat's other messages ([`post_burst`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::types::{InlineKeyboardMarkup, MessageId};
 
+use super::handlers::Deps;
 use super::outbox::Outbox;
 use super::render::escape_html;
-use super::send::{edit_html, edit_keyboard, notify, send_html};
-use crate::app::App;
 use crate::burst::Bursts;
 use crate::conversation::Conversation;
 use crate::turn::{Keyboard, Messenger};
 
 /// Posts an HTML message to `to`.
 pub(crate) fn html(
-    app: &App,
-    tg: &Arc<Outbox>,
+    deps: &Deps,
     to: Conversation,
     html: String,
     markup: Option<InlineKeyboardMarkup>,
 ) {
-    let tg = tg.clone();
-    app.reply(to, async move {
-        if let Err(e) = send_html(tg.bot(), tg.policy(), to, &html, markup).await {
+    let tg = deps.tg.clone();
+    deps.app.reply(to, async move {
+        if let Err(e) = tg.send_html(to, &html, markup).await {
             tracing::warn!(%to, error = %e, "cannot send a reply");
         }
     });
 }
 
 /// Posts a short plain notice to `to`.
-pub(crate) fn notice(app: &App, tg: &Arc<Outbox>, to: Conversation, text: impl Into<String>) {
-    let (tg, text) = (tg.clone(), text.into());
-    app.reply(
-        to,
-        async move { notify(tg.bot(), tg.policy(), to, &text).await },
-    );
+pub(crate) fn notice(deps: &Deps, to: Conversation, text: impl Into<String>) {
+    let (tg, text) = (deps.tg.clone(), text.into());
+    deps.app
+        .reply(to, async move { tg.notice(to, &text).await });
 }
 
 /// Posts an edit of message `id` in `to` into `html` with `markup`; `what` names it in the log.
 pub(crate) fn edit(
-    app: &App,
-    tg: &Arc<Outbox>,
+    deps: &Deps,
     to: Conversation,
     id: MessageId,
     html: String,
     markup: Option<InlineKeyboardMarkup>,
     what: &'static str,
 ) {
-    let tg = tg.clone();
-    app.reply(to, async move {
-        if let Err(e) = edit_html(tg.bot(), tg.policy(), to, id, &html, markup).await {
+    let tg = deps.tg.clone();
+    deps.app.reply(to, async move {
+        if let Err(e) = tg.edit_html(to, id, &html, markup).await {
             tracing::warn!(%to, error = %e, "cannot {what}");
         }
     });
 }
 
 /// Posts `keyboard` in place of message `message`'s in `chat`.
-pub(crate) fn keyboard(app: &App, tg: &Arc<Outbox>, chat: i64, message: i32, keyboard: Keyboard) {
-    let tg = tg.clone();
-    app.reply(chat, async move {
+pub(crate) fn keyboard(deps: &Deps, chat: i64, message: i32, keyboard: Keyboard) {
+    let tg = deps.tg.clone();
+    deps.app.reply(chat, async move {
         tg.set_keyboard(chat, message, keyboard).await;
     });
 }
 
 /// Posts `markup` in place of message `message`'s keyboard in `chat`; `what` names it in the log.
 pub(crate) fn markup(
-    app: &App,
-    tg: &Arc<Outbox>,
+    deps: &Deps,
     chat: i64,
     message: MessageId,
     markup: InlineKeyboardMarkup,
     what: &'static str,
 ) {
-    let tg = tg.clone();
-    app.reply(chat, async move {
+    let tg = deps.tg.clone();
+    deps.app.reply(chat, async move {
         let chat = teloxide::types::ChatId(chat);
-        edit_keyboard(tg.bot(), tg.policy(), chat, message, markup, what).await;
+        tg.edit_keyboard(chat, message, markup, what).await;
     });
 }
 
 /// A message `user` sent to `chat` over their rate (turns or commands), with `wait` until the
 /// window frees: counted into the burst's one refusal (see [`crate::limits`]).
-pub(crate) fn refuse_too_fast(
-    app: &Arc<App>,
-    tg: &Arc<Outbox>,
-    chat: Conversation,
-    user: u64,
-    wait: Duration,
-) {
+pub(crate) fn refuse_too_fast(deps: &Deps, chat: Conversation, user: u64, wait: Duration) {
+    let Deps { app, tg } = deps;
     if !app.limits().refusal(chat, user, wait) {
         return;
     }
@@ -122,16 +110,13 @@ pub(crate) async fn post_burst<K, S>(
     K: std::hash::Hash + Eq + Clone,
     S: Clone + Default,
 {
-    let (bot, policy) = (tg.bot(), tg.policy());
     while let Some(post) = bursts.next(key) {
         let (html, markup) = render(&post.state);
         let shown = match post.message {
-            None => send_html(bot, policy, to, &html, markup)
-                .await
-                .map(|m| m.id),
+            None => tg.send_html(to, &html, markup).await.map(|m| m.id),
             Some(message) => {
-                policy.limiter.quiet(to.chat).await;
-                edit_html(bot, policy, to, MessageId(message), &html, markup).await
+                tg.quiet(to.chat).await;
+                tg.edit_html(to, MessageId(message), &html, markup).await
             }
         };
         match shown {

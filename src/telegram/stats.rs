@@ -13,6 +13,7 @@ use super::views::thousands;
 use crate::app::App;
 use crate::config::Role;
 use crate::store::UsageTotals;
+use crate::texts::telegram as texts;
 
 /// How many users each of the admins' top lists shows.
 const TOP_USERS: usize = 5;
@@ -97,15 +98,15 @@ pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
 /// One usage figure: answers, tokens read (and how many reused from cache), tokens written.
 fn usage_line(t: &UsageTotals) -> String {
     let cached = if t.cached_tokens > 0 {
-        format!(" ({} reused from cache)", thousands(t.cached_tokens))
+        texts::stats_cached(&thousands(t.cached_tokens))
     } else {
         String::new()
     };
-    format!(
-        "{} · {} read{cached} · {} written",
-        count(t.turns, "answer", "answers"),
-        count(t.prompt_tokens, "token", "tokens"),
-        count(t.completion_tokens, "token", "tokens"),
+    texts::stats_usage(
+        &count(t.turns, texts::ANSWER, texts::ANSWERS),
+        &count(t.prompt_tokens, texts::TOKEN, texts::TOKENS),
+        &cached,
+        &count(t.completion_tokens, texts::TOKEN, texts::TOKENS),
     )
 }
 
@@ -113,7 +114,7 @@ fn usage_line(t: &UsageTotals) -> String {
 fn usage_section(title: &str, rows: &[(String, UsageTotals)]) -> String {
     let mut html = format!("<b>{title}</b>\n");
     if rows.is_empty() {
-        html.push_str("No answers yet.\n");
+        html.push_str(texts::STATS_NO_ANSWERS);
         return html;
     }
     if rows.len() > 1 {
@@ -121,7 +122,7 @@ fn usage_section(title: &str, rows: &[(String, UsageTotals)]) -> String {
             sum.add(t);
             sum
         });
-        html.push_str(&format!("Total: {}\n", usage_line(&total)));
+        html.push_str(&texts::stats_total(&usage_line(&total)));
     }
     for (model, t) in rows {
         html.push_str(&format!(
@@ -137,18 +138,18 @@ fn usage_section(title: &str, rows: &[(String, UsageTotals)]) -> String {
 fn top_section(title: &str, users: &[TopUser]) -> String {
     let mut html = format!("<b>{title}</b>\n");
     if users.is_empty() {
-        html.push_str("Nobody yet.\n");
+        html.push_str(texts::STATS_NOBODY);
     }
     for (place, user) in users.iter().enumerate() {
         let name = user
             .name
             .as_deref()
-            .map_or_else(|| "unknown name".to_string(), escape_html);
+            .map_or_else(|| texts::UNKNOWN_NAME.to_string(), escape_html);
         html.push_str(&format!(
             "{}. {name} (<code>{}</code>): {}\n",
             place + 1,
             user.id,
-            count(user.tokens, "token", "tokens")
+            count(user.tokens, texts::TOKEN, texts::TOKENS)
         ));
     }
     html
@@ -166,38 +167,29 @@ fn megabytes(bytes: u64) -> String {
 
 /// The `/stats` message (HTML).
 pub(crate) fn stats_html(stats: &Stats) -> String {
-    let mut html = format!("📊 {}", usage_section("This chat", &stats.chat));
-    let used = count(stats.today, "token", "tokens");
+    let mut html = format!("📊 {}", usage_section(texts::STATS_THIS_CHAT, &stats.chat));
+    let used = count(stats.today, texts::TOKEN, texts::TOKENS);
     html.push_str(&match stats.budget {
-        Some(budget) => format!(
-            "\n<b>Your budget today</b>: {used} of {} used, {} left. It renews at midnight UTC.\n",
-            thousands(budget),
-            thousands(budget.saturating_sub(stats.today)),
+        Some(budget) => texts::stats_budget_html(
+            &used,
+            &thousands(budget),
+            &thousands(budget.saturating_sub(stats.today)),
         ),
-        None => format!("\n<b>You today</b>: {used}, no daily budget.\n"),
+        None => texts::stats_no_budget_html(&used),
     });
     if let Some(bot) = &stats.bot {
-        html.push_str(&format!("\n🤖 {}", usage_section("Whole bot", &bot.models)));
-        html.push_str(&format!(
-            "\n{}",
-            top_section("Top users today", &bot.top_today)
-        ));
-        html.push_str(&format!(
-            "\n{}",
-            top_section("Top users of all time", &bot.top_all_time)
-        ));
+        let whole = usage_section(texts::STATS_WHOLE_BOT, &bot.models);
+        html.push_str(&format!("\n🤖 {whole}"));
+        let today = top_section(texts::STATS_TOP_TODAY, &bot.top_today);
+        html.push_str(&format!("\n{today}"));
+        let all_time = top_section(texts::STATS_TOP_ALL_TIME, &bot.top_all_time);
+        html.push_str(&format!("\n{all_time}"));
         let (size, compacts_at) = bot.disk;
-        html.push_str(&match compacts_at {
-            Some(at) => format!(
-                "\n💾 <b>Storage</b>: {} on disk; compacted once past {}.\n",
-                megabytes(size),
-                megabytes(at)
-            ),
-            None => format!(
-                "\n💾 <b>Storage</b>: {} on disk; compaction is off.\n",
-                megabytes(size)
-            ),
-        });
+        let compacts_at = compacts_at.map(megabytes);
+        html.push_str(&texts::stats_storage_html(
+            &megabytes(size),
+            compacts_at.as_deref(),
+        ));
     }
     html.trim_end().to_string()
 }

@@ -22,11 +22,8 @@ use super::send::{SendPolicy, Target, edit_html, edit_keyboard, send_html, with_
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::texts::telegram::STOPPED;
 use crate::turn::{Live, OnVisible};
-
-/// The line a stopped turn's live message ends with: the one confirmation of the stop. The
-/// partial answer is not stored (the turn stopped before its history write), and it says so.
-pub const STOPPED: &str = "⏹ Stopped. This partial answer is not remembered.";
 
 /// One message of the live display.
 #[derive(Debug, Clone)]

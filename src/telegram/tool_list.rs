@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::agent::mcp::{Catalog, MAX_SCHEMA_BYTES, ServerStatus};
+use crate::texts::telegram as texts;
 
 /// Telegram's limit on one message, in UTF-16 units.
 const MESSAGE_LIMIT: usize = 4096;
@@ -13,48 +14,30 @@ const ERROR_CHARS: usize = 300;
 
 /// The listing, split on line boundaries into messages Telegram accepts.
 pub(crate) fn render(catalog: &Catalog, now: DateTime<Utc>) -> Vec<String> {
-    let mut lines = vec!["Tools (offered in the turns of the roles shown):".to_string()];
+    let mut lines = vec![texts::TOOLS_HEAD.to_string()];
     for tool in &catalog.tools {
         let source = match &tool.server {
-            None => "built-in".to_string(),
-            Some(server) => format!("MCP server {server}"),
+            None => texts::BUILT_IN.to_string(),
+            Some(server) => texts::tool_server(server),
         };
-        let who = if tool.admins_only {
-            " (admins only)"
-        } else {
-            ""
-        };
-        lines.push(format!("• {} — {source}{who}", tool.name));
+        lines.push(texts::tool_line(&tool.name, &source, tool.admins_only));
     }
     lines.push(String::new());
     if catalog.servers.is_empty() {
-        lines.push(
-            "MCP servers: none configured ([[mcp.servers]] in config/heurist.toml).".to_string(),
-        );
+        lines.push(texts::NO_SERVERS.to_string());
     } else {
-        lines.push("MCP servers:".to_string());
+        lines.push(texts::SERVERS_HEAD.to_string());
     }
     for server in &catalog.servers {
-        let who = if server.admins_only {
-            ", admins only"
-        } else {
-            ""
-        };
         let status = match &server.status {
-            ServerStatus::Starting => "starting".to_string(),
-            ServerStatus::Up { tools, left_out } if left_out.is_empty() => {
-                format!("up, {tools} tool(s)")
-            }
+            ServerStatus::Starting => texts::SERVER_STARTING.to_string(),
+            ServerStatus::Up { tools, left_out } if left_out.is_empty() => texts::server_up(*tools),
             ServerStatus::Up { tools, left_out } => {
                 let names: Vec<String> = left_out
                     .iter()
                     .map(|t| format!("{} ({} bytes)", t.name, t.bytes))
                     .collect();
-                format!(
-                    "up, {tools} tool(s); left out, as its schemas are over {MAX_SCHEMA_BYTES} \
-                     bytes: {}",
-                    names.join(", ")
-                )
+                texts::server_up_left_out(*tools, MAX_SCHEMA_BYTES, &names.join(", "))
             }
             ServerStatus::Down {
                 error,
@@ -63,15 +46,16 @@ pub(crate) fn render(catalog: &Catalog, now: DateTime<Utc>) -> Vec<String> {
             } => {
                 let error: String = error.chars().take(ERROR_CHARS).collect();
                 let wait = (*retry_at - now).num_seconds().max(0);
-                format!(
-                    "DOWN since {} UTC: {error}; next try in {wait} s (its tools are not offered)",
-                    since.format("%Y-%m-%d %H:%M:%S")
-                )
+                let since = since.format("%Y-%m-%d %H:%M:%S").to_string();
+                texts::server_down(&since, &error, wait)
             }
         };
-        lines.push(format!(
-            "• {} ({}{who}) — {status}",
-            server.name, server.transport
+        let (name, transport) = (&server.name, &server.transport);
+        lines.push(texts::server_line(
+            name,
+            transport,
+            server.admins_only,
+            &status,
         ));
     }
     split_lines(&lines, MESSAGE_LIMIT)

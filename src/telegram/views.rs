@@ -15,6 +15,7 @@ use super::render::escape_html;
 use crate::app::App;
 use crate::config::Role;
 use crate::learning::heuristics::ReviewState;
+use crate::texts::telegram as texts;
 
 /// Heuristics per page of `/heuristics`, and characters of each shown: with these, a page of
 /// the longest heuristics stays far below Telegram's 4096 units.
@@ -30,88 +31,36 @@ pub struct Page {
     pub keyboard: InlineKeyboardMarkup,
 }
 
-/// `/start`: a greeting and the first thing to try, so a new user is not left guessing.
+/// `/start`: a greeting and the first thing to try (see [`texts::start_html`]).
 pub fn start_html(role: Role) -> String {
-    let admin = if role == Role::Admin {
-        "\nYou are an admin here: /help lists your commands too."
-    } else {
-        ""
-    };
-    format!(
-        "👋 Hi, I am <b>Heurist</b>, an AI assistant that learns from its work.\n\n\
-         Try first: ask me something, e.g. <i>What time is it in Tokyo?</i> or <i>Summarise \
-         https://example.com</i>. Tap a suggested option under an answer instead of typing.\n\
-         /help explains memory, buttons, photos and limits.{admin}"
-    )
+    texts::start_html(role == Role::Admin)
 }
 
 /// `/help`: how the bot behaves (memory, buttons, feedback, stopping, photos, limits), then
 /// the commands `role` may use; admins also see theirs with their arguments.
 pub fn help_html(app: &App, role: Role) -> String {
     let limits = &app.config().limits;
-    let mut rules = Vec::new();
-    if limits.turns_per_minute > 0 {
-        rules.push(format!(
-            "up to {} messages a minute",
-            limits.turns_per_minute
-        ));
-    }
-    if limits.daily_tokens > 0 {
-        rules.push(format!(
-            "{} tokens a day (see /stats)",
-            thousands(limits.daily_tokens)
-        ));
-    }
-    let limits_line = if rules.is_empty() {
-        "No limits are set for you.".to_string()
-    } else {
-        format!("You may send {}.", rules.join(" and "))
-    };
-    let mut html = format!(
-        "<b>How I work</b>\n\
-         • <b>Memory</b>: I remember this chat's recent conversation, so you can say \
-         \"continue\" or \"shorter\". /clear makes me forget it (what I learned stays).\n\
-         • <b>Option buttons</b> under an answer are likely next steps: tapping one sends it \
-         as your message.\n\
-         • <b>👍 / 👎</b> rate an answer (you can change your vote once). I learn short \
-         heuristics from my tasks; your ratings decide which ones I keep using, and a 👎 \
-         makes me reflect on what went wrong.\n\
-         • <b>⏹ Stop</b> under an answer being written, or /cancel, stops it; the partial \
-         answer is not remembered. An answer already saved is kept (I say so).\n\
-         • <b>🔁 Retry</b> shows when the language model failed for a passing reason: your \
-         message is kept, and a tap sends it again, once.\n\
-         • <b>Photos</b>: send one with a question as its caption; models that cannot see \
-         images answer the caption only.\n\
-         • <b>Limits</b>: {limits_line}\n\n\
-         <b>Commands</b>\n"
-    );
+    let daily = (limits.daily_tokens > 0).then(|| thousands(limits.daily_tokens));
+    let mut html = texts::help_html(&texts::help_limits(
+        limits.turns_per_minute,
+        daily.as_deref(),
+    ));
     for command in Command::visible_to(role) {
-        html.push_str(&format!(
-            "/{} — {}\n",
-            command.command.trim_start_matches('/'),
-            escape_html(&command.description)
+        let name = command.command.trim_start_matches('/');
+        html.push_str(&texts::help_command(
+            name,
+            &escape_html(&command.description),
         ));
     }
     if role == Role::Admin {
-        html.push_str(
-            "\n<b>Admin commands</b>\n\
-             <code>/model</code> — the model of this chat, as buttons\n\
-             <code>/model &lt;id&gt;</code> — switch this chat to model <i>id</i>\n\
-             <code>/heuristics</code> — what the bot learned, with Forget buttons\n\
-             <code>/heuristics pending</code> — learned heuristics waiting for approval\n\
-             <code>/skills</code> — loaded skills and how often each matched\n\
-             <code>/tools</code> — tools, their sources and MCP servers' status\n",
-        );
+        html.push_str(texts::HELP_ADMIN_COMMANDS);
     }
     html
 }
 
 /// The text of `/model`'s message: the chat's model now, above the buttons to choose another.
 pub(crate) fn model_header_html(current: &str) -> String {
-    format!(
-        "Model for this chat: <b>{}</b>. Choose another:",
-        escape_html(current)
-    )
+    texts::model_header_html(&escape_html(current))
 }
 
 /// `n` with thin groups of three digits: 1234567 → "1,234,567".
@@ -139,27 +88,14 @@ pub fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
     let all = app.learning().listing(pending_only);
     let pages = all.len().div_ceil(HEURISTICS_PER_PAGE).max(1);
     let page = page.min(pages - 1);
-    let title = if pending_only {
-        "Heuristics waiting for approval"
-    } else {
-        "Learned heuristics"
-    };
     if all.is_empty() {
-        let html = if pending_only {
-            "No heuristics are waiting for approval."
-        } else {
-            "No heuristics learned yet."
-        };
         return Page {
-            html: html.to_string(),
+            html: texts::no_heuristics(pending_only).to_string(),
             keyboard: InlineKeyboardMarkup::default(),
         };
     }
-    let mut html = format!(
-        "<b>{title}</b> ({}), best first. Page {}/{pages}.\n",
-        all.len(),
-        page + 1
-    );
+    let title = texts::heuristics_title(pending_only);
+    let mut html = texts::heuristics_head_html(title, all.len(), page + 1, pages);
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
     let shown = all
         .iter()
@@ -168,33 +104,28 @@ pub fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
     for listed in shown {
         let h = &listed.heuristic;
         let pending = h.review == ReviewState::Pending;
-        let mark = if pending { "⏳" } else { "✅" };
-        let skill = h.skill.as_deref().unwrap_or("general");
+        let skill = h.skill.as_deref().unwrap_or(texts::GENERAL_SKILL);
         let learned = DateTime::from_timestamp(h.created, 0)
             .map_or_else(|| "?".to_string(), |t| t.format("%Y-%m-%d").to_string());
-        let source = if h.origin.external {
-            "from external content"
-        } else {
-            "trusted"
-        };
         let outcome = if h.origin.outcome.is_empty() {
-            "unknown outcome".to_string()
+            texts::UNKNOWN_OUTCOME.to_string()
         } else {
             shorten(&h.origin.outcome, 60)
         };
-        html.push_str(&format!(
-            "\n{mark} <b>#{}</b> [{}] {}\n<i>score {:.2} · learned {learned} ({}, {source}) · \
-             used {}× · 👍 {} 👎 {} · learned {}×</i>\n",
-            h.id,
-            escape_html(skill),
-            escape_html(&shorten(&h.text, LISTED_TEXT_CHARS)),
-            listed.utility,
-            escape_html(&outcome),
-            h.injected,
-            h.up,
-            h.down,
-            h.uses,
-        ));
+        let entry = texts::HeuristicEntry {
+            pending,
+            id: h.id,
+            skill: &escape_html(skill),
+            text: &escape_html(&shorten(&h.text, LISTED_TEXT_CHARS)),
+            score: listed.utility,
+            learned: &learned,
+            outcome: &escape_html(&outcome),
+            external: h.origin.external,
+            injected: h.injected,
+            votes: (h.up, h.down),
+            uses: h.uses,
+        };
+        html.push_str(&entry.html());
         let mut row = Vec::new();
         if pending {
             let approve = Action::Approve {
@@ -202,14 +133,14 @@ pub fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
                 list,
                 page: page as u32,
             };
-            row.extend(button(&format!("✅ Approve #{}", h.id), &approve));
+            row.extend(button(&texts::approve_button(h.id), &approve));
         }
         let forget = Action::Forget {
             id: h.id,
             list,
             page: page as u32,
         };
-        row.extend(button(&format!("🗑 Forget #{}", h.id), &forget));
+        row.extend(button(&texts::forget_button(h.id), &forget));
         rows.push(row);
     }
     rows.extend(navigation(list, page, pages));
@@ -224,20 +155,15 @@ pub fn skills_page(app: &App, page: usize) -> Page {
     let skills = app.learning().skills();
     if skills.is_empty() {
         return Page {
-            html: format!(
-                "No skills loaded (folder: {}).",
-                escape_html(&app.config().learning.skills_dir.display().to_string())
-            ),
+            html: texts::no_skills_html(&escape_html(
+                &app.config().learning.skills_dir.display().to_string(),
+            )),
             keyboard: InlineKeyboardMarkup::default(),
         };
     }
     let pages = skills.len().div_ceil(SKILLS_PER_PAGE);
     let page = page.min(pages - 1);
-    let mut html = format!(
-        "<b>Skills</b> ({}), with the times each matched a message. Page {}/{pages}.\n",
-        skills.len(),
-        page + 1
-    );
+    let mut html = texts::skills_head_html(skills.len(), page + 1, pages);
     for skill in skills
         .iter()
         .skip(page * SKILLS_PER_PAGE)

@@ -14,15 +14,15 @@ use crate::cancel::{Found, TurnId, Verdict};
 use crate::config::Role;
 use crate::conversation::Conversation;
 use crate::store::{ReflectionJob, Vote};
+use crate::texts::turn::{
+    ALREADY_COMPLETE, ALREADY_GONE, ALREADY_RATED, APPROVED, CHANGED_DOWN, CHANGED_UP,
+    CLEAR_FAILED, CLEARED, FORGOTTEN, MODEL_NOT_CONFIGURED, NOT_PENDING, NOTHING_RUNNING, STOPPED,
+    STOPPED_TOAST, THANKS, THANKS_LEARNING, TOO_LATE_TO_STOP, approve_failed, forget_failed,
+    model_set, unknown_model, vote_failed,
+};
 
-/// The toast of a press whose data names nothing live (an expired, forged or unknown button).
-pub const EXPIRED: &str = "This option has expired";
-
-/// What the user is told when an admin-only action is refused.
-pub const ADMINS_ONLY: &str = "Sorry, only the bot's admins can do that.";
-
-/// What a command the bot does not know gets.
-pub const UNKNOWN_COMMAND: &str = "I do not know that command. /help lists what I can do.";
+// Taken from here by the adapter's imports; their wording lives in `texts::turn`.
+use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
 
 /// What a press did: the toast to show, and the keyboard to put in place of the pressed one.
 #[derive(Debug)]
@@ -68,24 +68,21 @@ impl Stop {
     /// The reply to `/cancel` (when no live message confirms a stop itself).
     pub fn reply(self) -> &'static str {
         match self {
-            Self::Stopped => "Stopped. Nothing of that request was kept.",
-            Self::Kept => KEPT,
-            Self::Over | Self::Nothing => "Nothing is running.",
+            Self::Stopped => STOPPED,
+            Self::Kept => TOO_LATE_TO_STOP,
+            Self::Over | Self::Nothing => NOTHING_RUNNING,
         }
     }
 
     /// The toast of a ⏹ press.
     pub fn toast(self) -> &'static str {
         match self {
-            Self::Stopped => "Stopped",
-            Self::Kept => KEPT,
-            Self::Over | Self::Nothing => "That answer is already complete",
+            Self::Stopped => STOPPED_TOAST,
+            Self::Kept => TOO_LATE_TO_STOP,
+            Self::Over | Self::Nothing => ALREADY_COMPLETE,
         }
     }
 }
-
-/// What a stop that came too late says: the answer was stored before it, and stays.
-const KEPT: &str = "Too late to stop: the answer was already saved, so it is kept.";
 
 /// Stops the turn running in `chat`: whichever runs (`/cancel`), or only turn `only` (its ⏹,
 /// so an old ⏹ stops nothing). The phase decides, atomically: a turn that has not begun its
@@ -112,10 +109,10 @@ pub fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
 /// Clears `chat`'s history (heuristics stay) and expires its option buttons.
 pub fn clear(app: &App, chat: Conversation) -> &'static str {
     match app.store().history().clear(chat) {
-        Ok(()) => "Done: I forgot this chat's conversation.",
+        Ok(()) => CLEARED,
         Err(e) => {
             tracing::error!(%chat, error = %e, "cannot clear history");
-            "Sorry, I could not clear the history. Please try again."
+            CLEAR_FAILED
         }
     }
 }
@@ -129,7 +126,7 @@ pub fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<Stri
             model = id,
             "refused to switch to a model that is not configured"
         );
-        anyhow::bail!("Unknown model {id:?}. Configured: {}", known.join(", "));
+        anyhow::bail!("{}", unknown_model(id, &known.join(", ")));
     };
     app.store().chats().set_model(chat, &model.id)?;
     tracing::info!(%chat, model = %model.id, "model switched");
@@ -150,10 +147,10 @@ pub fn choose_model(app: &App, role: Role, chat: Conversation, id: Option<&str>)
         return Outcome::refuse(ADMINS_ONLY);
     }
     let Some(id) = id else {
-        return Outcome::refuse("That model is not configured");
+        return Outcome::refuse(MODEL_NOT_CONFIGURED);
     };
     match set_model(app, chat, id) {
-        Ok(id) => Outcome::done(format!("Model: {id}"), Some(models_keyboard(app, &id))),
+        Ok(id) => Outcome::done(model_set(&id), Some(models_keyboard(app, &id))),
         Err(e) => Outcome::refuse(e.to_string()),
     }
 }
@@ -171,9 +168,9 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
         .vote(ticket, at.chat, up, VOTE_CHANGES)
     {
         Ok(Vote::Recorded(ticket)) => ticket,
-        Ok(Vote::AlreadyVoted) => return Outcome::refuse("You already rated this answer"),
+        Ok(Vote::AlreadyVoted) => return Outcome::refuse(ALREADY_RATED),
         Ok(Vote::Unknown) => return Outcome::refuse(EXPIRED),
-        Err(e) => return Outcome::refuse(format!("Cannot record that: {e}")),
+        Err(e) => return Outcome::refuse(vote_failed(&e.to_string())),
     };
     let first = ticket.vote.is_none();
     let scored = if first {
@@ -198,15 +195,15 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
             ..ticket.job
         };
         if let Some(id) = app.learning().plan_reflection(&job) {
-            let prefix = super::bare_prefix(app, &job);
-            super::queue_reflection(app, id, job, prefix);
+            let prefix = super::reflect::bare_prefix(app, &job);
+            super::reflect::queue_reflection(app, id, job, prefix);
         }
     }
     let toast = match (first, up) {
-        (true, true) => "Thanks!",
-        (true, false) => "Thanks, I will learn from it.",
-        (false, true) => "Changed to 👍",
-        (false, false) => "Changed to 👎: I will learn from it.",
+        (true, true) => THANKS,
+        (true, false) => THANKS_LEARNING,
+        (false, true) => CHANGED_UP,
+        (false, false) => CHANGED_DOWN,
     };
     Outcome::done(toast, None)
 }
@@ -217,9 +214,9 @@ pub fn approve(app: &App, role: Role, id: u64) -> Outcome {
         return Outcome::refuse(ADMINS_ONLY);
     }
     match app.learning().approve(id) {
-        Ok(true) => Outcome::done("Approved: it can be used from now on", None),
-        Ok(false) => Outcome::refuse("That heuristic is not waiting for approval"),
-        Err(e) => Outcome::refuse(format!("Cannot approve it: {e}")),
+        Ok(true) => Outcome::done(APPROVED, None),
+        Ok(false) => Outcome::refuse(NOT_PENDING),
+        Err(e) => Outcome::refuse(approve_failed(&e.to_string())),
     }
 }
 
@@ -229,8 +226,8 @@ pub fn forget(app: &App, role: Role, id: u64) -> Outcome {
         return Outcome::refuse(ADMINS_ONLY);
     }
     match app.learning().forget(id) {
-        Ok(true) => Outcome::done("Forgotten", None),
-        Ok(false) => Outcome::refuse("That heuristic is gone already"),
-        Err(e) => Outcome::refuse(format!("Cannot forget it: {e}")),
+        Ok(true) => Outcome::done(FORGOTTEN, None),
+        Ok(false) => Outcome::refuse(ALREADY_GONE),
+        Err(e) => Outcome::refuse(forget_failed(&e.to_string())),
     }
 }

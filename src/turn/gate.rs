@@ -60,3 +60,35 @@ async fn finish(app: &App, update: Option<u32>) {
         tracing::warn!(update, error = %e, "cannot record a dropped turn");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::turn::testing::{ADMIN, ALICE, NO_LLM, Recorder, accept, app, input, state};
+
+    /// Only a user allowed now runs a turn; a stranger's is dropped silently, its update done.
+    #[tokio::test]
+    async fn only_users_allowed_now_are_admitted() {
+        let cases = [
+            ("an allowed user", ALICE, true),
+            ("an admin", ADMIN, true),
+            ("a user no longer allowed", 666, false),
+        ];
+        for (name, user, admitted) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let out = Recorder::new();
+            let input = crate::turn::TurnInput {
+                chat: user,
+                user: user.unsigned_abs(),
+                ..input("hi")
+            };
+            accept(&app, &input);
+            let at = input.conversation();
+            let got = admit(&app, out.as_ref(), input.user, at, input.update).await;
+            assert_eq!(got.is_some(), admitted, "{name}");
+            assert_eq!(state(&app, 7).is_some(), admitted, "{name}: update");
+            assert!(out.shown().is_empty(), "{name}: nothing is said");
+        }
+    }
+}

@@ -14,6 +14,9 @@ use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
 
+/// The chat a turn answers in, as the turn layer holds it.
+pub type Out = Arc<dyn Messenger>;
+
 /// The buttons under a message.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Keyboard {

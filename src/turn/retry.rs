@@ -10,25 +10,13 @@ use crate::agent::{TurnResult, TurnStatus};
 use crate::app::App;
 use crate::llm::LlmError;
 use crate::store::{RetryClaim, RetryTicket};
+use crate::texts::turn::{
+    ALREADY_RETRIED, NOT_YOURS, RETRY_EXPIRED, RETRY_FAILED, RETRY_KEPT, RETRY_SEND_AGAIN,
+};
 
 /// How long a retry stays usable: a message a day old is no longer part of the conversation,
 /// and answering it then would answer out of context.
 const RETRY_LIFETIME_SECS: i64 = 24 * 3600;
-
-/// The toast of a retry pressed a second time.
-pub(crate) const ALREADY_RETRIED: &str = "Already retried: that message was sent again";
-
-/// The toast of a retry pressed by someone other than the message's sender.
-pub(crate) const NOT_YOURS: &str = "Only the person who sent that message can retry it";
-
-/// The toast of a retry that names nothing live (forged, another chat's, too old or pruned).
-pub(crate) const RETRY_EXPIRED: &str = "This retry has expired; please send your message again";
-
-/// What the failed answer adds when it offers the button, so it promises only what it does.
-const KEPT: &str = "Your message is kept: 🔁 Retry sends it again.";
-
-/// What it adds when no button could be offered (the ticket could not be stored).
-const SEND_AGAIN: &str = "Please send your message again in a minute.";
 
 /// Whether trying the same request again may work: the failure was the provider's, not the
 /// bot's setup or the request itself.
@@ -80,7 +68,11 @@ pub(crate) fn offer(
 
 /// The failed answer's text with what the user can do now.
 fn failure_text(failure: &str, offered: bool) -> String {
-    let next = if offered { KEPT } else { SEND_AGAIN };
+    let next = if offered {
+        RETRY_KEPT
+    } else {
+        RETRY_SEND_AGAIN
+    };
     format!("{failure} {next}")
 }
 
@@ -105,7 +97,7 @@ pub(crate) fn claim(
         Ok(RetryClaim::Expired) => Err(RETRY_EXPIRED),
         Err(e) => {
             tracing::error!(chat, error = %e, "cannot claim a retry");
-            Err("Sorry, I could not retry that. Please send it again.")
+            Err(RETRY_FAILED)
         }
     }
 }

@@ -126,10 +126,8 @@ async fn stop_during_streaming_confirms_once_and_leaves_no_dead_stop_button() {
     );
     assert_eq!(toast(&h, &query).await, "Stopped");
     let (text, keyboard) =
-        h.tg.wait_last(ALICE, |s, _| {
-            s.ends_with(heurist::telegram::stream::STOPPED)
-        })
-        .await;
+        h.tg.wait_last(ALICE, |s, _| s.ends_with(heurist::texts::telegram::STOPPED))
+            .await;
     assert_eq!(keyboard, "", "the stopped message has no buttons: {text}");
     tokio::time::sleep(ms(300)).await;
     assert_eq!(
@@ -156,10 +154,8 @@ async fn cancel_while_the_first_live_frame_is_on_its_way_confirms_once() {
     h.tg.wait_for(|t| (!t.calls("sendMessage").is_empty()).then_some(()))
         .await;
     h.tg.send_text(ALICE, "/cancel");
-    h.tg.wait_last(ALICE, |s, _| {
-        s.ends_with(heurist::telegram::stream::STOPPED)
-    })
-    .await;
+    h.tg.wait_last(ALICE, |s, _| s.ends_with(heurist::texts::telegram::STOPPED))
+        .await;
     tokio::time::sleep(ms(500)).await;
     assert_eq!(
         sent_texts(&h, ALICE).len(),

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 /// The notice a chat gets when a crash came while its answer was on its way (the bot's
-/// `turn::RESTART_NOTICE`).
-const RESTART_NOTICE: &str = heurist::turn::RESTART_NOTICE;
+/// `texts::turn::RESTART_NOTICE`).
+const RESTART_NOTICE: &str = heurist::texts::turn::RESTART_NOTICE;
 
 /// Streaming on, live edits every 100 ms, nothing but the answer (no options, no 👍/👎, no
 /// reflection), so every message sent to a chat is its answer or the notice.

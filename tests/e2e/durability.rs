@@ -645,7 +645,7 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(
             *chat.notices.lock().unwrap(),
-            vec![heurist::turn::PANIC_NOTICE.to_string()],
+            vec![heurist::texts::turn::PANIC_NOTICE.to_string()],
             "told once"
         );
         assert!(
@@ -696,7 +696,10 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
 
     let second = h.tg.send_text(ALICE, "second") as u32;
     let told = h.tg.wait_messages(ALICE, 2).await;
-    assert_eq!(told[1].params["text"], heurist::turn::UNREADABLE_NOTICE);
+    assert_eq!(
+        told[1].params["text"],
+        heurist::texts::turn::UNREADABLE_NOTICE
+    );
     // Bob's chat goes on.
     h.tg.send_text(BOB, "hello");
     h.tg.wait_messages(BOB, 1).await;

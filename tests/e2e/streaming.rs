@@ -156,11 +156,9 @@ async fn stop_ends_the_stream_promptly() {
         .await;
     assert_eq!(toast.params["text"], "Stopped");
     let stopped =
-        h.tg.wait_last(ALICE, |s, _| {
-            s.ends_with(heurist::telegram::stream::STOPPED)
-        })
-        .await
-        .0;
+        h.tg.wait_last(ALICE, |s, _| s.ends_with(heurist::texts::telegram::STOPPED))
+            .await
+            .0;
     assert!(
         pressed.elapsed() < Duration::from_secs(3),
         "stopped after {:?}",
@@ -201,10 +199,8 @@ async fn cancel_mid_stream_confirms_once_in_the_live_message() {
     h.tg.wait_messages(ALICE, 1).await;
     h.tg.send_text(ALICE, "/cancel");
     let stopped =
-        h.tg.wait_last(ALICE, |s, _| {
-            s.ends_with(heurist::telegram::stream::STOPPED)
-        })
-        .await;
+        h.tg.wait_last(ALICE, |s, _| s.ends_with(heurist::texts::telegram::STOPPED))
+            .await;
     assert!(!stopped.1.contains("stop"), "no dead ⏹: {}", stopped.1);
     // The next message is answered after the stop, so anything /cancel sent came before it.
     h.tg.send_text(ALICE, "/cancel");

@@ -1,0 +1,87 @@
+//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats` for everyone, and
+//! the admins' `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted (see
+//! [`replies`]), so the handler returns without waiting for a paced send.
+
+use teloxide::prelude::*;
+
+use super::{Deps, HandlerResult, conversation_of};
+use crate::config::Role;
+use crate::conversation::Conversation;
+use crate::limits::Verdict;
+use crate::telegram::commands::Command;
+use crate::telegram::{keyboards, replies, stats, tool_list, views};
+use crate::texts::telegram as texts;
+use crate::texts::turn::ADMINS_ONLY;
+use crate::turn::actions::{self, Stop};
+use crate::turn::{self, Out};
+
+/// A command: within the sender's command rate, its action now and its reply posted.
+pub async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> HandlerResult {
+    let Deps { app, tg } = &deps;
+    let chat = conversation_of(&msg);
+    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+    if let Verdict::TooFast(wait) = app.limits().check_command(user, role) {
+        replies::refuse_too_fast(&deps, chat, user, wait);
+        return Ok(());
+    }
+    if cmd.min_role() > role {
+        tracing::info!(user, command = ?cmd, "refused a command for admins");
+        replies::notice(&deps, chat, ADMINS_ONLY);
+        return Ok(());
+    }
+    match cmd {
+        Command::Start => replies::html(&deps, chat, views::start_html(role), None),
+        Command::Help => replies::html(&deps, chat, views::help_html(app, role), None),
+        Command::Clear => {
+            let out: Out = tg.clone();
+            turn::retire_options(app, &out, chat);
+            replies::notice(&deps, chat, actions::clear(app, chat));
+        }
+        Command::Cancel => {
+            // Asked before the stop: a live message on screen confirms it itself.
+            let live = tg.shows_live(chat);
+            match actions::cancel(app, chat, None) {
+                Stop::Stopped if live => {}
+                stop => replies::notice(&deps, chat, stop.reply()),
+            }
+        }
+        Command::Stats => {
+            let html = stats::stats_html(&stats::gather(app, chat.chat, user, role).await?);
+            replies::html(&deps, chat, html, None);
+        }
+        Command::Model(id) => model_command(&deps, chat, id.trim()),
+        Command::Heuristics(which) => {
+            let pending = which.trim().eq_ignore_ascii_case("pending");
+            let page = views::heuristics_page(app, pending, 0);
+            replies::html(&deps, chat, page.html, Some(page.keyboard));
+        }
+        Command::Skills => {
+            let page = views::skills_page(app, 0);
+            replies::html(&deps, chat, page.html, Some(page.keyboard));
+        }
+        Command::Tools => {
+            let catalog = app.agent().tools().catalog();
+            for part in tool_list::render(&catalog, chrono::Utc::now()) {
+                replies::notice(&deps, chat, part);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `/model`: the model keyboard; `/model <id>`: switch directly.
+fn model_command(deps: &Deps, chat: Conversation, id: &str) {
+    let app = &deps.app;
+    if id.is_empty() {
+        let current = app.model_for(chat).id;
+        let markup = keyboards::markup(&actions::models_keyboard(app, &current));
+        let text = views::model_header_html(&current);
+        replies::html(deps, chat, text, Some(markup));
+        return;
+    }
+    let text = match actions::set_model(app, chat, id) {
+        Ok(model) => texts::model_switched(&model),
+        Err(e) => e.to_string(),
+    };
+    replies::notice(deps, chat, text);
+}

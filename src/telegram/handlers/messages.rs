@@ -1,0 +1,148 @@
+//! Messages from allowed users: text becomes a turn, a photo a turn for a model that sees
+//! images, anything else a polite note. A message that looks like a command but is none gets
+//! the list's pointer.
+
+use teloxide::prelude::*;
+use teloxide::types::Me;
+
+use super::turns::{self, Asker, Claimed};
+use super::{Deps, HandlerResult, conversation_of, reply_in_groups, without_mention};
+use crate::config::Role;
+use crate::limits::Verdict;
+use crate::telegram::listener::Handling;
+use crate::telegram::{media, replies};
+use crate::texts::telegram as texts;
+use crate::texts::turn::UNKNOWN_COMMAND;
+use crate::turn::TurnInput;
+
+/// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
+pub async fn text(
+    deps: Deps,
+    msg: Message,
+    me: Me,
+    role: Role,
+    text: String,
+    handling: Handling,
+) -> HandlerResult {
+    if text.starts_with('/') {
+        handling.done();
+        let (chat, user) = (
+            conversation_of(&msg),
+            msg.from.as_ref().map_or(0, |u| u.id.0),
+        );
+        match deps.app.limits().check_command(user, role) {
+            Verdict::TooFast(wait) => replies::refuse_too_fast(&deps, chat, user, wait),
+            _ => replies::notice(&deps, chat, UNKNOWN_COMMAND),
+        }
+        return Ok(());
+    }
+    let text = without_mention(&text, &me);
+    start_turn(&deps, &msg, role, text, None, &handling).await
+}
+
+/// Photos go to a vision-capable model as a turn (the caption is the request). For other
+/// models a photo's caption is answered as text, after a note that the image was not seen
+/// (without a caption, only the note). Stickers, voice notes and the like get a polite answer
+/// and no LLM call.
+pub async fn non_text(
+    deps: Deps,
+    msg: Message,
+    me: Me,
+    role: Role,
+    handling: Handling,
+) -> HandlerResult {
+    let app = &deps.app;
+    let chat = conversation_of(&msg);
+    let max_bytes = app.config().telegram.max_image_bytes;
+    let photo = msg
+        .photo()
+        .and_then(|sizes| media::pick_photo(sizes, max_bytes));
+    let reply = match photo {
+        Some(photo) if app.model_for(chat).vision => {
+            let caption = msg.caption().map(|c| without_mention(c, &me));
+            let text = caption.unwrap_or_else(|| texts::IMAGE_QUESTION.to_string());
+            let image = Some(photo.file.id.0.clone());
+            return start_turn(&deps, &msg, role, text, image, &handling).await;
+        }
+        Some(_) => {
+            let caption = msg
+                .caption()
+                .map(|c| without_mention(c, &me))
+                .filter(|c| !c.is_empty());
+            let vision: Vec<&str> = app
+                .config()
+                .models
+                .iter()
+                .filter(|m| m.vision)
+                .map(|m| m.id.as_str())
+                .collect();
+            let current = app.model_for(chat).id;
+            let note = texts::unseen_image_note(&current, &vision, caption.is_some());
+            if caption.is_some() {
+                replies::notice(&deps, chat, note);
+            } else {
+                rated_notice(&deps, &msg, role, note);
+            }
+            if let Some(caption) = caption {
+                let text = format!("{caption}\n\n{}", texts::UNSEEN_PHOTO);
+                return start_turn(&deps, &msg, role, text, None, &handling).await;
+            }
+            return Ok(());
+        }
+        None => texts::NOT_TEXT,
+    };
+    handling.done();
+    rated_notice(&deps, &msg, role, reply.to_string());
+    Ok(())
+}
+
+/// A notice for a message that starts no turn (a sticker, a photo the model cannot see),
+/// within the sender's command rate: a flood of stickers gets one refusal that is edited,
+/// not a paced notice each.
+fn rated_notice(deps: &Deps, msg: &Message, role: Role, text: String) {
+    let (chat, user) = (
+        conversation_of(msg),
+        msg.from.as_ref().map_or(0, |u| u.id.0),
+    );
+    match deps.app.limits().check_command(user, role) {
+        Verdict::TooFast(wait) => replies::refuse_too_fast(deps, chat, user, wait),
+        _ => replies::notice(deps, chat, text),
+    }
+}
+
+/// Starts a turn for `msg` (see [`turns`] for the path): its text, and the photo it carries
+/// if the model can see it.
+async fn start_turn(
+    deps: &Deps,
+    msg: &Message,
+    role: Role,
+    text: String,
+    image: Option<String>,
+    handling: &Handling,
+) -> HandlerResult {
+    let claim = || {
+        let chat = conversation_of(msg);
+        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        // So `/stats` can name its top users.
+        if let Some(from) = msg.from.as_ref()
+            && let Err(e) = deps
+                .app
+                .store()
+                .people()
+                .remember_name(user, &from.full_name())
+        {
+            tracing::debug!(user, error = %e, "cannot remember a user's name");
+        }
+        Ok(Ok(Claimed::message(TurnInput {
+            chat: chat.chat,
+            user,
+            update: Some(handling.update()),
+            text,
+            image,
+            topic: chat.topic,
+            reply_to: reply_in_groups(chat.chat, msg.id.0),
+            forwarded: msg.forward_origin().is_some(),
+        })))
+    };
+    turns::start(deps, Asker::Message(msg), role, handling, claim).await
+}

@@ -1,0 +1,309 @@
+//! Button presses from allowed users: an option or a 🔁 Retry starts a turn, the rest are
+//! actions (model, clear, feedback, admin lists, stop). Every press is answered at once with
+//! its toast; an edit it causes is posted (see [`replies`]).
+
+use teloxide::prelude::*;
+
+use super::turns::{self, Asker, Claimed};
+use super::{Deps, HandlerResult, pressed_in, reply_in_groups};
+use crate::cancel::TurnId;
+use crate::config::Role;
+use crate::conversation::Conversation;
+use crate::options::{self, Press};
+use crate::telegram::callback_data::{List, OptionPress};
+use crate::telegram::keyboards::{self, model_key};
+use crate::telegram::listener::Handling;
+use crate::telegram::{replies, views};
+use crate::texts::telegram as texts;
+use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
+use crate::turn::actions::{self, Outcome, Stop};
+use crate::turn::{self, Keyboard, Options, Out, TurnInput};
+
+/// A button press from a user who is not on the allow-list.
+pub async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
+    tracing::info!(
+        user = query.from.id.0,
+        "refused a button press from a user who is not allowed"
+    );
+    deps.tg.answer_press(&query, texts::PRIVATE).await?;
+    Ok(())
+}
+
+/// A press whose data names nothing live: expired, forged or unknown.
+pub async fn expired_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
+    answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await
+}
+
+/// An option button: checked on the server, then the conversation continues exactly as if
+/// the user had typed the option's full label (see [`turns`] for the path).
+pub async fn option_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    chat: ChatId,
+    press: OptionPress,
+    handling: Handling,
+) -> HandlerResult {
+    let (app, user, update) = (&deps.app, query.from.id.0, handling.update());
+    let claim = || {
+        let decided = options::decide(
+            app.store(),
+            chat.0,
+            &press.ticket,
+            press.index,
+            &press.label,
+            Some(update),
+        )?;
+        let (ticket, index) = match decided {
+            Press::Continue(ticket, index) => (ticket, index),
+            Press::Expired => return Ok(Err(EXPIRED)),
+            Press::Earlier => return Ok(Err(texts::EARLIER_CHOICE)),
+            Press::AlreadyChosen => return Ok(Err(texts::ALREADY_CHOSEN)),
+        };
+        let label = ticket.labels[index].clone();
+        let chosen = Keyboard::Answer {
+            options: Options::Chosen(label.clone()),
+            vote: turn::vote_on(app, ticket.feedback.as_deref()),
+            feedback: ticket.feedback.clone(),
+        };
+        let input = TurnInput {
+            chat: ticket.chat,
+            user,
+            update: Some(update),
+            text: label,
+            image: None,
+            topic: ticket.topic,
+            // In a group, the answer to a press replies to the answer that offered the option.
+            reply_to: reply_in_groups(ticket.chat, ticket.message_id),
+            // The label's origin is in its conversation's mark (see `ChatState::external`).
+            forwarded: false,
+        };
+        let mark = Some((ticket.chat, ticket.message_id, chosen));
+        Ok(Ok(Claimed {
+            input,
+            toast: "",
+            mark,
+        }))
+    };
+    turns::start(&deps, Asker::Press(&query), role, &handling, claim).await
+}
+
+/// A model button (admins): switch the chat to the model whose key the button carries.
+pub async fn set_model_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    chat: Conversation,
+    key: String,
+) -> HandlerResult {
+    let app = &deps.app;
+    let models = &app.config().models;
+    let id = models
+        .iter()
+        .find(|m| model_key(&m.id) == key)
+        .map(|m| &m.id);
+    let mut outcome = actions::choose_model(app, role, chat, id.map(String::as_str));
+    // The header names the model too: one edit puts the new text and the moved ✓ in place.
+    let switched = outcome.keyboard.take().filter(|_| !outcome.refused);
+    answer_press(&deps, &query, outcome).await?;
+    if let (Some(keyboard), Some(message)) = (switched, query.message.as_ref()) {
+        let html = views::model_header_html(&app.model_for(chat).id);
+        let markup = Some(keyboards::markup(&keyboard));
+        let what = "update the /model message";
+        replies::edit(&deps, chat, message.id(), html, markup, what);
+    }
+    Ok(())
+}
+
+/// 🧹 Clear history.
+pub async fn clear_pressed(deps: Deps, query: CallbackQuery, chat: Conversation) -> HandlerResult {
+    let Deps { app, tg } = &deps;
+    let out: Out = tg.clone();
+    turn::retire_options(app, &out, chat);
+    let outcome = Outcome::done(actions::clear(app, chat), Some(Keyboard::None));
+    answer_press(&deps, &query, outcome).await
+}
+
+/// 👍 or 👎 under an answer.
+pub async fn feedback_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    at: Conversation,
+    (ticket, up): (String, bool),
+) -> HandlerResult {
+    let app = &deps.app;
+    let outcome = actions::feedback(app, at, &ticket, up);
+    let refused = outcome.refused;
+    answer_press(&deps, &query, outcome).await?;
+    // The vote shows in the keyboard (the rest of it, options included, stays as it is).
+    let message = query.message.as_ref().and_then(|m| m.regular_message());
+    if let (false, Some(message)) = (refused, message)
+        && let Some(markup) = message.reply_markup()
+    {
+        let marked = keyboards::with_vote(markup, &ticket, up);
+        replies::markup(&deps, at.chat, message.id, marked, "show the vote");
+    }
+    Ok(())
+}
+
+/// ◀ ▶ under an admin list.
+pub async fn page_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    (list, page): (List, u32),
+) -> HandlerResult {
+    let outcome = if role < Role::Admin {
+        Outcome::refuse(ADMINS_ONLY)
+    } else {
+        Outcome::done("", None)
+    };
+    review_press(&deps, &query, outcome, list, page).await
+}
+
+/// ✅ Approve under `/heuristics` (admins).
+pub async fn approve_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let app = &deps.app;
+    let outcome = actions::approve(app, role, id);
+    review_press(&deps, &query, outcome, list, page).await
+}
+
+/// 🗑 Forget under `/heuristics` (admins).
+pub async fn forget_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    (id, list, page): (u64, List, u32),
+) -> HandlerResult {
+    let app = &deps.app;
+    let outcome = actions::forget(app, role, id);
+    review_press(&deps, &query, outcome, list, page).await
+}
+
+/// Answers a press on an admin list, then (unless it was refused) edits the list's message
+/// into page `page` as it is now, so the message always shows the current state.
+async fn review_press(
+    deps: &Deps,
+    query: &CallbackQuery,
+    outcome: Outcome,
+    list: List,
+    page: u32,
+) -> HandlerResult {
+    let app = &deps.app;
+    let refused = outcome.refused;
+    answer_press(deps, query, outcome).await?;
+    if refused {
+        return Ok(());
+    }
+    if let Some(message) = query.message.as_ref() {
+        let page = views::list_page(app, list, page as usize);
+        let at = pressed_in(query).unwrap_or(Conversation::from(message.chat().id.0));
+        let markup = Some(page.keyboard);
+        replies::edit(
+            deps,
+            at,
+            message.id(),
+            page.html,
+            markup,
+            "update an admin list",
+        );
+    }
+    Ok(())
+}
+
+/// ⏹ Stop under a streaming answer: stops its own turn only, and only before that turn's
+/// answer is kept. A ⏹ still on screen after its turn is over (a final edit that failed, a
+/// crash) is taken away.
+pub async fn stop_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    chat: Conversation,
+    turn: Option<TurnId>,
+) -> HandlerResult {
+    let app = &deps.app;
+    // A ⏹ without an id was left by a version before turns had ids: its turn is over.
+    let stop = match turn {
+        Some(turn) => actions::cancel(app, chat, Some(turn)),
+        None => Stop::Over,
+    };
+    let dead = stop == Stop::Over
+        && query
+            .message
+            .as_ref()
+            .and_then(|m| m.regular_message())
+            .and_then(|m| m.reply_markup())
+            .is_some_and(keyboards::only_stop);
+    let outcome = match stop {
+        Stop::Stopped => Outcome::done(stop.toast(), None),
+        _ => Outcome {
+            keyboard: dead.then_some(Keyboard::None),
+            ..Outcome::refuse(stop.toast())
+        },
+    };
+    answer_press(&deps, &query, outcome).await
+}
+
+/// 🔁 Retry under a failed answer: the failed message runs again as a new turn, once (see
+/// [`turns`] for the path); the button goes.
+pub async fn retry_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    role: Role,
+    chat: Conversation,
+    ticket: String,
+    handling: Handling,
+) -> HandlerResult {
+    let (user, update) = (query.from.id.0, handling.update());
+    let claim = || {
+        let retried = match turn::retry::claim(&deps.app, chat.chat, user, &ticket, update) {
+            Ok(retried) => retried,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let pressed = query.message.as_ref();
+        let input = TurnInput {
+            chat: retried.chat,
+            user,
+            update: Some(update),
+            text: retried.text,
+            image: retried.image,
+            // Pressed under the failed answer, in its topic: the retry answers there, replying
+            // to it.
+            topic: retried.topic.or(chat.topic),
+            reply_to: pressed.and_then(|m| reply_in_groups(retried.chat, m.id().0)),
+            // A forwarded message's failed turn marked its conversation (see
+            // `ChatState::external`).
+            forwarded: false,
+        };
+        let mark = pressed.map(|m| (m.chat().id.0, m.id().0, Keyboard::None));
+        Ok(Ok(Claimed {
+            input,
+            toast: texts::RETRYING,
+            mark,
+        }))
+    };
+    turns::start(&deps, Asker::Press(&query), role, &handling, claim).await
+}
+
+/// The mark of an option already chosen.
+pub async fn chosen_pressed(deps: Deps, query: CallbackQuery) -> HandlerResult {
+    answer_press(&deps, &query, Outcome::done(texts::CHOSEN_MARK, None)).await
+}
+
+/// Answers the callback query with the outcome's toast, then posts its keyboard in place of
+/// the pressed one.
+async fn answer_press(deps: &Deps, query: &CallbackQuery, outcome: Outcome) -> HandlerResult {
+    let tg = &deps.tg;
+    if outcome.refused {
+        tracing::info!(user = query.from.id.0, data = ?query.data, toast = %outcome.toast, "button press refused");
+    }
+    tg.answer_press(query, &outcome.toast).await?;
+    if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
+        replies::keyboard(deps, message.chat().id.0, message.id().0, keyboard);
+    }
+    Ok(())
+}

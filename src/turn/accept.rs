@@ -1,0 +1,80 @@
+//! A turn's way in: its update recorded in the inbox (so a crash loses nothing Telegram
+//! forgot), then the turn queued behind the chat's earlier ones, with what happens if it
+//! panics.
+
+use std::sync::Arc;
+
+use super::input::TurnInput;
+use super::messenger::Out;
+use super::pipeline::run;
+use crate::app::App;
+use crate::conversation::Conversation;
+use crate::store::{Arrival, InboxEntry, InboxState};
+use crate::texts::turn::PANIC_NOTICE;
+
+/// Records the update in the inbox (on disk) and queues its turn; `false` if the update was
+/// seen before (Telegram re-delivers after a crash) and must not be answered again.
+///
+/// The turn is queued first and the inbox flushed while it starts; this returns only after
+/// the flush, and Telegram is told the update arrived only after its handler returned (see
+/// `telegram::listener`), so a crash at any point before loses nothing Telegram forgot.
+pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
+    if let Some(update) = input.update {
+        let entry = InboxEntry {
+            chat: input.chat,
+            user: input.user,
+            text: input.text.clone(),
+            image: input.image.clone(),
+            state: InboxState::Pending,
+            received: chrono::Utc::now().timestamp(),
+            topic: input.topic,
+            reply_to: input.reply_to,
+            parts: Vec::new(),
+            first_seq: 0,
+            forwarded: input.forwarded,
+        };
+        match app.store().inbox().accept(update, &entry) {
+            Ok(Arrival::New | Arrival::Reused) => {}
+            Ok(Arrival::Redelivered) => {
+                tracing::info!(update, "ignoring an update that was already accepted");
+                return false;
+            }
+            // Its id's record is another update's: the turn must not change that record.
+            Ok(Arrival::Unrecorded) => input.update = None,
+            Err(e) => {
+                tracing::error!(update, error = %e, "cannot record the update; answering anyway")
+            }
+        }
+    }
+    enqueue(app, out, input);
+    if let Err(e) = app.store().db().flush_async().await {
+        tracing::error!(error = %e, "cannot flush the inbox");
+    }
+    true
+}
+
+/// Queues `input`'s turn behind its conversation's earlier ones; a panic in it is
+/// [`failed`].
+pub(super) fn enqueue(app: &Arc<App>, out: &Out, input: TurnInput) {
+    let (chat, update) = (input.conversation(), input.update);
+    let on_panic = failed(app.clone(), out.clone(), chat, update);
+    app.queues()
+        .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
+}
+
+/// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
+/// even after a restart), and the user is told once that the message could not be handled.
+async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>) {
+    if let Some(update) = update {
+        tracing::error!(
+            update,
+            %chat,
+            "a turn panicked; its message is marked failed"
+        );
+        let written = app.store().inbox().set_state(update, InboxState::Failed);
+        if let Err(e) = written.and(app.store().db().flush_async().await) {
+            tracing::warn!(update, error = %e, "cannot record a failed turn");
+        }
+    }
+    out.notice(chat, PANIC_NOTICE).await;
+}

@@ -1,0 +1,123 @@
+//! Stage three, persist: the whole turn is appended to the history with its provenance (it
+//! read third-party text; which tool results are for admins only), its update marked stored,
+//! its usage recorded, and the heuristics it carried scored by how it went. This comes before
+//! the answer is shown, so an answer the user saw is always in the history.
+
+use super::prepare::Basis;
+use super::state::Turn;
+use super::think::Thought;
+use crate::agent::{TurnResult, TurnStatus};
+use crate::llm::ChatMessage;
+use crate::store::Provenance;
+
+/// Stores the turn and ends its typing indicator; returns the provenance it was stored with.
+pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenance {
+    let result = &thought.result;
+    // Text a third party wrote anywhere in what this turn read taints what it produced.
+    let provenance = Provenance {
+        external: basis.external || turn.input.forwarded || result.external_content(),
+        admin_only: result.admin_only_calls.clone(),
+    };
+    store_turn(turn, basis, result, &provenance);
+    turn.stop_typing();
+    if !matches!(result.status, TurnStatus::LlmFailed(_))
+        && let Err(e) = turn
+            .app
+            .learning()
+            .record_outcome(&basis.context.heuristics, result.succeeded())
+    {
+        let chat = turn.input.chat;
+        tracing::warn!(chat, error = %e, "cannot score the heuristics a turn carried");
+    }
+    provenance
+}
+
+/// Appends the turn to the history (moving the window past turns an overflow dropped), marks
+/// its update stored, and records its usage per chat (the user's budget was charged per call).
+fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Provenance) {
+    let (input, store) = (&turn.input, turn.app.store());
+    let chat = input.chat;
+    if result.dropped_turns > 0
+        && let Err(e) = store
+            .history()
+            .skip(input.conversation(), result.dropped_turns)
+    {
+        tracing::warn!(chat, error = %e, "cannot move the history window");
+    }
+    let stored: Vec<ChatMessage> = result
+        .messages
+        .iter()
+        .map(ChatMessage::without_images)
+        .collect();
+    let appended = store.history().append(
+        input.conversation(),
+        basis.epoch,
+        input.update,
+        &stored,
+        provenance,
+    );
+    match appended {
+        Ok(true) => {}
+        Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
+        Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
+    }
+    if let Some(update) = input.update
+        && let Err(e) = store.inbox().mark_stored(update)
+    {
+        tracing::warn!(update, error = %e, "cannot record an update's progress");
+    }
+    if let Err(e) = store
+        .usage()
+        .charge(chat, &basis.model, 1, result.calls, result.usage)
+    {
+        tracing::warn!(chat, error = %e, "cannot record usage");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learning::TurnContext;
+    use crate::store::InboxState;
+    use crate::turn::messenger::Live;
+    use crate::turn::testing::{NO_LLM, Recorder, accept, app, input, result, state, turn};
+
+    /// The turn is in the history before its answer is shown, its update stored, and marked
+    /// as holding third-party text when anything it read did.
+    #[tokio::test]
+    async fn the_turn_is_stored_with_its_provenance() {
+        let cases = [
+            ("own words", false, false, false),
+            ("forwarded", true, false, true),
+            ("a window with third-party text", false, true, true),
+        ];
+        for (name, forwarded, window_external, external) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            let input = crate::turn::TurnInput {
+                forwarded,
+                ..input("question")
+            };
+            accept(&app, &input);
+            let turn = turn(&app, &Recorder::new(), input).await;
+            let basis = Basis {
+                model: "m".into(),
+                epoch: 0,
+                external: window_external,
+                corrected: None,
+                context: TurnContext::default(),
+            };
+            let thought = Thought {
+                result: result(TurnStatus::Answered, "question", "answer"),
+                live: Live::default(),
+                retry: None,
+            };
+            let provenance = persist(&turn, &basis, &thought);
+            assert_eq!(provenance.external, external, "{name}");
+            let window = app.store().history().window(turn.at(), 100_000).unwrap();
+            assert_eq!(window.messages, thought.result.messages, "{name}");
+            assert_eq!(window.external, external, "{name}: the window's mark");
+            assert_eq!(state(&app, 7), Some(InboxState::Stored), "{name}");
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Test support for the turn's stages: a [`Messenger`] that records what a turn shows, an app
+//! on a temporary store, a fake LLM on 127.0.0.1, and a turn admitted as `run` admits one.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::gate;
+use super::input::TurnInput;
+use super::messenger::{Keyboard, Live, Messenger, OnVisible, Out};
+use super::state::Turn;
+use crate::agent::{AgentEvent, TurnResult, TurnStatus};
+use crate::app::App;
+use crate::cancel::TurnId;
+use crate::config::Config;
+use crate::conversation::Conversation;
+use crate::llm::{ChatMessage, Usage};
+use crate::store::{InboxEntry, InboxState};
+
+/// An allowed user (private chat id = user id).
+pub(super) const ALICE: i64 = 1001;
+/// An admin.
+pub(super) const ADMIN: i64 = 9001;
+/// The id of the first message an answer is sent as.
+pub(super) const SENT: i32 = 500;
+
+/// What a turn showed, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Shown {
+    Notice(Conversation, String),
+    Answer {
+        live: Live,
+        text: String,
+        keyboard: Keyboard,
+    },
+    Keyboard(i64, i32, Keyboard),
+}
+
+/// A chat that records what it is shown; it sends an answer as message [`SENT`] (or into the
+/// live messages it is given), or refuses every send when `refusing`.
+#[derive(Default)]
+pub(super) struct Recorder {
+    shown: Mutex<Vec<Shown>>,
+    pub(super) refusing: AtomicBool,
+}
+
+impl Recorder {
+    pub(super) fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    pub(super) fn shown(&self) -> Vec<Shown> {
+        self.shown.lock().unwrap().clone()
+    }
+
+    fn record(&self, shown: Shown) {
+        self.shown.lock().unwrap().push(shown);
+    }
+}
+
+impl Messenger for Recorder {
+    fn typing(&self, _chat: Conversation) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+
+    fn live(
+        &self,
+        _chat: Conversation,
+        _reply_to: Option<i32>,
+        _turn: TurnId,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        _on_visible: OnVisible,
+    ) -> BoxFuture<'static, Option<Live>> {
+        Box::pin(async move {
+            let mut finished = false;
+            while let Some(event) = events.recv().await {
+                finished |= matches!(event, AgentEvent::Finished);
+            }
+            finished.then(Live::default)
+        })
+    }
+
+    fn answer<'a>(
+        &'a self,
+        _chat: Conversation,
+        _reply_to: Option<i32>,
+        live: Live,
+        markdown: &'a str,
+        keyboard: Keyboard,
+        on_visible: OnVisible,
+    ) -> BoxFuture<'a, Vec<i32>> {
+        Box::pin(async move {
+            if self.refusing.load(Ordering::SeqCst) {
+                return Vec::new();
+            }
+            let first = live.messages.first().copied();
+            if first.is_none() {
+                on_visible(None).await;
+            }
+            self.record(Shown::Answer {
+                live,
+                text: markdown.to_string(),
+                keyboard,
+            });
+            let id = first.unwrap_or(SENT);
+            on_visible(Some(id)).await;
+            vec![id]
+        })
+    }
+
+    fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()> {
+        self.record(Shown::Keyboard(chat, message, keyboard));
+        Box::pin(async {})
+    }
+
+    fn notice<'a>(&'a self, chat: Conversation, text: &'a str) -> BoxFuture<'a, ()> {
+        self.record(Shown::Notice(chat, text.to_string()));
+        Box::pin(async {})
+    }
+
+    fn image<'a>(&'a self, _file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
+        Box::pin(async { anyhow::bail!("no photos here") })
+    }
+}
+
+/// An LLM URL where nothing listens: for stages that must not need one.
+pub(super) const NO_LLM: &str = "http://127.0.0.1:9/v1";
+
+/// The shipped configuration, on `dir`, with the LLM at `llm_url`, no streaming, no skills.
+pub(super) fn config(dir: &Path, llm_url: &str) -> Config {
+    let mut config =
+        Config::from_toml(None, Path::new("config/heurist.toml")).expect("the shipped config");
+    config.data_dir = dir.join("data");
+    config.llm.base_url = llm_url.to_string();
+    config.llm.retry_base_ms = 1;
+    config.access.allowed_users = vec![ALICE.unsigned_abs()];
+    config.access.admins = vec![ADMIN.unsigned_abs()];
+    config.telegram.streaming = false;
+    config.learning.skills_dir = dir.join("no-skills");
+    config.options.enabled = false;
+    config
+}
+
+/// An app on a temporary store (in `dir`) with the LLM at `llm_url`.
+pub(super) fn app(dir: &Path, llm_url: &str) -> Arc<App> {
+    App::new(config(dir, llm_url)).expect("an app on a temporary store")
+}
+
+/// A fake OpenAI-compatible LLM that answers every chat completion with `status` and, for a
+/// 200, the text `answer`; its base URL.
+pub(super) async fn fake_llm(status: u16, answer: &'static str) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let reply = move || async move {
+        let body = serde_json::json!({
+            "id": "cmpl", "object": "chat.completion", "model": "fake",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+        });
+        let status = axum::http::StatusCode::from_u16(status).unwrap();
+        (status, axum::Json(body))
+    };
+    let router = axum::Router::new().route("/v1/chat/completions", axum::routing::post(reply));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    url
+}
+
+/// Alice's message `text`, as inbox update 7.
+pub(super) fn input(text: &str) -> TurnInput {
+    TurnInput {
+        chat: ALICE,
+        user: ALICE.unsigned_abs(),
+        update: Some(7),
+        text: text.to_string(),
+        image: None,
+        topic: None,
+        reply_to: None,
+        forwarded: false,
+    }
+}
+
+/// Records `input`'s update in the inbox, as `accept` does.
+pub(super) fn accept(app: &App, input: &TurnInput) {
+    let entry = InboxEntry {
+        chat: input.chat,
+        user: input.user,
+        text: input.text.clone(),
+        image: input.image.clone(),
+        state: InboxState::Pending,
+        received: chrono::Utc::now().timestamp(),
+        topic: input.topic,
+        reply_to: input.reply_to,
+        parts: Vec::new(),
+        first_seq: 0,
+        forwarded: input.forwarded,
+    };
+    let update = input.update.expect("an update");
+    app.store().inbox().accept(update, &entry).unwrap();
+}
+
+/// The state of unfinished inbox update `update`; `None` once it is done (answered, failed).
+pub(super) fn state(app: &App, update: u32) -> Option<InboxState> {
+    let unfinished = app.store().inbox().unfinished().into_iter();
+    unfinished
+        .filter(|(u, _)| *u == update)
+        .map(|(_, entry)| entry.state)
+        .next()
+}
+
+/// `input`'s turn, admitted and begun as `run` begins it (accept its update first).
+pub(super) async fn turn(app: &Arc<App>, out: &Arc<Recorder>, input: TurnInput) -> Turn {
+    let out: Out = out.clone();
+    let at = input.conversation();
+    let admitted = gate::admit(app, out.as_ref(), input.user, at, input.update).await;
+    let control = app.turns().begin(at);
+    Turn::begin(
+        app.clone(),
+        out,
+        input,
+        admitted.expect("admitted"),
+        control,
+    )
+}
+
+/// What the agent produces for `question` when it ends with `status` and `answer`.
+pub(super) fn result(status: TurnStatus, question: &str, answer: &str) -> TurnResult {
+    TurnResult {
+        status,
+        answer: answer.to_string(),
+        messages: vec![ChatMessage::user(question), ChatMessage::assistant(answer)],
+        usage: Usage::default(),
+        calls: 1,
+        tools_used: Vec::new(),
+        tool_errors: 0,
+        last_request: None,
+        dropped_turns: 0,
+        cut_off: false,
+        read_external: false,
+        admin_only_calls: Vec::new(),
+        last_tool_error: None,
+    }
+}

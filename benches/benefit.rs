@@ -697,6 +697,7 @@ async fn run(model: &Model, families: &[&'static Family], learning: bool) -> Run
     }
     let lessons = app
         .store()
+        .learning()
         .heuristics()
         .into_iter()
         .map(|h| (h.text, h.tool, format!("{:?}", h.review)))

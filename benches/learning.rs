@@ -479,7 +479,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
     for (i, family) in families.iter().enumerate() {
         h.tg.send_text(ALICE, family.learn_task);
         h.tg.wait_messages(ALICE, i + 1).await;
-        h.tg.wait_for(|_| (h.app().store().heuristics().len() > i).then_some(()))
+        h.tg.wait_for(|_| (h.app().store().learning().heuristics().len() > i).then_some(()))
             .await;
     }
     let source = Source {
@@ -492,7 +492,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
         let entries = chunk.iter().map(|t| entry(t)).collect();
         h.app().learning().learn(entries, &source).await.unwrap();
     }
-    let stored = h.app().store().heuristics().len();
+    let stored = h.app().store().learning().heuristics().len();
     let mut figures = Transfer {
         turns: 0,
         hits: 0,

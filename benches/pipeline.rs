@@ -124,7 +124,8 @@ fn prefill(store: &heurist::store::Store, first: i64, chats: usize, turns: usize
                 )),
             ];
             store
-                .append_turn(
+                .history()
+                .append(
                     Conversation::new(ChatId(chat), None),
                     0,
                     None,
@@ -180,7 +181,7 @@ async fn run(scenario: &Scenario) -> Figures {
         let store = heurist::store::Store::open(&db).unwrap();
         prefill(&store, FIRST_CHAT, scenario.chats, scenario.history);
         prefill(&store, 1_000_000, scenario.stored_chats, 2);
-        store.flush().unwrap();
+        store.db().flush().unwrap();
     }
     let size_before = dir_size(&db);
     let users = (FIRST_CHAT..FIRST_CHAT + scenario.chats as i64)

@@ -139,22 +139,26 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         first_seq: 0,
         forwarded: false,
     };
-    assert_eq!(store.accept_update(update, &entry).unwrap(), Arrival::New);
+    assert_eq!(store.inbox().accept(update, &entry).unwrap(), Arrival::New);
     let at = Conversation::new(ChatId(chat), None);
-    let (round, _) = store.retire_offered(at).unwrap();
-    let epoch = store.history(at, history_tokens).unwrap().epoch;
+    let (round, _) = store.chats().retire_offered(at).unwrap();
+    let epoch = store.history().window(at, history_tokens).unwrap().epoch;
     let messages = [
         ChatMessage::user(question.clone()),
         ChatMessage::assistant(answer.clone()),
     ];
     assert!(
         store
-            .append_turn(at, epoch, Some(update), &messages, &Default::default())
+            .history()
+            .append(at, epoch, Some(update), &messages, &Default::default())
             .unwrap()
     );
-    store.set_update_state(update, InboxState::Stored).unwrap();
-    store.record_user_tokens(user, usage).unwrap();
-    store.record_usage(chat, "test-model", 1, 1, usage).unwrap();
+    store.inbox().set_state(update, InboxState::Stored).unwrap();
+    store.usage().record_user_tokens(user, usage).unwrap();
+    store
+        .usage()
+        .charge(chat, "test-model", 1, 1, usage)
+        .unwrap();
     let job = ReflectionJob {
         chat,
         user: Some(user),
@@ -169,6 +173,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         proven: Vec::new(),
     };
     let feedback = store
+        .tickets()
         .create_feedback(&FeedbackTicket {
             chat,
             heuristics: vec![turn % 97, turn % 89],
@@ -180,7 +185,8 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         .unwrap();
     let message = turn as i32 + 10;
     let ticket = store
-        .create_ticket(&OptionTicket {
+        .tickets()
+        .create(&OptionTicket {
             chat,
             message_id: 0,
             labels: vec![
@@ -196,15 +202,16 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
             chosen_by: None,
         })
         .unwrap();
-    store.set_ticket_message(&ticket, message).unwrap();
+    store.tickets().set_message(&ticket, message).unwrap();
     let offered = Offered {
         ticket,
         message,
         feedback: Some(feedback),
     };
-    assert!(store.offer(at, round, &offered).unwrap());
+    assert!(store.chats().offer(at, round, &offered).unwrap());
     store
-        .set_update_state(update, InboxState::Answered)
+        .inbox()
+        .set_state(update, InboxState::Answered)
         .unwrap();
 }
 
@@ -239,28 +246,28 @@ fn run(
     };
     let started = Instant::now();
     write(&store, 0..turns);
-    store.flush().unwrap();
+    store.db().flush().unwrap();
     let write_time = started.elapsed();
     let expected = (0..turns).filter(|&t| received_at(t) < cutoff).count();
     let after_turns = dir_size(dir.path());
 
     let started = Instant::now();
-    let report = store.prune(cutoff).unwrap();
-    store.flush().unwrap();
+    let report = store.db().prune(cutoff).unwrap();
+    store.db().flush().unwrap();
     let prune_time = started.elapsed();
     let after_prune = dir_size(dir.path());
 
     write(&store, turns..turns + turns / 2);
-    store.flush().unwrap();
+    store.db().flush().unwrap();
     let after_next = dir_size(dir.path());
-    let live_before = store.live_bytes().unwrap();
+    let live_before = store.db().live_bytes().unwrap();
     drop(store);
 
     let started = Instant::now();
     let (store, _) = Store::open_data_dir(dir.path(), 1 << 30, policy).unwrap();
     let compaction_time = started.elapsed();
     let after_compaction = dir_size(dir.path());
-    let live = store.live_bytes().unwrap();
+    let live = store.db().live_bytes().unwrap();
     drop(store);
     // The copy holds every record; the id counter is the one it may add.
     assert!(

@@ -174,7 +174,8 @@ impl App {
     /// The model this chat uses: its own choice if still configured, else the default.
     pub fn model_for(&self, chat: impl Into<crate::conversation::Conversation>) -> ModelConfig {
         self.store
-            .chat_model(chat)
+            .chats()
+            .model(chat)
             .and_then(|id| self.config.model(&id).cloned())
             .unwrap_or_else(|| self.config.default_model().clone())
     }
@@ -256,7 +257,9 @@ impl App {
         self.queues.abort_all();
         self.replies.abort_all();
         self.background.abort_all().await;
-        if let Err(e) = self.store.flush() {
+        // Dropped (logged): at shutdown nothing is left to retry with, and what recovery needs
+        // (accepted updates, their progress) was flushed when it was written.
+        if let Err(e) = self.store.db().flush() {
             tracing::error!(error = %e, "cannot flush the database");
         }
     }

@@ -71,7 +71,7 @@ pub struct Attached {
 /// The answer options are extracted for: its chat, the chat's clear epoch when the turn
 /// started (a clear expires the options), and its feedback ticket, whose 👍/👎 stay beside
 /// the options. The message that shows them is recorded once it is sent
-/// ([`Store::set_ticket_message`]): the options may go into that very send.
+/// ([`Tickets::set_message`](crate::store::Tickets::set_message)): the options may go into that very send.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub chat: ChatId,
@@ -124,15 +124,14 @@ pub async fn extract(
         tracing::info!(chat = chat.0, "options extraction timed out; no buttons");
         return None;
     };
-    if extraction.calls > 0
-        && let Err(e) = store.record_usage(
-            chat.0,
-            &template.model,
-            0,
-            extraction.calls,
-            extraction.usage,
-        )
-    {
+    // Dropped (logged): the counters are statistics; a lost count must not cost the buttons.
+    if let Err(e) = store.usage().charge(
+        chat.0,
+        &template.model,
+        0,
+        extraction.calls,
+        extraction.usage,
+    ) {
         tracing::warn!(error = %e, "cannot record usage");
     }
     let labels = match extraction.result {
@@ -161,7 +160,8 @@ pub async fn extract(
 
 /// Stores `ticket` and returns it ready to attach; `None` (logged) if the store refuses it.
 fn store_ticket(store: &Store, ticket: OptionTicket) -> Option<Attached> {
-    match store.create_ticket(&ticket) {
+    // Handled: without its ticket a button could not be pressed, so no buttons are shown.
+    match store.tickets().create(&ticket) {
         Ok(id) => Some(Attached {
             ticket: id,
             labels: ticket.labels,
@@ -199,7 +199,7 @@ pub fn decide(
     label: &str,
     update: Option<UpdateId>,
 ) -> anyhow::Result<Press> {
-    let Some(ticket) = store.ticket(id) else {
+    let Some(ticket) = store.tickets().get(id) else {
         return Ok(Press::Expired);
     };
     let exists = ticket.chat == chat.0
@@ -216,14 +216,16 @@ pub fn decide(
         return Ok(Press::AlreadyChosen);
     }
     // The press came from the ticket's chat; its topic is the ticket's.
-    let state = store.chat_state(Conversation::new(chat, ticket.topic.map(TopicId)))?;
+    let state = store
+        .chats()
+        .state(Conversation::new(chat, ticket.topic.map(TopicId)))?;
     // The press that chose it, re-delivered after a crash, goes on even if a resumed turn of
     // the chat retired the options meanwhile: its own turn never ran.
     let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);
     if !current && !again {
         return Ok(Press::Earlier);
     }
-    Ok(match store.choose_option(id, index, update)? {
+    Ok(match store.tickets().choose(id, index, update)? {
         Choice::Chosen(ticket) => Press::Continue(ticket, index),
         Choice::AlreadyChosen => Press::AlreadyChosen,
         Choice::Unknown => Press::Expired,

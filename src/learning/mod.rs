@@ -243,7 +243,7 @@ struct Memory {
 
 impl Memory {
     fn put(&mut self, store: &Store, heuristic: Heuristic) -> anyhow::Result<()> {
-        store.put_heuristic(&heuristic)?;
+        store.learning().put_heuristic(&heuristic)?;
         if !self.records.contains_key(&heuristic.id) {
             self.index.insert(heuristic.id, &heuristic.text);
         }
@@ -252,7 +252,7 @@ impl Memory {
     }
 
     fn remove(&mut self, store: &Store, id: u64) -> anyhow::Result<bool> {
-        let existed = store.delete_heuristic(id)?;
+        let existed = store.learning().delete_heuristic(id)?;
         self.index.remove(id);
         Ok(self.records.remove(&id).is_some() || existed)
     }
@@ -368,7 +368,7 @@ impl Learning {
     ) -> Self {
         let skills = skills::load_skills(&config.skills_dir);
         let mut memory = Memory::default();
-        for heuristic in store.heuristics() {
+        for heuristic in store.learning().heuristics() {
             memory.index.insert(heuristic.id, &heuristic.text);
             memory.records.insert(heuristic.id, heuristic);
         }
@@ -520,7 +520,8 @@ impl Learning {
             .await;
         let mut context = TurnContext::default();
         for skill in &matched {
-            if let Err(e) = self.store.count_skill_match(&skill.name) {
+            // Dropped (logged): a lost count only ranks the skill a little lower; the turn goes on.
+            if let Err(e) = self.store.learning().count_skill_match(&skill.name) {
                 tracing::debug!(error = %e, "cannot count a skill match");
             }
             let marker = format!("## Skill: {}\n", skill.name);
@@ -748,7 +749,7 @@ impl Learning {
             outcome: source.outcome.clone(),
             external: source.external,
         };
-        let id = self.store.new_heuristic_id()?;
+        let id = self.store.learning().new_heuristic_id()?;
         let Lesson {
             text,
             skill,

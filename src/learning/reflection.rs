@@ -70,7 +70,9 @@ impl Learning {
         if !self.config.reflect {
             return None;
         }
+        // Handled: a job that cannot be saved is not run (see above), never run unsaved.
         self.store
+            .learning()
             .save_reflection(job)
             .inspect_err(
                 |e| tracing::warn!(error = %e, "cannot save a reflection job; skipping it"),
@@ -80,7 +82,7 @@ impl Learning {
 
     /// Reflections saved by an earlier run and not finished.
     pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
-        self.store.pending_reflections()
+        self.store.learning().pending_reflections()
     }
 
     /// Runs saved reflection `id` on `prefix`, stores what it learned, and removes the job.
@@ -91,7 +93,8 @@ impl Learning {
             return;
         };
         self.run_reflection(job, prefix).await;
-        if let Err(e) = self.store.finish_reflection(id) {
+        // Dropped (logged): a job left on record only runs once more after a restart.
+        if let Err(e) = self.store.learning().finish_reflection(id) {
             tracing::warn!(id, error = %e, "cannot mark a reflection done");
         }
     }
@@ -122,15 +125,14 @@ impl Learning {
             },
         )
         .await;
-        if extraction.calls > 0
-            && let Err(e) = self.store.record_usage(
-                job.chat,
-                &template.model,
-                0,
-                extraction.calls,
-                extraction.usage,
-            )
-        {
+        // Dropped (logged): the counters are statistics; the reflection's lessons still count.
+        if let Err(e) = self.store.usage().charge(
+            job.chat,
+            &template.model,
+            0,
+            extraction.calls,
+            extraction.usage,
+        ) {
             tracing::warn!(error = %e, "cannot record usage");
         }
         let source = Source {

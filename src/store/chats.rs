@@ -2,7 +2,7 @@
 //! in sled transactions so concurrent changes never overwrite one another. A forum topic's
 //! state is the same record in the `topic_chats` tree, keyed by chat and topic.
 //!
-//! A state that is there but cannot be decoded is an error ([`StateError::Unreadable`]), never
+//! A state that is there but cannot be decoded is an error ([`Error::Unreadable`]), never
 //! a default: a default would number the chat's next turn from 0, over the turns it has, and
 //! bring cleared turns back into the window. So nothing is written over it, and the chat's
 //! turns stop with an error until it is repaired.
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
 use super::db::{self, Store};
+use super::error::{Error, Result};
 use super::records::decode_json;
 use crate::conversation::Conversation;
 
@@ -67,27 +68,19 @@ pub(super) fn chat_key(chat: impl Into<Conversation>) -> Vec<u8> {
     key
 }
 
-/// Why a chat's state cannot be changed.
-#[derive(Debug, thiserror::Error)]
-pub enum StateError {
-    /// The record is there but cannot be decoded (it is logged with its key, and left as is).
-    #[error(
-        "the stored state of {0} cannot be read; it is left as it is, and the conversation \
-         is not written to until it is repaired or removed (tree `chats`, or `topic_chats`)"
-    )]
-    Unreadable(Conversation),
-    #[error("cannot encode a chat's state: {0}")]
-    Encode(#[from] serde_json::Error),
-}
-
 /// Decodes a chat's stored state: a missing one is the default (a new chat), an unreadable
-/// one [`StateError::Unreadable`].
-fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState, StateError> {
+/// one [`Error::Unreadable`] naming the conversation.
+fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState> {
+    let tree = match chat.topic {
+        Some(_) => db::TOPIC_CHATS,
+        None => TREE,
+    };
     match bytes {
         None => Ok(ChatState::default()),
-        Some(bytes) => {
-            decode_json(TREE, &chat_key(chat), bytes).ok_or(StateError::Unreadable(chat))
-        }
+        Some(bytes) => decode_json(tree, &chat_key(chat), bytes).ok_or(Error::Unreadable {
+            tree,
+            key: chat.to_string(),
+        }),
     }
 }
 
@@ -96,41 +89,52 @@ fn decode_state(chat: Conversation, bytes: Option<&[u8]>) -> Result<ChatState, S
 pub(super) fn read_in(
     tree: &TransactionalTree,
     chat: Conversation,
-) -> Result<ChatState, ConflictableTransactionError<StateError>> {
+) -> Result<ChatState, ConflictableTransactionError<Error>> {
     let bytes = tree.get(chat_key(chat))?;
     decode_state(chat, bytes.as_deref()).map_err(ConflictableTransactionError::Abort)
 }
 
+/// The chats' and forum topics' state (trees `chats` and `topic_chats`):
+/// [`Store::chats`], a borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Chats<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// The chats' and topics' state.
+    pub fn chats(&self) -> Chats<'_> {
+        Chats { store: self }
+    }
+}
+
+impl Chats<'_> {
     /// The tree that holds the state of `chat`: its own, or the forum topics' one.
-    pub(super) fn chats_of(&self, chat: Conversation) -> &sled::Tree {
+    pub(super) fn tree(&self, chat: Conversation) -> &sled::Tree {
         match chat.topic {
-            Some(_) => &self.topic_chats,
-            None => &self.chats,
+            Some(_) => &self.store.topic_chats,
+            None => &self.store.chats,
         }
     }
 
     /// The chat's state: the default for a chat never seen, an error for one that cannot be
     /// read (see the module doc).
-    pub fn chat_state(&self, chat: impl Into<Conversation>) -> anyhow::Result<ChatState> {
+    pub fn state(&self, chat: impl Into<Conversation>) -> Result<ChatState> {
         let chat = chat.into();
-        let bytes = self.chats_of(chat).get(chat_key(chat))?;
-        Ok(decode_state(chat, bytes.as_deref())?)
+        let bytes = self.tree(chat).get(chat_key(chat))?;
+        decode_state(chat, bytes.as_deref())
     }
 
     /// The model id a chat chose, if any (none when its state cannot be read: the default
     /// model answers, or rather the error does, since such a chat's turns stop).
-    pub fn chat_model(&self, chat: impl Into<Conversation>) -> Option<String> {
-        self.chat_state(chat).ok()?.model
+    pub fn model(&self, chat: impl Into<Conversation>) -> Option<String> {
+        self.state(chat).ok()?.model
     }
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
     /// to lose them) and the new option round, which only options of a later turn may join.
-    pub fn retire_offered(
-        &self,
-        chat: impl Into<Conversation>,
-    ) -> anyhow::Result<(u64, Option<Offered>)> {
-        self.update_chat_state(chat, |state| {
+    pub fn retire_offered(&self, chat: impl Into<Conversation>) -> Result<(u64, Option<Offered>)> {
+        self.update_state(chat, |state| {
             state.option_round += 1;
             (state.option_round, state.offered.take())
         })
@@ -143,8 +147,8 @@ impl Store {
         chat: impl Into<Conversation>,
         round: u64,
         offered: &Offered,
-    ) -> anyhow::Result<bool> {
-        self.update_chat_state(chat, |state| {
+    ) -> Result<bool> {
+        self.update_state(chat, |state| {
             let current = state.option_round == round;
             if current {
                 state.offered = Some(offered.clone());
@@ -153,20 +157,20 @@ impl Store {
         })
     }
 
-    pub fn set_chat_model(&self, chat: impl Into<Conversation>, model: &str) -> anyhow::Result<()> {
-        self.update_chat_state(chat, |state| state.model = Some(model.to_string()))
+    pub fn set_model(&self, chat: impl Into<Conversation>, model: &str) -> Result<()> {
+        self.update_state(chat, |state| state.model = Some(model.to_string()))
     }
 
     /// Applies `change` to the chat's state in one sled transaction (sled reruns it on
     /// conflict, so `change` must only edit the state it is given) and returns what `change`
     /// returned on the run that was committed.
-    pub(super) fn update_chat_state<R>(
+    pub(super) fn update_state<R>(
         &self,
         chat: impl Into<Conversation>,
         change: impl Fn(&mut ChatState) -> R,
-    ) -> anyhow::Result<R> {
+    ) -> Result<R> {
         let chat = chat.into();
-        let result = self.chats_of(chat).transaction(|tree| {
+        let result = self.tree(chat).transaction(|tree| {
             let mut state = read_in(tree, chat)?;
             let result = change(&mut state);
             let bytes = serde_json::to_vec(&state)
@@ -192,15 +196,15 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..50 {
                         if t == 0 {
-                            store.set_chat_model(1, "m").unwrap();
+                            store.chats().set_model(1, "m").unwrap();
                         } else {
-                            store.update_chat_state(1, |s| s.epoch += 1).unwrap();
+                            store.chats().update_state(1, |s| s.epoch += 1).unwrap();
                         }
                     }
                 });
             }
         });
-        let state = store.chat_state(1).unwrap();
+        let state = store.chats().state(1).unwrap();
         assert_eq!(state.epoch, 150, "no epoch bump was lost");
         assert_eq!(state.model.as_deref(), Some("m"));
     }
@@ -223,20 +227,22 @@ mod tests {
         };
         let turn = [crate::llm::ChatMessage::user("q")];
         store
-            .append_turn(4, 0, None, &turn, &Default::default())
+            .history()
+            .append(4, 0, None, &turn, &Default::default())
             .unwrap();
-        assert!(!store.chat_state(4).unwrap().external);
-        store.append_turn(4, 0, None, &turn, &marked).unwrap();
+        assert!(!store.chats().state(4).unwrap().external);
+        store.history().append(4, 0, None, &turn, &marked).unwrap();
         store
-            .append_turn(4, 0, None, &turn, &Default::default())
+            .history()
+            .append(4, 0, None, &turn, &Default::default())
             .unwrap();
         assert!(
-            store.chat_state(4).unwrap().external,
+            store.chats().state(4).unwrap().external,
             "only a clear ends it"
         );
-        assert!(store.history(4, 1).unwrap().external);
-        store.clear_history(4).unwrap();
-        assert!(!store.chat_state(4).unwrap().external);
+        assert!(store.history().window(4, 1).unwrap().external);
+        store.history().clear(4).unwrap();
+        assert!(!store.chats().state(4).unwrap().external);
     }
 }
 
@@ -258,7 +264,8 @@ mod unreadable {
             ];
             assert!(
                 store
-                    .append_turn(1, 0, None, &turn, &Default::default())
+                    .history()
+                    .append(1, 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
@@ -266,19 +273,20 @@ mod unreadable {
         store.chats.insert(chat_key(1), &garbage[..]).unwrap();
         let turns = || store.history.scan_prefix(chat_key(1)).count();
 
-        assert!(store.chat_state(1).is_err(), "not read as a new chat");
-        assert!(store.history(1, 1000).is_err());
-        assert_eq!(store.chat_model(1), None);
+        assert!(store.chats().state(1).is_err(), "not read as a new chat");
+        assert!(store.history().window(1, 1000).is_err());
+        assert_eq!(store.chats().model(1), None);
         let turn = [ChatMessage::user("new")];
         assert!(
             store
-                .append_turn(1, 0, None, &turn, &Default::default())
+                .history()
+                .append(1, 0, None, &turn, &Default::default())
                 .is_err()
         );
-        assert!(store.set_chat_model(1, "m").is_err());
-        assert!(store.clear_history(1).is_err());
-        assert!(store.skip_turns(1, 1).is_err());
-        assert!(store.retire_offered(1).is_err());
+        assert!(store.chats().set_model(1, "m").is_err());
+        assert!(store.history().clear(1).is_err());
+        assert!(store.history().skip(1, 1).is_err());
+        assert!(store.chats().retire_offered(1).is_err());
 
         assert_eq!(turns(), 3, "no turn written or removed");
         assert_eq!(
@@ -289,9 +297,10 @@ mod unreadable {
         // Another chat goes on.
         assert!(
             store
-                .append_turn(2, 0, None, &turn, &Default::default())
+                .history()
+                .append(2, 0, None, &turn, &Default::default())
                 .unwrap()
         );
-        assert_eq!(store.chat_state(2).unwrap().next_seq, 1);
+        assert_eq!(store.chats().state(2).unwrap().next_seq, 1);
     }
 }

@@ -197,7 +197,7 @@ impl Store {
         // Every handle on the store holds the directory's lock, and the last one lets it go.
         store.dir_lock = Some(Arc::new(lock));
         if compacted {
-            store.flush()?;
+            store.db().flush()?;
             // sled grows its files a little as it opens them: the baseline is the size the
             // store is used at.
             dir.baseline = dir.size();
@@ -490,8 +490,8 @@ fn compact(dir: &DataDir, cache_bytes: u64) -> anyhow::Result<DataDir> {
     let records = {
         let old = Store::open_with_cache(&from, cache_bytes)?;
         // The counter goes over with the records, above every id the old store gave.
-        old.settle_id_counter()?;
-        old.flush()?;
+        old.db().settle_id_counter()?;
+        old.db().flush()?;
         let new = open_sled(&to, cache_bytes, true)?;
         let records = copy(&old.db, &new)?;
         new.flush()?;
@@ -660,20 +660,27 @@ mod tests {
             let turn = [ChatMessage::user(text), ChatMessage::assistant("answer")];
             assert!(
                 store
-                    .append_turn(7, 0, None, &turn, &Default::default())
+                    .history()
+                    .append(7, 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
         let mut ids = Vec::new();
         for i in 0..3 {
-            let id = store.new_heuristic_id().unwrap();
+            let id = store.learning().new_heuristic_id().unwrap();
             store
+                .learning()
                 .put_heuristic(&fixtures::heuristic(id, &format!("heuristic {i}")))
                 .unwrap();
             ids.push(id);
         }
-        ids.push(store.save_reflection(&fixtures::job(7, "task")).unwrap());
-        store.flush().unwrap();
+        ids.push(
+            store
+                .learning()
+                .save_reflection(&fixtures::job(7, "task"))
+                .unwrap(),
+        );
+        store.db().flush().unwrap();
         ids
     }
 
@@ -759,7 +766,10 @@ mod tests {
         drop(store);
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-1"));
-        assert_eq!(store.history(7, 1 << 20).unwrap().messages.len(), 6);
+        assert_eq!(
+            store.history().window(7, 1 << 20).unwrap().messages.len(),
+            6
+        );
     }
 
     #[test]
@@ -774,7 +784,7 @@ mod tests {
         store.ids.remove(NEXT_ID).unwrap();
         // sled's default tree, which no area uses, goes over too.
         store.db.insert(b"default", b"tree").unwrap();
-        store.flush().unwrap();
+        store.db().flush().unwrap();
         let before = dump(&store);
         drop(store);
 
@@ -795,7 +805,7 @@ mod tests {
             .filter(|(tree, _, _)| tree.as_slice() != IDS.as_bytes())
             .collect();
         assert_eq!(after, before, "every record of every tree, unchanged");
-        let next = store.new_heuristic_id().unwrap();
+        let next = store.learning().new_heuristic_id().unwrap();
         assert!(
             ids.iter().all(|&id| next > id),
             "a new id {next} is above every old one {ids:?}"
@@ -883,7 +893,7 @@ mod tests {
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
         let records = dump(&store);
-        let next = store.new_heuristic_id().unwrap();
+        let next = store.learning().new_heuristic_id().unwrap();
         assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
         drop(store);
 
@@ -891,7 +901,7 @@ mod tests {
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
         assert_eq!(names(root.path()), ["CURRENT", "LOCK", "store-2"]);
-        assert_eq!(store.heuristics().len(), 3);
+        assert_eq!(store.learning().heuristics().len(), 3);
         assert_eq!(dump(&store).len(), records.len());
     }
 
@@ -1060,7 +1070,7 @@ mod tests {
         assert!(!dir.compaction_due(), "not asked for again in this run");
         assert_eq!(dump(&store), records);
         assert_eq!(names(&root.path().join("store-2")), ["notes.txt"]);
-        assert!(store.new_heuristic_id().unwrap() > *ids.iter().max().unwrap());
+        assert!(store.learning().new_heuristic_id().unwrap() > *ids.iter().max().unwrap());
     }
 
     #[test]
@@ -1069,11 +1079,11 @@ mod tests {
         let (store, _) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
         let ids = fill(&store, 50);
         store.ids.insert(NEXT_ID, b"garbage".as_slice()).unwrap();
-        store.flush().unwrap();
+        store.db().flush().unwrap();
         drop(store);
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
-        let next = store.new_heuristic_id().unwrap();
+        let next = store.learning().new_heuristic_id().unwrap();
         assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
     }
 }

@@ -1,11 +1,14 @@
-//! The [`Store`] handle: the sled database, its trees, and durable flushing. Each area's
-//! file adds the methods for its trees.
+//! [`Store`]: the sled database and its trees, opened once and shared (cheap to clone), with
+//! an accessor for each area's handle; and [`Db`], the handle on the database as a whole
+//! (durable flushing, the id counter, its size). Each area's file holds its own handle.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
+
+use super::error::{Error, Result};
 
 /// The trees' names in sled; each area's file logs its records under them.
 pub(super) const HISTORY: &str = "history";
@@ -23,7 +26,7 @@ pub(super) const TOPIC_HISTORY: &str = "topic_history";
 pub(super) const TOPIC_CHATS: &str = "topic_chats";
 pub(super) const RETRIES: &str = "retries";
 pub(super) const PEOPLE: &str = "people";
-/// The id counter ([`Store::next_id`]) under its one key.
+/// The id counter ([`Db::next_id`]) under its one key.
 pub(super) const IDS: &str = "ids";
 pub(super) const NEXT_ID: &[u8] = b"next";
 
@@ -132,29 +135,46 @@ impl Store {
         })
     }
 
+    /// The database as a whole: durable flushing, ids, pruning, its size.
+    pub fn db(&self) -> Db<'_> {
+        Db { store: self }
+    }
+}
+
+/// The database as a whole (durable flushing, the id counter, pruning every tree, its size):
+/// [`Store::db`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Db<'s> {
+    pub(super) store: &'s Store,
+}
+
+impl Db<'_> {
     /// A new id, above every id this store gave before (heuristics and reflections). The counter
     /// is a record, so a compacted copy of the store goes on from it; sled's own id generator
     /// would start afresh in the copy. A store from before the counter starts it from sled's.
-    pub(super) fn next_id(&self) -> anyhow::Result<u64> {
-        let seed = match self.ids.get(NEXT_ID)? {
+    pub(super) fn next_id(&self) -> Result<u64> {
+        let seed = match self.store.ids.get(NEXT_ID)? {
             Some(counter) if decode_id(&counter).is_some() => 0,
             _ => self.id_floor()?,
         };
-        let next = self.ids.update_and_fetch(NEXT_ID, |counter| {
+        let next = self.store.ids.update_and_fetch(NEXT_ID, |counter| {
             let id = counter.and_then(decode_id).unwrap_or(seed);
             Some(id.saturating_add(1).to_be_bytes().to_vec())
         })?;
         let next = next
             .and_then(|c| decode_id(&c))
-            .context("the id counter was not written")?;
+            .ok_or_else(|| Error::Unreadable {
+                tree: IDS,
+                key: "next".into(),
+            })?;
         Ok(next - 1)
     }
 
     /// Raises the id counter above every id this store gave, however it gave them: before a
     /// compaction copies it into a database whose own generator starts afresh.
-    pub(super) fn settle_id_counter(&self) -> anyhow::Result<()> {
+    pub(super) fn settle_id_counter(&self) -> Result<()> {
         let floor = self.id_floor()?;
-        self.ids.fetch_and_update(NEXT_ID, |counter| {
+        self.store.ids.fetch_and_update(NEXT_ID, |counter| {
             let id = counter.and_then(decode_id).unwrap_or(0).max(floor);
             Some(id.to_be_bytes().to_vec())
         })?;
@@ -163,9 +183,9 @@ impl Store {
 
     /// Above every id given so far: sled's generator (which gave them before the counter) and
     /// the highest id in the trees keyed by one (should the counter be unreadable).
-    fn id_floor(&self) -> anyhow::Result<u64> {
-        let mut floor = self.db.generate_id()?;
-        for tree in [&self.heuristics, &self.reflections] {
+    fn id_floor(&self) -> Result<u64> {
+        let mut floor = self.store.db.generate_id()?;
+        for tree in [&self.store.heuristics, &self.store.reflections] {
             if let Some((key, _)) = tree.last()?
                 && let Some(id) = decode_id(&key)
             {
@@ -177,10 +197,10 @@ impl Store {
 
     /// The bytes of every key and value in every tree: what a compacted store holds, before
     /// sled's own overhead. O(records); for benchmarks and checks.
-    pub fn live_bytes(&self) -> anyhow::Result<u64> {
+    pub fn live_bytes(&self) -> Result<u64> {
         let mut bytes = 0;
-        for name in self.db.tree_names() {
-            for entry in self.db.open_tree(name)?.iter() {
+        for name in self.store.db.tree_names() {
+            for entry in self.store.db.open_tree(name)?.iter() {
                 let (key, value) = entry?;
                 bytes += (key.len() + value.len()) as u64;
             }
@@ -189,8 +209,8 @@ impl Store {
     }
 
     /// Writes everything to disk; called at shutdown.
-    pub fn flush(&self) -> anyhow::Result<()> {
-        self.db.flush()?;
+    pub fn flush(&self) -> Result<()> {
+        self.store.db.flush()?;
         Ok(())
     }
 
@@ -201,15 +221,15 @@ impl Store {
     /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
     /// and callers that arrive while it runs share the next one (group commit: under load, one
     /// fsync serves many turns).
-    pub async fn flush_async(&self) -> anyhow::Result<()> {
-        let ticket = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut flushed_upto = self.flush_lock.lock().await;
+    pub async fn flush_async(&self) -> Result<()> {
+        let ticket = self.store.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut flushed_upto = self.store.flush_lock.lock().await;
         if *flushed_upto >= ticket {
             return Ok(());
         }
         // Every request numbered up to here was made before this flush starts.
-        let upto = self.flush_requests.load(Ordering::SeqCst);
-        let db = self.db.clone();
+        let upto = self.store.flush_requests.load(Ordering::SeqCst);
+        let db = self.store.db.clone();
         tokio::task::spawn_blocking(move || db.flush()).await??;
         *flushed_upto = upto;
         Ok(())
@@ -233,7 +253,7 @@ mod tests {
                         .history
                         .insert((t * 1000 + i).to_be_bytes(), vec![0u8; 64])
                         .unwrap();
-                    store.flush_async().await.unwrap();
+                    store.db().flush_async().await.unwrap();
                 }
             }));
         }

@@ -19,6 +19,7 @@ use sled::transaction::ConflictableTransactionError;
 
 use super::chats::{self, chat_key};
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::decode_json;
 use crate::conversation::Conversation;
 use crate::llm::{ChatMessage, estimate_tokens};
@@ -160,12 +161,26 @@ fn trim_window(
     Some(turns.first().map_or(next_seq, |(seq, _)| *seq))
 }
 
+/// The conversations' turns (trees `history` and `topic_history`):
+/// [`Store::history`], a borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct History<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// The conversations' turns.
+    pub fn history(&self) -> History<'_> {
+        History { store: self }
+    }
+}
+
+impl History<'_> {
     /// The tree that holds the turns of `chat`: its own, or the forum topics' one.
-    fn history_of(&self, chat: Conversation) -> &sled::Tree {
+    fn tree(&self, chat: Conversation) -> &sled::Tree {
         match chat.topic {
-            Some(_) => &self.topic_history,
-            None => &self.history,
+            Some(_) => &self.store.topic_history,
+            None => &self.store.history,
         }
     }
 
@@ -173,17 +188,17 @@ impl Store {
     ///
     /// Reads backwards from the newest turn and stops once past the budget, so a chat with a
     /// long stored history costs no more than its window (plus one turn) to load.
-    pub fn history(
+    pub fn window(
         &self,
         chat: impl Into<Conversation>,
         budget_tokens: usize,
-    ) -> anyhow::Result<HistoryWindow> {
+    ) -> Result<HistoryWindow> {
         let chat = chat.into();
-        let state = self.chat_state(chat)?;
+        let state = self.store.chats().state(chat)?;
         let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
         let mut total = 0;
         for entry in self
-            .history_of(chat)
+            .tree(chat)
             .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
             .rev()
         {
@@ -223,11 +238,11 @@ impl Store {
     }
 
     /// Moves the history window past its `count` oldest turns (after a context overflow).
-    pub fn skip_turns(&self, chat: impl Into<Conversation>, count: usize) -> anyhow::Result<()> {
+    pub fn skip(&self, chat: impl Into<Conversation>, count: usize) -> Result<()> {
         let chat = chat.into();
-        let state = self.chat_state(chat)?;
+        let state = self.store.chats().state(chat)?;
         let next = self
-            .history_of(chat)
+            .tree(chat)
             .range(turn_key(chat, state.window_start)..turn_key(chat, u64::MAX))
             .keys()
             .filter_map(|key| match key {
@@ -241,8 +256,8 @@ impl Store {
 
     /// Moves the window start to `start`, atomically and only forward: a window computed from
     /// a state that a clear or another move has overtaken changes nothing.
-    fn move_window(&self, chat: Conversation, start: u64) -> anyhow::Result<()> {
-        self.update_chat_state(chat, |state| {
+    fn move_window(&self, chat: Conversation, start: u64) -> Result<()> {
+        self.store.chats().update_state(chat, |state| {
             state.window_start = state.window_start.max(start);
         })
     }
@@ -252,14 +267,14 @@ impl Store {
     /// The epoch check, the turn record and the chat state are one sled transaction: a clear
     /// lands wholly before (the turn is refused) or after (the turn is cleared), and a crash
     /// leaves either both records or neither.
-    pub fn append_turn(
+    pub fn append(
         &self,
         chat: impl Into<Conversation>,
         epoch: u64,
         update: Option<u32>,
         messages: &[ChatMessage],
         provenance: &Provenance,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool> {
         let chat = chat.into();
         let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
@@ -268,7 +283,7 @@ impl Store {
             provenance: Some(provenance.clone()),
         })?;
         let stored =
-            (self.history_of(chat), self.chats_of(chat)).transaction(|(history, states)| {
+            (self.tree(chat), self.store.chats().tree(chat)).transaction(|(history, states)| {
                 let mut state = chats::read_in(states, chat)?;
                 if state.epoch != epoch {
                     return Ok(false);
@@ -290,8 +305,8 @@ impl Store {
     /// the same id (Telegram reuses ids after a week of silence) is not taken for its answer.
     pub fn stored_answer(&self, chat: impl Into<Conversation>, update: u32) -> Option<String> {
         let chat = chat.into();
-        let first = self.first_seq(update, chat);
-        self.history_of(chat)
+        let first = self.store.inbox().first_seq(update, chat);
+        self.tree(chat)
             .range(turn_key(chat, first)..turn_key(chat, u64::MAX))
             .rev()
             .filter_map(Result::ok)
@@ -304,18 +319,20 @@ impl Store {
     /// again (the window only moves forward), so they are only weight on the disk. Returns how
     /// many went. Conversations whose state cannot be read are left alone, and so are turns
     /// whose update is not finished yet.
-    pub(super) fn prune_history(&self) -> anyhow::Result<usize> {
+    pub(super) fn prune(&self) -> Result<usize> {
         // A turn whose update is not finished may still be needed by recovery (its answer sent
         // or edited in after a crash), even once a later turn moved the window past it.
         let unfinished: std::collections::HashSet<u32> = self
-            .unfinished_updates()
+            .store
+            .inbox()
+            .unfinished()
             .into_iter()
             .map(|(update, _)| update)
             .collect();
         let mut pruned = 0;
         for (states, turns) in [
-            (&self.chats, &self.history),
-            (&self.topic_chats, &self.topic_history),
+            (&self.store.chats, &self.store.history),
+            (&self.store.topic_chats, &self.store.topic_history),
         ] {
             for entry in states.iter() {
                 let (key, value) = entry?;
@@ -344,20 +361,20 @@ impl Store {
     /// The epoch bump and the window move are one transaction; the turns before the new window
     /// are removed after it. A turn stored after the clear starts at or past the new window, so
     /// it is never removed, and a turn stored before it is never seen again.
-    pub fn clear_history(&self, chat: impl Into<Conversation>) -> anyhow::Result<()> {
+    pub fn clear(&self, chat: impl Into<Conversation>) -> Result<()> {
         let chat = chat.into();
-        let cleared_below = self.update_chat_state(chat, |state| {
+        let cleared_below = self.store.chats().update_state(chat, |state| {
             state.window_start = state.next_seq;
             state.epoch += 1;
             state.external = false;
             state.window_start
         })?;
         for key in self
-            .history_of(chat)
+            .tree(chat)
             .range(turn_key(chat, 0)..turn_key(chat, cleared_below))
             .keys()
         {
-            self.history_of(chat).remove(key?)?;
+            self.tree(chat).remove(key?)?;
         }
         Ok(())
     }
@@ -474,7 +491,7 @@ mod tests {
                     .insert(turn_key(chat, seq as u64), bytes)
                     .unwrap();
             }
-            let window = store.history(chat, 100_000).unwrap();
+            let window = store.history().window(chat, 100_000).unwrap();
             assert_eq!(window.external, case.external, "{}", case.name);
             let mut named: Vec<&str> = window.admin_only.iter().map(String::as_str).collect();
             named.sort_unstable();
@@ -513,10 +530,11 @@ mod tests {
         };
         assert!(
             store
-                .append_turn(3, 0, None, &tool_turn("c1", "secret"), &provenance)
+                .history()
+                .append(3, 0, None, &tool_turn("c1", "secret"), &provenance)
                 .unwrap()
         );
-        let window = store.history(3, 100_000).unwrap();
+        let window = store.history().window(3, 100_000).unwrap();
         assert!(window.external);
         assert!(window.admin_only.contains("c1"));
     }
@@ -534,10 +552,11 @@ mod tests {
         ];
         for chat in chats {
             for i in 0..12 {
-                let epoch = store.history(chat, budget).unwrap().epoch;
+                let epoch = store.history().window(chat, budget).unwrap().epoch;
                 assert!(
                     store
-                        .append_turn(chat, epoch, None, &turn(i, 300), &Default::default())
+                        .history()
+                        .append(chat, epoch, None, &turn(i, 300), &Default::default())
                         .unwrap()
                 );
             }
@@ -546,20 +565,21 @@ mod tests {
         let quiet = Conversation::from(8);
         assert!(
             store
-                .append_turn(quiet, 0, None, &turn(0, 300), &Default::default())
+                .history()
+                .append(quiet, 0, None, &turn(0, 300), &Default::default())
                 .unwrap()
         );
         let windows: Vec<_> = chats
             .iter()
-            .map(|&c| store.history(c, budget).unwrap().messages)
+            .map(|&c| store.history().window(c, budget).unwrap().messages)
             .collect();
         let before = store.history.len() + store.topic_history.len();
 
-        let pruned = store.prune_history().unwrap();
+        let pruned = store.history().prune().unwrap();
 
         let starts: u64 = chats
             .iter()
-            .map(|&c| store.chat_state(c).unwrap().window_start)
+            .map(|&c| store.chats().state(c).unwrap().window_start)
             .sum();
         assert!(starts > 0, "the windows moved");
         assert_eq!(
@@ -572,13 +592,21 @@ mod tests {
         );
         for (chat, window) in chats.iter().zip(&windows) {
             assert_eq!(
-                &store.history(*chat, budget).unwrap().messages,
+                &store.history().window(*chat, budget).unwrap().messages,
                 window,
                 "the LLM sees the same history in {chat}"
             );
         }
-        assert_eq!(store.history(quiet, budget).unwrap().messages.len(), 2);
-        assert_eq!(store.prune_history().unwrap(), 0, "nothing left to prune");
+        assert_eq!(
+            store
+                .history()
+                .window(quiet, budget)
+                .unwrap()
+                .messages
+                .len(),
+            2
+        );
+        assert_eq!(store.history().prune().unwrap(), 0, "nothing left to prune");
     }
 
     #[test]
@@ -590,7 +618,7 @@ mod tests {
         let mut previous: Option<Vec<ChatMessage>> = None;
         let mut jumps = 0;
         for i in 0..12 {
-            let window = store.history(7, budget).unwrap();
+            let window = store.history().window(7, budget).unwrap();
             assert!(estimate_tokens(&window.messages) <= budget);
             assert!(
                 matches!(
@@ -605,7 +633,8 @@ mod tests {
                 jumps += 1;
             }
             store
-                .append_turn(7, window.epoch, None, &turn(i, 300), &Default::default())
+                .history()
+                .append(7, window.epoch, None, &turn(i, 300), &Default::default())
                 .unwrap();
             previous = Some(window.messages);
         }
@@ -672,20 +701,22 @@ mod tests {
     fn clear_empties_and_invalidates_turns_in_flight() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let before = store.history(1, 1000).unwrap();
+        let before = store.history().window(1, 1000).unwrap();
         store
-            .append_turn(1, before.epoch, None, &turn(0, 1), &Default::default())
+            .history()
+            .append(1, before.epoch, None, &turn(0, 1), &Default::default())
             .unwrap();
-        store.set_chat_model(1, "m").unwrap();
-        store.clear_history(1).unwrap();
+        store.chats().set_model(1, "m").unwrap();
+        store.history().clear(1).unwrap();
         assert!(
             !store
-                .append_turn(1, before.epoch, None, &turn(1, 1), &Default::default())
+                .history()
+                .append(1, before.epoch, None, &turn(1, 1), &Default::default())
                 .unwrap()
         );
-        let after = store.history(1, 1000).unwrap();
+        let after = store.history().window(1, 1000).unwrap();
         assert!(after.messages.is_empty());
-        assert_eq!(store.chat_model(1).as_deref(), Some("m"));
+        assert_eq!(store.chats().model(1).as_deref(), Some("m"));
         assert_eq!(store.history.scan_prefix(chat_key(1)).count(), 0);
     }
 
@@ -695,7 +726,8 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         for i in 0..3 {
             store
-                .append_turn(3, 0, None, &turn(i, 1), &Default::default())
+                .history()
+                .append(3, 0, None, &turn(i, 1), &Default::default())
                 .unwrap();
         }
         store
@@ -707,13 +739,13 @@ mod tests {
         short.push(1);
         store.history.insert(short, b"{}".to_vec()).unwrap();
         store.chats.insert(chat_key(4), b"{".to_vec()).unwrap();
-        assert_eq!(store.history(3, 1000).unwrap().messages.len(), 4);
+        assert_eq!(store.history().window(3, 1000).unwrap().messages.len(), 4);
         assert!(
-            store.history(4, 1000).is_err(),
+            store.history().window(4, 1000).is_err(),
             "an unreadable state is no new chat"
         );
-        store.skip_turns(3, 1).unwrap();
-        assert_eq!(store.history(3, 1000).unwrap().messages.len(), 2);
+        store.history().skip(3, 1).unwrap();
+        assert_eq!(store.history().window(3, 1000).unwrap().messages.len(), 2);
     }
 
     #[test]
@@ -722,19 +754,27 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         for i in 0..4 {
             store
-                .append_turn(2, 0, None, &turn(i, 1), &Default::default())
+                .history()
+                .append(2, 0, None, &turn(i, 1), &Default::default())
                 .unwrap();
         }
-        store.skip_turns(2, 3).unwrap();
-        assert_eq!(store.history(2, 1000).unwrap().messages, turn(3, 1));
-        store.skip_turns(2, 10).unwrap();
-        assert!(store.history(2, 1000).unwrap().messages.is_empty());
+        store.history().skip(2, 3).unwrap();
+        assert_eq!(
+            store.history().window(2, 1000).unwrap().messages,
+            turn(3, 1)
+        );
+        store.history().skip(2, 10).unwrap();
+        assert!(store.history().window(2, 1000).unwrap().messages.is_empty());
         assert!(
             store
-                .append_turn(2, 0, None, &turn(4, 1), &Default::default())
+                .history()
+                .append(2, 0, None, &turn(4, 1), &Default::default())
                 .unwrap()
         );
-        assert_eq!(store.history(2, 1000).unwrap().messages, turn(4, 1));
+        assert_eq!(
+            store.history().window(2, 1000).unwrap().messages,
+            turn(4, 1)
+        );
     }
 
     /// A forum's topics and the chat outside them are separate conversations: each sees its
@@ -754,32 +794,36 @@ mod tests {
                 let update = Some((10 * i + n) as u32);
                 assert!(
                     store
-                        .append_turn(at, 0, update, &turn(10 * i + n, 1), &Default::default())
+                        .history()
+                        .append(at, 0, update, &turn(10 * i + n, 1), &Default::default())
                         .unwrap()
                 );
             }
         }
-        store.set_chat_model(a, "topic-model").unwrap();
-        store.clear_history(b).unwrap();
-        store.skip_turns(general, 1).unwrap();
+        store.chats().set_model(a, "topic-model").unwrap();
+        store.history().clear(b).unwrap();
+        store.history().skip(general, 1).unwrap();
 
-        assert_eq!(store.history(general, 1000).unwrap().messages, turn(1, 1));
+        assert_eq!(
+            store.history().window(general, 1000).unwrap().messages,
+            turn(1, 1)
+        );
         let mut both = turn(10, 1);
         both.extend(turn(11, 1));
-        assert_eq!(store.history(a, 1000).unwrap().messages, both);
-        assert!(store.history(b, 1000).unwrap().messages.is_empty());
-        assert_eq!(store.chat_model(a).as_deref(), Some("topic-model"));
-        assert_eq!(store.chat_model(general), None);
-        assert_eq!(store.chat_state(b).unwrap().epoch, 1);
-        assert_eq!(store.chat_state(general).unwrap().epoch, 0);
-        assert_eq!(store.stored_answer(a, 11).as_deref(), Some("a11"));
+        assert_eq!(store.history().window(a, 1000).unwrap().messages, both);
+        assert!(store.history().window(b, 1000).unwrap().messages.is_empty());
+        assert_eq!(store.chats().model(a).as_deref(), Some("topic-model"));
+        assert_eq!(store.chats().model(general), None);
+        assert_eq!(store.chats().state(b).unwrap().epoch, 1);
+        assert_eq!(store.chats().state(general).unwrap().epoch, 0);
+        assert_eq!(store.history().stored_answer(a, 11).as_deref(), Some("a11"));
         assert_eq!(
-            store.stored_answer(general, 11),
+            store.history().stored_answer(general, 11),
             None,
             "the chat finds no topic turn"
         );
         assert_eq!(
-            store.stored_answer(a, 1),
+            store.history().stored_answer(a, 1),
             None,
             "a topic finds no chat turn"
         );
@@ -801,38 +845,40 @@ mod tests {
         for round in 0..200u64 {
             // Enough stored turns that a small budget moves the window.
             for i in 0..4 {
-                let epoch = store.chat_state(chat).unwrap().epoch;
+                let epoch = store.chats().state(chat).unwrap().epoch;
                 assert!(
                     store
-                        .append_turn(chat, epoch, None, &turn(i, 200), &Default::default())
+                        .history()
+                        .append(chat, epoch, None, &turn(i, 200), &Default::default())
                         .unwrap()
                 );
             }
-            let before = store.chat_state(chat).unwrap();
+            let before = store.chats().state(chat).unwrap();
             let model = format!("m{round}");
             let barrier = Barrier::new(4);
             let stored = std::thread::scope(|s| {
                 s.spawn(|| {
                     barrier.wait();
-                    store.clear_history(chat).unwrap();
+                    store.history().clear(chat).unwrap();
                 });
                 s.spawn(|| {
                     barrier.wait();
-                    store.set_chat_model(chat, &model).unwrap();
+                    store.chats().set_model(chat, &model).unwrap();
                 });
                 s.spawn(|| {
                     barrier.wait();
-                    store.history(chat, 100).unwrap();
+                    store.history().window(chat, 100).unwrap();
                 });
                 let turn = s.spawn(|| {
                     barrier.wait();
                     store
-                        .append_turn(chat, before.epoch, None, &turn(99, 1), &Default::default())
+                        .history()
+                        .append(chat, before.epoch, None, &turn(99, 1), &Default::default())
                         .unwrap()
                 });
                 turn.join().unwrap()
             });
-            let after = store.chat_state(chat).unwrap();
+            let after = store.chats().state(chat).unwrap();
             assert_eq!(after.epoch, before.epoch + 1, "round {round}: clear lost");
             assert_eq!(
                 after.model.as_deref(),
@@ -846,7 +892,12 @@ mod tests {
                 "round {round}: the window moved back"
             );
             assert!(
-                store.history(chat, usize::MAX).unwrap().messages.is_empty(),
+                store
+                    .history()
+                    .window(chat, usize::MAX)
+                    .unwrap()
+                    .messages
+                    .is_empty(),
                 "round {round}: a turn survived the clear or came back"
             );
             assert_eq!(

@@ -25,7 +25,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
-use super::records::{decode_json, prune_json, update_json};
+use super::error::Result;
+use super::inbox_state::{Event, InboxState, Progress, Verdict, step};
+use super::records::{decode_json, prune_json, read_json, update_json};
 use crate::conversation::Conversation;
 
 const TREE: &str = db::INBOX;
@@ -63,31 +65,6 @@ pub fn arrival(on_record: Option<Option<(InboxState, i64)>>, received: i64) -> A
     }
 }
 
-/// Where an accepted update is on its way to an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum InboxState {
-    /// Accepted; its turn has not been stored yet.
-    Pending,
-    /// Its turn is in the history; the answer may not have been sent.
-    Stored,
-    /// Its answer may be on screen: recorded (and flushed) before the turn's first send, and
-    /// again with the id of the message that shows it once that is known. After a crash the
-    /// answer goes into that message, never into a second one.
-    Visible { message: Option<i32> },
-    /// Answered (or cancelled, or refused): nothing left to do.
-    Answered,
-    /// Its turn panicked and the user was told: never replayed, so a message that crashes
-    /// its turn cannot do so again at every start.
-    Failed,
-}
-
-impl InboxState {
-    /// Nothing is left to do for the update: it is not resumed, and may be pruned.
-    pub fn is_done(self) -> bool {
-        matches!(self, Self::Answered | Self::Failed)
-    }
-}
-
 /// An update that starts a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InboxEntry {
@@ -113,7 +90,7 @@ pub struct InboxEntry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<i32>,
     /// The conversation's next turn number when the update was accepted (set by
-    /// [`Store::accept_update`]): its own turn is stored at or after it, and a turn before it
+    /// [`Inbox::accept`]): its own turn is stored at or after it, and a turn before it
     /// that names the same update id is a reused id's predecessor's (0 in older records).
     #[serde(default)]
     pub first_seq: u64,
@@ -123,23 +100,40 @@ pub struct InboxEntry {
     pub forwarded: bool,
 }
 
+/// The updates that start turns (tree `inbox`): [`Store::inbox`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Inbox<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// The updates that start turns, and how far each got.
+    pub fn inbox(&self) -> Inbox<'_> {
+        Inbox { store: self }
+    }
+}
+
+impl Inbox<'_> {
     /// Records an update before its turn starts (see the module doc for what its id on record
     /// means). [`Arrival::Redelivered`]: Telegram sent it again after a crash, and it must not
     /// be processed again; [`Arrival::Unrecorded`]: its turn runs without an inbox record.
-    pub fn accept_update(&self, update: u32, entry: &InboxEntry) -> anyhow::Result<Arrival> {
+    pub fn accept(&self, update: u32, entry: &InboxEntry) -> Result<Arrival> {
         let key = update.to_be_bytes();
         let chat = Conversation::new(
             crate::ids::ChatId(entry.chat),
             entry.topic.map(crate::ids::TopicId),
         );
         let entry = InboxEntry {
-            first_seq: self.chat_state(chat).map_or(0, |state| state.next_seq),
+            first_seq: self
+                .store
+                .chats()
+                .state(chat)
+                .map_or(0, |state| state.next_seq),
             ..entry.clone()
         };
         let bytes = serde_json::to_vec(&entry)?;
         loop {
-            let old = self.inbox.get(key)?;
+            let old = self.store.inbox.get(key)?;
             let on_record = old.as_ref().map(|old| {
                 decode_json::<InboxEntry>(TREE, &key, old).map(|old| (old.state, old.received))
             });
@@ -161,6 +155,7 @@ impl Store {
             }
             // Another writer came first: decide again on what it wrote.
             let swapped = self
+                .store
                 .inbox
                 .compare_and_swap(key, old, Some(bytes.as_slice()))?;
             if swapped.is_ok() {
@@ -173,9 +168,7 @@ impl Store {
     /// [`InboxEntry::first_seq`]); 0 when the update has no readable record of `chat`.
     pub(super) fn first_seq(&self, update: u32, chat: Conversation) -> u64 {
         let key = update.to_be_bytes();
-        let entry = self.inbox.get(key).ok().flatten();
-        entry
-            .and_then(|bytes| decode_json::<InboxEntry>(TREE, &key, &bytes))
+        read_json::<InboxEntry>(&self.store.inbox, TREE, &key)
             .filter(|e| {
                 Conversation::new(crate::ids::ChatId(e.chat), e.topic.map(crate::ids::TopicId))
                     == chat
@@ -183,34 +176,46 @@ impl Store {
             .map_or(0, |e| e.first_seq)
     }
 
-    pub fn set_update_state(&self, update: u32, state: InboxState) -> anyhow::Result<()> {
+    /// Applies `event` to the update's record, atomically, as [`step`] decides; a missing or
+    /// unreadable record is left as it is (and [`Verdict::Keep`]).
+    pub fn apply(&self, update: u32, event: Event) -> Result<Verdict> {
+        let mut verdict = Verdict::Keep;
         update_json(
-            &self.inbox,
+            &self.store.inbox,
             TREE,
             &update.to_be_bytes(),
             |e: &mut InboxEntry| {
-                e.state = state;
-                true
+                let now = Progress {
+                    state: e.state,
+                    parts: std::mem::take(&mut e.parts),
+                };
+                let (next, said) = step(&now, event);
+                verdict = said;
+                let write = said == Verdict::Write;
+                let Progress { state, parts } = if write { next } else { now };
+                (e.state, e.parts) = (state, parts);
+                write
             },
         )?;
-        Ok(())
+        Ok(verdict)
+    }
+
+    /// Moves an update to `state`, by the event that leads there ([`Event::Accept`] to
+    /// `Pending`, [`Event::Store`] to `Stored`, which leaves a visible answer visible).
+    pub fn set_state(&self, update: u32, state: InboxState) -> Result<()> {
+        let event = match state {
+            InboxState::Pending => Event::Accept,
+            InboxState::Stored => Event::Store,
+            InboxState::Visible { message } => Event::Show(message),
+            InboxState::Answered => Event::Answer,
+            InboxState::Failed => Event::Fail,
+        };
+        self.apply(update, event).map(drop)
     }
 
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
-    pub fn mark_stored(&self, update: u32) -> anyhow::Result<()> {
-        update_json(
-            &self.inbox,
-            TREE,
-            &update.to_be_bytes(),
-            |e: &mut InboxEntry| {
-                let pending = e.state == InboxState::Pending;
-                if pending {
-                    e.state = InboxState::Stored;
-                }
-                pending
-            },
-        )?;
-        Ok(())
+    pub fn mark_stored(&self, update: u32) -> Result<()> {
+        self.apply(update, Event::Store).map(drop)
     }
 
     /// The message that shows an update's answer, if it was recorded as visible in one.
@@ -220,45 +225,25 @@ impl Store {
 
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
     pub fn visible_messages(&self, update: u32) -> Vec<i32> {
-        let Some(entry) = self
-            .inbox
-            .get(update.to_be_bytes())
-            .ok()
-            .flatten()
-            .and_then(|value| decode_json::<InboxEntry>(TREE, &update.to_be_bytes(), &value))
-        else {
-            return Vec::new();
-        };
-        match entry.state {
-            InboxState::Visible {
-                message: Some(first),
-            } => std::iter::once(first).chain(entry.parts).collect(),
-            _ => Vec::new(),
-        }
+        let key = update.to_be_bytes();
+        read_json::<InboxEntry>(&self.store.inbox, TREE, &key).map_or_else(Vec::new, |e| {
+            Progress {
+                state: e.state,
+                parts: e.parts,
+            }
+            .shown_in()
+        })
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
-    pub fn add_visible_part(&self, update: u32, message: i32) -> anyhow::Result<()> {
-        update_json(
-            &self.inbox,
-            TREE,
-            &update.to_be_bytes(),
-            |e: &mut InboxEntry| {
-                let first =
-                    matches!(e.state, InboxState::Visible { message: Some(m) } if m == message);
-                if first || e.parts.contains(&message) {
-                    return false;
-                }
-                e.parts.push(message);
-                true
-            },
-        )?;
-        Ok(())
+    pub fn add_visible_part(&self, update: u32, message: i32) -> Result<()> {
+        self.apply(update, Event::ShowPart(message)).map(drop)
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.
-    pub fn unfinished_updates(&self) -> Vec<(u32, InboxEntry)> {
-        self.inbox
+    pub fn unfinished(&self) -> Vec<(u32, InboxEntry)> {
+        self.store
+            .inbox
             .iter()
             .filter_map(|entry| {
                 let (key, value) = entry.ok()?;
@@ -272,8 +257,8 @@ impl Store {
 
     /// Forgets finished (answered or failed) updates received before `before` (unix
     /// seconds); unreadable ones are kept.
-    pub fn prune_inbox(&self, before: i64) -> anyhow::Result<usize> {
-        prune_json(&self.inbox, TREE, |e: &InboxEntry| {
+    pub fn prune(&self, before: i64) -> Result<usize> {
+        prune_json(&self.store.inbox, TREE, |e: &InboxEntry| {
             e.state.is_done() && e.received < before
         })
     }
@@ -304,18 +289,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let pending = entry(InboxState::Pending, 5);
-        assert_eq!(store.accept_update(1, &pending).unwrap(), Arrival::New);
+        assert_eq!(store.inbox().accept(1, &pending).unwrap(), Arrival::New);
         assert_eq!(
-            store.accept_update(1, &pending).unwrap(),
+            store.inbox().accept(1, &pending).unwrap(),
             Arrival::Redelivered
         );
-        assert_eq!(store.unfinished_updates(), vec![(1, pending.clone())]);
-        store.set_update_state(1, InboxState::Answered).unwrap();
-        assert!(store.unfinished_updates().is_empty());
-        assert_eq!(store.accept_update(2, &pending).unwrap(), Arrival::New);
-        store.set_update_state(2, InboxState::Failed).unwrap();
+        assert_eq!(store.inbox().unfinished(), vec![(1, pending.clone())]);
+        store.inbox().set_state(1, InboxState::Answered).unwrap();
+        assert!(store.inbox().unfinished().is_empty());
+        assert_eq!(store.inbox().accept(2, &pending).unwrap(), Arrival::New);
+        store.inbox().set_state(2, InboxState::Failed).unwrap();
         assert!(
-            store.unfinished_updates().is_empty(),
+            store.inbox().unfinished().is_empty(),
             "a failed turn is not resumed"
         );
     }
@@ -402,39 +387,44 @@ mod tests {
             text: "old".into(),
             ..entry(InboxState::Pending, 1_000)
         };
-        assert_eq!(store.accept_update(7, &old).unwrap(), Arrival::New);
+        assert_eq!(store.inbox().accept(7, &old).unwrap(), Arrival::New);
         let answer = |text: &str| [ChatMessage::user("q"), ChatMessage::assistant(text)];
         assert!(
             store
-                .append_turn(1, 0, Some(7), &answer("old answer"), &Default::default())
+                .history()
+                .append(1, 0, Some(7), &answer("old answer"), &Default::default())
                 .unwrap()
         );
-        store.set_update_state(7, InboxState::Answered).unwrap();
+        store.inbox().set_state(7, InboxState::Answered).unwrap();
 
         let new = InboxEntry {
             text: "new".into(),
             ..entry(InboxState::Pending, 1_000 + 8 * day)
         };
-        assert_eq!(store.accept_update(7, &new).unwrap(), Arrival::Reused);
-        let unfinished = store.unfinished_updates();
+        assert_eq!(store.inbox().accept(7, &new).unwrap(), Arrival::Reused);
+        let unfinished = store.inbox().unfinished();
         assert_eq!(unfinished.len(), 1);
         assert_eq!(unfinished[0].1.text, "new");
         assert_eq!(
-            store.stored_answer(1, 7),
+            store.history().stored_answer(1, 7),
             None,
             "the old turn is not the new update's answer"
         );
         assert_eq!(
-            store.accept_update(7, &new).unwrap(),
+            store.inbox().accept(7, &new).unwrap(),
             Arrival::Redelivered,
             "the new one, re-delivered, is seen"
         );
         assert!(
             store
-                .append_turn(1, 0, Some(7), &answer("new answer"), &Default::default())
+                .history()
+                .append(1, 0, Some(7), &answer("new answer"), &Default::default())
                 .unwrap()
         );
-        assert_eq!(store.stored_answer(1, 7).as_deref(), Some("new answer"));
+        assert_eq!(
+            store.history().stored_answer(1, 7).as_deref(),
+            Some("new answer")
+        );
     }
 
     #[test]
@@ -443,15 +433,15 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let late = entry(InboxState::Pending, 30 * 24 * 3600);
         store.inbox.insert(1u32.to_be_bytes(), &b"{"[..]).unwrap();
-        assert_eq!(store.accept_update(1, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(store.inbox().accept(1, &late).unwrap(), Arrival::Unrecorded);
         assert_eq!(
             store.inbox.get(1u32.to_be_bytes()).unwrap().as_deref(),
             Some(&b"{"[..])
         );
         let stuck = entry(InboxState::Stored, 5);
-        store.accept_update(2, &stuck).unwrap();
-        assert_eq!(store.accept_update(2, &late).unwrap(), Arrival::Unrecorded);
-        assert_eq!(store.unfinished_updates(), vec![(2, stuck)]);
+        store.inbox().accept(2, &stuck).unwrap();
+        assert_eq!(store.inbox().accept(2, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(store.inbox().unfinished(), vec![(2, stuck)]);
     }
 
     #[test]
@@ -482,10 +472,11 @@ mod tests {
         for case in cases {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path()).unwrap();
-            store.accept_update(1, &entry(case.before, 5)).unwrap();
-            store.mark_stored(1).unwrap();
+            store.inbox().accept(1, &entry(case.before, 5)).unwrap();
+            store.inbox().mark_stored(1).unwrap();
             let state = store
-                .unfinished_updates()
+                .inbox()
+                .unfinished()
                 .first()
                 .map_or(InboxState::Answered, |(_, e)| e.state);
             assert_eq!(state, case.after, "case {}", case.name);
@@ -497,31 +488,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store
-            .accept_update(1, &entry(InboxState::Visible { message: Some(7) }, 5))
+            .inbox()
+            .accept(1, &entry(InboxState::Visible { message: Some(7) }, 5))
             .unwrap();
         store
-            .accept_update(2, &entry(InboxState::Visible { message: None }, 5))
+            .inbox()
+            .accept(2, &entry(InboxState::Visible { message: None }, 5))
             .unwrap();
-        assert_eq!(store.visible_message(1), Some(7));
-        assert_eq!(store.visible_message(2), None);
-        assert_eq!(store.visible_message(3), None, "no such update");
+        assert_eq!(store.inbox().visible_message(1), Some(7));
+        assert_eq!(store.inbox().visible_message(2), None);
+        assert_eq!(store.inbox().visible_message(3), None, "no such update");
         // A long answer's later parts, each once, after its first message.
         for part in [8, 9, 8, 7] {
-            store.add_visible_part(1, part).unwrap();
+            store.inbox().add_visible_part(1, part).unwrap();
         }
-        assert_eq!(store.visible_messages(1), [7, 8, 9]);
+        assert_eq!(store.inbox().visible_messages(1), [7, 8, 9]);
         assert_eq!(
-            store.visible_messages(2),
+            store.inbox().visible_messages(2),
             Vec::<i32>::new(),
             "no first message"
         );
         // A record written before `Visible` existed.
         let old = br#"{"chat":1,"user":2,"text":"hi","state":"Stored","received":5}"#;
         store.inbox.insert(4u32.to_be_bytes(), &old[..]).unwrap();
-        assert_eq!(store.visible_message(4), None);
+        assert_eq!(store.inbox().visible_message(4), None);
         assert!(
             store
-                .unfinished_updates()
+                .inbox()
+                .unfinished()
                 .iter()
                 .any(|(id, e)| *id == 4 && e.state == InboxState::Stored)
         );
@@ -571,10 +565,11 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path()).unwrap();
             store
-                .accept_update(1, &entry(case.state, case.received))
+                .inbox()
+                .accept(1, &entry(case.state, case.received))
                 .unwrap();
             assert_eq!(
-                store.prune_inbox(50).unwrap(),
+                store.inbox().prune(50).unwrap(),
                 usize::from(case.pruned),
                 "case {}",
                 case.name

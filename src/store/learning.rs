@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
-use super::records::{decode_count, decode_json};
+use super::error::Result;
+use super::records::{decode_count, decode_json, read};
 
 const HEURISTICS_TREE: &str = db::HEURISTICS;
 const REFLECTIONS_TREE: &str = db::REFLECTIONS;
@@ -142,10 +143,25 @@ pub struct ReflectionJob {
     pub proven: Vec<(String, String)>,
 }
 
+/// Heuristics, pending reflections and skill-match counts:
+/// [`Store::learning`], a borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Learning<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// Heuristics, reflections and skill matches.
+    pub fn learning(&self) -> Learning<'_> {
+        Learning { store: self }
+    }
+}
+
+impl Learning<'_> {
     /// Every stored heuristic, in id order.
     pub fn heuristics(&self) -> Vec<Heuristic> {
-        self.heuristics
+        self.store
+            .heuristics
             .iter()
             .filter_map(|entry| match entry {
                 Ok((key, value)) => decode_json(HEURISTICS_TREE, &key, &value),
@@ -157,38 +173,41 @@ impl Store {
             .collect()
     }
 
-    pub fn new_heuristic_id(&self) -> anyhow::Result<u64> {
-        self.next_id()
+    pub fn new_heuristic_id(&self) -> Result<u64> {
+        self.store.db().next_id()
     }
 
-    pub fn put_heuristic(&self, heuristic: &Heuristic) -> anyhow::Result<()> {
-        self.heuristics
+    pub fn put_heuristic(&self, heuristic: &Heuristic) -> Result<()> {
+        self.store
+            .heuristics
             .insert(heuristic.id.to_be_bytes(), serde_json::to_vec(heuristic)?)?;
         Ok(())
     }
 
     /// Removes a heuristic; says whether it existed.
-    pub fn delete_heuristic(&self, id: u64) -> anyhow::Result<bool> {
-        Ok(self.heuristics.remove(id.to_be_bytes())?.is_some())
+    pub fn delete_heuristic(&self, id: u64) -> Result<bool> {
+        Ok(self.store.heuristics.remove(id.to_be_bytes())?.is_some())
     }
 
     /// Persists a reflection before it runs, so a restart can resume it.
-    pub fn save_reflection(&self, job: &ReflectionJob) -> anyhow::Result<u64> {
-        let id = self.next_id()?;
-        self.reflections
+    pub fn save_reflection(&self, job: &ReflectionJob) -> Result<u64> {
+        let id = self.store.db().next_id()?;
+        self.store
+            .reflections
             .insert(id.to_be_bytes(), serde_json::to_vec(job)?)?;
         Ok(id)
     }
 
-    pub fn finish_reflection(&self, id: u64) -> anyhow::Result<()> {
-        self.reflections.remove(id.to_be_bytes())?;
+    pub fn finish_reflection(&self, id: u64) -> Result<()> {
+        self.store.reflections.remove(id.to_be_bytes())?;
         Ok(())
     }
 
     /// Reflections saved but not finished (a previous run stopped first). An unreadable job
     /// cannot run: it is logged and kept (it may be repaired), never deleted.
     pub fn pending_reflections(&self) -> Vec<(u64, ReflectionJob)> {
-        self.reflections
+        self.store
+            .reflections
             .iter()
             .filter_map(Result::ok)
             .filter_map(|(key, value)| {
@@ -198,8 +217,9 @@ impl Store {
             .collect()
     }
 
-    pub fn count_skill_match(&self, skill: &str) -> anyhow::Result<()> {
-        self.skill_matches
+    pub fn count_skill_match(&self, skill: &str) -> Result<()> {
+        self.store
+            .skill_matches
             .fetch_and_update(skill.as_bytes(), |old| {
                 // An unreadable count is kept as it is, not restarted from 0.
                 match old {
@@ -217,7 +237,11 @@ impl Store {
     }
 
     pub fn skill_matches(&self, skill: &str) -> u64 {
-        let bytes = self.skill_matches.get(skill.as_bytes()).ok().flatten();
+        let bytes = read(
+            &self.store.skill_matches,
+            SKILL_MATCHES_TREE,
+            skill.as_bytes(),
+        );
         decode_count(SKILL_MATCHES_TREE, skill.as_bytes(), bytes.as_deref())
     }
 }
@@ -234,33 +258,38 @@ mod tests {
     fn unreadable_learning_records_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let heuristic =
-            super::super::fixtures::heuristic(store.new_heuristic_id().unwrap(), "check the units");
-        store.put_heuristic(&heuristic).unwrap();
+        let heuristic = super::super::fixtures::heuristic(
+            store.learning().new_heuristic_id().unwrap(),
+            "check the units",
+        );
+        store.learning().put_heuristic(&heuristic).unwrap();
         store
             .heuristics
             .insert(u64::MAX.to_be_bytes(), "{")
             .unwrap();
-        assert_eq!(store.heuristics(), vec![heuristic]);
+        assert_eq!(store.learning().heuristics(), vec![heuristic]);
 
-        let kept = store.save_reflection(&job("kept")).unwrap();
+        let kept = store.learning().save_reflection(&job("kept")).unwrap();
         store
             .reflections
             .insert(u64::MAX.to_be_bytes(), "[")
             .unwrap();
-        assert_eq!(store.pending_reflections(), vec![(kept, job("kept"))]);
+        assert_eq!(
+            store.learning().pending_reflections(),
+            vec![(kept, job("kept"))]
+        );
         assert_eq!(store.reflections.len(), 2, "the unreadable job is kept");
 
         store.skill_matches.insert("weather", "odd").unwrap();
-        assert_eq!(store.skill_matches("weather"), 0);
-        store.count_skill_match("weather").unwrap();
+        assert_eq!(store.learning().skill_matches("weather"), 0);
+        store.learning().count_skill_match("weather").unwrap();
         assert_eq!(
             store.skill_matches.get("weather").unwrap().as_deref(),
             Some(&b"odd"[..]),
             "an unreadable count is not restarted"
         );
-        store.count_skill_match("sailing").unwrap();
-        store.count_skill_match("sailing").unwrap();
-        assert_eq!(store.skill_matches("sailing"), 2);
+        store.learning().count_skill_match("sailing").unwrap();
+        store.learning().count_skill_match("sailing").unwrap();
+        assert_eq!(store.learning().skill_matches("sailing"), 2);
     }
 }

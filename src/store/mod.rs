@@ -1,7 +1,12 @@
-//! The one place that talks to sled: one [`Store`] handle over fourteen trees, one file per area.
+//! The one place that talks to sled: one [`Store`] over fourteen trees, one file per area, and
+//! one small handle per area, each a borrowed view with that area's methods:
+//! `store.history()`, `store.chats()`, `store.inbox()`, `store.tickets()`, `store.retries()`,
+//! `store.learning()`, `store.usage()`, `store.people()`, and `store.db()` for the database as
+//! a whole (durable flush, ids, pruning). `Store` itself only opens and hands out the handles.
 //!
-//! `db.rs` holds the handle (open, durable flush, ids), `records.rs` the JSON and counter helpers
-//! every area shares, `retention.rs` the pruning that bounds storage. The areas:
+//! `db.rs` holds [`Store`] and the [`Db`] handle (open, durable flush, ids), `records.rs` the
+//! JSON and counter helpers every area shares, `retention.rs` the pruning that bounds storage.
+//! The areas:
 //!
 //! - `history.rs`, tree `history`: key `chat_id ‖ seq` (big-endian), value a JSON
 //!   [`StoredTurn`]: every message of one turn (user, assistant tool calls, tool results,
@@ -16,7 +21,9 @@
 //! - `inbox.rs`, tree `inbox`: key an `update_id` (big-endian), value a JSON [`InboxEntry`]:
 //!   every message that starts a turn, recorded before the turn starts, so a crash never loses
 //!   it and a re-delivered update is never processed twice (and a reused id, after a week of
-//!   silence, is told apart from a re-delivery by when its record was received).
+//!   silence, is told apart from a re-delivery by when its record was received). Its way to
+//!   its answer (pending, stored, visible, answered) is one pure state machine,
+//!   `inbox_state.rs`.
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
@@ -43,7 +50,7 @@
 //! # Unreadable records
 //! A record or key that cannot be read is skipped with a warning naming its tree and key; it
 //! never blocks a chat and never panics, and it is never deleted, reset or written over (it
-//! may be repaired): [`Store::prune`] keeps it, a skill-match count over it stays as it is, and
+//! may be repaired): [`Db::prune`] keeps it, a skill-match count over it stays as it is, and
 //! an unreadable chat state stops that chat's turns with an error (see `chats.rs`) instead of
 //! being read as a new chat's, which would write its history from turn 0 again. (Not yet the
 //! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
@@ -51,10 +58,12 @@
 mod chats;
 pub mod compaction;
 mod db;
+mod error;
 #[cfg(test)]
 mod fixtures;
 mod history;
 mod inbox;
+pub mod inbox_state;
 mod learning;
 mod people;
 mod records;
@@ -63,14 +72,24 @@ mod retries;
 mod tickets;
 mod usage;
 
+pub use chats::Chats;
 pub use chats::{ChatState, Offered};
-pub use db::Store;
+pub use db::{Db, Store};
+pub use error::{Error, Result};
+pub use history::History;
 pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
-pub use inbox::{Arrival, InboxEntry, InboxState, REDELIVERY_WINDOW, arrival};
+pub use inbox::Inbox;
+pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
+pub use inbox_state::InboxState;
+pub use learning::Learning;
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
+pub use people::People;
 pub use retention::PruneReport;
+pub use retries::Retries;
 pub use retries::{RetryClaim, RetryTicket};
+pub use tickets::Tickets;
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
+pub use usage::UsageLedger;
 pub use usage::UsageTotals;
 
 #[cfg(test)]
@@ -232,7 +251,8 @@ mod tests {
             tree.clear().unwrap();
         }
         store
-            .append_turn(
+            .history()
+            .append(
                 CHAT,
                 0,
                 Some(UPDATE),
@@ -241,7 +261,8 @@ mod tests {
             )
             .unwrap();
         store
-            .append_turn(
+            .history()
+            .append(
                 TOPIC,
                 0,
                 None,
@@ -249,18 +270,21 @@ mod tests {
                 &Default::default(),
             )
             .unwrap();
-        store.remember_name(9, "Ann").unwrap();
+        store.people().remember_name(9, "Ann").unwrap();
         assert_eq!(
-            store.accept_update(UPDATE, &good_entry()).unwrap(),
+            store.inbox().accept(UPDATE, &good_entry()).unwrap(),
             Arrival::New
         );
-        store.put_heuristic(&good_heuristic()).unwrap();
+        store.learning().put_heuristic(&good_heuristic()).unwrap();
         let job = fixtures::job(CHAT, "kept");
-        store.save_reflection(&job).unwrap();
-        store.count_skill_match("skill").unwrap();
-        let ticket = store.create_ticket(&good_ticket()).unwrap();
-        let feedback = store.create_feedback(&good_feedback(job)).unwrap();
-        let retry = store.create_retry(&good_retry()).unwrap();
+        store.learning().save_reflection(&job).unwrap();
+        store.learning().count_skill_match("skill").unwrap();
+        let ticket = store.tickets().create(&good_ticket()).unwrap();
+        let feedback = store
+            .tickets()
+            .create_feedback(&good_feedback(job))
+            .unwrap();
+        let retry = store.retries().create(&good_retry()).unwrap();
         (ticket, feedback, retry)
     }
 
@@ -333,63 +357,68 @@ mod tests {
                 tree.insert(key.clone(), bytes.clone()).unwrap();
 
                 // Every reader answers; the good records beside the garbage still read.
-                let state = store.chat_state(CHAT);
+                let state = store.chats().state(CHAT);
                 prop_assert_eq!(state.is_ok(), readable);
-                let window = store.history(CHAT, 10_000);
+                let window = store.history().window(CHAT, 10_000);
                 prop_assert_eq!(window.is_ok(), readable);
                 if !matches!(target, Target::Chats | Target::HistoryKey | Target::History) {
                     prop_assert_eq!(window.unwrap().messages.len(), 1);
                 }
-                prop_assert_eq!(store.skip_turns(CHAT, 0).is_ok(), readable);
-                let _ = store.stored_answer(CHAT, UPDATE);
-                let _ = store.chat_model(CHAT);
+                prop_assert_eq!(store.history().skip(CHAT, 0).is_ok(), readable);
+                let _ = store.history().stored_answer(CHAT, UPDATE);
+                let _ = store.chats().model(CHAT);
                 if !matches!(target, Target::Inbox | Target::InboxKey) {
-                    prop_assert!(store.unfinished_updates().iter().any(|(u, _)| *u == UPDATE));
+                    prop_assert!(store.inbox().unfinished().iter().any(|(u, _)| *u == UPDATE));
                 }
                 prop_assert!(
                     store
+                        .learning()
                         .heuristics()
                         .iter()
                         .any(|h| h.text == "a good heuristic")
                 );
                 prop_assert!(
                     store
+                        .learning()
                         .pending_reflections()
                         .iter()
                         .any(|(_, j)| j.task == "kept")
                 );
-                let _ = store.skill_matches("skill");
-                let _ = store.usage(Some(CHAT));
-                let _ = store.usage(None);
-                let _ = store.user_tokens_today(9);
-                let _ = store.ticket(&ticket);
-                let _ = store.choose_option(&ticket, 0, None).unwrap();
-                let _ = store.vote(&feedback, CHAT, true, 1).unwrap();
-                let topic = store.history(TOPIC, 10_000);
+                let _ = store.learning().skill_matches("skill");
+                let _ = store.usage().totals(Some(CHAT));
+                let _ = store.usage().totals(None);
+                let _ = store.usage().user_tokens_today(9);
+                let _ = store.tickets().get(&ticket);
+                let _ = store.tickets().choose(&ticket, 0, None).unwrap();
+                let _ = store.tickets().vote(&feedback, CHAT, true, 1).unwrap();
+                let topic = store.history().window(TOPIC, 10_000);
                 prop_assert_eq!(topic.is_ok(), topic_readable);
                 if !matches!(target, Target::TopicChats | Target::TopicHistory) {
                     prop_assert_eq!(topic.unwrap().messages.len(), 1);
                 }
-                let _ = store.chat_model(TOPIC);
-                let claim = store.claim_retry(&retry, CHAT, 9, 0, None).unwrap();
+                let _ = store.chats().model(TOPIC);
+                let claim = store.retries().claim(&retry, CHAT, 9, 0, None).unwrap();
                 if !matches!(target, Target::Retries) {
                     prop_assert!(matches!(claim, RetryClaim::Claimed(_)));
                 }
-                prop_assert_eq!(store.name_of(9), Some("Ann".to_string()));
-                let _ = store.first_refusal_on(9, CHAT, chrono::Utc::now().date_naive());
+                prop_assert_eq!(store.people().name_of(9), Some("Ann".to_string()));
+                let _ = store
+                    .people()
+                    .first_refusal_on(9, CHAT, chrono::Utc::now().date_naive());
 
                 // Every writer works over garbage, or leaves it as it is.
-                store.record_usage(CHAT, "m", 1, 1, usage).unwrap();
-                store.record_user_tokens(9, usage).unwrap();
-                store.count_skill_match("skill").unwrap();
+                store.usage().charge(CHAT, "m", 1, 1, usage).unwrap();
+                store.usage().record_user_tokens(9, usage).unwrap();
+                store.learning().count_skill_match("skill").unwrap();
                 if let Ok(state) = state {
-                    store.set_chat_model(CHAT, "n").unwrap();
-                    prop_assert_eq!(store.chat_model(CHAT), Some("n".to_string()));
-                    let epoch = store.chat_state(CHAT).unwrap().epoch;
+                    store.chats().set_model(CHAT, "n").unwrap();
+                    prop_assert_eq!(store.chats().model(CHAT), Some("n".to_string()));
+                    let epoch = store.chats().state(CHAT).unwrap().epoch;
                     prop_assert_eq!(epoch, state.epoch);
                     prop_assert!(
                         store
-                            .append_turn(
+                            .history()
+                            .append(
                                 CHAT,
                                 epoch,
                                 None,
@@ -398,30 +427,39 @@ mod tests {
                             )
                             .unwrap()
                     );
-                    store.clear_history(CHAT).unwrap();
-                    prop_assert!(store.history(CHAT, 10_000).unwrap().messages.is_empty());
+                    store.history().clear(CHAT).unwrap();
+                    prop_assert!(
+                        store
+                            .history()
+                            .window(CHAT, 10_000)
+                            .unwrap()
+                            .messages
+                            .is_empty()
+                    );
                 } else {
                     let turns = store.history.scan_prefix(chats::chat_key(CHAT)).count();
-                    prop_assert!(store.set_chat_model(CHAT, "n").is_err());
+                    prop_assert!(store.chats().set_model(CHAT, "n").is_err());
                     let more = [ChatMessage::user("more")];
                     prop_assert!(
                         store
-                            .append_turn(CHAT, 0, None, &more, &Default::default())
+                            .history()
+                            .append(CHAT, 0, None, &more, &Default::default())
                             .is_err()
                     );
-                    prop_assert!(store.clear_history(CHAT).is_err());
+                    prop_assert!(store.history().clear(CHAT).is_err());
                     let after = store.history.scan_prefix(chats::chat_key(CHAT)).count();
                     prop_assert_eq!(after, turns, "no turn written or removed");
                     let kept = store.chats.get(&key).unwrap();
                     prop_assert_eq!(kept.as_deref(), Some(bytes.as_slice()));
                 }
                 store
-                    .set_update_state(UPDATE, InboxState::Answered)
+                    .inbox()
+                    .set_state(UPDATE, InboxState::Answered)
                     .unwrap();
-                store.prune(i64::MAX).unwrap();
-                prop_assert!(store.ticket(&ticket).is_none());
+                store.db().prune(i64::MAX).unwrap();
+                prop_assert!(store.tickets().get(&ticket).is_none());
                 if !matches!(target, Target::Inbox | Target::InboxKey) {
-                    prop_assert!(store.unfinished_updates().is_empty());
+                    prop_assert!(store.inbox().unfinished().is_empty());
                 }
                 Ok(())
             })
@@ -446,10 +484,16 @@ mod tests {
     fn prune_removes_old_tickets_and_answered_inbox_entries_only() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let old_option = store.create_ticket(&option_ticket_at(10)).unwrap();
-        let new_option = store.create_ticket(&option_ticket_at(100)).unwrap();
-        let old_feedback = store.create_feedback(&feedback_ticket_at(10)).unwrap();
-        let new_feedback = store.create_feedback(&feedback_ticket_at(100)).unwrap();
+        let old_option = store.tickets().create(&option_ticket_at(10)).unwrap();
+        let new_option = store.tickets().create(&option_ticket_at(100)).unwrap();
+        let old_feedback = store
+            .tickets()
+            .create_feedback(&feedback_ticket_at(10))
+            .unwrap();
+        let new_feedback = store
+            .tickets()
+            .create_feedback(&feedback_ticket_at(100))
+            .unwrap();
         store.feedback.insert("garbage", "{").unwrap();
         for (update, state) in [
             (1, InboxState::Answered),
@@ -469,10 +513,10 @@ mod tests {
                 first_seq: 0,
                 forwarded: false,
             };
-            store.accept_update(update, &entry).unwrap();
+            store.inbox().accept(update, &entry).unwrap();
         }
         assert_eq!(
-            store.prune(50).unwrap(),
+            store.db().prune(50).unwrap(),
             PruneReport {
                 inbox: 1,
                 tickets: 1,
@@ -483,26 +527,26 @@ mod tests {
                 usage_days: 0,
             }
         );
-        assert!(store.ticket(&old_option).is_none());
-        assert!(store.ticket(&new_option).is_some());
+        assert!(store.tickets().get(&old_option).is_none());
+        assert!(store.tickets().get(&new_option).is_some());
         assert!(
             store.feedback.contains_key("garbage").unwrap(),
             "an unreadable record is kept"
         );
         assert_eq!(
-            store.vote(&old_feedback, CHAT, true, 0).unwrap(),
+            store.tickets().vote(&old_feedback, CHAT, true, 0).unwrap(),
             Vote::Unknown
         );
         assert!(matches!(
-            store.vote(&new_feedback, CHAT, true, 0).unwrap(),
+            store.tickets().vote(&new_feedback, CHAT, true, 0).unwrap(),
             Vote::Recorded(_)
         ));
-        let left: Vec<u32> = store.unfinished_updates().iter().map(|(u, _)| *u).collect();
+        let left: Vec<u32> = store.inbox().unfinished().iter().map(|(u, _)| *u).collect();
         assert_eq!(
             left,
             vec![2, 3],
             "a pending or stored update is never pruned"
         );
-        assert_eq!(store.prune(50).unwrap(), PruneReport::default());
+        assert_eq!(store.db().prune(50).unwrap(), PruneReport::default());
     }
 }

@@ -8,7 +8,11 @@
 //! - `request:<user>`: the unix second a stranger asked for access, so the admins hear of
 //!   it once however often the button is pressed.
 
-use super::db::Store;
+use super::db::{self, Store};
+use super::error::Result;
+use super::records::read;
+
+const TREE: &str = db::PEOPLE;
 
 fn name_key(user: u64) -> String {
     format!("name:{user}")
@@ -22,32 +26,42 @@ fn request_key(user: u64) -> String {
     format!("request:{user}")
 }
 
+/// Users' names, strangers' refusals and access requests (tree `people`):
+/// [`Store::people`], a borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct People<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// Users' names, strangers' refusals and access requests.
+    pub fn people(&self) -> People<'_> {
+        People { store: self }
+    }
+}
+
+impl People<'_> {
     /// Remembers `name` for `user`; written only when it changed, so a message costs a read.
-    pub fn remember_name(&self, user: u64, name: &str) -> anyhow::Result<()> {
+    pub fn remember_name(&self, user: u64, name: &str) -> Result<()> {
         let key = name_key(user);
-        if self.people.get(key.as_bytes())?.as_deref() != Some(name.as_bytes()) {
-            self.people.insert(key.as_bytes(), name.as_bytes())?;
+        if self.store.people.get(key.as_bytes())?.as_deref() != Some(name.as_bytes()) {
+            self.store.people.insert(key.as_bytes(), name.as_bytes())?;
         }
         Ok(())
     }
 
     /// The name last remembered for `user`; `None` if unknown or unreadable.
     pub fn name_of(&self, user: u64) -> Option<String> {
-        let bytes = self.people.get(name_key(user).as_bytes()).ok()??;
+        let bytes = read(&self.store.people, TREE, name_key(user).as_bytes())?;
         String::from_utf8(bytes.to_vec()).ok()
     }
 
     /// Records that stranger `user` is refused in `chat` on `today`; `true` if they were not
     /// refused there yet that day (one atomic step, so two messages at once give one refusal).
-    pub fn first_refusal_on(
-        &self,
-        user: u64,
-        chat: i64,
-        today: chrono::NaiveDate,
-    ) -> anyhow::Result<bool> {
+    pub fn first_refusal_on(&self, user: u64, chat: i64, today: chrono::NaiveDate) -> Result<bool> {
         let day = today.to_string();
         let before = self
+            .store
             .people
             .fetch_and_update(refused_key(user, chat).as_bytes(), |_| {
                 Some(day.as_bytes().to_vec())
@@ -58,13 +72,18 @@ impl Store {
     /// Removes the refusal days before the UTC day of `older_than_unix` (an unreadable one is
     /// logged and kept): only today's matter, so strangers who wrote once do not stay forever.
     /// Returns how many.
-    pub(super) fn prune_refusals(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+    pub(super) fn prune_refusals(&self, older_than_unix: i64) -> Result<usize> {
         let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
             return Ok(0);
         };
         let cutoff = cutoff.date_naive();
         let mut removed = 0;
-        for (key, value) in self.people.scan_prefix(b"refused:").filter_map(Result::ok) {
+        for (key, value) in self
+            .store
+            .people
+            .scan_prefix(b"refused:")
+            .filter_map(Result::ok)
+        {
             let day = std::str::from_utf8(&value)
                 .ok()
                 .and_then(|day| day.parse::<chrono::NaiveDate>().ok());
@@ -73,7 +92,7 @@ impl Store {
                 continue;
             };
             if day < cutoff {
-                self.people.remove(&key)?;
+                self.store.people.remove(&key)?;
                 removed += 1;
             }
         }
@@ -82,8 +101,8 @@ impl Store {
 
     /// Records stranger `user`'s request for access at `now_unix`; `true` only for the first
     /// request (an atomic insert-if-absent, so a double press notifies the admins once).
-    pub fn claim_access_request(&self, user: u64, now_unix: i64) -> anyhow::Result<bool> {
-        let swapped = self.people.compare_and_swap(
+    pub fn claim_access_request(&self, user: u64, now_unix: i64) -> Result<bool> {
+        let swapped = self.store.people.compare_and_swap(
             request_key(user).as_bytes(),
             None as Option<&[u8]>,
             Some(now_unix.to_be_bytes().to_vec()),
@@ -112,7 +131,7 @@ mod tests {
         ];
         for (name, user, chat, today, first) in steps {
             assert_eq!(
-                store.first_refusal_on(user, chat, today).unwrap(),
+                store.people().first_refusal_on(user, chat, today).unwrap(),
                 first,
                 "{name}"
             );
@@ -122,7 +141,7 @@ mod tests {
             .insert(refused_key(9, 9).as_bytes(), &b"\xff garbage"[..])
             .unwrap();
         assert!(
-            store.first_refusal_on(9, 9, day(1)).unwrap(),
+            store.people().first_refusal_on(9, 9, day(1)).unwrap(),
             "an unreadable day refuses"
         );
     }
@@ -132,17 +151,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
-        store.first_refusal_on(1, 1, day(1)).unwrap();
-        store.first_refusal_on(2, 2, day(29)).unwrap();
-        store.first_refusal_on(3, 3, day(30)).unwrap();
+        store.people().first_refusal_on(1, 1, day(1)).unwrap();
+        store.people().first_refusal_on(2, 2, day(29)).unwrap();
+        store.people().first_refusal_on(3, 3, day(30)).unwrap();
         store
             .people
             .insert(refused_key(4, 4).as_bytes(), &b"not a day"[..])
             .unwrap();
-        store.claim_access_request(1, 0).unwrap();
+        store.people().claim_access_request(1, 0).unwrap();
         // Cutoff: 2026-11-30 12:00 UTC.
         let cutoff = day(30).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
-        assert_eq!(store.prune_refusals(cutoff).unwrap(), 2);
+        assert_eq!(store.people().prune_refusals(cutoff).unwrap(), 2);
         assert!(
             store
                 .people
@@ -151,15 +170,15 @@ mod tests {
             "an unreadable day is kept"
         );
         assert!(
-            !store.first_refusal_on(3, 3, day(30)).unwrap(),
+            !store.people().first_refusal_on(3, 3, day(30)).unwrap(),
             "the cutoff's day stays"
         );
         assert!(
-            store.first_refusal_on(2, 2, day(29)).unwrap(),
+            store.people().first_refusal_on(2, 2, day(29)).unwrap(),
             "older days went"
         );
         assert!(
-            !store.claim_access_request(1, 1).unwrap(),
+            !store.people().claim_access_request(1, 1).unwrap(),
             "requests are kept"
         );
     }
@@ -168,19 +187,23 @@ mod tests {
     fn an_access_request_is_claimed_once_and_names_are_remembered() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        assert!(store.claim_access_request(5, 100).unwrap());
-        assert!(!store.claim_access_request(5, 101).unwrap());
-        assert!(store.claim_access_request(6, 102).unwrap());
+        assert!(store.people().claim_access_request(5, 100).unwrap());
+        assert!(!store.people().claim_access_request(5, 101).unwrap());
+        assert!(store.people().claim_access_request(6, 102).unwrap());
 
-        assert_eq!(store.name_of(5), None);
-        store.remember_name(5, "Zoë").unwrap();
-        assert_eq!(store.name_of(5).as_deref(), Some("Zoë"));
-        store.remember_name(5, "Zoë B").unwrap();
-        assert_eq!(store.name_of(5).as_deref(), Some("Zoë B"));
+        assert_eq!(store.people().name_of(5), None);
+        store.people().remember_name(5, "Zoë").unwrap();
+        assert_eq!(store.people().name_of(5).as_deref(), Some("Zoë"));
+        store.people().remember_name(5, "Zoë B").unwrap();
+        assert_eq!(store.people().name_of(5).as_deref(), Some("Zoë B"));
         store
             .people
             .insert(name_key(6).as_bytes(), &b"\xff"[..])
             .unwrap();
-        assert_eq!(store.name_of(6), None, "an unreadable name is unknown");
+        assert_eq!(
+            store.people().name_of(6),
+            None,
+            "an unreadable name is unknown"
+        );
     }
 }

@@ -3,6 +3,8 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
+use super::error::Result;
+
 /// Decodes a JSON record; an unreadable one is logged with its tree and key and is `None`.
 pub(super) fn decode_json<T: DeserializeOwned>(tree: &str, key: &[u8], bytes: &[u8]) -> Option<T> {
     match serde_json::from_slice(bytes) {
@@ -37,19 +39,24 @@ pub(super) fn decode_count(tree: &str, key: &[u8], bytes: Option<&[u8]>) -> u64 
     }
 }
 
+/// Reads a record's bytes for a reader that answers without it: a failed read is logged with
+/// its tree and key, and read as missing.
+pub(super) fn read(tree: &sled::Tree, name: &str, key: &[u8]) -> Option<sled::IVec> {
+    tree.get(key)
+        .inspect_err(|e| {
+            tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
+        })
+        .ok()
+        .flatten()
+}
+
 /// Reads a JSON record; a missing or unreadable one is `None` (an unreadable one is logged).
 pub(super) fn read_json<T: DeserializeOwned>(
     tree: &sled::Tree,
     name: &str,
     key: &[u8],
 ) -> Option<T> {
-    match tree.get(key) {
-        Ok(bytes) => decode_json(name, key, &bytes?),
-        Err(e) => {
-            tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
-            None
-        }
-    }
+    decode_json(name, key, &read(tree, name, key)?)
 }
 
 /// Applies `change` to the JSON record at `key` atomically (sled retries the closure on
@@ -60,7 +67,7 @@ pub(super) fn update_json<T>(
     name: &str,
     key: &[u8],
     mut change: impl FnMut(&mut T) -> bool,
-) -> anyhow::Result<Option<T>>
+) -> Result<Option<T>>
 where
     T: Clone + Serialize + DeserializeOwned,
 {
@@ -92,7 +99,7 @@ pub(super) fn prune_json<T: DeserializeOwned>(
     tree: &sled::Tree,
     name: &str,
     expired: impl Fn(&T) -> bool,
-) -> anyhow::Result<usize> {
+) -> Result<usize> {
     let mut pruned = 0;
     for entry in tree.iter() {
         let (key, value) = entry?;

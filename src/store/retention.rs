@@ -1,11 +1,12 @@
 //! Bounded storage: the inbox and the option and feedback tickets grow with every turn, and so
 //! do turns that fell out of their history window, so
-//! [`super::Store::prune`] runs at start and then at a fixed interval while the bot runs (the
+//! [`Db::prune`] runs at start and then at a fixed interval while the bot runs (the
 //! turn layer schedules it) with the cutoff computed here.
 
-use super::db::Store;
+use super::db::Db;
+use super::error::Result;
 
-/// What one [`Store::prune`] removed, per tree.
+/// What one [`Db::prune`] removed, per tree.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PruneReport {
     pub inbox: usize,
@@ -20,7 +21,7 @@ pub struct PruneReport {
     pub usage_days: usize,
 }
 
-impl Store {
+impl Db<'_> {
     /// Bounds the storage that grows with every turn: removes answered inbox entries received
     /// before `older_than_unix` (unix seconds), and option and feedback tickets and retries
     /// created before it (an unreadable record is kept, and logged), strangers' refusal days
@@ -28,16 +29,16 @@ impl Store {
     /// before its conversation's history window, whatever its age: the LLM never sees those again. A pending or stored
     /// inbox entry is never removed: its turn is not finished. A button whose ticket was
     /// pruned answers "expired".
-    pub fn prune(&self, older_than_unix: i64) -> anyhow::Result<PruneReport> {
-        let (tickets, feedback) = self.prune_tickets(older_than_unix)?;
+    pub fn prune(&self, older_than_unix: i64) -> Result<PruneReport> {
+        let (tickets, feedback) = self.store.tickets().prune(older_than_unix)?;
         Ok(PruneReport {
-            inbox: self.prune_inbox(older_than_unix)?,
+            inbox: self.store.inbox().prune(older_than_unix)?,
             tickets,
             feedback,
-            retries: self.prune_retries(older_than_unix)?,
-            refusals: self.prune_refusals(older_than_unix)?,
-            history: self.prune_history()?,
-            usage_days: self.prune_usage_days(older_than_unix)?,
+            retries: self.store.retries().prune(older_than_unix)?,
+            refusals: self.store.people().prune_refusals(older_than_unix)?,
+            history: self.store.history().prune()?,
+            usage_days: self.store.usage().prune_days(older_than_unix)?,
         })
     }
 }

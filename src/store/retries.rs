@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::Result;
 use super::records::{prune_json, update_json};
 use super::tickets::insert_new;
 
@@ -59,7 +60,7 @@ enum Verdict {
     NotYours,
 }
 
-/// The pure rule behind [`Store::claim_retry`]: only the message's sender, in the retry's own
+/// The pure rule behind [`Retries::claim`]: only the message's sender, in the retry's own
 /// chat, may claim it, while it was created at or after `oldest` (unix seconds), and only once
 /// (the claiming press `update` itself, re-delivered, claims it again).
 fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64, update: Option<u32>) -> Verdict {
@@ -74,34 +75,52 @@ fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64, update: Option
     }
 }
 
+/// The 🔁 Retry tickets (tree `retries`): [`Store::retries`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Retries<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// The 🔁 Retry tickets.
+    pub fn retries(&self) -> Retries<'_> {
+        Retries { store: self }
+    }
+}
+
+impl Retries<'_> {
     /// Stores a retry under a new random id and returns the id.
-    pub fn create_retry(&self, ticket: &RetryTicket) -> anyhow::Result<String> {
-        insert_new(&self.retries, &serde_json::to_vec(ticket)?)
+    pub fn create(&self, ticket: &RetryTicket) -> Result<String> {
+        insert_new(&self.store.retries, &serde_json::to_vec(ticket)?)
     }
 
     /// Claims retry `id` for `user`'s press `update` in `chat`, if it was created at or after
     /// `oldest`. The check and the claim are one atomic update: of two concurrent presses, one
     /// gets the message and the other [`RetryClaim::AlreadyUsed`]; the claiming press itself,
     /// re-delivered, gets the message again (the inbox keeps it from running twice).
-    pub fn claim_retry(
+    pub fn claim(
         &self,
         id: &str,
         chat: i64,
         user: u64,
         oldest: i64,
         update: Option<u32>,
-    ) -> anyhow::Result<RetryClaim> {
+    ) -> Result<RetryClaim> {
         let mut verdict = Verdict::Expired;
-        let before = update_json(&self.retries, TREE, id.as_bytes(), |t: &mut RetryTicket| {
-            verdict = judge(t, chat, user, oldest, update);
-            if verdict != Verdict::Claim || t.used {
-                return false;
-            }
-            t.used = true;
-            t.claimed_by = update;
-            true
-        })?;
+        let before = update_json(
+            &self.store.retries,
+            TREE,
+            id.as_bytes(),
+            |t: &mut RetryTicket| {
+                verdict = judge(t, chat, user, oldest, update);
+                if verdict != Verdict::Claim || t.used {
+                    return false;
+                }
+                t.used = true;
+                t.claimed_by = update;
+                true
+            },
+        )?;
         Ok(match (before, verdict) {
             (Some(ticket), Verdict::Claim) => RetryClaim::Claimed(ticket),
             (Some(_), Verdict::Used) => RetryClaim::AlreadyUsed,
@@ -111,8 +130,10 @@ impl Store {
     }
 
     /// Removes retries created before `before` (unix seconds); unreadable ones are kept.
-    pub(super) fn prune_retries(&self, before: i64) -> anyhow::Result<usize> {
-        prune_json(&self.retries, TREE, |t: &RetryTicket| t.created < before)
+    pub(super) fn prune(&self, before: i64) -> Result<usize> {
+        prune_json(&self.store.retries, TREE, |t: &RetryTicket| {
+            t.created < before
+        })
     }
 }
 
@@ -216,64 +237,67 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let fresh = ticket(1, 100, false);
-        let id = store.create_retry(&fresh).unwrap();
+        let id = store.retries().create(&fresh).unwrap();
         assert_eq!(
-            store.claim_retry(&id, 7, 2, 0, None).unwrap(),
+            store.retries().claim(&id, 7, 2, 0, None).unwrap(),
             RetryClaim::Expired,
             "another chat claims nothing"
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 3, 0, None).unwrap(),
+            store.retries().claim(&id, 1, 3, 0, None).unwrap(),
             RetryClaim::NotYours,
             "another member claims nothing"
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 2, 0, None).unwrap(),
+            store.retries().claim(&id, 1, 2, 0, None).unwrap(),
             RetryClaim::Claimed(fresh.clone())
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 2, 0, None).unwrap(),
+            store.retries().claim(&id, 1, 2, 0, None).unwrap(),
             RetryClaim::AlreadyUsed
         );
         assert_eq!(
-            store.claim_retry(&id, 1, 2, 0, Some(5)).unwrap(),
+            store.retries().claim(&id, 1, 2, 0, Some(5)).unwrap(),
             RetryClaim::AlreadyUsed,
             "a press that did not claim it claims nothing"
         );
-        let other = store.create_retry(&fresh).unwrap();
+        let other = store.retries().create(&fresh).unwrap();
         let claimed = RetryTicket {
             used: true,
             claimed_by: Some(5),
             ..fresh.clone()
         };
         assert_eq!(
-            store.claim_retry(&other, 1, 2, 0, Some(5)).unwrap(),
+            store.retries().claim(&other, 1, 2, 0, Some(5)).unwrap(),
             RetryClaim::Claimed(fresh.clone())
         );
         assert_eq!(
-            store.claim_retry(&other, 1, 2, 0, Some(5)).unwrap(),
+            store.retries().claim(&other, 1, 2, 0, Some(5)).unwrap(),
             RetryClaim::Claimed(claimed),
             "the claiming press, re-delivered after a crash, goes on"
         );
         assert_eq!(
-            store.claim_retry(&other, 1, 2, 0, Some(6)).unwrap(),
+            store.retries().claim(&other, 1, 2, 0, Some(6)).unwrap(),
             RetryClaim::AlreadyUsed
         );
         assert_eq!(
-            store.claim_retry("0000000000000", 1, 2, 0, None).unwrap(),
+            store
+                .retries()
+                .claim("0000000000000", 1, 2, 0, None)
+                .unwrap(),
             RetryClaim::Expired
         );
         store.retries.insert("garbage", "{").unwrap();
         assert_eq!(
-            store.claim_retry("garbage", 1, 2, 0, None).unwrap(),
+            store.retries().claim("garbage", 1, 2, 0, None).unwrap(),
             RetryClaim::Expired
         );
         assert_eq!(
-            store.prune_retries(50).unwrap(),
+            store.retries().prune(50).unwrap(),
             0,
             "an unreadable one is kept"
         );
-        assert_eq!(store.prune_retries(200).unwrap(), 2, "the two retries");
+        assert_eq!(store.retries().prune(200).unwrap(), 2, "the two retries");
         assert!(store.retries.contains_key("garbage").unwrap());
     }
 
@@ -281,10 +305,10 @@ mod tests {
     fn of_many_presses_at_once_exactly_one_claims() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let id = store.create_retry(&ticket(1, 100, false)).unwrap();
+        let id = store.retries().create(&ticket(1, 100, false)).unwrap();
         let claims: Vec<RetryClaim> = std::thread::scope(|scope| {
             let presses: Vec<_> = (0..8)
-                .map(|_| scope.spawn(|| store.claim_retry(&id, 1, 2, 0, None).unwrap()))
+                .map(|_| scope.spawn(|| store.retries().claim(&id, 1, 2, 0, None).unwrap()))
                 .collect();
             presses.into_iter().map(|p| p.join().unwrap()).collect()
         });

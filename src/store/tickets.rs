@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
+use super::error::{Error, Result};
 use super::learning::ReflectionJob;
 use super::records::{prune_json, read_json, update_json};
 
@@ -32,7 +33,7 @@ pub struct OptionTicket {
     /// The answer's feedback ticket, whose 👍/👎 row stays beside the options.
     #[serde(default)]
     pub feedback: Option<String>,
-    /// Unix seconds; [`Store::prune`] removes old tickets. Tickets stored before this field
+    /// Unix seconds; [`super::Db::prune`] removes old tickets. Tickets stored before this field
     /// existed read as 0, the oldest, so the first prune removes them.
     #[serde(default)]
     pub created: i64,
@@ -108,7 +109,7 @@ enum Verdict {
     OtherChat,
 }
 
-/// The pure rule behind [`Store::vote`]: only the ticket's own chat may vote; a first vote is
+/// The pure rule behind [`Tickets::vote`]: only the ticket's own chat may vote; a first vote is
 /// recorded; a different vote replaces it while fewer than `changes_allowed` changes were made.
 fn judge(ticket: &FeedbackTicket, chat: i64, up: bool, changes_allowed: u8) -> Verdict {
     match ticket.vote {
@@ -119,17 +120,31 @@ fn judge(ticket: &FeedbackTicket, chat: i64, up: bool, changes_allowed: u8) -> V
     }
 }
 
+/// Option and feedback tickets (trees `tickets` and `feedback`):
+/// [`Store::tickets`], a borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct Tickets<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
+    /// Option and feedback tickets.
+    pub fn tickets(&self) -> Tickets<'_> {
+        Tickets { store: self }
+    }
+}
+
+impl Tickets<'_> {
     /// Stores a ticket under a new random id and returns the id.
-    pub fn create_ticket(&self, ticket: &OptionTicket) -> anyhow::Result<String> {
-        insert_new(&self.tickets, &serde_json::to_vec(ticket)?)
+    pub fn create(&self, ticket: &OptionTicket) -> Result<String> {
+        insert_new(&self.store.tickets, &serde_json::to_vec(ticket)?)
     }
 
     /// Records the message that shows ticket `id`'s options (known only once it is sent, while
     /// the options may go into that very send).
-    pub fn set_ticket_message(&self, id: &str, message_id: i32) -> anyhow::Result<()> {
+    pub fn set_message(&self, id: &str, message_id: i32) -> Result<()> {
         update_json(
-            &self.tickets,
+            &self.store.tickets,
             OPTIONS_TREE,
             id.as_bytes(),
             |t: &mut OptionTicket| {
@@ -140,20 +155,15 @@ impl Store {
         Ok(())
     }
 
-    pub fn ticket(&self, id: &str) -> Option<OptionTicket> {
-        read_json(&self.tickets, OPTIONS_TREE, id.as_bytes())
+    pub fn get(&self, id: &str) -> Option<OptionTicket> {
+        read_json(&self.store.tickets, OPTIONS_TREE, id.as_bytes())
     }
 
     /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
     /// wins and the other sees [`Choice::AlreadyChosen`].
-    pub fn choose_option(
-        &self,
-        id: &str,
-        index: usize,
-        update: Option<u32>,
-    ) -> anyhow::Result<Choice> {
+    pub fn choose(&self, id: &str, index: usize, update: Option<u32>) -> Result<Choice> {
         let before = update_json(
-            &self.tickets,
+            &self.store.tickets,
             OPTIONS_TREE,
             id.as_bytes(),
             |t: &mut OptionTicket| {
@@ -174,17 +184,17 @@ impl Store {
     }
 
     /// Stores a feedback ticket under a new random id and returns the id.
-    pub fn create_feedback(&self, ticket: &FeedbackTicket) -> anyhow::Result<String> {
-        insert_new(&self.feedback, &serde_json::to_vec(ticket)?)
+    pub fn create_feedback(&self, ticket: &FeedbackTicket) -> Result<String> {
+        insert_new(&self.store.feedback, &serde_json::to_vec(ticket)?)
     }
 
     /// Records 👍 (`up`) or 👎 pressed in `chat` on feedback ticket `id`. The chat check and
     /// the vote are one atomic update: a press from another chat changes nothing, not even
     /// the vote state. A vote can be changed `changes_allowed` times.
-    pub fn vote(&self, id: &str, chat: i64, up: bool, changes_allowed: u8) -> anyhow::Result<Vote> {
+    pub fn vote(&self, id: &str, chat: i64, up: bool, changes_allowed: u8) -> Result<Vote> {
         let mut verdict = Verdict::OtherChat;
         let before = update_json(
-            &self.feedback,
+            &self.store.feedback,
             FEEDBACK_TREE,
             id.as_bytes(),
             |t: &mut FeedbackTicket| {
@@ -209,16 +219,16 @@ impl Store {
 
     /// The vote recorded on feedback ticket `id` (`None`: none yet, or no such ticket).
     pub fn feedback_vote(&self, id: &str) -> Option<bool> {
-        read_json::<FeedbackTicket>(&self.feedback, FEEDBACK_TREE, id.as_bytes())?.vote
+        read_json::<FeedbackTicket>(&self.store.feedback, FEEDBACK_TREE, id.as_bytes())?.vote
     }
 
     /// Removes option and feedback tickets created before `before` (unix seconds) (unreadable
     /// ones are kept); returns how many of each went.
-    pub(super) fn prune_tickets(&self, before: i64) -> anyhow::Result<(usize, usize)> {
-        let options = prune_json(&self.tickets, OPTIONS_TREE, |t: &OptionTicket| {
+    pub(super) fn prune(&self, before: i64) -> Result<(usize, usize)> {
+        let options = prune_json(&self.store.tickets, OPTIONS_TREE, |t: &OptionTicket| {
             t.created < before
         })?;
-        let feedback = prune_json(&self.feedback, FEEDBACK_TREE, |t: &FeedbackTicket| {
+        let feedback = prune_json(&self.store.feedback, FEEDBACK_TREE, |t: &FeedbackTicket| {
             t.created < before
         })?;
         Ok((options, feedback))
@@ -227,7 +237,7 @@ impl Store {
 
 /// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
 /// ticket) is drawn again rather than overwritten.
-pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<String> {
+pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> Result<String> {
     loop {
         let id = random_id()?;
         if tree
@@ -240,8 +250,8 @@ pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> anyhow::Result<Stri
 }
 
 /// A new ticket id: 64 bits from the operating system's CSPRNG.
-fn random_id() -> anyhow::Result<String> {
-    let n = getrandom::u64().map_err(|e| anyhow::anyhow!("no random numbers: {e}"))?;
+fn random_id() -> Result<String> {
+    let n = getrandom::u64().map_err(Error::Random)?;
     Ok(base36(n))
 }
 
@@ -290,16 +300,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let ticket = option_ticket(1);
-        let id = store.create_ticket(&ticket).unwrap();
-        let other = store.create_ticket(&ticket).unwrap();
+        let id = store.tickets().create(&ticket).unwrap();
+        let other = store.tickets().create(&ticket).unwrap();
         assert_ne!(id, other);
         assert!(id.len() <= 13);
         assert_eq!(
-            store.choose_option(&id, 1, Some(7)).unwrap(),
+            store.tickets().choose(&id, 1, Some(7)).unwrap(),
             Choice::Chosen(ticket.clone())
         );
         assert_eq!(
-            store.choose_option(&id, 0, Some(8)).unwrap(),
+            store.tickets().choose(&id, 0, Some(8)).unwrap(),
             Choice::AlreadyChosen
         );
         // The same press re-delivered after a crash goes on; no other one does.
@@ -309,16 +319,16 @@ mod tests {
             ..ticket
         };
         assert_eq!(
-            store.choose_option(&id, 1, Some(7)).unwrap(),
+            store.tickets().choose(&id, 1, Some(7)).unwrap(),
             Choice::Chosen(chosen)
         );
         assert_eq!(
-            store.choose_option(&id, 1, None).unwrap(),
+            store.tickets().choose(&id, 1, None).unwrap(),
             Choice::AlreadyChosen
         );
-        assert_eq!(store.ticket(&id).unwrap().chosen, Some(1));
+        assert_eq!(store.tickets().get(&id).unwrap().chosen, Some(1));
         assert_eq!(
-            store.choose_option("nope", 0, None).unwrap(),
+            store.tickets().choose("nope", 0, None).unwrap(),
             Choice::Unknown
         );
     }
@@ -330,9 +340,12 @@ mod tests {
         let ids: Vec<String> = (0..500)
             .map(|i| {
                 if i % 2 == 0 {
-                    store.create_ticket(&option_ticket(1)).unwrap()
+                    store.tickets().create(&option_ticket(1)).unwrap()
                 } else {
-                    store.create_feedback(&feedback_ticket(1, 1)).unwrap()
+                    store
+                        .tickets()
+                        .create_feedback(&feedback_ticket(1, 1))
+                        .unwrap()
                 }
             })
             .collect();
@@ -471,45 +484,63 @@ mod tests {
     fn a_forged_vote_from_another_chat_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let id = store.create_feedback(&feedback_ticket(1, 1)).unwrap();
+        let id = store
+            .tickets()
+            .create_feedback(&feedback_ticket(1, 1))
+            .unwrap();
         let stored = store.feedback.get(&id).unwrap();
-        assert_eq!(store.vote(&id, 2, false, 1).unwrap(), Vote::Unknown);
+        assert_eq!(
+            store.tickets().vote(&id, 2, false, 1).unwrap(),
+            Vote::Unknown
+        );
         assert_eq!(
             store.feedback.get(&id).unwrap(),
             stored,
             "not even the vote state"
         );
         assert_eq!(
-            store.vote("0000000000000", 1, true, 1).unwrap(),
+            store.tickets().vote("0000000000000", 1, true, 1).unwrap(),
             Vote::Unknown
         );
         // The ticket's own chat can still vote, once.
         assert_eq!(
-            store.vote(&id, 1, true, 0).unwrap(),
+            store.tickets().vote(&id, 1, true, 0).unwrap(),
             Vote::Recorded(feedback_ticket(1, 1))
         );
-        assert_eq!(store.vote(&id, 2, false, 1).unwrap(), Vote::Unknown);
-        assert_eq!(store.vote(&id, 1, false, 0).unwrap(), Vote::AlreadyVoted);
+        assert_eq!(
+            store.tickets().vote(&id, 2, false, 1).unwrap(),
+            Vote::Unknown
+        );
+        assert_eq!(
+            store.tickets().vote(&id, 1, false, 0).unwrap(),
+            Vote::AlreadyVoted
+        );
     }
 
     #[test]
     fn a_vote_can_be_changed_as_often_as_allowed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let id = store.create_feedback(&feedback_ticket(1, 1)).unwrap();
+        let id = store
+            .tickets()
+            .create_feedback(&feedback_ticket(1, 1))
+            .unwrap();
         assert!(matches!(
-            store.vote(&id, 1, true, 1).unwrap(),
+            store.tickets().vote(&id, 1, true, 1).unwrap(),
             Vote::Recorded(FeedbackTicket { vote: None, .. })
         ));
         assert!(matches!(
-            store.vote(&id, 1, false, 1).unwrap(),
+            store.tickets().vote(&id, 1, false, 1).unwrap(),
             Vote::Recorded(FeedbackTicket {
                 vote: Some(true),
                 changes: 0,
                 ..
             })
         ));
-        assert_eq!(store.vote(&id, 1, true, 1).unwrap(), Vote::AlreadyVoted);
+        assert_eq!(
+            store.tickets().vote(&id, 1, true, 1).unwrap(),
+            Vote::AlreadyVoted
+        );
         let stored: FeedbackTicket =
             serde_json::from_slice(&store.feedback.get(&id).unwrap().unwrap()).unwrap();
         assert_eq!((stored.vote, stored.changes), (Some(false), 1));
@@ -520,7 +551,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         for _ in 0..50 {
-            let id = store.create_feedback(&feedback_ticket(1, 1)).unwrap();
+            let id = store
+                .tickets()
+                .create_feedback(&feedback_ticket(1, 1))
+                .unwrap();
             let barrier = std::sync::Barrier::new(4);
             let recorded = std::thread::scope(|s| {
                 let presses: Vec<_> = (0..4)
@@ -528,7 +562,7 @@ mod tests {
                         let (store, id, barrier) = (&store, &id, &barrier);
                         s.spawn(move || {
                             barrier.wait();
-                            store.vote(id, 1, i % 2 == 0, 0).unwrap()
+                            store.tickets().vote(id, 1, i % 2 == 0, 0).unwrap()
                         })
                     })
                     .collect();
@@ -548,12 +582,12 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let old = r#"{"chat":1,"message_id":5,"labels":["a"],"epoch":0,"chosen":null}"#;
         store.tickets.insert("old", old).unwrap();
-        assert_eq!(store.ticket("old").unwrap().created, 0);
+        assert_eq!(store.tickets().get("old").unwrap().created, 0);
         let old = r#"{"chat":1,"heuristics":[],"job":{"chat":1,"model":"m","task":"t",
             "tools":[],"outcome":"success"},"vote":null}"#;
         store.feedback.insert("old", old).unwrap();
         assert!(matches!(
-            store.vote("old", 1, true, 0).unwrap(),
+            store.tickets().vote("old", 1, true, 0).unwrap(),
             Vote::Recorded(_)
         ));
     }

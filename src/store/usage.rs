@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
-use super::records::{decode_count, decode_json};
+use super::error::Result;
+use super::records::{decode_count, decode_json, read};
 use crate::llm::Usage;
 
 const TREE: &str = db::USAGE;
@@ -29,6 +30,20 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
+    /// These totals with `turns` turns of `calls` calls that used `usage` added, saturating:
+    /// the arithmetic of [`UsageLedger::charge`].
+    #[must_use]
+    pub fn charged(mut self, turns: u64, calls: u32, usage: Usage) -> Self {
+        self.add(&UsageTotals {
+            turns,
+            calls: u64::from(calls),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cached_tokens: usage.cached_tokens,
+        });
+        self
+    }
+
     /// Adds `other` to these totals, saturating.
     pub fn add(&mut self, other: &UsageTotals) {
         self.turns = self.turns.saturating_add(other.turns);
@@ -52,35 +67,46 @@ fn day_of(key: &[u8]) -> Option<chrono::NaiveDate> {
     day.parse().ok()
 }
 
+/// Token and call counters (tree `usage`): [`Store::usage`]. A borrowed view, cheap to make.
+#[derive(Clone, Copy)]
+pub struct UsageLedger<'s> {
+    pub(super) store: &'s Store,
+}
+
 impl Store {
-    /// Adds usage to the chat's and the bot's totals for `model`; `turns` is 1 for an agent
-    /// turn and 0 for follow-up calls (extraction, reflection) that belong to one. An
-    /// unreadable total is kept as it is (and logged), never reset: nothing is added to it.
-    pub fn record_usage(
+    /// Token and call counters.
+    pub fn usage(&self) -> UsageLedger<'_> {
+        UsageLedger { store: self }
+    }
+}
+
+impl UsageLedger<'_> {
+    /// Charges what a turn, or a follow-up of one (an options extraction, a reflection),
+    /// used of `model` in `chat` to the chat's and the bot's totals: the one place usage is
+    /// counted per chat. `turns` is 1 for an agent turn and 0 for a follow-up; `calls` 0 (no
+    /// call was made) charges nothing. An unreadable total is kept as it is (and logged),
+    /// never reset: nothing is added to it.
+    pub fn charge(
         &self,
         chat: i64,
         model: &str,
         turns: u64,
         calls: u32,
         usage: Usage,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
+        if calls == 0 {
+            return Ok(());
+        }
         for key in [format!("chat:{chat}:{model}"), format!("all:{model}")] {
-            self.usage.fetch_and_update(key.as_bytes(), |old| {
-                let mut totals: UsageTotals = match old {
+            self.store.usage.fetch_and_update(key.as_bytes(), |old| {
+                let totals: UsageTotals = match old {
                     None => UsageTotals::default(),
                     Some(bytes) => match decode_json(TREE, key.as_bytes(), bytes) {
                         Some(totals) => totals,
                         None => return Some(bytes.to_vec()),
                     },
                 };
-                totals.add(&UsageTotals {
-                    turns,
-                    calls: u64::from(calls),
-                    prompt_tokens: usage.prompt_tokens,
-                    completion_tokens: usage.completion_tokens,
-                    cached_tokens: usage.cached_tokens,
-                });
-                serde_json::to_vec(&totals).ok()
+                serde_json::to_vec(&totals.charged(turns, calls, usage)).ok()
             })?;
         }
         Ok(())
@@ -89,11 +115,12 @@ impl Store {
     /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget, and
     /// to the user's count of all time. An unreadable count is kept as it is (it reads as 0,
     /// logged), never reset.
-    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> anyhow::Result<()> {
+    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> Result<()> {
         let today = user_day_key(user, chrono::Utc::now().date_naive());
         let tokens = usage.tokens();
         for key in [today, user_total_key(user)] {
-            self.usage
+            self.store
+                .usage
                 .fetch_and_update(key.as_bytes(), |old| match old {
                     Some(bytes) if bytes.len() != 8 => {
                         tracing::warn!(key, "an unreadable token count is kept as it is");
@@ -129,6 +156,7 @@ impl Store {
         user_of: impl Fn(&str) -> Option<u64>,
     ) -> Vec<(u64, u64)> {
         let mut counts: Vec<(u64, u64)> = self
+            .store
             .usage
             .scan_prefix(prefix.as_bytes())
             .filter_map(Result::ok)
@@ -146,17 +174,17 @@ impl Store {
 
     /// Removes the users' per-day counts of days before the day of `older_than_unix` (the
     /// all-time counts stay). A key whose day cannot be read is left alone and logged.
-    pub(super) fn prune_usage_days(&self, older_than_unix: i64) -> anyhow::Result<usize> {
+    pub(super) fn prune_days(&self, older_than_unix: i64) -> Result<usize> {
         let Some(cutoff) = chrono::DateTime::from_timestamp(older_than_unix, 0) else {
             return Ok(0);
         };
         let cutoff = cutoff.date_naive();
         let mut removed = 0;
-        for key in self.usage.scan_prefix(b"user:").keys() {
+        for key in self.store.usage.scan_prefix(b"user:").keys() {
             let key = key?;
             match day_of(&key) {
                 Some(day) if day < cutoff => {
-                    self.usage.remove(&key)?;
+                    self.store.usage.remove(&key)?;
                     removed += 1;
                 }
                 Some(_) => {}
@@ -172,17 +200,18 @@ impl Store {
     /// Tokens the user's turns used today (UTC).
     pub fn user_tokens_today(&self, user: u64) -> u64 {
         let key = user_day_key(user, chrono::Utc::now().date_naive());
-        let bytes = self.usage.get(key.as_bytes()).ok().flatten();
+        let bytes = read(&self.store.usage, TREE, key.as_bytes());
         decode_count(TREE, key.as_bytes(), bytes.as_deref())
     }
 
     /// Usage per model of one chat (`Some(chat)`) or of the whole bot (`None`).
-    pub fn usage(&self, chat: Option<i64>) -> Vec<(String, UsageTotals)> {
+    pub fn totals(&self, chat: Option<i64>) -> Vec<(String, UsageTotals)> {
         let prefix = match chat {
             Some(chat) => format!("chat:{chat}:"),
             None => "all:".to_string(),
         };
-        self.usage
+        self.store
+            .usage
             .scan_prefix(prefix.as_bytes())
             .filter_map(Result::ok)
             .filter_map(|(key, value)| {
@@ -199,6 +228,78 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_charge_adds_turns_calls_and_tokens_saturating() {
+        struct Case {
+            name: &'static str,
+            before: UsageTotals,
+            turns: u64,
+            calls: u32,
+            usage: Usage,
+            after: UsageTotals,
+        }
+        let usage = |prompt_tokens, completion_tokens, cached_tokens| Usage {
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+        };
+        let totals = |turns, calls, prompt_tokens, completion_tokens, cached_tokens| UsageTotals {
+            turns,
+            calls,
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+        };
+        let cases = [
+            Case {
+                name: "a turn of two calls",
+                before: UsageTotals::default(),
+                turns: 1,
+                calls: 2,
+                usage: usage(10, 2, 5),
+                after: totals(1, 2, 10, 2, 5),
+            },
+            Case {
+                name: "a follow-up adds calls, not turns",
+                before: totals(1, 2, 10, 2, 5),
+                turns: 0,
+                calls: 1,
+                usage: usage(3, 1, 0),
+                after: totals(1, 3, 13, 3, 5),
+            },
+            Case {
+                name: "saturating, never wrapping",
+                before: totals(u64::MAX, u64::MAX, u64::MAX - 1, 0, 0),
+                turns: 1,
+                calls: 1,
+                usage: usage(5, 0, 0),
+                after: totals(u64::MAX, u64::MAX, u64::MAX, 0, 0),
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                case.before.charged(case.turns, case.calls, case.usage),
+                case.after,
+                "case: {}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn no_call_charges_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let used = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: 0,
+        };
+        store.usage().charge(1, "m", 0, 0, used).unwrap();
+        assert!(store.usage().totals(Some(1)).is_empty());
+        assert!(store.usage().totals(None).is_empty());
+    }
+
+    #[test]
     fn usage_is_summed_per_chat_and_bot() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -207,9 +308,9 @@ mod tests {
             completion_tokens: 2,
             cached_tokens: 5,
         };
-        store.record_usage(1, "m", 1, 2, u).unwrap();
-        store.record_usage(2, "m", 1, 1, u).unwrap();
-        let chat = store.usage(Some(1));
+        store.usage().charge(1, "m", 1, 2, u).unwrap();
+        store.usage().charge(2, "m", 1, 1, u).unwrap();
+        let chat = store.usage().totals(Some(1));
         assert_eq!(
             chat,
             vec![(
@@ -223,7 +324,7 @@ mod tests {
                 }
             )]
         );
-        assert_eq!(store.usage(None)[0].1.turns, 2);
+        assert_eq!(store.usage().totals(None)[0].1.turns, 2);
     }
 
     #[test]
@@ -236,14 +337,14 @@ mod tests {
             cached_tokens: 0,
         };
         store.usage.insert("chat:1:bad", "{").unwrap();
-        store.record_usage(1, "good", 1, 1, u).unwrap();
+        store.usage().charge(1, "good", 1, 1, u).unwrap();
         assert_eq!(
-            store.usage(Some(1)).len(),
+            store.usage().totals(Some(1)).len(),
             1,
             "the unreadable total is skipped"
         );
-        store.record_usage(1, "bad", 1, 1, u).unwrap();
-        assert_eq!(store.usage(Some(1)).len(), 1, "still skipped");
+        store.usage().charge(1, "bad", 1, 1, u).unwrap();
+        assert_eq!(store.usage().totals(Some(1)).len(), 1, "still skipped");
         assert_eq!(
             store.usage.get("chat:1:bad").unwrap().as_deref(),
             Some(&b"{"[..])
@@ -251,15 +352,15 @@ mod tests {
 
         let today = user_day_key(7, chrono::Utc::now().date_naive());
         store.usage.insert(today.as_bytes(), "x").unwrap();
-        assert_eq!(store.user_tokens_today(7), 0);
-        store.record_user_tokens(7, u).unwrap();
-        assert_eq!(store.user_tokens_today(7), 0);
+        assert_eq!(store.usage().user_tokens_today(7), 0);
+        store.usage().record_user_tokens(7, u).unwrap();
+        assert_eq!(store.usage().user_tokens_today(7), 0);
         assert_eq!(
             store.usage.get(today.as_bytes()).unwrap().as_deref(),
             Some(&b"x"[..])
         );
         // The all-time count, readable, still counts.
-        assert_eq!(store.top_users_all_time(1), [(7, 4)]);
+        assert_eq!(store.usage().top_users_all_time(1), [(7, 4)]);
     }
 
     #[test]
@@ -276,16 +377,16 @@ mod tests {
         assert_eq!(sum.prompt_tokens, u64::MAX, "Usage adds saturating");
         assert_eq!(huge.tokens(), u64::MAX);
         for _ in 0..2 {
-            store.record_usage(1, "m", 1, u32::MAX, huge).unwrap();
-            store.record_user_tokens(7, huge).unwrap();
+            store.usage().charge(1, "m", 1, u32::MAX, huge).unwrap();
+            store.usage().record_user_tokens(7, huge).unwrap();
         }
-        let totals = store.usage(Some(1))[0].1;
+        let totals = store.usage().totals(Some(1))[0].1;
         assert_eq!(totals.prompt_tokens, u64::MAX);
         assert_eq!(totals.cached_tokens, u64::MAX);
         assert_eq!(totals.completion_tokens, 10);
         assert_eq!(totals.calls, 2 * u64::from(u32::MAX));
-        assert_eq!(store.user_tokens_today(7), u64::MAX);
-        assert_eq!(store.top_users_all_time(1), vec![(7, u64::MAX)]);
+        assert_eq!(store.usage().user_tokens_today(7), u64::MAX);
+        assert_eq!(store.usage().top_users_all_time(1), vec![(7, u64::MAX)]);
     }
 
     #[test]
@@ -304,10 +405,13 @@ mod tests {
             .usage
             .insert(user_total_key(1), &15u64.to_be_bytes())
             .unwrap();
-        store.record_usage(1, "m", 1, 1, Usage::default()).unwrap();
+        store
+            .usage()
+            .charge(1, "m", 1, 1, Usage::default())
+            .unwrap();
         let cutoff = day(10).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
         assert_eq!(
-            store.prune_usage_days(cutoff).unwrap(),
+            store.usage().prune_days(cutoff).unwrap(),
             2,
             "the days before the cutoff's day"
         );
@@ -329,7 +433,7 @@ mod tests {
             ],
             "the cutoff's day and later, totals and unreadable keys stay"
         );
-        assert_eq!(store.prune_usage_days(cutoff).unwrap(), 0);
+        assert_eq!(store.usage().prune_days(cutoff).unwrap(), 0);
     }
 
     #[test]
@@ -387,7 +491,7 @@ mod tests {
                     completion_tokens: 0,
                     cached_tokens: 0,
                 };
-                store.record_user_tokens(user, usage).unwrap();
+                store.usage().record_user_tokens(user, usage).unwrap();
             }
             for &(user, tokens) in case.earlier {
                 let day = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
@@ -406,13 +510,13 @@ mod tests {
                 .insert("user_total:x", &1u64.to_be_bytes())
                 .unwrap();
             assert_eq!(
-                store.top_users_today(case.limit),
+                store.usage().top_users_today(case.limit),
                 case.top_today,
                 "{}",
                 case.name
             );
             assert_eq!(
-                store.top_users_all_time(case.limit),
+                store.usage().top_users_all_time(case.limit),
                 case.top_all_time,
                 "{}",
                 case.name

@@ -84,6 +84,7 @@ pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message
     // If sled cannot say, the stranger is told: a repeated refusal beats a silent bot.
     let first = app
         .store()
+        .people()
         .first_refusal_on(id, chat.0, today)
         .unwrap_or_else(|e| {
             tracing::warn!(user = id, error = %e, "cannot record a stranger's refusal");
@@ -148,7 +149,7 @@ pub async fn request_pressed(
         (texts::ACCESS_ALREADY, false, false)
     } else {
         let now = chrono::Utc::now().timestamp();
-        match app.store().claim_access_request(named, now) {
+        match app.store().people().claim_access_request(named, now) {
             Ok(true) => (texts::ACCESS_REQUEST_SENT, true, true),
             Ok(false) => (texts::ACCESS_REQUEST_ALREADY_SENT, true, false),
             Err(e) => {

@@ -70,21 +70,21 @@ fn gather_now(app: &App, chat: i64, user: u64, role: Role) -> Stats {
         rows.into_iter()
             .map(|(id, tokens)| TopUser {
                 id,
-                name: store.name_of(id),
+                name: store.people().name_of(id),
                 tokens,
             })
             .collect()
     };
     Stats {
-        chat: store.usage(Some(chat)),
-        today: store.user_tokens_today(user),
+        chat: store.usage().totals(Some(chat)),
+        today: store.usage().user_tokens_today(user),
         budget: (limits.daily_tokens > 0 && !exempt).then_some(limits.daily_tokens),
         // Other users' names, ids and usage: for an admin's private chat only, never posted
         // to a group where every member would read them (private chats have positive ids).
         bot: (role == Role::Admin && chat > 0).then(|| BotStats {
-            models: store.usage(None),
-            top_today: top(store.top_users_today(TOP_USERS)),
-            top_all_time: top(store.top_users_all_time(TOP_USERS)),
+            models: store.usage().totals(None),
+            top_today: top(store.usage().top_users_today(TOP_USERS)),
+            top_all_time: top(store.usage().top_users_all_time(TOP_USERS)),
             disk: (app.data_dir().size(), app.data_dir().compacts_at()),
         }),
     }

@@ -172,7 +172,7 @@ pub fn skills_page(app: &App, page: usize) -> Page {
         html.push_str(&format!(
             "\n• <b>{}</b> ({}×): {}",
             escape_html(&skill.name),
-            app.store().skill_matches(&skill.name),
+            app.store().learning().skill_matches(&skill.name),
             escape_html(&shorten(&skill.description, SKILL_DESCRIPTION_CHARS))
         ));
     }

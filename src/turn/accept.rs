@@ -33,7 +33,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
             first_seq: 0,
             forwarded: input.forwarded,
         };
-        match app.store().accept_update(update, &entry) {
+        match app.store().inbox().accept(update, &entry) {
             Ok(Arrival::New | Arrival::Reused) => {}
             Ok(Arrival::Redelivered) => {
                 tracing::info!(update, "ignoring an update that was already accepted");
@@ -47,7 +47,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
         }
     }
     enqueue(app, out, input);
-    if let Err(e) = app.store().flush_async().await {
+    if let Err(e) = app.store().db().flush_async().await {
         tracing::error!(error = %e, "cannot flush the inbox");
     }
     true
@@ -75,8 +75,8 @@ async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>
             %chat,
             "a turn panicked; its message is marked failed"
         );
-        let written = app.store().set_update_state(update, InboxState::Failed);
-        if let Err(e) = written.and(app.store().flush_async().await) {
+        let written = app.store().inbox().set_state(update, InboxState::Failed);
+        if let Err(e) = written.and(app.store().db().flush_async().await) {
             tracing::warn!(update, error = %e, "cannot record a failed turn");
         }
     }

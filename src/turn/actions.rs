@@ -108,7 +108,7 @@ pub fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
 
 /// Clears `chat`'s history (heuristics stay) and expires its option buttons.
 pub fn clear(app: &App, chat: Conversation) -> &'static str {
-    match app.store().clear_history(chat) {
+    match app.store().history().clear(chat) {
         Ok(()) => CLEARED,
         Err(e) => {
             tracing::error!(%chat, error = %e, "cannot clear history");
@@ -128,7 +128,7 @@ pub fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<Stri
         );
         anyhow::bail!("{}", unknown_model(id, &known.join(", ")));
     };
-    app.store().set_chat_model(chat, &model.id)?;
+    app.store().chats().set_model(chat, &model.id)?;
     tracing::info!(%chat, model = %model.id, "model switched");
     Ok(model.id.clone())
 }
@@ -162,7 +162,11 @@ const VOTE_CHANGES: u8 = 1;
 /// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
 /// with outcome "failure", so the bot learns what went wrong.
 pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
-    let ticket = match app.store().vote(ticket, at.chat.0, up, VOTE_CHANGES) {
+    let ticket = match app
+        .store()
+        .tickets()
+        .vote(ticket, at.chat.0, up, VOTE_CHANGES)
+    {
         Ok(Vote::Recorded(ticket)) => ticket,
         Ok(Vote::AlreadyVoted) => return Outcome::refuse(ALREADY_RATED),
         Ok(Vote::Unknown) => return Outcome::refuse(EXPIRED),
@@ -182,7 +186,8 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
         // was made (or before tickets said so): its mark decides too.
         let marked = app
             .store()
-            .chat_state(at)
+            .chats()
+            .state(at)
             .map_or(true, |state| state.external);
         let job = ReflectionJob {
             outcome: "failure (the user rated the answer 👎)".to_string(),

@@ -166,6 +166,7 @@ fn feedback_ticket(
         created: chrono::Utc::now().timestamp(),
     };
     app.store()
+        .tickets()
         .create_feedback(&ticket)
         .inspect_err(|e| tracing::warn!(error = %e, "cannot store a feedback ticket"))
         .ok()

@@ -57,8 +57,8 @@ async fn finish(app: &App, update: Option<u32>) {
     let Some(update) = update else {
         return;
     };
-    let written = app.store().set_update_state(update, InboxState::Answered);
-    if let Err(e) = written.and(app.store().flush_async().await) {
+    let written = app.store().inbox().set_state(update, InboxState::Answered);
+    if let Err(e) = written.and(app.store().db().flush_async().await) {
         tracing::warn!(update, error = %e, "cannot record a dropped turn");
     }
 }

@@ -17,13 +17,15 @@ use crate::store::Offered;
 pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u64> {
     let (round, offered) = app
         .store()
+        .chats()
         .retire_offered(chat)
         .inspect_err(|e| tracing::warn!(%chat, error = %e, "cannot retire the chat's options"))
         .ok()?;
     if let Some(offered) = offered
         && app
             .store()
-            .ticket(&offered.ticket)
+            .tickets()
+            .get(&offered.ticket)
             .is_none_or(|ticket| ticket.chosen.is_none())
     {
         let out = out.clone();
@@ -43,7 +45,7 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u
 
 /// The vote given so far on feedback ticket `feedback`, for a keyboard edit to keep showing.
 pub(crate) fn vote_on(app: &App, feedback: Option<&str>) -> Option<bool> {
-    app.store().feedback_vote(feedback?)
+    app.store().tickets().feedback_vote(feedback?)
 }
 
 /// Records that `message` shows `attached` as the chat's live options; `false` when a newer
@@ -63,8 +65,9 @@ pub(super) fn offer(
     };
     let recorded = app
         .store()
-        .set_ticket_message(&attached.ticket, message)
-        .and_then(|()| app.store().offer(chat, round, &offered));
+        .tickets()
+        .set_message(&attached.ticket, message)
+        .and_then(|()| app.store().chats().offer(chat, round, &offered));
     match recorded {
         Ok(current) => current,
         Err(e) => {

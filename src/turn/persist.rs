@@ -38,7 +38,9 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
     let (input, store) = (&turn.input, turn.app.store());
     let chat = input.chat;
     if result.dropped_turns > 0
-        && let Err(e) = store.skip_turns(input.conversation(), result.dropped_turns)
+        && let Err(e) = store
+            .history()
+            .skip(input.conversation(), result.dropped_turns)
     {
         tracing::warn!(chat, error = %e, "cannot move the history window");
     }
@@ -47,7 +49,7 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         .iter()
         .map(ChatMessage::without_images)
         .collect();
-    let appended = store.append_turn(
+    let appended = store.history().append(
         input.conversation(),
         basis.epoch,
         input.update,
@@ -60,12 +62,13 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
     }
     if let Some(update) = input.update
-        && let Err(e) = store.mark_stored(update)
+        && let Err(e) = store.inbox().mark_stored(update)
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
-    if result.calls > 0
-        && let Err(e) = store.record_usage(chat, &basis.model, 1, result.calls, result.usage)
+    if let Err(e) = store
+        .usage()
+        .charge(chat, &basis.model, 1, result.calls, result.usage)
     {
         tracing::warn!(chat, error = %e, "cannot record usage");
     }
@@ -111,7 +114,7 @@ mod tests {
             };
             let provenance = persist(&turn, &basis, &thought);
             assert_eq!(provenance.external, external, "{name}");
-            let window = app.store().history(turn.at(), 100_000).unwrap();
+            let window = app.store().history().window(turn.at(), 100_000).unwrap();
             assert_eq!(window.messages, thought.result.messages, "{name}");
             assert_eq!(window.external, external, "{name}: the window's mark");
             assert_eq!(state(&app, 7), Some(InboxState::Stored), "{name}");

@@ -87,7 +87,7 @@ pub(super) async fn prepare(turn: &Turn) -> Option<(Prompt, Basis)> {
 async fn read_window(turn: &Turn, model: &ModelConfig) -> Option<HistoryWindow> {
     let budget = turn.app.history_budget(model).await;
     let at = turn.at();
-    match turn.app.store().history(at, budget) {
+    match turn.app.store().history().window(at, budget) {
         Ok(window) => Some(window),
         Err(e) => {
             tracing::error!(%at, error = %format!("{e:#}"), "cannot read the history; the turn stops");
@@ -143,7 +143,8 @@ mod tests {
         let provenance = Provenance::default();
         assert!(
             app.store()
-                .append_turn(at, 0, None, &earlier, &provenance)
+                .history()
+                .append(at, 0, None, &earlier, &provenance)
                 .unwrap()
         );
         let input = input("what now?");

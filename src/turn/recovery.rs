@@ -12,6 +12,7 @@ use super::reflect::{bare_prefix, queue_reflection};
 use super::visibility::{record_visible, set_state};
 use crate::app::App;
 use crate::conversation::Conversation;
+use crate::store::inbox_state::{self, Resume};
 use crate::store::{InboxEntry, InboxState};
 use crate::texts::turn::RESTART_NOTICE;
 
@@ -25,7 +26,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
         let prefix = bare_prefix(app, &job);
         queue_reflection(app, id, job, prefix);
     }
-    for (update, entry) in app.store().unfinished_updates() {
+    for (update, entry) in app.store().inbox().unfinished() {
         resume(app, out, update, entry).await;
     }
 }
@@ -36,17 +37,18 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
         crate::ids::ChatId(entry.chat),
         entry.topic.map(crate::ids::TopicId),
     );
-    match (entry.state, app.store().stored_answer(chat, update)) {
+    let answer = app.store().history().stored_answer(chat, update);
+    match (inbox_state::resume(entry.state, answer.is_some()), answer) {
         // The answer may be on screen, in a message we cannot name: never a second one.
-        (InboxState::Visible { message: None }, _) => {
+        (Resume::Notice, _) => {
             tracing::info!(update, %chat, "a crash came as an answer was being sent");
             out.notice(chat, RESTART_NOTICE).await;
             set_state(app, update, InboxState::Answered).await;
         }
-        (InboxState::Visible { message: Some(_) }, Some(answer)) => {
+        (Resume::Finish, Some(answer)) => {
             tracing::info!(update, %chat, "finishing an answer a crash interrupted");
             let live = Live {
-                messages: app.store().visible_messages(update),
+                messages: app.store().inbox().visible_messages(update),
             };
             let shown = out
                 .answer(chat, None, live, &answer, Keyboard::None, unrecorded())
@@ -56,7 +58,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
             }
             set_state(app, update, InboxState::Answered).await;
         }
-        (_, Some(answer)) => {
+        (Resume::Send, Some(answer)) => {
             tracing::info!(update, %chat, "sending an answer a crash held back");
             let on_visible = record_visible(app, Some(update), false);
             let live = Live::default();
@@ -72,7 +74,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
             set_state(app, update, InboxState::Answered).await;
         }
         // Not stored yet: run again (into the message already showing it, if any).
-        (InboxState::Pending | InboxState::Visible { .. }, None) => {
+        (Resume::Rerun, _) => {
             tracing::info!(update, %chat, "resuming a turn a crash interrupted");
             let input = TurnInput {
                 chat: entry.chat,
@@ -87,7 +89,9 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
             enqueue(app, out, input);
         }
         // Stored, but the chat was cleared since: nothing left to send.
-        (_, None) => set_state(app, update, InboxState::Answered).await,
+        (Resume::Close | Resume::Finish | Resume::Send, _) => {
+            set_state(app, update, InboxState::Answered).await
+        }
     }
 }
 
@@ -137,12 +141,15 @@ mod tests {
                 ];
                 let at = input.conversation();
                 let provenance = Provenance::default();
-                let appended = app.store().append_turn(at, 0, Some(7), &turn, &provenance);
+                let appended = app
+                    .store()
+                    .history()
+                    .append(at, 0, Some(7), &turn, &provenance);
                 assert!(appended.unwrap(), "{name}");
             }
-            app.store().mark_stored(7).unwrap();
+            app.store().inbox().mark_stored(7).unwrap();
             if let Some(visible) = visible {
-                app.store().set_update_state(7, visible).unwrap();
+                app.store().inbox().set_state(7, visible).unwrap();
             }
             let out = Recorder::new();
             let out_: Out = out.clone();

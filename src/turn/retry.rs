@@ -58,7 +58,8 @@ pub(crate) fn offer(
     };
     let id = app
         .store()
-        .create_retry(&ticket)
+        .retries()
+        .create(&ticket)
         .inspect_err(|e| tracing::warn!(chat, error = %e, "cannot store a retry"))
         .ok();
     result.answer = failure_text(&result.answer, id.is_some());
@@ -87,7 +88,8 @@ pub(crate) fn claim(
     let oldest = chrono::Utc::now().timestamp() - RETRY_LIFETIME_SECS;
     match app
         .store()
-        .claim_retry(id, chat, user, oldest, Some(update))
+        .retries()
+        .claim(id, chat, user, oldest, Some(update))
     {
         Ok(RetryClaim::Claimed(ticket)) => Ok(ticket),
         Ok(RetryClaim::AlreadyUsed) => Err(ALREADY_RETRIED),

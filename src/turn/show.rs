@@ -163,7 +163,7 @@ mod tests {
                 let visible = InboxState::Visible {
                     message: Some(message),
                 };
-                app.store().set_update_state(7, visible).unwrap();
+                app.store().inbox().set_state(7, visible).unwrap();
             }
             let turn = turn(&app, &out, input).await;
             let thought = Thought {

@@ -48,7 +48,7 @@ impl Turn {
         let at = input.conversation();
         let resumed = input
             .update
-            .map(|u| app.store().visible_messages(u))
+            .map(|u| app.store().inbox().visible_messages(u))
             .filter(|ids| !ids.is_empty());
         let typing = Typing(tokio::spawn(out.typing(at)));
         let round = retire_options(&app, &out, at);
@@ -106,7 +106,7 @@ mod tests {
                 let visible = InboxState::Visible {
                     message: Some(message),
                 };
-                app.store().set_update_state(7, visible).unwrap();
+                app.store().inbox().set_state(7, visible).unwrap();
             }
             let turn = turn(&app, &Recorder::new(), input).await;
             assert_eq!(turn.resumed, resumed, "{name}");

@@ -199,12 +199,12 @@ pub(super) fn accept(app: &App, input: &TurnInput) {
         forwarded: input.forwarded,
     };
     let update = input.update.expect("an update");
-    app.store().accept_update(update, &entry).unwrap();
+    app.store().inbox().accept(update, &entry).unwrap();
 }
 
 /// The state of unfinished inbox update `update`; `None` once it is done (answered, failed).
 pub(super) fn state(app: &App, update: u32) -> Option<InboxState> {
-    let unfinished = app.store().unfinished_updates().into_iter();
+    let unfinished = app.store().inbox().unfinished().into_iter();
     unfinished
         .filter(|(u, _)| *u == update)
         .map(|(_, entry)| entry.state)

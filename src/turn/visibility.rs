@@ -27,9 +27,15 @@ pub(super) fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool)
                 None => set_state(&app, update, InboxState::Visible { message }).await,
                 Some(_) if !with_id => {}
                 // A later part of an answer already recorded by its first message.
-                Some(id) if app.store().visible_message(update).is_some_and(|f| f != id) => {
-                    let added = app.store().add_visible_part(update, id);
-                    if let Err(e) = added.and(app.store().flush_async().await) {
+                Some(id)
+                    if app
+                        .store()
+                        .inbox()
+                        .visible_message(update)
+                        .is_some_and(|f| f != id) =>
+                {
+                    let added = app.store().inbox().add_visible_part(update, id);
+                    if let Err(e) = added.and(app.store().db().flush_async().await) {
                         tracing::warn!(update, error = %e, "cannot record an answer's part");
                     }
                 }
@@ -43,10 +49,10 @@ pub(super) fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool)
 /// history written before them), so a crash right after does not send the answer again.
 /// Failures are logged: recovery then redoes a little.
 pub(super) async fn set_state(app: &App, update: u32, state: InboxState) {
-    let written = app.store().set_update_state(update, state);
+    let written = app.store().inbox().set_state(update, state);
     let flushed = match written {
         Ok(()) if matches!(state, InboxState::Answered | InboxState::Visible { .. }) => {
-            app.store().flush_async().await
+            app.store().db().flush_async().await
         }
         other => other,
     };
@@ -80,7 +86,7 @@ mod tests {
             on_visible(Some(6)).await;
             let visible = InboxState::Visible { message: first };
             assert_eq!(state(&app, 7), Some(visible), "{name}: after the sends");
-            assert_eq!(app.store().visible_messages(7), messages, "{name}");
+            assert_eq!(app.store().inbox().visible_messages(7), messages, "{name}");
             set_state(&app, 7, InboxState::Answered).await;
             assert_eq!(state(&app, 7), None, "{name}: answered");
         }

@@ -37,7 +37,12 @@ async fn toast(h: &Harness, query: &str) -> String {
 
 /// How often the chat's stored history holds a user message `text`.
 fn stored_times(h: &Harness, chat: i64, text: &str) -> usize {
-    let window = h.app().store().history(in_chat(chat), 1_000_000).unwrap();
+    let window = h
+        .app()
+        .store()
+        .history()
+        .window(in_chat(chat), 1_000_000)
+        .unwrap();
     let messages = serde_json::to_value(&window.messages).unwrap();
     messages
         .as_array()
@@ -191,7 +196,7 @@ async fn a_stop_button_left_by_a_failed_final_edit_is_taken_away_when_pressed() 
         let message = live.result["message_id"].as_i64().unwrap();
         // The turn is over once its update is marked answered (after it showed what it could).
         h.tg.wait_for(|_| {
-            let over = h.app().store().unfinished_updates().is_empty();
+            let over = h.app().store().inbox().unfinished().is_empty();
             (over && stored_times(&h, ALICE, "question") == 1).then_some(())
         })
         .await;
@@ -421,7 +426,7 @@ async fn a_stopped_turn_is_charged_for_the_calls_it_made() {
     // answer ends must not make answers free).
     let charged =
         h.tg.wait_for(|_| {
-            let used = h.app().store().user_tokens_today(ALICE as u64);
+            let used = h.app().store().usage().user_tokens_today(ALICE as u64);
             (used > 220).then_some(used)
         })
         .await;

@@ -142,7 +142,8 @@ async fn a_running_bot_compacts_its_store_in_place_and_answers_every_message_onc
     for (chat, _) in &sent {
         assert_eq!(
             store
-                .history(in_chat(*chat), 1 << 20)
+                .history()
+                .window(in_chat(*chat), 1 << 20)
                 .unwrap()
                 .messages
                 .len(),
@@ -169,13 +170,14 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
             ];
             assert!(
                 store
-                    .append_turn(in_chat(chat), 0, None, &turn, &Default::default())
+                    .history()
+                    .append(in_chat(chat), 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
     }
-    store.flush().unwrap();
-    let live = store.live_bytes().unwrap();
+    store.db().flush().unwrap();
+    let live = store.db().live_bytes().unwrap();
     drop(store);
 
     let mut mid_copy = 0;
@@ -229,7 +231,8 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
     for chat in 0..40i64 {
         assert_eq!(
             store
-                .history(in_chat(chat), usize::MAX)
+                .history()
+                .window(in_chat(chat), usize::MAX)
                 .unwrap()
                 .messages
                 .len(),
@@ -238,7 +241,7 @@ async fn kill_9_during_a_start_up_compaction_loses_no_record() {
         );
     }
     // Every record, byte for byte in size; the id counter is the one record a start may add.
-    let now = store.live_bytes().unwrap();
+    let now = store.db().live_bytes().unwrap();
     assert!(
         now >= live && now <= live + 64,
         "live bytes {live} before, {now} after ({mid_copy} kills mid-copy)"

@@ -268,7 +268,8 @@ async fn the_webhook_answers_telegram_only_once_the_message_is_in_the_inbox() {
     let recorded: Vec<(u32, String)> = h
         .app()
         .store()
-        .unfinished_updates()
+        .inbox()
+        .unfinished()
         .into_iter()
         .map(|(id, entry)| (id, entry.text))
         .collect();

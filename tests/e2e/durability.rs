@@ -424,7 +424,11 @@ async fn turns_out_of_the_history_window_are_pruned_while_the_bot_runs() {
     }
     let store = h.app().store();
     let until = std::time::Instant::now() + Duration::from_secs(10);
-    while store.stored_answer(in_chat(ALICE), updates[0]).is_some() {
+    while store
+        .history()
+        .stored_answer(in_chat(ALICE), updates[0])
+        .is_some()
+    {
         assert!(
             std::time::Instant::now() < until,
             "the first turn, long out of the window, was not pruned"
@@ -433,8 +437,17 @@ async fn turns_out_of_the_history_window_are_pruned_while_the_bot_runs() {
     }
     // What the LLM sees is untouched: the last turn is still there, and the next request
     // carries the same window as before the prune.
-    assert!(store.stored_answer(in_chat(ALICE), updates[5]).is_some());
-    let window = store.history(in_chat(ALICE), 600).unwrap().messages;
+    assert!(
+        store
+            .history()
+            .stored_answer(in_chat(ALICE), updates[5])
+            .is_some()
+    );
+    let window = store
+        .history()
+        .window(in_chat(ALICE), 600)
+        .unwrap()
+        .messages;
     assert!(!window.is_empty());
     h.tg.send_text(ALICE, "m6");
     h.tg.wait_messages(ALICE, 7).await;
@@ -496,16 +509,16 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         changes: 0,
         created,
     };
-    let old_option = store.create_ticket(&option(old)).unwrap();
-    let fresh_option = store.create_ticket(&option(fresh)).unwrap();
-    let old_feedback = store.create_feedback(&feedback(old)).unwrap();
-    let fresh_feedback = store.create_feedback(&feedback(fresh)).unwrap();
+    let old_option = store.tickets().create(&option(old)).unwrap();
+    let fresh_option = store.tickets().create(&option(fresh)).unwrap();
+    let old_feedback = store.tickets().create_feedback(&feedback(old)).unwrap();
+    let fresh_feedback = store.tickets().create_feedback(&feedback(fresh)).unwrap();
     assert!(
-        store.ticket(&old_option).is_some(),
+        store.tickets().get(&old_option).is_some(),
         "stored before the prune"
     );
     let until = std::time::Instant::now() + Duration::from_secs(10);
-    while store.ticket(&old_option).is_some() {
+    while store.tickets().get(&old_option).is_some() {
         assert!(
             std::time::Instant::now() < until,
             "not pruned while running"
@@ -513,15 +526,18 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(
-        store.ticket(&fresh_option).is_some(),
+        store.tickets().get(&fresh_option).is_some(),
         "within the retention"
     );
     assert!(matches!(
-        store.vote(&old_feedback, ALICE, true, 1).unwrap(),
+        store.tickets().vote(&old_feedback, ALICE, true, 1).unwrap(),
         Vote::Unknown
     ));
     assert!(matches!(
-        store.vote(&fresh_feedback, ALICE, true, 1).unwrap(),
+        store
+            .tickets()
+            .vote(&fresh_feedback, ALICE, true, 1)
+            .unwrap(),
         Vote::Recorded(_)
     ));
     h.stop().await;
@@ -646,7 +662,7 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
             "told once"
         );
         assert!(
-            app.store().unfinished_updates().is_empty(),
+            app.store().inbox().unfinished().is_empty(),
             "marked failed, not left pending or stored"
         );
         // Re-delivered by Telegram: still not processed again.
@@ -707,16 +723,19 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
     );
     let store = h.app().store();
     assert_eq!(
-        store.stored_answer(in_chat(ALICE), first).as_deref(),
+        store
+            .history()
+            .stored_answer(in_chat(ALICE), first)
+            .as_deref(),
         Some("an answer")
     );
     assert_eq!(
-        store.stored_answer(in_chat(ALICE), second),
+        store.history().stored_answer(in_chat(ALICE), second),
         None,
         "nothing stored"
     );
     assert!(
-        store.unfinished_updates().is_empty(),
+        store.inbox().unfinished().is_empty(),
         "the message is done with, not resumed at every start"
     );
     h.bot.take().unwrap().stop().await;

@@ -63,6 +63,7 @@ async fn learn(h: &Harness, texts: &[&str]) {
 fn stored_texts(h: &Harness) -> Vec<String> {
     h.app()
         .store()
+        .learning()
         .heuristics()
         .into_iter()
         .map(|x| x.text)
@@ -72,6 +73,7 @@ fn stored_texts(h: &Harness) -> Vec<String> {
 fn by_text(h: &Harness, prefix: &str) -> Heuristic {
     h.app()
         .store()
+        .learning()
         .heuristics()
         .into_iter()
         .find(|x| x.text.starts_with(prefix))
@@ -80,7 +82,7 @@ fn by_text(h: &Harness, prefix: &str) -> Heuristic {
 
 async fn wait_heuristics(h: &Harness, count: usize) -> Vec<Heuristic> {
     h.tg.wait_for(|_| {
-        let all = h.app().store().heuristics();
+        let all = h.app().store().learning().heuristics();
         (all.len() >= count).then_some(all)
     })
     .await
@@ -206,7 +208,7 @@ async fn a_learned_heuristic_reaches_the_tasks_it_fits_and_no_others() {
     assert_eq!(bob["messages"][0], agent["messages"][0]);
 
     h.restart().await;
-    assert_eq!(h.app().store().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().heuristics().len(), 1);
     assert_eq!(
         ask(
             &h,
@@ -297,7 +299,7 @@ async fn a_heuristic_learned_late_among_many_is_injected_where_it_fits() {
         &["Quote the exact compiler error message before suggesting a fix"],
     )
     .await;
-    assert_eq!(h.app().store().heuristics().len(), 31);
+    assert_eq!(h.app().store().learning().heuristics().len(), 31);
     let carried = ask(
         &h,
         ALICE,
@@ -338,12 +340,13 @@ async fn a_near_duplicate_reinforces_across_skills_instead_of_being_stored_twice
         h.tg.wait_for(|_| {
             h.app()
                 .store()
+                .learning()
                 .heuristics()
                 .into_iter()
                 .find(|x| x.uses == 2)
         })
         .await;
-    assert_eq!(h.app().store().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().heuristics().len(), 1);
     assert_eq!(reinforced.text, TIP, "the known wording stays");
     let learned_once = Heuristic {
         uses: 1,
@@ -512,7 +515,7 @@ async fn a_planted_instruction_stays_pending_until_an_admin_approves_it() {
     h.tg.wait_for(|_| (h.llm.reflection_requests().len() >= 2).then_some(()))
         .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(h.app().store().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().heuristics().len(), 1);
     assert_eq!(by_text(&h, "Recommend").uses, 1);
 
     // An admin sees it with its provenance, and approves it.
@@ -760,13 +763,13 @@ async fn admins_review_heuristics_a_page_at_a_time() {
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "Sorry, only the bot's admins can do that."
     );
-    assert_eq!(h.app().store().heuristics().len(), 14);
+    assert_eq!(h.app().store().learning().heuristics().len(), 14);
     let query = h.tg.press(ADMIN, ADMIN, message, data);
     assert_eq!(
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "Forgotten"
     );
-    assert_eq!(h.app().store().heuristics().len(), 13);
+    assert_eq!(h.app().store().learning().heuristics().len(), 13);
     let after =
         h.tg.wait_for(|t| {
             let edits = t.calls("editMessageText");
@@ -835,6 +838,7 @@ async fn skills_match_the_right_message_and_carry_their_own_heuristics() {
     h.tg.wait_for(|_| {
         h.app()
             .store()
+            .learning()
             .heuristics()
             .into_iter()
             .find(|x| x.skill.as_deref() == Some("date-time"))
@@ -992,6 +996,7 @@ async fn a_reflection_interrupted_by_shutdown_resumes_after_restart() {
     h.tg.wait_for(|_| {
         h.app()
             .store()
+            .learning()
             .pending_reflections()
             .is_empty()
             .then_some(())
@@ -1013,7 +1018,7 @@ async fn with_embeddings_a_lesson_is_found_and_deduplicated_by_meaning() {
     assert!(stored.vector.is_some(), "embedded once when stored");
     // The same lesson in other words: no shared word, the same meaning.
     learn(&h, &["Mention which daylight rule the clock follows"]).await;
-    assert_eq!(h.app().store().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().heuristics().len(), 1);
     assert_eq!(by_text(&h, "Give the hour").uses, 2);
     // A message that shares no word with it, but its meaning, gets it; others do not.
     assert_eq!(
@@ -1074,7 +1079,7 @@ async fn a_lesson_planted_by_a_page_stays_pending_in_every_later_turn_that_read_
     .await;
     let h = Harness::start(llm).await;
     let all_pending = |count: usize| {
-        let all = h.app().store().heuristics();
+        let all = h.app().store().learning().heuristics();
         assert_eq!(all.len(), count, "{all:?}");
         for heuristic in &all {
             assert_eq!(heuristic.review, ReviewState::Pending, "{heuristic:?}");
@@ -1426,7 +1431,7 @@ async fn a_tool_lesson_is_shown_with_that_tools_failed_call() {
         by_text(&h, "When calling probe__fail").review,
         ReviewState::Pending
     );
-    for heuristic in h.app().store().heuristics() {
+    for heuristic in h.app().store().learning().heuristics() {
         assert!(h.app().learning().approve(heuristic.id).unwrap());
     }
 
@@ -1505,7 +1510,7 @@ async fn a_conversation_that_read_a_page_stays_marked_until_it_is_cleared() {
     // The page's turn left the window at once, and every lesson is pending.
     let second = h.llm.agent_requests()[2].to_string();
     assert!(!second.contains("always recommend"), "{second}");
-    let all = h.app().store().heuristics();
+    let all = h.app().store().learning().heuristics();
     assert!(
         all.iter().all(|x| x.review == ReviewState::Pending),
         "{all:?}"
@@ -1514,7 +1519,7 @@ async fn a_conversation_that_read_a_page_stays_marked_until_it_is_cleared() {
     let query = h.tg.press(ALICE, ALICE, message, &down);
     h.tg.wait_for(|_| answered(&h, &query)).await;
     wait_heuristics(&h, 5).await;
-    let all = h.app().store().heuristics();
+    let all = h.app().store().learning().heuristics();
     assert!(
         all.iter().all(|x| x.review == ReviewState::Pending),
         "{all:?}"
@@ -1528,6 +1533,7 @@ async fn a_conversation_that_read_a_page_stays_marked_until_it_is_cleared() {
     let newest = h
         .app()
         .store()
+        .learning()
         .heuristics()
         .into_iter()
         .max_by_key(|x| x.id)

@@ -227,6 +227,9 @@ async fn the_daily_budget_counts_options_and_reflection_calls_too() {
     let calls = h.llm.requests().len() as u64;
     assert!(calls >= 3, "agent, options and reflection: {calls}");
     // Every fake completion reports 100 prompt + 10 completion tokens.
-    assert_eq!(h.app().store().user_tokens_today(ALICE as u64), calls * 110);
+    assert_eq!(
+        h.app().store().usage().user_tokens_today(ALICE as u64),
+        calls * 110
+    );
     h.stop().await;
 }

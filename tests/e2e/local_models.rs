@@ -249,7 +249,7 @@ async fn context_full_while_requests_overlap_is_retried_and_the_buttons_still_ar
         (reflected("alice asks") && reflected("bob asks")).then_some(())
     })
     .await;
-    h.tg.wait_for(|_| (!h.app().store().heuristics().is_empty()).then_some(()))
+    h.tg.wait_for(|_| (!h.app().store().learning().heuristics().is_empty()).then_some(()))
         .await;
     assert!(
         h.llm.statuses().contains(&500),
@@ -595,7 +595,12 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
     assert!(sent[0].text().contains("11 °C"), "{}", sent[0].text());
     assert_eq!(desk.calls().len(), 1, "{:?}", desk.calls());
     // The dropped call is not in the stored turn: its history stays valid.
-    let window = h.app().store().history(in_chat(ALICE), 100_000).unwrap();
+    let window = h
+        .app()
+        .store()
+        .history()
+        .window(in_chat(ALICE), 100_000)
+        .unwrap();
     let calls = window
         .messages
         .iter()

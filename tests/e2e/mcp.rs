@@ -555,7 +555,7 @@ fn assert_quoted_as_data(result: &str, own: &str) {
 async fn assert_lesson_held_for_review(h: &Harness) {
     let stored =
         h.tg.wait_for(|_| {
-            let stored = h.app().store().heuristics();
+            let stored = h.app().store().learning().heuristics();
             (!stored.is_empty()).then_some(stored)
         })
         .await;

@@ -165,7 +165,7 @@ async fn forged_foreign_and_old_retries_are_refused_and_run_nothing() {
         claimed_by: None,
         created: chrono::Utc::now().timestamp() - 25 * 3600,
     };
-    let old = h.app().store().create_retry(&old).unwrap();
+    let old = h.app().store().retries().create(&old).unwrap();
     const EXPIRED: &str = "This retry has expired";
     // (name, presser, chat, data, toast)
     let presses = [
@@ -226,7 +226,8 @@ async fn a_retry_over_the_rate_limit_is_refused_and_stays_usable() {
     let claim = h
         .app()
         .store()
-        .claim_retry(id, ALICE, ALICE as u64, 0, None)
+        .retries()
+        .claim(id, ALICE, ALICE as u64, 0, None)
         .unwrap();
     assert!(
         matches!(claim, heurist::store::RetryClaim::Claimed(_)),

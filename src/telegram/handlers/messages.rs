@@ -133,7 +133,11 @@ async fn start_turn(
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
         // So `/stats` can name its top users.
         if let Some(from) = msg.from.as_ref()
-            && let Err(e) = deps.app.store().remember_name(user, &from.full_name())
+            && let Err(e) = deps
+                .app
+                .store()
+                .people()
+                .remember_name(user, &from.full_name())
         {
             tracing::debug!(user, error = %e, "cannot remember a user's name");
         }

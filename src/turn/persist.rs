@@ -20,6 +20,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
     };
     store_turn(turn, basis, result, &provenance);
     turn.stop_typing();
+    // Dropped (logged): the answer is shown; the heuristics' counts only miss this turn.
     if !matches!(result.status, TurnStatus::LlmFailed(_))
         && let Err(e) = turn
             .app
@@ -37,6 +38,8 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
 fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Provenance) {
     let (input, store) = (&turn.input, turn.app.store());
     let chat = input.chat;
+    // Dropped (logged): the next turn's window still holds the turns the overflow dropped; it
+    // overflows once more and drops them again.
     if result.dropped_turns > 0
         && let Err(e) = store
             .history()
@@ -49,6 +52,8 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         .iter()
         .map(ChatMessage::without_images)
         .collect();
+    // Dropped (logged): the answer is still shown, but this exchange is missing from the history
+    // later turns read; nothing writes it again.
     let appended = store.history().append(
         input.conversation(),
         basis.epoch,
@@ -61,11 +66,15 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
     }
+    // Dropped (logged): the update stays Pending; recovery finds its answer in the history and
+    // sends it rather than running it again.
     if let Some(update) = input.update
         && let Err(e) = store.inbox().mark_stored(update)
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
+    // Dropped (logged): the per-chat statistics miss this turn; the user's budget was charged
+    // call by call already.
     if let Err(e) = store
         .usage()
         .charge(chat, &basis.model, 1, result.calls, result.usage)

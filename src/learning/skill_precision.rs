@@ -17,8 +17,8 @@ use crate::store::Store;
 
 /// The share of injected skills that must be labelled right.
 const MIN_PRECISION: f64 = 0.90;
-/// The share of labelled skills that must be injected (measured 0.62: see the README). Most
-/// of what is missed shares one word with its skill, or is not in English.
+/// The share of labelled skills that must be injected (measured 0.62: see docs/learning.md,
+/// "Skills"). Most of what is missed shares one word with its skill, or is not in English.
 const MIN_RECALL: f64 = 0.60;
 
 struct Labelled {

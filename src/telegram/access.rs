@@ -81,7 +81,7 @@ pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message
     };
     let (id, chat) = (user.id.0, msg.chat.id);
     let today = chrono::Utc::now().date_naive();
-    // If sled cannot say, the stranger is told: a repeated refusal beats a silent bot.
+    // Handled: if sled cannot say, the stranger is told: a repeated refusal beats a silent bot.
     let first = app
         .store()
         .people()

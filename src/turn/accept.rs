@@ -41,12 +41,16 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
             }
             // Its id's record is another update's: the turn must not change that record.
             Ok(Arrival::Unrecorded) => input.update = None,
+            // Dropped (logged): the message is still answered; only a crash before its answer
+            // loses it, as Telegram is told it arrived and no record is left for recovery.
             Err(e) => {
                 tracing::error!(update, error = %e, "cannot record the update; answering anyway")
             }
         }
     }
     enqueue(app, out, input);
+    // Dropped (logged): the record is written, and sled's own periodic flush puts it on disk;
+    // only a crash before that loses the message.
     if let Err(e) = app.store().db().flush_async().await {
         tracing::error!(error = %e, "cannot flush the inbox");
     }
@@ -76,6 +80,8 @@ async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>
             "a turn panicked; its message is marked failed"
         );
         let written = app.store().inbox().set_state(update, InboxState::Failed);
+        // Dropped (logged): the user is told; the update stays unfinished, so the next start
+        // resumes it (runs it once more) instead of leaving it failed.
         if let Err(e) = written.and(app.store().db().flush_async().await) {
             tracing::warn!(update, error = %e, "cannot record a failed turn");
         }

@@ -178,6 +178,8 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
     } else {
         app.learning().change_vote(&ticket.heuristics, up)
     };
+    // Dropped (logged): the vote is on its ticket and a 👎 still reflects; only the heuristics'
+    // counts miss it.
     if let Err(e) = scored {
         tracing::error!(error = %e, "cannot apply feedback");
     }

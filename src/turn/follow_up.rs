@@ -165,6 +165,7 @@ fn feedback_ticket(
         changes: 0,
         created: chrono::Utc::now().timestamp(),
     };
+    // Handled: without a ticket the answer gets no 👍/👎 buttons (a press could find nothing).
     app.store()
         .tickets()
         .create_feedback(&ticket)

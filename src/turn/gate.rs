@@ -58,6 +58,8 @@ async fn finish(app: &App, update: Option<u32>) {
         return;
     };
     let written = app.store().inbox().set_state(update, InboxState::Answered);
+    // Dropped (logged): the update stays Pending, so the next start runs it again through this
+    // gate, which decides anew (a user still not allowed, or still spent, is dropped again).
     if let Err(e) = written.and(app.store().db().flush_async().await) {
         tracing::warn!(update, error = %e, "cannot record a dropped turn");
     }

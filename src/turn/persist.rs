@@ -20,6 +20,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
     };
     store_turn(turn, basis, result, &provenance);
     turn.stop_typing();
+    // Dropped (logged): the answer is shown; the heuristics' counts only miss this turn.
     if !matches!(result.status, TurnStatus::LlmFailed(_))
         && let Err(e) = turn
             .app
@@ -33,10 +34,13 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
 }
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks
-/// its update stored, and records its usage per chat (the user's budget was charged per call).
+/// its update stored (if the history took it), and records its usage per chat (the user's
+/// budget was charged per call).
 fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Provenance) {
     let (input, store) = (&turn.input, turn.app.store());
     let chat = input.chat;
+    // Dropped (logged): the next turn's window still holds the turns the overflow dropped; it
+    // overflows once more and drops them again.
     if result.dropped_turns > 0
         && let Err(e) = store
             .history()
@@ -49,6 +53,8 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         .iter()
         .map(ChatMessage::without_images)
         .collect();
+    // Dropped (logged): the answer is still shown, but this exchange is missing from the history
+    // later turns read (see below for its update).
     let appended = store.history().append(
         input.conversation(),
         basis.epoch,
@@ -56,16 +62,21 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         &stored,
         provenance,
     );
-    match appended {
+    match &appended {
         Ok(true) => {}
         Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
         Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
     }
-    if let Some(update) = input.update
+    // Handled: a turn the history refused stays Pending, so a crash before its answer is shown
+    // runs it again (marked stored, recovery would close it unanswered). A failed mark is
+    // dropped (logged): recovery finds the answer in the history and sends it, never reruns.
+    if let Some(update) = input.update.filter(|_| appended.is_ok())
         && let Err(e) = store.inbox().mark_stored(update)
     {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }
+    // Dropped (logged): the per-chat statistics miss this turn; the user's budget was charged
+    // call by call already.
     if let Err(e) = store
         .usage()
         .charge(chat, &basis.model, 1, result.calls, result.usage)
@@ -80,7 +91,7 @@ mod tests {
     use crate::learning::TurnContext;
     use crate::store::InboxState;
     use crate::turn::messenger::Live;
-    use crate::turn::testing::{NO_LLM, Recorder, accept, app, input, result, state, turn};
+    use crate::turn::testing::{ALICE, NO_LLM, Recorder, accept, app, input, result, state, turn};
 
     /// The turn is in the history before its answer is shown, its update stored, and marked
     /// as holding third-party text when anything it read did.
@@ -119,5 +130,38 @@ mod tests {
             assert_eq!(window.external, external, "{name}: the window's mark");
             assert_eq!(state(&app, 7), Some(InboxState::Stored), "{name}");
         }
+    }
+
+    /// A turn the history refuses is not marked stored: after a crash recovery runs it again
+    /// rather than closing it as stored without an answer to send.
+    #[tokio::test]
+    async fn a_turn_the_history_refuses_stays_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let store_dir = app(dir.path(), NO_LLM).data_dir().store_dir();
+        {
+            // An unreadable chat state, which every history write refuses.
+            let db = sled::open(&store_dir).unwrap();
+            let chats = db.open_tree("chats").unwrap();
+            chats.insert(ALICE.to_be_bytes(), &b"{"[..]).unwrap();
+            db.flush().unwrap();
+        }
+        let app = app(dir.path(), NO_LLM);
+        let input = input("question");
+        accept(&app, &input);
+        let turn = turn(&app, &Recorder::new(), input).await;
+        let basis = Basis {
+            model: "m".into(),
+            epoch: 0,
+            external: false,
+            corrected: None,
+            context: TurnContext::default(),
+        };
+        let thought = Thought {
+            result: result(TurnStatus::Answered, "question", "answer"),
+            live: Live::default(),
+            retry: None,
+        };
+        persist(&turn, &basis, &thought);
+        assert_eq!(state(&app, 7), Some(InboxState::Pending));
     }
 }

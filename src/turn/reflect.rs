@@ -32,6 +32,7 @@ pub(super) fn forget_reflection(store: &crate::store::Store, id: u64) {
         id,
         "a reflection dropped from the full follow-up queue is forgotten"
     );
+    // Dropped (logged): the saved job stays, and the next start resumes the reflection.
     if let Err(e) = store.learning().finish_reflection(id) {
         tracing::warn!(id, error = %e, "cannot forget a dropped reflection");
     }

@@ -56,6 +56,8 @@ pub(crate) fn offer(
         claimed_by: None,
         created: chrono::Utc::now().timestamp(),
     };
+    // Handled: without a ticket the answer offers no 🔁 Retry and tells the user to send the
+    // message again (failure_text).
     let id = app
         .store()
         .retries()

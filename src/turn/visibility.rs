@@ -35,6 +35,8 @@ pub(super) fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool)
                         .is_some_and(|f| f != id) =>
                 {
                     let added = app.store().inbox().add_visible_part(update, id);
+                    // Dropped (logged): the answer is shown; only after a crash, recovery edits
+                    // the messages it knows and sends this part anew, so it may show twice.
                     if let Err(e) = added.and(app.store().db().flush_async().await) {
                         tracing::warn!(update, error = %e, "cannot record an answer's part");
                     }
@@ -56,6 +58,8 @@ pub(super) async fn set_state(app: &App, update: u32, state: InboxState) {
         }
         other => other,
     };
+    // Dropped (logged): the turn goes on; only a crash before the next record makes recovery
+    // redo a step (a notice, an edit again, or at worst a second answer or a rerun).
     if let Err(e) = flushed {
         tracing::warn!(update, error = %e, "cannot record an update's progress");
     }

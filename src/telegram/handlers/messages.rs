@@ -131,7 +131,8 @@ async fn start_turn(
     let claim = || {
         let chat = conversation_of(msg);
         let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-        // So `/stats` can name its top users.
+        // So `/stats` can name its top users. Dropped (logged): until a later message records
+        // the name, /stats shows "unknown name" for the user; the turn goes on.
         if let Some(from) = msg.from.as_ref()
             && let Err(e) = deps
                 .app

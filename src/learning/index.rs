@@ -88,10 +88,12 @@ impl Index {
         }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.docs.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.docs.is_empty()
     }

@@ -402,7 +402,9 @@ impl Learning {
 
     /// The skills that fit `message`, best first: those its words give `min_skill_score` of
     /// evidence for ([`skill_match`]), or, with an embeddings model, whose similarity reaches
-    /// `min_similarity`; ranked by evidence, fused with similarity when there is a model.
+    /// `min_similarity`; ranked by evidence, fused with similarity when there is a model. The
+    /// turn gets its skills with its heuristics ([`Self::context_for`]); this is for measuring.
+    #[cfg(test)]
     pub async fn match_skills(&self, message: &str) -> Vec<&Skill> {
         let query = self
             .embed_query(message, &self.ledger.payer(None, None))
@@ -976,11 +978,6 @@ impl Learning {
                 .then(b.heuristic.id.cmp(&a.heuristic.id))
         });
         listed
-    }
-
-    /// A heuristic by id.
-    pub fn heuristic(&self, id: u64) -> Option<Heuristic> {
-        self.read().records.get(&id).cloned()
     }
 
     /// Reflections started and not yet finished.

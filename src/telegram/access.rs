@@ -85,7 +85,7 @@ pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message
     let first = app
         .store()
         .people()
-        .first_refusal_on(id, chat.0, today)
+        .first_refusal_on(crate::ids::UserId(id), crate::ids::ChatId(chat.0), today)
         .unwrap_or_else(|e| {
             tracing::warn!(user = id, error = %e, "cannot record a stranger's refusal");
             true
@@ -149,7 +149,11 @@ pub async fn request_pressed(
         (texts::ACCESS_ALREADY, false, false)
     } else {
         let now = chrono::Utc::now().timestamp();
-        match app.store().people().claim_access_request(named, now) {
+        match app
+            .store()
+            .people()
+            .claim_access_request(crate::ids::UserId(named), now)
+        {
             Ok(true) => (texts::ACCESS_REQUEST_SENT, true, true),
             Ok(false) => (texts::ACCESS_REQUEST_ALREADY_SENT, true, false),
             Err(e) => {

@@ -239,8 +239,8 @@ impl Handling {
     }
 
     /// The id of the update being handled (recorded in the inbox with the turn it starts).
-    pub fn update(&self) -> u32 {
-        self.0.update
+    pub fn update(&self) -> crate::ids::UpdateId {
+        crate::ids::UpdateId(self.0.update)
     }
 }
 

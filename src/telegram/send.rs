@@ -341,6 +341,7 @@ pub async fn typing(bot: Bot, to: Target, every: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ChatId;
 
     #[test]
     fn a_target_keeps_the_topic_and_drops_only_the_reply() {
@@ -353,13 +354,13 @@ mod tests {
         let cases = [
             Case {
                 name: "a private chat",
-                at: Conversation::from(7),
+                at: Conversation::new(ChatId(7), None),
                 reply_to: None,
                 thread: None,
             },
             Case {
                 name: "a group, replying",
-                at: Conversation::from(-5),
+                at: Conversation::new(ChatId(-5), None),
                 reply_to: Some(40),
                 thread: None,
             },
@@ -372,7 +373,7 @@ mod tests {
         ];
         for case in cases {
             let to = Target::new(case.at, case.reply_to);
-            assert_eq!(to.chat, ChatId(case.at.chat.0), "case {}", case.name);
+            assert_eq!(to.chat.0, case.at.chat.0, "case {}", case.name);
             assert_eq!(to.thread.map(|t| t.0.0), case.thread, "case {}", case.name);
             assert_eq!(
                 to.reply_to,

@@ -98,7 +98,7 @@ impl Outbox {
 
     /// Resolves once nothing else of `chat` waits for its paced slot (a burst's edit yields
     /// to the chat's other messages this way).
-    pub async fn quiet(&self, chat: i64) {
+    pub async fn quiet(&self, chat: crate::ids::ChatId) {
         self.policy.limiter.quiet(chat).await;
     }
 

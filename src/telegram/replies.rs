@@ -120,7 +120,7 @@ pub(crate) async fn post_burst<K, S>(
         let shown = match post.message {
             None => tg.send_html(to, &html, markup).await.map(|m| m.id),
             Some(message) => {
-                tg.quiet(to.chat.0).await;
+                tg.quiet(crate::ids::ChatId(to.chat.0)).await;
                 tg.edit_html(to, MessageId(message), &html, markup).await
             }
         };

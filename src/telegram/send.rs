@@ -126,7 +126,13 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, RequestError>>,
 {
-    paced(policy, Scope::Chat(chat.0), what, request).await
+    paced(
+        policy,
+        Scope::Chat(crate::ids::ChatId(chat.0)),
+        what,
+        request,
+    )
+    .await
 }
 
 /// [`with_retry`] for a request that names no chat (`getFile`): a 429 on it pauses every call.

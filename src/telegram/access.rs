@@ -186,13 +186,11 @@ pub async fn request_pressed(
 fn notify_admins(deps: &Deps, who: &User) {
     tracing::info!(user = who.id.0, "a stranger asks for access");
     let html = admin_notice_html(who);
-    for &admin in &deps.app.config().access.admins {
-        replies::html(
-            deps,
-            Conversation::new(crate::ids::ChatId(admin.0 as i64), None),
-            html.clone(),
-            None,
-        );
+    for admin in &deps.app.config().access.admins {
+        let Some(chat) = admin.private_chat() else {
+            continue;
+        };
+        replies::html(deps, Conversation::new(chat, None), html.clone(), None);
     }
 }
 

@@ -27,11 +27,12 @@ use std::time::{Duration, Instant};
 
 use disk::dir_size;
 use heurist::conversation::Conversation;
-use heurist::ids::ChatId;
+use heurist::ids::{ChatId, UpdateId, UserId};
 use heurist::llm::{ChatMessage, Usage};
 use heurist::store::compaction::CompactionPolicy;
 use heurist::store::{
     Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
+    TurnRequest,
 };
 
 /// Words the generated texts are made of (sled does not compress, so only sizes matter; the
@@ -123,24 +124,12 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         completion_tokens: 300,
         cached_tokens: 1_200,
     };
-    let user = chat as u64;
-    let update = turn as u32 + 1;
+    let (chat, user) = (ChatId(chat), UserId(chat as u64));
+    let update = UpdateId(turn as u32 + 1);
     let (question, answer) = question_and_answer(turn);
-    let entry = InboxEntry {
-        chat,
-        user,
-        text: question.clone(),
-        image: None,
-        state: InboxState::Pending,
-        received,
-        topic: None,
-        reply_to: None,
-        parts: Vec::new(),
-        first_seq: 0,
-        forwarded: false,
-    };
+    let entry = InboxEntry::pending(TurnRequest::new(chat, user, question.clone()), received);
     assert_eq!(store.inbox().accept(update, &entry).unwrap(), Arrival::New);
-    let at = Conversation::new(ChatId(chat), None);
+    let at = Conversation::new(chat, None);
     let (round, _) = store.chats().retire_offered(at).unwrap();
     let epoch = store.history().window(at, history_tokens).unwrap().epoch;
     let messages = [

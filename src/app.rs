@@ -172,7 +172,7 @@ impl App {
     }
 
     /// The model this chat uses: its own choice if still configured, else the default.
-    pub fn model_for(&self, chat: impl Into<crate::conversation::Conversation>) -> ModelConfig {
+    pub fn model_for(&self, chat: crate::conversation::Conversation) -> ModelConfig {
         self.store
             .chats()
             .model(chat)

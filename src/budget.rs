@@ -154,7 +154,7 @@ impl Payer {
     /// Whether the tokens settled today already use up the budget.
     pub fn spent(&self) -> Option<OverBudget> {
         let (user, budget) = self.budget()?;
-        (self.ledger.0.store.usage().user_tokens_today(user.0) >= budget)
+        (self.ledger.0.store.usage().user_tokens_today(user) >= budget)
             .then_some(OverBudget(budget))
     }
 
@@ -186,7 +186,7 @@ impl Payer {
             let mut released = std::pin::pin!(released);
             released.as_mut().enable();
             {
-                let used = inner.store.usage().user_tokens_today(user.0);
+                let used = inner.store.usage().user_tokens_today(user);
                 let mut held = self.ledger.held();
                 let in_flight = held.get(&user).copied().unwrap_or(0);
                 match admit(used, in_flight, estimate, budget) {
@@ -261,7 +261,7 @@ impl Hold {
             .0
             .store
             .usage()
-            .record_user_tokens(user.0, usage)
+            .record_user_tokens(user, usage)
         {
             tracing::warn!(user = user.0, error = %e, "cannot record the user's token use");
         }
@@ -408,11 +408,11 @@ mod tests {
         payer.reserve(1_000).await.unwrap().release();
         let hold = payer.reserve(1_000).await.unwrap();
         hold.settle(usage(20));
-        assert_eq!(ledger.0.store.usage().user_tokens_today(1), 20);
+        assert_eq!(ledger.0.store.usage().user_tokens_today(UserId(1)), 20);
         assert!(ledger.held().is_empty());
         // Dropped with its call in flight (a stop, a timeout): the whole estimate.
         drop(payer.reserve(100).await.unwrap());
-        assert_eq!(ledger.0.store.usage().user_tokens_today(1), 120);
+        assert_eq!(ledger.0.store.usage().user_tokens_today(UserId(1)), 120);
         assert!(ledger.held().is_empty());
     }
 
@@ -427,7 +427,7 @@ mod tests {
                 .unwrap()
                 .settle(usage(50));
         }
-        assert_eq!(ledger.0.store.usage().user_tokens_today(9), 100);
+        assert_eq!(ledger.0.store.usage().user_tokens_today(UserId(9)), 100);
         assert!(ledger.payer(None, None).reserve(1_000).await.is_ok());
         assert!(ledger.held().is_empty());
     }

@@ -222,6 +222,7 @@ impl Drop for Running {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ChatId;
 
     #[test]
     fn the_state_machine() {
@@ -318,34 +319,37 @@ mod tests {
     #[test]
     fn a_stop_finds_only_the_turn_it_names_and_only_while_it_runs() {
         let turns = Arc::new(Turns::default());
-        assert_eq!(turns.stop(Conversation::from(1), None), Found::Nothing);
-        let first = turns.begin(Conversation::from(1));
+        assert_eq!(
+            turns.stop(Conversation::new(ChatId(1), None), None),
+            Found::Nothing
+        );
+        let first = turns.begin(Conversation::new(ChatId(1), None));
         let old = first.id();
         drop(first);
         assert_eq!(
-            turns.stop(Conversation::from(1), Some(old)),
+            turns.stop(Conversation::new(ChatId(1), None), Some(old)),
             Found::Nothing,
             "it ended"
         );
-        let second = turns.begin(Conversation::from(1));
+        let second = turns.begin(Conversation::new(ChatId(1), None));
         assert_ne!(second.id(), old);
         assert_eq!(
-            turns.stop(Conversation::from(1), Some(old)),
+            turns.stop(Conversation::new(ChatId(1), None), Some(old)),
             Found::Other,
             "an old ⏹"
         );
         assert_eq!(
-            turns.stop(Conversation::from(2), Some(second.id())),
+            turns.stop(Conversation::new(ChatId(2), None), Some(second.id())),
             Found::Nothing
         );
         assert_eq!(second.apply(Event::Store), Verdict::Proceed);
         assert_eq!(
-            turns.stop(Conversation::from(1), Some(second.id())),
+            turns.stop(Conversation::new(ChatId(1), None), Some(second.id())),
             Found::Turn(Verdict::Kept)
         );
         assert_eq!(second.apply(Event::Show), Verdict::Proceed);
         assert_eq!(
-            turns.stop(Conversation::from(1), None),
+            turns.stop(Conversation::new(ChatId(1), None), None),
             Found::Turn(Verdict::Complete)
         );
     }
@@ -356,12 +360,12 @@ mod tests {
         let turns = Arc::new(Turns::default());
         let mut outcomes = std::collections::HashSet::new();
         for _ in 0..300 {
-            let turn = turns.begin(Conversation::from(1));
+            let turn = turns.begin(Conversation::new(ChatId(1), None));
             let barrier = Arc::new(tokio::sync::Barrier::new(2));
             let (stopper, gate) = (turns.clone(), barrier.clone());
             let stop = tokio::spawn(async move {
                 gate.wait().await;
-                stopper.stop(Conversation::from(1), None)
+                stopper.stop(Conversation::new(ChatId(1), None), None)
             });
             let stored = turn
                 .until_store(async {
@@ -383,11 +387,11 @@ mod tests {
     #[tokio::test]
     async fn a_stopped_turn_drops_its_work_and_never_stores() {
         let turns = Arc::new(Turns::default());
-        let turn = turns.begin(Conversation::from(7));
+        let turn = turns.begin(Conversation::new(ChatId(7), None));
         let stopper = turns.clone();
         let work = async {
             assert_eq!(
-                stopper.stop(Conversation::from(7), None),
+                stopper.stop(Conversation::new(ChatId(7), None), None),
                 Found::Turn(Verdict::Stopped)
             );
             std::future::pending::<()>().await;
@@ -395,19 +399,19 @@ mod tests {
         assert_eq!(turn.until_store(work).await, None);
         assert_eq!(turn.apply(Event::Store), Verdict::Refused);
         assert_eq!(
-            turns.stop(Conversation::from(7), None),
+            turns.stop(Conversation::new(ChatId(7), None), None),
             Found::Turn(Verdict::AlreadyStopped)
         );
 
-        let next = turns.begin(Conversation::from(7));
+        let next = turns.begin(Conversation::new(ChatId(7), None));
         assert_eq!(next.until_store(async { 5 }).await, Some(5));
         assert_eq!(
-            turns.stop(Conversation::from(7), None),
+            turns.stop(Conversation::new(ChatId(7), None), None),
             Found::Turn(Verdict::Kept)
         );
         drop(turn);
         assert_eq!(
-            turns.stop(Conversation::from(7), Some(next.id())),
+            turns.stop(Conversation::new(ChatId(7), None), Some(next.id())),
             Found::Turn(Verdict::Kept),
             "an earlier turn's guard does not unregister a later one"
         );

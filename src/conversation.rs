@@ -27,15 +27,6 @@ impl Conversation {
     }
 }
 
-/// A unit test's shorthand for a chat outside topics (`store.history(1)`), where no topic
-/// can be lost; the bot's own code has only [`Conversation::new`].
-#[cfg(test)]
-impl From<i64> for Conversation {
-    fn from(chat: i64) -> Self {
-        Self::new(ChatId(chat), None)
-    }
-}
-
 /// `chat`, or `chat/topic` in a forum topic: how logs name it.
 impl fmt::Display for Conversation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

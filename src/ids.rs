@@ -11,8 +11,10 @@
 //! ticket ids are written with it, which keeps either far under Telegram's 64 bytes.
 //!
 //! ```
-//! use heurist::ids::{ChatId, TurnId, base36};
+//! use heurist::ids::{ChatId, TurnId, UserId, base36};
 //! assert_eq!(ChatId(-100).to_string(), "-100");
+//! assert_eq!(UserId(42).private_chat(), Some(ChatId(42)));
+//! assert_eq!(UserId(u64::MAX).private_chat(), None);
 //! assert_eq!(base36(35), "000000000000z");
 //! let id = TurnId(u64::MAX);
 //! assert_eq!(id.to_string(), "3w5e11264sgsf");
@@ -70,6 +72,15 @@ impl ChatId {
     #[must_use]
     pub const fn is_private(self) -> bool {
         self.0 > 0
+    }
+}
+
+impl UserId {
+    /// The user's private chat with the bot, whose id is the user's own; `None` for an id no
+    /// chat can have (past `i64`, which Telegram never gives).
+    #[must_use]
+    pub fn private_chat(self) -> Option<ChatId> {
+        i64::try_from(self.0).ok().map(ChatId)
     }
 }
 

@@ -129,7 +129,7 @@ impl Limits {
             return Verdict::Allowed;
         }
         let budget = self.config.daily_tokens;
-        if budget > 0 && store.usage().user_tokens_today(user.0) >= budget {
+        if budget > 0 && store.usage().user_tokens_today(user) >= budget {
             return Verdict::OverBudget(budget);
         }
         admit(&self.recent, user, self.config.turns_per_minute, now)
@@ -328,7 +328,7 @@ mod tests {
             completion_tokens: 10,
             cached_tokens: 0,
         };
-        store.usage().record_user_tokens(1, usage).unwrap();
+        store.usage().record_user_tokens(UserId(1), usage).unwrap();
         assert_eq!(
             limits.check(UserId(1), Role::User, &store),
             Verdict::OverBudget(100)

@@ -125,13 +125,11 @@ pub async fn extract(
         return None;
     };
     // Dropped (logged): the counters are statistics; a lost count must not cost the buttons.
-    if let Err(e) = store.usage().charge(
-        chat.0,
-        &template.model,
-        0,
-        extraction.calls,
-        extraction.usage,
-    ) {
+    if let Err(e) =
+        store
+            .usage()
+            .charge(chat, &template.model, 0, extraction.calls, extraction.usage)
+    {
         tracing::warn!(error = %e, "cannot record usage");
     }
     let labels = match extraction.result {
@@ -145,14 +143,14 @@ pub async fn extract(
         return None;
     }
     let ticket = OptionTicket {
-        chat: chat.0,
+        chat,
         message_id: 0,
         labels,
         epoch,
         chosen: None,
         feedback,
         created: chrono::Utc::now().timestamp(),
-        topic: topic.map(|topic| topic.0),
+        topic,
         chosen_by: None,
     };
     store_ticket(store, ticket)
@@ -202,7 +200,7 @@ pub fn decide(
     let Some(ticket) = store.tickets().get(id) else {
         return Ok(Press::Expired);
     };
-    let exists = ticket.chat == chat.0
+    let exists = ticket.chat == chat
         && ticket
             .labels
             .get(index)
@@ -210,15 +208,12 @@ pub fn decide(
     if !exists {
         return Ok(Press::Expired);
     }
-    let update = update.map(|update| update.0);
     let again = ticket.chosen_again_by(index, update);
     if ticket.chosen.is_some() && !again {
         return Ok(Press::AlreadyChosen);
     }
     // The press came from the ticket's chat; its topic is the ticket's.
-    let state = store
-        .chats()
-        .state(Conversation::new(chat, ticket.topic.map(TopicId)))?;
+    let state = store.chats().state(Conversation::new(chat, ticket.topic))?;
     // The press that chose it, re-delivered after a crash, goes on even if a resumed turn of
     // the chat retired the options meanwhile: its own turn never ran.
     let current = ticket.epoch == state.epoch && state.offered.is_some_and(|o| o.ticket == id);

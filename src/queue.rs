@@ -157,7 +157,7 @@ mod tests {
         for i in 0..5 {
             let log = log.clone();
             queues.enqueue(
-                Conversation::from(1),
+                Conversation::new(ChatId(1), None),
                 None,
                 async move {
                     tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
@@ -170,7 +170,7 @@ mod tests {
         let other = Arc::new(AtomicUsize::new(0));
         let flag = other.clone();
         queues.enqueue(
-            Conversation::from(2),
+            Conversation::new(ChatId(2), None),
             None,
             async move {
                 flag.store(1, Ordering::SeqCst);
@@ -192,7 +192,7 @@ mod tests {
         let dropped = Arc::new(AtomicUsize::new(0));
         let guard = Dropped(dropped.clone());
         queues.enqueue(
-            Conversation::from(3),
+            Conversation::new(ChatId(3), None),
             Some(UpdateId(42)),
             async move {
                 let _guard = guard;
@@ -261,7 +261,7 @@ mod tests {
         let reported = Arc::new(Mutex::new(Vec::new()));
         let log = reported.clone();
         queues.enqueue(
-            Conversation::from(7),
+            Conversation::new(ChatId(7), None),
             Some(UpdateId(5)),
             async { panic!("a bug in a turn") },
             async move { log.lock().unwrap().push(5) },
@@ -269,7 +269,7 @@ mod tests {
         let after = Arc::new(AtomicUsize::new(0));
         let (flag, log) = (after.clone(), reported.clone());
         queues.enqueue(
-            Conversation::from(7),
+            Conversation::new(ChatId(7), None),
             Some(UpdateId(6)),
             async move {
                 flag.store(1, Ordering::SeqCst);

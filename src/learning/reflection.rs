@@ -15,7 +15,6 @@ use super::heuristics::{
     HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
 };
 use super::{Learning, Source, without_context};
-use crate::ids::UserId;
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{ChatMessage, Priority};
 use crate::store::ReflectionJob;
@@ -109,7 +108,7 @@ impl Learning {
         let prompt =
             build_reflection_prompt(&job.task, &tools, &job.outcome, &skills, &job.evidence);
         // The reflection is part of what the user's turn cost: it counts in their budget.
-        let payer = self.ledger.payer(job.user.map(UserId), None);
+        let payer = self.ledger.payer(job.user, None);
         let extraction = retry_extract_structured::<ReflectionResult>(
             &without_learned_blocks(&history),
             &prompt,
@@ -147,12 +146,12 @@ impl Learning {
                 let mut entries = proven_entries(job);
                 entries.extend(result.heuristics.into_iter().take(3));
                 match self.learn_for(entries, &source, &payer).await {
-                    Ok(report) => tracing::info!(chat = job.chat, ?report, "reflection done"),
+                    Ok(report) => tracing::info!(chat = %job.chat, ?report, "reflection done"),
                     Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
                 }
             }
             Err(e) => {
-                tracing::info!(chat = job.chat, error = %e, "reflection gave nothing usable");
+                tracing::info!(chat = %job.chat, error = %e, "reflection gave nothing usable");
                 // What the calls prove needs no model.
                 let entries = proven_entries(job);
                 if !entries.is_empty()

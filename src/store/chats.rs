@@ -59,8 +59,7 @@ pub struct Offered {
 
 /// The chat id, big-endian, then a topic's id, big-endian: the key of the conversation's
 /// state and the prefix of its turns (in the topic trees when there is a topic).
-pub(super) fn chat_key(chat: impl Into<Conversation>) -> Vec<u8> {
-    let chat = chat.into();
+pub(super) fn chat_key(chat: Conversation) -> Vec<u8> {
     let mut key = chat.chat.0.to_be_bytes().to_vec();
     if let Some(topic) = chat.topic {
         key.extend_from_slice(&topic.0.to_be_bytes());
@@ -119,21 +118,20 @@ impl Chats<'_> {
 
     /// The chat's state: the default for a chat never seen, an error for one that cannot be
     /// read (see the module doc).
-    pub fn state(&self, chat: impl Into<Conversation>) -> Result<ChatState> {
-        let chat = chat.into();
+    pub fn state(&self, chat: Conversation) -> Result<ChatState> {
         let bytes = self.tree(chat).get(chat_key(chat))?;
         decode_state(chat, bytes.as_deref())
     }
 
     /// The model id a chat chose, if any (none when its state cannot be read: the default
     /// model answers, or rather the error does, since such a chat's turns stop).
-    pub fn model(&self, chat: impl Into<Conversation>) -> Option<String> {
+    pub fn model(&self, chat: Conversation) -> Option<String> {
         self.state(chat).ok()?.model
     }
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
     /// to lose them) and the new option round, which only options of a later turn may join.
-    pub fn retire_offered(&self, chat: impl Into<Conversation>) -> Result<(u64, Option<Offered>)> {
+    pub fn retire_offered(&self, chat: Conversation) -> Result<(u64, Option<Offered>)> {
         self.update_state(chat, |state| {
             state.option_round += 1;
             (state.option_round, state.offered.take())
@@ -142,12 +140,7 @@ impl Chats<'_> {
 
     /// Makes `offered` the chat's live options if no turn or clear retired round `round`
     /// since; `false` means they came too late and must not be shown.
-    pub fn offer(
-        &self,
-        chat: impl Into<Conversation>,
-        round: u64,
-        offered: &Offered,
-    ) -> Result<bool> {
+    pub fn offer(&self, chat: Conversation, round: u64, offered: &Offered) -> Result<bool> {
         self.update_state(chat, |state| {
             let current = state.option_round == round;
             if current {
@@ -157,7 +150,7 @@ impl Chats<'_> {
         })
     }
 
-    pub fn set_model(&self, chat: impl Into<Conversation>, model: &str) -> Result<()> {
+    pub fn set_model(&self, chat: Conversation, model: &str) -> Result<()> {
         self.update_state(chat, |state| state.model = Some(model.to_string()))
     }
 
@@ -166,10 +159,9 @@ impl Chats<'_> {
     /// returned on the run that was committed.
     pub(super) fn update_state<R>(
         &self,
-        chat: impl Into<Conversation>,
+        chat: Conversation,
         change: impl Fn(&mut ChatState) -> R,
     ) -> Result<R> {
-        let chat = chat.into();
         let result = self.tree(chat).transaction(|tree| {
             let mut state = read_in(tree, chat)?;
             let result = change(&mut state);
@@ -185,6 +177,7 @@ impl Chats<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixtures::conversation;
 
     #[test]
     fn concurrent_model_switches_and_state_changes_keep_every_field() {
@@ -196,15 +189,18 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..50 {
                         if t == 0 {
-                            store.chats().set_model(1, "m").unwrap();
+                            store.chats().set_model(conversation(1), "m").unwrap();
                         } else {
-                            store.chats().update_state(1, |s| s.epoch += 1).unwrap();
+                            store
+                                .chats()
+                                .update_state(conversation(1), |s| s.epoch += 1)
+                                .unwrap();
                         }
                     }
                 });
             }
         });
-        let state = store.chats().state(1).unwrap();
+        let state = store.chats().state(conversation(1)).unwrap();
         assert_eq!(state.epoch, 150, "no epoch bump was lost");
         assert_eq!(state.model.as_deref(), Some("m"));
     }
@@ -228,21 +224,24 @@ mod tests {
         let turn = [crate::llm::ChatMessage::user("q")];
         store
             .history()
-            .append(4, 0, None, &turn, &Default::default())
+            .append(conversation(4), 0, None, &turn, &Default::default())
             .unwrap();
-        assert!(!store.chats().state(4).unwrap().external);
-        store.history().append(4, 0, None, &turn, &marked).unwrap();
+        assert!(!store.chats().state(conversation(4)).unwrap().external);
         store
             .history()
-            .append(4, 0, None, &turn, &Default::default())
+            .append(conversation(4), 0, None, &turn, &marked)
+            .unwrap();
+        store
+            .history()
+            .append(conversation(4), 0, None, &turn, &Default::default())
             .unwrap();
         assert!(
-            store.chats().state(4).unwrap().external,
+            store.chats().state(conversation(4)).unwrap().external,
             "only a clear ends it"
         );
-        assert!(store.history().window(4, 1).unwrap().external);
-        store.history().clear(4).unwrap();
-        assert!(!store.chats().state(4).unwrap().external);
+        assert!(store.history().window(conversation(4), 1).unwrap().external);
+        store.history().clear(conversation(4)).unwrap();
+        assert!(!store.chats().state(conversation(4)).unwrap().external);
     }
 }
 
@@ -252,6 +251,7 @@ mod unreadable {
 
     use super::*;
     use crate::llm::ChatMessage;
+    use crate::store::fixtures::conversation;
 
     #[test]
     fn an_unreadable_state_fails_every_change_and_is_kept_with_the_history() {
@@ -265,32 +265,42 @@ mod unreadable {
             assert!(
                 store
                     .history()
-                    .append(1, 0, None, &turn, &Default::default())
+                    .append(conversation(1), 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
         let garbage = br#"{"window_start":0,"next_seq":"#;
-        store.chats.insert(chat_key(1), &garbage[..]).unwrap();
-        let turns = || store.history.scan_prefix(chat_key(1)).count();
+        store
+            .chats
+            .insert(chat_key(conversation(1)), &garbage[..])
+            .unwrap();
+        let turns = || store.history.scan_prefix(chat_key(conversation(1))).count();
 
-        assert!(store.chats().state(1).is_err(), "not read as a new chat");
-        assert!(store.history().window(1, 1000).is_err());
-        assert_eq!(store.chats().model(1), None);
+        assert!(
+            store.chats().state(conversation(1)).is_err(),
+            "not read as a new chat"
+        );
+        assert!(store.history().window(conversation(1), 1000).is_err());
+        assert_eq!(store.chats().model(conversation(1)), None);
         let turn = [ChatMessage::user("new")];
         assert!(
             store
                 .history()
-                .append(1, 0, None, &turn, &Default::default())
+                .append(conversation(1), 0, None, &turn, &Default::default())
                 .is_err()
         );
-        assert!(store.chats().set_model(1, "m").is_err());
-        assert!(store.history().clear(1).is_err());
-        assert!(store.history().skip(1, 1).is_err());
-        assert!(store.chats().retire_offered(1).is_err());
+        assert!(store.chats().set_model(conversation(1), "m").is_err());
+        assert!(store.history().clear(conversation(1)).is_err());
+        assert!(store.history().skip(conversation(1), 1).is_err());
+        assert!(store.chats().retire_offered(conversation(1)).is_err());
 
         assert_eq!(turns(), 3, "no turn written or removed");
         assert_eq!(
-            store.chats.get(chat_key(1)).unwrap().as_deref(),
+            store
+                .chats
+                .get(chat_key(conversation(1)))
+                .unwrap()
+                .as_deref(),
             Some(&garbage[..]),
             "the state is left as it was"
         );
@@ -298,9 +308,9 @@ mod unreadable {
         assert!(
             store
                 .history()
-                .append(2, 0, None, &turn, &Default::default())
+                .append(conversation(2), 0, None, &turn, &Default::default())
                 .unwrap()
         );
-        assert_eq!(store.chats().state(2).unwrap().next_seq, 1);
+        assert_eq!(store.chats().state(conversation(2)).unwrap().next_seq, 1);
     }
 }

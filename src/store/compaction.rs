@@ -624,8 +624,10 @@ fn sled_size(dir: &Path) -> u64 {
 mod tests {
     use super::super::db::{IDS, NEXT_ID};
     use super::*;
+    use crate::ids::ChatId;
     use crate::llm::ChatMessage;
     use crate::store::fixtures;
+    use crate::store::fixtures::conversation;
 
     /// Compacts on any growth of 10 % or more.
     const EAGER: CompactionPolicy = CompactionPolicy {
@@ -661,7 +663,7 @@ mod tests {
             assert!(
                 store
                     .history()
-                    .append(7, 0, None, &turn, &Default::default())
+                    .append(conversation(7), 0, None, &turn, &Default::default())
                     .unwrap()
             );
         }
@@ -677,7 +679,7 @@ mod tests {
         ids.push(
             store
                 .learning()
-                .save_reflection(&fixtures::job(7, "task"))
+                .save_reflection(&fixtures::job(ChatId(7), "task"))
                 .unwrap(),
         );
         store.db().flush().unwrap();
@@ -767,7 +769,12 @@ mod tests {
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, NEVER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-1"));
         assert_eq!(
-            store.history().window(7, 1 << 20).unwrap().messages.len(),
+            store
+                .history()
+                .window(conversation(7), 1 << 20)
+                .unwrap()
+                .messages
+                .len(),
             6
         );
     }

@@ -2,9 +2,11 @@
 //! once so each test states only what it changes.
 
 use super::{Heuristic, Origin, ReflectionJob, ReviewState};
+use crate::conversation::Conversation;
+use crate::ids::ChatId;
 
 /// A successful reflection job of `chat` about `task`.
-pub(super) fn job(chat: i64, task: &str) -> ReflectionJob {
+pub(super) fn job(chat: ChatId, task: &str) -> ReflectionJob {
     ReflectionJob {
         chat,
         user: None,
@@ -30,4 +32,9 @@ pub(super) fn heuristic(id: u64, text: &str) -> Heuristic {
         Origin::default(),
         1,
     )
+}
+
+/// Chat `chat` outside topics: the conversation most tests write to.
+pub(super) fn conversation(chat: i64) -> Conversation {
+    Conversation::new(ChatId(chat), None)
 }

@@ -22,6 +22,7 @@ use super::db::{self, Store};
 use super::error::Result;
 use super::records::decode_json;
 use crate::conversation::Conversation;
+use crate::ids::UpdateId;
 use crate::llm::{ChatMessage, estimate_tokens};
 
 const TREE: &str = db::HISTORY;
@@ -38,7 +39,7 @@ pub struct StoredTurn {
     pub messages: Vec<ChatMessage>,
     /// The update that started the turn, if any (recovery finds the turn by it).
     #[serde(default)]
-    pub update: Option<u32>,
+    pub update: Option<UpdateId>,
     /// Where the turn's text came from; `None` in records from before it was kept (read as
     /// [`Provenance::legacy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,7 +122,7 @@ pub const ADMIN_ONLY_PLACEHOLDER: &str =
 
 /// `chat_id ‖ seq` (`chat_id ‖ topic ‖ seq` in a topic), big-endian, so one conversation's
 /// turns are one ordered range of its tree.
-pub(super) fn turn_key(chat: impl Into<Conversation>, seq: u64) -> Vec<u8> {
+pub(super) fn turn_key(chat: Conversation, seq: u64) -> Vec<u8> {
     let mut key = chat_key(chat);
     key.extend_from_slice(&seq.to_be_bytes());
     key
@@ -188,12 +189,7 @@ impl History<'_> {
     ///
     /// Reads backwards from the newest turn and stops once past the budget, so a chat with a
     /// long stored history costs no more than its window (plus one turn) to load.
-    pub fn window(
-        &self,
-        chat: impl Into<Conversation>,
-        budget_tokens: usize,
-    ) -> Result<HistoryWindow> {
-        let chat = chat.into();
+    pub fn window(&self, chat: Conversation, budget_tokens: usize) -> Result<HistoryWindow> {
         let state = self.store.chats().state(chat)?;
         let mut turns: Vec<(u64, StoredTurn)> = Vec::new();
         let mut total = 0;
@@ -238,8 +234,7 @@ impl History<'_> {
     }
 
     /// Moves the history window past its `count` oldest turns (after a context overflow).
-    pub fn skip(&self, chat: impl Into<Conversation>, count: usize) -> Result<()> {
-        let chat = chat.into();
+    pub fn skip(&self, chat: Conversation, count: usize) -> Result<()> {
         let state = self.store.chats().state(chat)?;
         let next = self
             .tree(chat)
@@ -269,13 +264,12 @@ impl History<'_> {
     /// leaves either both records or neither.
     pub fn append(
         &self,
-        chat: impl Into<Conversation>,
+        chat: Conversation,
         epoch: u64,
-        update: Option<u32>,
+        update: Option<UpdateId>,
         messages: &[ChatMessage],
         provenance: &Provenance,
     ) -> Result<bool> {
-        let chat = chat.into();
         let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
             messages: messages.to_vec(),
@@ -303,8 +297,7 @@ impl History<'_> {
     /// The answer of the stored turn that `update` started in `chat`, if it is still there:
     /// only turns from the update's `first_seq` on count, so an older turn whose update had
     /// the same id (Telegram reuses ids after a week of silence) is not taken for its answer.
-    pub fn stored_answer(&self, chat: impl Into<Conversation>, update: u32) -> Option<String> {
-        let chat = chat.into();
+    pub fn stored_answer(&self, chat: Conversation, update: UpdateId) -> Option<String> {
         let first = self.store.inbox().first_seq(update, chat);
         self.tree(chat)
             .range(turn_key(chat, first)..turn_key(chat, u64::MAX))
@@ -322,7 +315,7 @@ impl History<'_> {
     pub(super) fn prune(&self) -> Result<usize> {
         // A turn whose update is not finished may still be needed by recovery (its answer sent
         // or edited in after a crash), even once a later turn moved the window past it.
-        let unfinished: std::collections::HashSet<u32> = self
+        let unfinished: std::collections::HashSet<UpdateId> = self
             .store
             .inbox()
             .unfinished()
@@ -361,8 +354,7 @@ impl History<'_> {
     /// The epoch bump and the window move are one transaction; the turns before the new window
     /// are removed after it. A turn stored after the clear starts at or past the new window, so
     /// it is never removed, and a turn stored before it is never seen again.
-    pub fn clear(&self, chat: impl Into<Conversation>) -> Result<()> {
-        let chat = chat.into();
+    pub fn clear(&self, chat: Conversation) -> Result<()> {
         let cleared_below = self.store.chats().update_state(chat, |state| {
             state.window_start = state.next_seq;
             state.epoch += 1;
@@ -383,6 +375,8 @@ impl History<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::UpdateId;
+    use crate::store::fixtures::conversation;
     use std::sync::Barrier;
 
     fn turn(i: usize, size: usize) -> Vec<ChatMessage> {
@@ -473,7 +467,7 @@ mod tests {
         for case in cases {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path()).unwrap();
-            let chat = Conversation::from(7);
+            let chat = conversation(7);
             for (seq, (call, provenance)) in case.turns.iter().enumerate() {
                 let messages = match call {
                     Some(id) => tool_turn(id, "secret"),
@@ -531,10 +525,16 @@ mod tests {
         assert!(
             store
                 .history()
-                .append(3, 0, None, &tool_turn("c1", "secret"), &provenance)
+                .append(
+                    conversation(3),
+                    0,
+                    None,
+                    &tool_turn("c1", "secret"),
+                    &provenance
+                )
                 .unwrap()
         );
-        let window = store.history().window(3, 100_000).unwrap();
+        let window = store.history().window(conversation(3), 100_000).unwrap();
         assert!(window.external);
         assert!(window.admin_only.contains("c1"));
     }
@@ -546,8 +546,8 @@ mod tests {
         let per_turn = estimate_tokens(&turn(0, 300));
         let budget = per_turn * 4;
         let chats = [
-            Conversation::from(7),
-            Conversation::from(-100),
+            conversation(7),
+            conversation(-100),
             Conversation::new(crate::ids::ChatId(-100), Some(crate::ids::TopicId(3))),
         ];
         for chat in chats {
@@ -562,7 +562,7 @@ mod tests {
             }
         }
         // A chat whose window never moved keeps every turn.
-        let quiet = Conversation::from(8);
+        let quiet = conversation(8);
         assert!(
             store
                 .history()
@@ -618,7 +618,7 @@ mod tests {
         let mut previous: Option<Vec<ChatMessage>> = None;
         let mut jumps = 0;
         for i in 0..12 {
-            let window = store.history().window(7, budget).unwrap();
+            let window = store.history().window(conversation(7), budget).unwrap();
             assert!(estimate_tokens(&window.messages) <= budget);
             assert!(
                 matches!(
@@ -634,7 +634,13 @@ mod tests {
             }
             store
                 .history()
-                .append(7, window.epoch, None, &turn(i, 300), &Default::default())
+                .append(
+                    conversation(7),
+                    window.epoch,
+                    None,
+                    &turn(i, 300),
+                    &Default::default(),
+                )
                 .unwrap();
             previous = Some(window.messages);
         }
@@ -701,23 +707,38 @@ mod tests {
     fn clear_empties_and_invalidates_turns_in_flight() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let before = store.history().window(1, 1000).unwrap();
+        let before = store.history().window(conversation(1), 1000).unwrap();
         store
             .history()
-            .append(1, before.epoch, None, &turn(0, 1), &Default::default())
+            .append(
+                conversation(1),
+                before.epoch,
+                None,
+                &turn(0, 1),
+                &Default::default(),
+            )
             .unwrap();
-        store.chats().set_model(1, "m").unwrap();
-        store.history().clear(1).unwrap();
+        store.chats().set_model(conversation(1), "m").unwrap();
+        store.history().clear(conversation(1)).unwrap();
         assert!(
             !store
                 .history()
-                .append(1, before.epoch, None, &turn(1, 1), &Default::default())
+                .append(
+                    conversation(1),
+                    before.epoch,
+                    None,
+                    &turn(1, 1),
+                    &Default::default()
+                )
                 .unwrap()
         );
-        let after = store.history().window(1, 1000).unwrap();
+        let after = store.history().window(conversation(1), 1000).unwrap();
         assert!(after.messages.is_empty());
-        assert_eq!(store.chats().model(1).as_deref(), Some("m"));
-        assert_eq!(store.history.scan_prefix(chat_key(1)).count(), 0);
+        assert_eq!(store.chats().model(conversation(1)).as_deref(), Some("m"));
+        assert_eq!(
+            store.history.scan_prefix(chat_key(conversation(1))).count(),
+            0
+        );
     }
 
     #[test]
@@ -727,25 +748,44 @@ mod tests {
         for i in 0..3 {
             store
                 .history()
-                .append(3, 0, None, &turn(i, 1), &Default::default())
+                .append(conversation(3), 0, None, &turn(i, 1), &Default::default())
                 .unwrap();
         }
         store
             .history
-            .insert(turn_key(3, 1), b"not json".to_vec())
+            .insert(turn_key(conversation(3), 1), b"not json".to_vec())
             .unwrap();
         // A key inside the chat's range that is not a turn key.
-        let mut short = chat_key(3).to_vec();
+        let mut short = chat_key(conversation(3)).to_vec();
         short.push(1);
         store.history.insert(short, b"{}".to_vec()).unwrap();
-        store.chats.insert(chat_key(4), b"{".to_vec()).unwrap();
-        assert_eq!(store.history().window(3, 1000).unwrap().messages.len(), 4);
+        store
+            .chats
+            .insert(chat_key(conversation(4)), b"{".to_vec())
+            .unwrap();
+        assert_eq!(
+            store
+                .history()
+                .window(conversation(3), 1000)
+                .unwrap()
+                .messages
+                .len(),
+            4
+        );
         assert!(
-            store.history().window(4, 1000).is_err(),
+            store.history().window(conversation(4), 1000).is_err(),
             "an unreadable state is no new chat"
         );
-        store.history().skip(3, 1).unwrap();
-        assert_eq!(store.history().window(3, 1000).unwrap().messages.len(), 2);
+        store.history().skip(conversation(3), 1).unwrap();
+        assert_eq!(
+            store
+                .history()
+                .window(conversation(3), 1000)
+                .unwrap()
+                .messages
+                .len(),
+            2
+        );
     }
 
     #[test]
@@ -755,24 +795,39 @@ mod tests {
         for i in 0..4 {
             store
                 .history()
-                .append(2, 0, None, &turn(i, 1), &Default::default())
+                .append(conversation(2), 0, None, &turn(i, 1), &Default::default())
                 .unwrap();
         }
-        store.history().skip(2, 3).unwrap();
+        store.history().skip(conversation(2), 3).unwrap();
         assert_eq!(
-            store.history().window(2, 1000).unwrap().messages,
+            store
+                .history()
+                .window(conversation(2), 1000)
+                .unwrap()
+                .messages,
             turn(3, 1)
         );
-        store.history().skip(2, 10).unwrap();
-        assert!(store.history().window(2, 1000).unwrap().messages.is_empty());
+        store.history().skip(conversation(2), 10).unwrap();
         assert!(
             store
                 .history()
-                .append(2, 0, None, &turn(4, 1), &Default::default())
+                .window(conversation(2), 1000)
+                .unwrap()
+                .messages
+                .is_empty()
+        );
+        assert!(
+            store
+                .history()
+                .append(conversation(2), 0, None, &turn(4, 1), &Default::default())
                 .unwrap()
         );
         assert_eq!(
-            store.history().window(2, 1000).unwrap().messages,
+            store
+                .history()
+                .window(conversation(2), 1000)
+                .unwrap()
+                .messages,
             turn(4, 1)
         );
     }
@@ -785,13 +840,13 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let chat = -100;
         let (general, a, b) = (
-            Conversation::from(chat),
+            conversation(chat),
             Conversation::new(crate::ids::ChatId(chat), Some(crate::ids::TopicId(3))),
             Conversation::new(crate::ids::ChatId(chat), Some(crate::ids::TopicId(4))),
         );
         for (i, at) in [general, a, b].into_iter().enumerate() {
             for n in 0..2 {
-                let update = Some((10 * i + n) as u32);
+                let update = Some(UpdateId((10 * i + n) as u32));
                 assert!(
                     store
                         .history()
@@ -816,19 +871,22 @@ mod tests {
         assert_eq!(store.chats().model(general), None);
         assert_eq!(store.chats().state(b).unwrap().epoch, 1);
         assert_eq!(store.chats().state(general).unwrap().epoch, 0);
-        assert_eq!(store.history().stored_answer(a, 11).as_deref(), Some("a11"));
         assert_eq!(
-            store.history().stored_answer(general, 11),
+            store.history().stored_answer(a, UpdateId(11)).as_deref(),
+            Some("a11")
+        );
+        assert_eq!(
+            store.history().stored_answer(general, UpdateId(11)),
             None,
             "the chat finds no topic turn"
         );
         assert_eq!(
-            store.history().stored_answer(a, 1),
+            store.history().stored_answer(a, UpdateId(1)),
             None,
             "a topic finds no chat turn"
         );
         assert_eq!(
-            store.history.scan_prefix(chat_key(chat)).count(),
+            store.history.scan_prefix(chat_key(general)).count(),
             2,
             "the chat's own tree holds only its own turns"
         );
@@ -841,7 +899,7 @@ mod tests {
     fn concurrent_clear_model_turn_and_window_move_lose_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let chat = 9;
+        let chat = conversation(9);
         for round in 0..200u64 {
             // Enough stored turns that a small budget moves the window.
             for i in 0..4 {

@@ -28,7 +28,9 @@ use super::db::{self, Store};
 use super::error::Result;
 use super::inbox_state::{Event, InboxState, Progress, Verdict, step};
 use super::records::{decode_json, prune_json, read_json, update_json};
+use super::request::TurnRequest;
 use crate::conversation::Conversation;
+use crate::ids::UpdateId;
 
 const TREE: &str = db::INBOX;
 
@@ -68,23 +70,12 @@ pub fn arrival(on_record: Option<Option<(InboxState, i64)>>, received: i64) -> A
 /// An update that starts a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InboxEntry {
-    pub chat: i64,
-    pub user: u64,
-    /// What the turn answers (a message's text, or a pressed option's full label).
-    pub text: String,
-    /// A photo's Telegram `file_id`, for vision-capable models.
-    #[serde(default)]
-    pub image: Option<String>,
+    /// What the turn answers, who asked it, where (its fields at the record's top level).
+    #[serde(flatten)]
+    pub request: TurnRequest,
     pub state: InboxState,
     /// Unix seconds.
     pub received: i64,
-    /// The forum topic the message came from, which its answer goes to (entries from before
-    /// topics were told apart read as none).
-    #[serde(default)]
-    pub topic: Option<i32>,
-    /// The message its answer replies to (in groups), so a resumed answer still does.
-    #[serde(default)]
-    pub reply_to: Option<i32>,
     /// The later messages of a visible answer too long for one (the first is in
     /// [`InboxState::Visible`]), so a resumed answer is edited into all of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -94,10 +85,19 @@ pub struct InboxEntry {
     /// that names the same update id is a reused id's predecessor's (0 in older records).
     #[serde(default)]
     pub first_seq: u64,
-    /// The message was forwarded: someone else wrote its text, so it counts as third-party
-    /// text (what its turn teaches waits for review).
-    #[serde(default)]
-    pub forwarded: bool,
+}
+
+impl InboxEntry {
+    /// `request`, just received (at `received`, unix seconds): pending, nothing shown yet.
+    pub fn pending(request: TurnRequest, received: i64) -> Self {
+        Self {
+            request,
+            state: InboxState::Pending,
+            received,
+            parts: Vec::new(),
+            first_seq: 0,
+        }
+    }
 }
 
 /// The updates that start turns (tree `inbox`): [`Store::inbox`]. A borrowed view, cheap to make.
@@ -117,12 +117,9 @@ impl Inbox<'_> {
     /// Records an update before its turn starts (see the module doc for what its id on record
     /// means). [`Arrival::Redelivered`]: Telegram sent it again after a crash, and it must not
     /// be processed again; [`Arrival::Unrecorded`]: its turn runs without an inbox record.
-    pub fn accept(&self, update: u32, entry: &InboxEntry) -> Result<Arrival> {
-        let key = update.to_be_bytes();
-        let chat = Conversation::new(
-            crate::ids::ChatId(entry.chat),
-            entry.topic.map(crate::ids::TopicId),
-        );
+    pub fn accept(&self, update: UpdateId, entry: &InboxEntry) -> Result<Arrival> {
+        let key = update.0.to_be_bytes();
+        let chat = entry.request.conversation();
         let entry = InboxEntry {
             first_seq: self
                 .store
@@ -142,14 +139,14 @@ impl Inbox<'_> {
                 Arrival::Redelivered => return Ok(seen),
                 Arrival::Unrecorded => {
                     tracing::warn!(
-                        update,
+                        %update,
                         "an update's id has a record that is unreadable or unfinished: \
                          keeping it, and answering the update without a record"
                     );
                     return Ok(seen);
                 }
                 Arrival::Reused => {
-                    tracing::info!(update, "an update id came again after a week: a new update");
+                    tracing::info!(%update, "an update id came again after a week: a new update");
                 }
                 Arrival::New => {}
             }
@@ -166,24 +163,21 @@ impl Inbox<'_> {
 
     /// Where the turn of `update` in `chat` can start in the history (see
     /// [`InboxEntry::first_seq`]); 0 when the update has no readable record of `chat`.
-    pub(super) fn first_seq(&self, update: u32, chat: Conversation) -> u64 {
-        let key = update.to_be_bytes();
+    pub(super) fn first_seq(&self, update: UpdateId, chat: Conversation) -> u64 {
+        let key = update.0.to_be_bytes();
         read_json::<InboxEntry>(&self.store.inbox, TREE, &key)
-            .filter(|e| {
-                Conversation::new(crate::ids::ChatId(e.chat), e.topic.map(crate::ids::TopicId))
-                    == chat
-            })
+            .filter(|e| e.request.conversation() == chat)
             .map_or(0, |e| e.first_seq)
     }
 
     /// Applies `event` to the update's record, atomically, as [`step`] decides; a missing or
     /// unreadable record is left as it is (and [`Verdict::Keep`]).
-    pub fn apply(&self, update: u32, event: Event) -> Result<Verdict> {
+    pub fn apply(&self, update: UpdateId, event: Event) -> Result<Verdict> {
         let mut verdict = Verdict::Keep;
         update_json(
             &self.store.inbox,
             TREE,
-            &update.to_be_bytes(),
+            &update.0.to_be_bytes(),
             |e: &mut InboxEntry| {
                 let now = Progress {
                     state: e.state,
@@ -202,7 +196,7 @@ impl Inbox<'_> {
 
     /// Moves an update to `state`, by the event that leads there ([`Event::Accept`] to
     /// `Pending`, [`Event::Store`] to `Stored`, which leaves a visible answer visible).
-    pub fn set_state(&self, update: u32, state: InboxState) -> Result<()> {
+    pub fn set_state(&self, update: UpdateId, state: InboxState) -> Result<()> {
         let event = match state {
             InboxState::Pending => Event::Accept,
             InboxState::Stored => Event::Store,
@@ -214,18 +208,18 @@ impl Inbox<'_> {
     }
 
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
-    pub fn mark_stored(&self, update: u32) -> Result<()> {
+    pub fn mark_stored(&self, update: UpdateId) -> Result<()> {
         self.apply(update, Event::Store).map(drop)
     }
 
     /// The message that shows an update's answer, if it was recorded as visible in one.
-    pub fn visible_message(&self, update: u32) -> Option<i32> {
+    pub fn visible_message(&self, update: UpdateId) -> Option<i32> {
         self.visible_messages(update).first().copied()
     }
 
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
-    pub fn visible_messages(&self, update: u32) -> Vec<i32> {
-        let key = update.to_be_bytes();
+    pub fn visible_messages(&self, update: UpdateId) -> Vec<i32> {
+        let key = update.0.to_be_bytes();
         read_json::<InboxEntry>(&self.store.inbox, TREE, &key).map_or_else(Vec::new, |e| {
             Progress {
                 state: e.state,
@@ -236,18 +230,18 @@ impl Inbox<'_> {
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
-    pub fn add_visible_part(&self, update: u32, message: i32) -> Result<()> {
+    pub fn add_visible_part(&self, update: UpdateId, message: i32) -> Result<()> {
         self.apply(update, Event::ShowPart(message)).map(drop)
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.
-    pub fn unfinished(&self) -> Vec<(u32, InboxEntry)> {
+    pub fn unfinished(&self) -> Vec<(UpdateId, InboxEntry)> {
         self.store
             .inbox
             .iter()
             .filter_map(|entry| {
                 let (key, value) = entry.ok()?;
-                let update = u32::from_be_bytes(key.as_ref().try_into().ok()?);
+                let update = UpdateId(u32::from_be_bytes(key.as_ref().try_into().ok()?));
                 decode_json::<InboxEntry>(TREE, &key, &value)
                     .filter(|e| !e.state.is_done())
                     .map(|e| (update, e))
@@ -267,20 +261,13 @@ impl Inbox<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, UpdateId, UserId};
+    use crate::store::fixtures::conversation;
 
     fn entry(state: InboxState, received: i64) -> InboxEntry {
         InboxEntry {
-            chat: 1,
-            user: 2,
-            text: "hi".into(),
-            image: None,
             state,
-            received,
-            topic: None,
-            reply_to: None,
-            parts: Vec::new(),
-            first_seq: 0,
-            forwarded: false,
+            ..InboxEntry::pending(TurnRequest::new(ChatId(1), UserId(2), "hi"), received)
         }
     }
 
@@ -289,16 +276,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let pending = entry(InboxState::Pending, 5);
-        assert_eq!(store.inbox().accept(1, &pending).unwrap(), Arrival::New);
         assert_eq!(
-            store.inbox().accept(1, &pending).unwrap(),
+            store.inbox().accept(UpdateId(1), &pending).unwrap(),
+            Arrival::New
+        );
+        assert_eq!(
+            store.inbox().accept(UpdateId(1), &pending).unwrap(),
             Arrival::Redelivered
         );
-        assert_eq!(store.inbox().unfinished(), vec![(1, pending.clone())]);
-        store.inbox().set_state(1, InboxState::Answered).unwrap();
+        assert_eq!(
+            store.inbox().unfinished(),
+            vec![(UpdateId(1), pending.clone())]
+        );
+        store
+            .inbox()
+            .set_state(UpdateId(1), InboxState::Answered)
+            .unwrap();
         assert!(store.inbox().unfinished().is_empty());
-        assert_eq!(store.inbox().accept(2, &pending).unwrap(), Arrival::New);
-        store.inbox().set_state(2, InboxState::Failed).unwrap();
+        assert_eq!(
+            store.inbox().accept(UpdateId(2), &pending).unwrap(),
+            Arrival::New
+        );
+        store
+            .inbox()
+            .set_state(UpdateId(2), InboxState::Failed)
+            .unwrap();
         assert!(
             store.inbox().unfinished().is_empty(),
             "a failed turn is not resumed"
@@ -383,46 +385,66 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let day = 24 * 3600;
-        let old = InboxEntry {
-            text: "old".into(),
-            ..entry(InboxState::Pending, 1_000)
-        };
-        assert_eq!(store.inbox().accept(7, &old).unwrap(), Arrival::New);
+        let mut old = entry(InboxState::Pending, 1_000);
+        old.request.text = "old".into();
+        assert_eq!(
+            store.inbox().accept(UpdateId(7), &old).unwrap(),
+            Arrival::New
+        );
         let answer = |text: &str| [ChatMessage::user("q"), ChatMessage::assistant(text)];
         assert!(
             store
                 .history()
-                .append(1, 0, Some(7), &answer("old answer"), &Default::default())
+                .append(
+                    conversation(1),
+                    0,
+                    Some(UpdateId(7)),
+                    &answer("old answer"),
+                    &Default::default()
+                )
                 .unwrap()
         );
-        store.inbox().set_state(7, InboxState::Answered).unwrap();
+        store
+            .inbox()
+            .set_state(UpdateId(7), InboxState::Answered)
+            .unwrap();
 
-        let new = InboxEntry {
-            text: "new".into(),
-            ..entry(InboxState::Pending, 1_000 + 8 * day)
-        };
-        assert_eq!(store.inbox().accept(7, &new).unwrap(), Arrival::Reused);
+        let mut new = entry(InboxState::Pending, 1_000 + 8 * day);
+        new.request.text = "new".into();
+        assert_eq!(
+            store.inbox().accept(UpdateId(7), &new).unwrap(),
+            Arrival::Reused
+        );
         let unfinished = store.inbox().unfinished();
         assert_eq!(unfinished.len(), 1);
-        assert_eq!(unfinished[0].1.text, "new");
+        assert_eq!(unfinished[0].1.request.text, "new");
         assert_eq!(
-            store.history().stored_answer(1, 7),
+            store.history().stored_answer(conversation(1), UpdateId(7)),
             None,
             "the old turn is not the new update's answer"
         );
         assert_eq!(
-            store.inbox().accept(7, &new).unwrap(),
+            store.inbox().accept(UpdateId(7), &new).unwrap(),
             Arrival::Redelivered,
             "the new one, re-delivered, is seen"
         );
         assert!(
             store
                 .history()
-                .append(1, 0, Some(7), &answer("new answer"), &Default::default())
+                .append(
+                    conversation(1),
+                    0,
+                    Some(UpdateId(7)),
+                    &answer("new answer"),
+                    &Default::default()
+                )
                 .unwrap()
         );
         assert_eq!(
-            store.history().stored_answer(1, 7).as_deref(),
+            store
+                .history()
+                .stored_answer(conversation(1), UpdateId(7))
+                .as_deref(),
             Some("new answer")
         );
     }
@@ -433,15 +455,21 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let late = entry(InboxState::Pending, 30 * 24 * 3600);
         store.inbox.insert(1u32.to_be_bytes(), &b"{"[..]).unwrap();
-        assert_eq!(store.inbox().accept(1, &late).unwrap(), Arrival::Unrecorded);
+        assert_eq!(
+            store.inbox().accept(UpdateId(1), &late).unwrap(),
+            Arrival::Unrecorded
+        );
         assert_eq!(
             store.inbox.get(1u32.to_be_bytes()).unwrap().as_deref(),
             Some(&b"{"[..])
         );
         let stuck = entry(InboxState::Stored, 5);
-        store.inbox().accept(2, &stuck).unwrap();
-        assert_eq!(store.inbox().accept(2, &late).unwrap(), Arrival::Unrecorded);
-        assert_eq!(store.inbox().unfinished(), vec![(2, stuck)]);
+        store.inbox().accept(UpdateId(2), &stuck).unwrap();
+        assert_eq!(
+            store.inbox().accept(UpdateId(2), &late).unwrap(),
+            Arrival::Unrecorded
+        );
+        assert_eq!(store.inbox().unfinished(), vec![(UpdateId(2), stuck)]);
     }
 
     #[test]
@@ -472,8 +500,11 @@ mod tests {
         for case in cases {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path()).unwrap();
-            store.inbox().accept(1, &entry(case.before, 5)).unwrap();
-            store.inbox().mark_stored(1).unwrap();
+            store
+                .inbox()
+                .accept(UpdateId(1), &entry(case.before, 5))
+                .unwrap();
+            store.inbox().mark_stored(UpdateId(1)).unwrap();
             let state = store
                 .inbox()
                 .unfinished()
@@ -489,35 +520,45 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         store
             .inbox()
-            .accept(1, &entry(InboxState::Visible { message: Some(7) }, 5))
+            .accept(
+                UpdateId(1),
+                &entry(InboxState::Visible { message: Some(7) }, 5),
+            )
             .unwrap();
         store
             .inbox()
-            .accept(2, &entry(InboxState::Visible { message: None }, 5))
+            .accept(
+                UpdateId(2),
+                &entry(InboxState::Visible { message: None }, 5),
+            )
             .unwrap();
-        assert_eq!(store.inbox().visible_message(1), Some(7));
-        assert_eq!(store.inbox().visible_message(2), None);
-        assert_eq!(store.inbox().visible_message(3), None, "no such update");
+        assert_eq!(store.inbox().visible_message(UpdateId(1)), Some(7));
+        assert_eq!(store.inbox().visible_message(UpdateId(2)), None);
+        assert_eq!(
+            store.inbox().visible_message(UpdateId(3)),
+            None,
+            "no such update"
+        );
         // A long answer's later parts, each once, after its first message.
         for part in [8, 9, 8, 7] {
-            store.inbox().add_visible_part(1, part).unwrap();
+            store.inbox().add_visible_part(UpdateId(1), part).unwrap();
         }
-        assert_eq!(store.inbox().visible_messages(1), [7, 8, 9]);
+        assert_eq!(store.inbox().visible_messages(UpdateId(1)), [7, 8, 9]);
         assert_eq!(
-            store.inbox().visible_messages(2),
+            store.inbox().visible_messages(UpdateId(2)),
             Vec::<i32>::new(),
             "no first message"
         );
         // A record written before `Visible` existed.
         let old = br#"{"chat":1,"user":2,"text":"hi","state":"Stored","received":5}"#;
         store.inbox.insert(4u32.to_be_bytes(), &old[..]).unwrap();
-        assert_eq!(store.inbox().visible_message(4), None);
+        assert_eq!(store.inbox().visible_message(UpdateId(4)), None);
         assert!(
             store
                 .inbox()
                 .unfinished()
                 .iter()
-                .any(|(id, e)| *id == 4 && e.state == InboxState::Stored)
+                .any(|(id, e)| *id == UpdateId(4) && e.state == InboxState::Stored)
         );
     }
 
@@ -566,7 +607,7 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             store
                 .inbox()
-                .accept(1, &entry(case.state, case.received))
+                .accept(UpdateId(1), &entry(case.state, case.received))
                 .unwrap();
             assert_eq!(
                 store.inbox().prune(50).unwrap(),

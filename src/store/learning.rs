@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::db::{self, Store};
 use super::error::Result;
 use super::records::{decode_count, decode_json, read};
+use crate::ids::{ChatId, UserId};
 
 const HEURISTICS_TREE: &str = db::HEURISTICS;
 const REFLECTIONS_TREE: &str = db::REFLECTIONS;
@@ -110,11 +111,11 @@ pub struct Origin {
 /// A reflection to run: the task, the tools it used and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReflectionJob {
-    pub chat: i64,
+    pub chat: ChatId,
     /// The user whose turn the reflection follows, charged for its tokens (`None` in jobs
     /// stored before this was recorded).
     #[serde(default)]
-    pub user: Option<u64>,
+    pub user: Option<UserId>,
     pub model: String,
     /// The user's request, cut to 512 characters.
     pub task: String,
@@ -249,9 +250,10 @@ impl Learning<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ChatId;
 
     fn job(task: &str) -> ReflectionJob {
-        super::super::fixtures::job(1, task)
+        super::super::fixtures::job(ChatId(1), task)
     }
 
     #[test]

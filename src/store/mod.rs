@@ -27,6 +27,8 @@
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
+//! - `request.rs`: [`TurnRequest`], the request that starts a turn (who asked what, where),
+//!   embedded in the inbox's and the retries' records.
 //! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
 //!   [`RetryTicket`]: the message of a failed turn that its 🔁 Retry button runs again, once.
 //! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
@@ -67,6 +69,7 @@ pub mod inbox_state;
 mod learning;
 mod people;
 mod records;
+mod request;
 pub(crate) mod retention;
 mod retries;
 mod tickets;
@@ -84,6 +87,7 @@ pub use inbox_state::InboxState;
 pub use learning::Learning;
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use people::People;
+pub use request::TurnRequest;
 pub use retention::PruneReport;
 pub use retries::Retries;
 pub use retries::{RetryClaim, RetryTicket};
@@ -99,12 +103,15 @@ mod tests {
 
     use super::*;
     use crate::conversation::Conversation;
+    use crate::ids::{ChatId, TopicId, UpdateId, UserId};
     use crate::llm::{ChatMessage, Usage};
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
 
-    const CHAT: i64 = 5;
-    const UPDATE: u32 = 77;
+    const CHAT: ChatId = ChatId(5);
+    /// [`CHAT`] outside topics.
+    const AT: Conversation = Conversation::new(CHAT, None);
+    const UPDATE: UpdateId = UpdateId(77);
 
     /// Valid records of every tree; any of them is garbage in another tree.
     fn samples() -> Vec<Vec<u8>> {
@@ -113,7 +120,7 @@ mod tests {
             serde_json::to_vec(&StoredTurn {
                 tokens: 3,
                 messages: vec![ChatMessage::user("q")],
-                update: Some(1),
+                update: Some(UpdateId(1)),
                 provenance: Some(Provenance::default()),
             }),
             serde_json::to_vec(&ChatState::default()),
@@ -129,19 +136,7 @@ mod tests {
     }
 
     fn good_entry() -> InboxEntry {
-        InboxEntry {
-            chat: CHAT,
-            user: 1,
-            text: "hello".into(),
-            image: None,
-            state: InboxState::Pending,
-            received: 1,
-            topic: None,
-            reply_to: None,
-            parts: Vec::new(),
-            first_seq: 0,
-            forwarded: false,
-        }
+        InboxEntry::pending(TurnRequest::new(CHAT, UserId(1), "hello"), 1)
     }
 
     fn good_ticket() -> OptionTicket {
@@ -229,8 +224,7 @@ mod tests {
     ];
 
     /// The forum topic the garbage test keeps a conversation in, beside the chat's own.
-    const TOPIC: Conversation =
-        Conversation::new(crate::ids::ChatId(CHAT), Some(crate::ids::TopicId(3)));
+    const TOPIC: Conversation = Conversation::new(CHAT, Some(TopicId(3)));
 
     fn reset(store: &Store) -> (String, String, String) {
         for tree in [
@@ -253,7 +247,7 @@ mod tests {
         store
             .history()
             .append(
-                CHAT,
+                AT,
                 0,
                 Some(UPDATE),
                 &[ChatMessage::user("kept")],
@@ -270,7 +264,7 @@ mod tests {
                 &Default::default(),
             )
             .unwrap();
-        store.people().remember_name(9, "Ann").unwrap();
+        store.people().remember_name(UserId(9), "Ann").unwrap();
         assert_eq!(
             store.inbox().accept(UPDATE, &good_entry()).unwrap(),
             Arrival::New
@@ -290,11 +284,7 @@ mod tests {
 
     fn good_retry() -> RetryTicket {
         RetryTicket {
-            chat: CHAT,
-            user: 9,
-            text: "again".into(),
-            image: None,
-            topic: None,
+            request: TurnRequest::new(CHAT, UserId(9), "again"),
             used: false,
             claimed_by: None,
             created: chrono::Utc::now().timestamp(),
@@ -321,16 +311,16 @@ mod tests {
         runner
             .run(&cases, |(target, suffix, bytes)| {
                 let (ticket, feedback, retry) = reset(&store);
-                let today = usage::user_day_key(9, chrono::Utc::now().date_naive());
+                let today = usage::user_day_key(UserId(9), chrono::Utc::now().date_naive());
                 let (tree, key): (&sled::Tree, Vec<u8>) = match target {
-                    Target::History => (&store.history, history::turn_key(CHAT, 1).to_vec()),
+                    Target::History => (&store.history, history::turn_key(AT, 1).to_vec()),
                     Target::HistoryKey => {
-                        let mut key = chats::chat_key(CHAT).to_vec();
+                        let mut key = chats::chat_key(AT).to_vec();
                         key.extend(&suffix);
                         (&store.history, key)
                     }
-                    Target::Chats => (&store.chats, chats::chat_key(CHAT).to_vec()),
-                    Target::Inbox => (&store.inbox, (UPDATE + 1).to_be_bytes().to_vec()),
+                    Target::Chats => (&store.chats, chats::chat_key(AT).to_vec()),
+                    Target::Inbox => (&store.inbox, (UPDATE.0 + 1).to_be_bytes().to_vec()),
                     Target::InboxKey => (&store.inbox, suffix.clone()),
                     Target::Tickets => (&store.tickets, ticket.clone().into_bytes()),
                     Target::Feedback => (&store.feedback, feedback.clone().into_bytes()),
@@ -357,16 +347,16 @@ mod tests {
                 tree.insert(key.clone(), bytes.clone()).unwrap();
 
                 // Every reader answers; the good records beside the garbage still read.
-                let state = store.chats().state(CHAT);
+                let state = store.chats().state(AT);
                 prop_assert_eq!(state.is_ok(), readable);
-                let window = store.history().window(CHAT, 10_000);
+                let window = store.history().window(AT, 10_000);
                 prop_assert_eq!(window.is_ok(), readable);
                 if !matches!(target, Target::Chats | Target::HistoryKey | Target::History) {
                     prop_assert_eq!(window.unwrap().messages.len(), 1);
                 }
-                prop_assert_eq!(store.history().skip(CHAT, 0).is_ok(), readable);
-                let _ = store.history().stored_answer(CHAT, UPDATE);
-                let _ = store.chats().model(CHAT);
+                prop_assert_eq!(store.history().skip(AT, 0).is_ok(), readable);
+                let _ = store.history().stored_answer(AT, UPDATE);
+                let _ = store.chats().model(AT);
                 if !matches!(target, Target::Inbox | Target::InboxKey) {
                     prop_assert!(store.inbox().unfinished().iter().any(|(u, _)| *u == UPDATE));
                 }
@@ -387,7 +377,7 @@ mod tests {
                 let _ = store.learning().skill_matches("skill");
                 let _ = store.usage().totals(Some(CHAT));
                 let _ = store.usage().totals(None);
-                let _ = store.usage().user_tokens_today(9);
+                let _ = store.usage().user_tokens_today(UserId(9));
                 let _ = store.tickets().get(&ticket);
                 let _ = store.tickets().choose(&ticket, 0, None).unwrap();
                 let _ = store.tickets().vote(&feedback, CHAT, true, 1).unwrap();
@@ -397,29 +387,34 @@ mod tests {
                     prop_assert_eq!(topic.unwrap().messages.len(), 1);
                 }
                 let _ = store.chats().model(TOPIC);
-                let claim = store.retries().claim(&retry, CHAT, 9, 0, None).unwrap();
+                let claim = store
+                    .retries()
+                    .claim(&retry, CHAT, UserId(9), 0, None)
+                    .unwrap();
                 if !matches!(target, Target::Retries) {
                     prop_assert!(matches!(claim, RetryClaim::Claimed(_)));
                 }
-                prop_assert_eq!(store.people().name_of(9), Some("Ann".to_string()));
-                let _ = store
-                    .people()
-                    .first_refusal_on(9, CHAT, chrono::Utc::now().date_naive());
+                prop_assert_eq!(store.people().name_of(UserId(9)), Some("Ann".to_string()));
+                let _ = store.people().first_refusal_on(
+                    UserId(9),
+                    CHAT,
+                    chrono::Utc::now().date_naive(),
+                );
 
                 // Every writer works over garbage, or leaves it as it is.
                 store.usage().charge(CHAT, "m", 1, 1, usage).unwrap();
-                store.usage().record_user_tokens(9, usage).unwrap();
+                store.usage().record_user_tokens(UserId(9), usage).unwrap();
                 store.learning().count_skill_match("skill").unwrap();
                 if let Ok(state) = state {
-                    store.chats().set_model(CHAT, "n").unwrap();
-                    prop_assert_eq!(store.chats().model(CHAT), Some("n".to_string()));
-                    let epoch = store.chats().state(CHAT).unwrap().epoch;
+                    store.chats().set_model(AT, "n").unwrap();
+                    prop_assert_eq!(store.chats().model(AT), Some("n".to_string()));
+                    let epoch = store.chats().state(AT).unwrap().epoch;
                     prop_assert_eq!(epoch, state.epoch);
                     prop_assert!(
                         store
                             .history()
                             .append(
-                                CHAT,
+                                AT,
                                 epoch,
                                 None,
                                 &[ChatMessage::user("more")],
@@ -427,27 +422,27 @@ mod tests {
                             )
                             .unwrap()
                     );
-                    store.history().clear(CHAT).unwrap();
+                    store.history().clear(AT).unwrap();
                     prop_assert!(
                         store
                             .history()
-                            .window(CHAT, 10_000)
+                            .window(AT, 10_000)
                             .unwrap()
                             .messages
                             .is_empty()
                     );
                 } else {
-                    let turns = store.history.scan_prefix(chats::chat_key(CHAT)).count();
-                    prop_assert!(store.chats().set_model(CHAT, "n").is_err());
+                    let turns = store.history.scan_prefix(chats::chat_key(AT)).count();
+                    prop_assert!(store.chats().set_model(AT, "n").is_err());
                     let more = [ChatMessage::user("more")];
                     prop_assert!(
                         store
                             .history()
-                            .append(CHAT, 0, None, &more, &Default::default())
+                            .append(AT, 0, None, &more, &Default::default())
                             .is_err()
                     );
-                    prop_assert!(store.history().clear(CHAT).is_err());
-                    let after = store.history.scan_prefix(chats::chat_key(CHAT)).count();
+                    prop_assert!(store.history().clear(AT).is_err());
+                    let after = store.history.scan_prefix(chats::chat_key(AT)).count();
                     prop_assert_eq!(after, turns, "no turn written or removed");
                     let kept = store.chats.get(&key).unwrap();
                     prop_assert_eq!(kept.as_deref(), Some(bytes.as_slice()));
@@ -501,19 +496,10 @@ mod tests {
             (3, InboxState::Stored),
         ] {
             let entry = InboxEntry {
-                chat: 1,
-                user: 1,
-                text: "hi".into(),
-                image: None,
                 state,
-                received: 10,
-                topic: None,
-                reply_to: None,
-                parts: Vec::new(),
-                first_seq: 0,
-                forwarded: false,
+                ..InboxEntry::pending(TurnRequest::new(ChatId(1), UserId(1), "hi"), 10)
             };
-            store.inbox().accept(update, &entry).unwrap();
+            store.inbox().accept(UpdateId(update), &entry).unwrap();
         }
         assert_eq!(
             store.db().prune(50).unwrap(),
@@ -541,7 +527,12 @@ mod tests {
             store.tickets().vote(&new_feedback, CHAT, true, 0).unwrap(),
             Vote::Recorded(_)
         ));
-        let left: Vec<u32> = store.inbox().unfinished().iter().map(|(u, _)| *u).collect();
+        let left: Vec<u32> = store
+            .inbox()
+            .unfinished()
+            .iter()
+            .map(|(u, _)| u.0)
+            .collect();
         assert_eq!(
             left,
             vec![2, 3],

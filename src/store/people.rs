@@ -11,18 +11,19 @@
 use super::db::{self, Store};
 use super::error::Result;
 use super::records::read;
+use crate::ids::{ChatId, UserId};
 
 const TREE: &str = db::PEOPLE;
 
-fn name_key(user: u64) -> String {
+fn name_key(user: UserId) -> String {
     format!("name:{user}")
 }
 
-fn refused_key(user: u64, chat: i64) -> String {
+fn refused_key(user: UserId, chat: ChatId) -> String {
     format!("refused:{user}:{chat}")
 }
 
-fn request_key(user: u64) -> String {
+fn request_key(user: UserId) -> String {
     format!("request:{user}")
 }
 
@@ -42,7 +43,7 @@ impl Store {
 
 impl People<'_> {
     /// Remembers `name` for `user`; written only when it changed, so a message costs a read.
-    pub fn remember_name(&self, user: u64, name: &str) -> Result<()> {
+    pub fn remember_name(&self, user: UserId, name: &str) -> Result<()> {
         let key = name_key(user);
         if self.store.people.get(key.as_bytes())?.as_deref() != Some(name.as_bytes()) {
             self.store.people.insert(key.as_bytes(), name.as_bytes())?;
@@ -51,14 +52,19 @@ impl People<'_> {
     }
 
     /// The name last remembered for `user`; `None` if unknown or unreadable.
-    pub fn name_of(&self, user: u64) -> Option<String> {
+    pub fn name_of(&self, user: UserId) -> Option<String> {
         let bytes = read(&self.store.people, TREE, name_key(user).as_bytes())?;
         String::from_utf8(bytes.to_vec()).ok()
     }
 
     /// Records that stranger `user` is refused in `chat` on `today`; `true` if they were not
     /// refused there yet that day (one atomic step, so two messages at once give one refusal).
-    pub fn first_refusal_on(&self, user: u64, chat: i64, today: chrono::NaiveDate) -> Result<bool> {
+    pub fn first_refusal_on(
+        &self,
+        user: UserId,
+        chat: ChatId,
+        today: chrono::NaiveDate,
+    ) -> Result<bool> {
         let day = today.to_string();
         let before = self
             .store
@@ -101,7 +107,7 @@ impl People<'_> {
 
     /// Records stranger `user`'s request for access at `now_unix`; `true` only for the first
     /// request (an atomic insert-if-absent, so a double press notifies the admins once).
-    pub fn claim_access_request(&self, user: u64, now_unix: i64) -> Result<bool> {
+    pub fn claim_access_request(&self, user: UserId, now_unix: i64) -> Result<bool> {
         let swapped = self.store.people.compare_and_swap(
             request_key(user).as_bytes(),
             None as Option<&[u8]>,
@@ -114,6 +120,7 @@ impl People<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, UserId};
 
     #[test]
     fn a_stranger_is_refused_once_a_day_per_chat() {
@@ -131,17 +138,26 @@ mod tests {
         ];
         for (name, user, chat, today, first) in steps {
             assert_eq!(
-                store.people().first_refusal_on(user, chat, today).unwrap(),
+                store
+                    .people()
+                    .first_refusal_on(UserId(user), ChatId(chat), today)
+                    .unwrap(),
                 first,
                 "{name}"
             );
         }
         store
             .people
-            .insert(refused_key(9, 9).as_bytes(), &b"\xff garbage"[..])
+            .insert(
+                refused_key(UserId(9), ChatId(9)).as_bytes(),
+                &b"\xff garbage"[..],
+            )
             .unwrap();
         assert!(
-            store.people().first_refusal_on(9, 9, day(1)).unwrap(),
+            store
+                .people()
+                .first_refusal_on(UserId(9), ChatId(9), day(1))
+                .unwrap(),
             "an unreadable day refuses"
         );
     }
@@ -151,34 +167,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
-        store.people().first_refusal_on(1, 1, day(1)).unwrap();
-        store.people().first_refusal_on(2, 2, day(29)).unwrap();
-        store.people().first_refusal_on(3, 3, day(30)).unwrap();
+        store
+            .people()
+            .first_refusal_on(UserId(1), ChatId(1), day(1))
+            .unwrap();
+        store
+            .people()
+            .first_refusal_on(UserId(2), ChatId(2), day(29))
+            .unwrap();
+        store
+            .people()
+            .first_refusal_on(UserId(3), ChatId(3), day(30))
+            .unwrap();
         store
             .people
-            .insert(refused_key(4, 4).as_bytes(), &b"not a day"[..])
+            .insert(
+                refused_key(UserId(4), ChatId(4)).as_bytes(),
+                &b"not a day"[..],
+            )
             .unwrap();
-        store.people().claim_access_request(1, 0).unwrap();
+        store.people().claim_access_request(UserId(1), 0).unwrap();
         // Cutoff: 2026-11-30 12:00 UTC.
         let cutoff = day(30).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
         assert_eq!(store.people().prune_refusals(cutoff).unwrap(), 2);
         assert!(
             store
                 .people
-                .contains_key(refused_key(4, 4).as_bytes())
+                .contains_key(refused_key(UserId(4), ChatId(4)).as_bytes())
                 .unwrap(),
             "an unreadable day is kept"
         );
         assert!(
-            !store.people().first_refusal_on(3, 3, day(30)).unwrap(),
+            !store
+                .people()
+                .first_refusal_on(UserId(3), ChatId(3), day(30))
+                .unwrap(),
             "the cutoff's day stays"
         );
         assert!(
-            store.people().first_refusal_on(2, 2, day(29)).unwrap(),
+            store
+                .people()
+                .first_refusal_on(UserId(2), ChatId(2), day(29))
+                .unwrap(),
             "older days went"
         );
         assert!(
-            !store.people().claim_access_request(1, 1).unwrap(),
+            !store.people().claim_access_request(UserId(1), 1).unwrap(),
             "requests are kept"
         );
     }
@@ -187,21 +221,21 @@ mod tests {
     fn an_access_request_is_claimed_once_and_names_are_remembered() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        assert!(store.people().claim_access_request(5, 100).unwrap());
-        assert!(!store.people().claim_access_request(5, 101).unwrap());
-        assert!(store.people().claim_access_request(6, 102).unwrap());
+        assert!(store.people().claim_access_request(UserId(5), 100).unwrap());
+        assert!(!store.people().claim_access_request(UserId(5), 101).unwrap());
+        assert!(store.people().claim_access_request(UserId(6), 102).unwrap());
 
-        assert_eq!(store.people().name_of(5), None);
-        store.people().remember_name(5, "Zoë").unwrap();
-        assert_eq!(store.people().name_of(5).as_deref(), Some("Zoë"));
-        store.people().remember_name(5, "Zoë B").unwrap();
-        assert_eq!(store.people().name_of(5).as_deref(), Some("Zoë B"));
+        assert_eq!(store.people().name_of(UserId(5)), None);
+        store.people().remember_name(UserId(5), "Zoë").unwrap();
+        assert_eq!(store.people().name_of(UserId(5)).as_deref(), Some("Zoë"));
+        store.people().remember_name(UserId(5), "Zoë B").unwrap();
+        assert_eq!(store.people().name_of(UserId(5)).as_deref(), Some("Zoë B"));
         store
             .people
-            .insert(name_key(6).as_bytes(), &b"\xff"[..])
+            .insert(name_key(UserId(6)).as_bytes(), &b"\xff"[..])
             .unwrap();
         assert_eq!(
-            store.people().name_of(6),
+            store.people().name_of(UserId(6)),
             None,
             "an unreadable name is unknown"
         );

@@ -8,30 +8,26 @@ use serde::{Deserialize, Serialize};
 use super::db::{self, Store};
 use super::error::Result;
 use super::records::{prune_json, update_json};
+use super::request::TurnRequest;
 use super::tickets::insert_new;
+use crate::ids::{ChatId, UpdateId, UserId};
 
 const TREE: &str = db::RETRIES;
 
 /// A failed turn's message, kept for one retry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetryTicket {
-    pub chat: i64,
-    pub user: u64,
-    /// The message as the turn got it (a typed text, or a pressed option's full label).
-    pub text: String,
-    /// The photo's Telegram `file_id`, if the message had one.
-    #[serde(default)]
-    pub image: Option<String>,
-    /// The forum topic the message came from: the retry answers there, even when Telegram no
-    /// longer shows which topic the pressed message is in.
-    #[serde(default)]
-    pub topic: Option<i32>,
+    /// The message as the turn got it (a typed text, or a pressed option's full label), and
+    /// the forum topic it came from: the retry answers there, even when Telegram no longer
+    /// shows which topic the pressed message is in.
+    #[serde(flatten)]
+    pub request: TurnRequest,
     /// Set by the press that claimed the retry.
     pub used: bool,
     /// The update (the press) that claimed it: the same press re-delivered after a crash that
     /// came before its turn reached the inbox may still go on.
     #[serde(default)]
-    pub claimed_by: Option<u32>,
+    pub claimed_by: Option<UpdateId>,
     /// Unix seconds.
     pub created: i64,
 }
@@ -63,10 +59,16 @@ enum Verdict {
 /// The pure rule behind [`Retries::claim`]: only the message's sender, in the retry's own
 /// chat, may claim it, while it was created at or after `oldest` (unix seconds), and only once
 /// (the claiming press `update` itself, re-delivered, claims it again).
-fn judge(ticket: &RetryTicket, chat: i64, user: u64, oldest: i64, update: Option<u32>) -> Verdict {
-    if ticket.chat != chat || ticket.created < oldest {
+fn judge(
+    ticket: &RetryTicket,
+    chat: ChatId,
+    user: UserId,
+    oldest: i64,
+    update: Option<UpdateId>,
+) -> Verdict {
+    if ticket.request.chat != chat || ticket.created < oldest {
         Verdict::Expired
-    } else if ticket.user != user {
+    } else if ticket.request.user != user {
         Verdict::NotYours
     } else if ticket.used && !(update.is_some() && ticket.claimed_by == update) {
         Verdict::Used
@@ -101,10 +103,10 @@ impl Retries<'_> {
     pub fn claim(
         &self,
         id: &str,
-        chat: i64,
-        user: u64,
+        chat: ChatId,
+        user: UserId,
         oldest: i64,
-        update: Option<u32>,
+        update: Option<UpdateId>,
     ) -> Result<RetryClaim> {
         let mut verdict = Verdict::Expired;
         let before = update_json(
@@ -143,11 +145,7 @@ mod tests {
 
     fn ticket(chat: i64, created: i64, used: bool) -> RetryTicket {
         RetryTicket {
-            chat,
-            user: 2,
-            text: "hello".into(),
-            image: None,
-            topic: None,
+            request: TurnRequest::new(ChatId(chat), UserId(2), "hello"),
             used,
             claimed_by: None,
             created,
@@ -224,7 +222,13 @@ mod tests {
         ];
         for case in cases {
             assert_eq!(
-                judge(&case.ticket, case.chat, case.user, case.oldest, None),
+                judge(
+                    &case.ticket,
+                    ChatId(case.chat),
+                    UserId(case.user),
+                    case.oldest,
+                    None
+                ),
                 case.verdict,
                 "case {}",
                 case.name
@@ -239,57 +243,84 @@ mod tests {
         let fresh = ticket(1, 100, false);
         let id = store.retries().create(&fresh).unwrap();
         assert_eq!(
-            store.retries().claim(&id, 7, 2, 0, None).unwrap(),
+            store
+                .retries()
+                .claim(&id, ChatId(7), UserId(2), 0, None)
+                .unwrap(),
             RetryClaim::Expired,
             "another chat claims nothing"
         );
         assert_eq!(
-            store.retries().claim(&id, 1, 3, 0, None).unwrap(),
+            store
+                .retries()
+                .claim(&id, ChatId(1), UserId(3), 0, None)
+                .unwrap(),
             RetryClaim::NotYours,
             "another member claims nothing"
         );
         assert_eq!(
-            store.retries().claim(&id, 1, 2, 0, None).unwrap(),
+            store
+                .retries()
+                .claim(&id, ChatId(1), UserId(2), 0, None)
+                .unwrap(),
             RetryClaim::Claimed(fresh.clone())
         );
         assert_eq!(
-            store.retries().claim(&id, 1, 2, 0, None).unwrap(),
+            store
+                .retries()
+                .claim(&id, ChatId(1), UserId(2), 0, None)
+                .unwrap(),
             RetryClaim::AlreadyUsed
         );
         assert_eq!(
-            store.retries().claim(&id, 1, 2, 0, Some(5)).unwrap(),
+            store
+                .retries()
+                .claim(&id, ChatId(1), UserId(2), 0, Some(UpdateId(5)))
+                .unwrap(),
             RetryClaim::AlreadyUsed,
             "a press that did not claim it claims nothing"
         );
         let other = store.retries().create(&fresh).unwrap();
         let claimed = RetryTicket {
             used: true,
-            claimed_by: Some(5),
+            claimed_by: Some(UpdateId(5)),
             ..fresh.clone()
         };
         assert_eq!(
-            store.retries().claim(&other, 1, 2, 0, Some(5)).unwrap(),
+            store
+                .retries()
+                .claim(&other, ChatId(1), UserId(2), 0, Some(UpdateId(5)))
+                .unwrap(),
             RetryClaim::Claimed(fresh.clone())
         );
         assert_eq!(
-            store.retries().claim(&other, 1, 2, 0, Some(5)).unwrap(),
+            store
+                .retries()
+                .claim(&other, ChatId(1), UserId(2), 0, Some(UpdateId(5)))
+                .unwrap(),
             RetryClaim::Claimed(claimed),
             "the claiming press, re-delivered after a crash, goes on"
         );
         assert_eq!(
-            store.retries().claim(&other, 1, 2, 0, Some(6)).unwrap(),
+            store
+                .retries()
+                .claim(&other, ChatId(1), UserId(2), 0, Some(UpdateId(6)))
+                .unwrap(),
             RetryClaim::AlreadyUsed
         );
         assert_eq!(
             store
                 .retries()
-                .claim("0000000000000", 1, 2, 0, None)
+                .claim("0000000000000", ChatId(1), UserId(2), 0, None)
                 .unwrap(),
             RetryClaim::Expired
         );
         store.retries.insert("garbage", "{").unwrap();
         assert_eq!(
-            store.retries().claim("garbage", 1, 2, 0, None).unwrap(),
+            store
+                .retries()
+                .claim("garbage", ChatId(1), UserId(2), 0, None)
+                .unwrap(),
             RetryClaim::Expired
         );
         assert_eq!(
@@ -308,7 +339,14 @@ mod tests {
         let id = store.retries().create(&ticket(1, 100, false)).unwrap();
         let claims: Vec<RetryClaim> = std::thread::scope(|scope| {
             let presses: Vec<_> = (0..8)
-                .map(|_| scope.spawn(|| store.retries().claim(&id, 1, 2, 0, None).unwrap()))
+                .map(|_| {
+                    scope.spawn(|| {
+                        store
+                            .retries()
+                            .claim(&id, ChatId(1), UserId(2), 0, None)
+                            .unwrap()
+                    })
+                })
                 .collect();
             presses.into_iter().map(|p| p.join().unwrap()).collect()
         });

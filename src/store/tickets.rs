@@ -9,6 +9,7 @@ use super::db::{self, Store};
 use super::error::{Error, Result};
 use super::learning::ReflectionJob;
 use super::records::{prune_json, read_json, update_json};
+use crate::ids::{ChatId, TopicId, UpdateId};
 
 const OPTIONS_TREE: &str = db::TICKETS;
 const FEEDBACK_TREE: &str = db::FEEDBACK;
@@ -21,7 +22,7 @@ pub const TICKET_ID_CHARS: usize = 13;
 /// The option buttons under one answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OptionTicket {
-    pub chat: i64,
+    pub chat: ChatId,
     /// The message that carries the keyboard.
     pub message_id: i32,
     /// The full labels, in button order.
@@ -39,17 +40,17 @@ pub struct OptionTicket {
     pub created: i64,
     /// The forum topic of the answer: a press continues that topic's conversation.
     #[serde(default)]
-    pub topic: Option<i32>,
+    pub topic: Option<TopicId>,
     /// The update (the press) that chose the option: Telegram re-delivers a press whose turn a
     /// crash kept from the inbox, and that same press may still go on.
     #[serde(default)]
-    pub chosen_by: Option<u32>,
+    pub chosen_by: Option<UpdateId>,
 }
 
 impl OptionTicket {
     /// Whether option `index` was chosen by press `update` (so this press, re-delivered after
     /// a crash, may go on); never for a press without an update id.
-    pub fn chosen_again_by(&self, index: usize, update: Option<u32>) -> bool {
+    pub fn chosen_again_by(&self, index: usize, update: Option<UpdateId>) -> bool {
         update.is_some() && self.chosen == Some(index) && self.chosen_by == update
     }
 }
@@ -57,7 +58,7 @@ impl OptionTicket {
 /// What 👍/👎 under one answer act on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeedbackTicket {
-    pub chat: i64,
+    pub chat: ChatId,
     /// The heuristics injected into that answer's prompt.
     pub heuristics: Vec<u64>,
     /// The reflection a 👎 starts.
@@ -111,7 +112,7 @@ enum Verdict {
 
 /// The pure rule behind [`Tickets::vote`]: only the ticket's own chat may vote; a first vote is
 /// recorded; a different vote replaces it while fewer than `changes_allowed` changes were made.
-fn judge(ticket: &FeedbackTicket, chat: i64, up: bool, changes_allowed: u8) -> Verdict {
+fn judge(ticket: &FeedbackTicket, chat: ChatId, up: bool, changes_allowed: u8) -> Verdict {
     match ticket.vote {
         _ if ticket.chat != chat => Verdict::OtherChat,
         None => Verdict::First,
@@ -161,7 +162,7 @@ impl Tickets<'_> {
 
     /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
     /// wins and the other sees [`Choice::AlreadyChosen`].
-    pub fn choose(&self, id: &str, index: usize, update: Option<u32>) -> Result<Choice> {
+    pub fn choose(&self, id: &str, index: usize, update: Option<UpdateId>) -> Result<Choice> {
         let before = update_json(
             &self.store.tickets,
             OPTIONS_TREE,
@@ -191,7 +192,7 @@ impl Tickets<'_> {
     /// Records 👍 (`up`) or 👎 pressed in `chat` on feedback ticket `id`. The chat check and
     /// the vote are one atomic update: a press from another chat changes nothing, not even
     /// the vote state. A vote can be changed `changes_allowed` times.
-    pub fn vote(&self, id: &str, chat: i64, up: bool, changes_allowed: u8) -> Result<Vote> {
+    pub fn vote(&self, id: &str, chat: ChatId, up: bool, changes_allowed: u8) -> Result<Vote> {
         let mut verdict = Verdict::OtherChat;
         let before = update_json(
             &self.store.feedback,
@@ -269,10 +270,11 @@ fn base36(mut n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, UpdateId};
 
     fn option_ticket(created: i64) -> OptionTicket {
         OptionTicket {
-            chat: 1,
+            chat: ChatId(1),
             message_id: 5,
             labels: vec!["a".into(), "b".into()],
             epoch: 0,
@@ -286,9 +288,9 @@ mod tests {
 
     fn feedback_ticket(chat: i64, created: i64) -> FeedbackTicket {
         FeedbackTicket {
-            chat,
+            chat: ChatId(chat),
             heuristics: vec![3],
-            job: super::super::fixtures::job(chat, "t"),
+            job: super::super::fixtures::job(ChatId(chat), "t"),
             vote: None,
             changes: 0,
             created,
@@ -305,21 +307,21 @@ mod tests {
         assert_ne!(id, other);
         assert!(id.len() <= 13);
         assert_eq!(
-            store.tickets().choose(&id, 1, Some(7)).unwrap(),
+            store.tickets().choose(&id, 1, Some(UpdateId(7))).unwrap(),
             Choice::Chosen(ticket.clone())
         );
         assert_eq!(
-            store.tickets().choose(&id, 0, Some(8)).unwrap(),
+            store.tickets().choose(&id, 0, Some(UpdateId(8))).unwrap(),
             Choice::AlreadyChosen
         );
         // The same press re-delivered after a crash goes on; no other one does.
         let chosen = OptionTicket {
             chosen: Some(1),
-            chosen_by: Some(7),
+            chosen_by: Some(UpdateId(7)),
             ..ticket
         };
         assert_eq!(
-            store.tickets().choose(&id, 1, Some(7)).unwrap(),
+            store.tickets().choose(&id, 1, Some(UpdateId(7))).unwrap(),
             Choice::Chosen(chosen)
         );
         assert_eq!(
@@ -472,7 +474,7 @@ mod tests {
                 ..feedback_ticket(1, 1)
             };
             assert_eq!(
-                judge(&ticket, case.chat, case.up, case.changes_allowed),
+                judge(&ticket, ChatId(case.chat), case.up, case.changes_allowed),
                 case.verdict,
                 "case {}",
                 case.name
@@ -490,7 +492,7 @@ mod tests {
             .unwrap();
         let stored = store.feedback.get(&id).unwrap();
         assert_eq!(
-            store.tickets().vote(&id, 2, false, 1).unwrap(),
+            store.tickets().vote(&id, ChatId(2), false, 1).unwrap(),
             Vote::Unknown
         );
         assert_eq!(
@@ -499,20 +501,23 @@ mod tests {
             "not even the vote state"
         );
         assert_eq!(
-            store.tickets().vote("0000000000000", 1, true, 1).unwrap(),
+            store
+                .tickets()
+                .vote("0000000000000", ChatId(1), true, 1)
+                .unwrap(),
             Vote::Unknown
         );
         // The ticket's own chat can still vote, once.
         assert_eq!(
-            store.tickets().vote(&id, 1, true, 0).unwrap(),
+            store.tickets().vote(&id, ChatId(1), true, 0).unwrap(),
             Vote::Recorded(feedback_ticket(1, 1))
         );
         assert_eq!(
-            store.tickets().vote(&id, 2, false, 1).unwrap(),
+            store.tickets().vote(&id, ChatId(2), false, 1).unwrap(),
             Vote::Unknown
         );
         assert_eq!(
-            store.tickets().vote(&id, 1, false, 0).unwrap(),
+            store.tickets().vote(&id, ChatId(1), false, 0).unwrap(),
             Vote::AlreadyVoted
         );
     }
@@ -526,11 +531,11 @@ mod tests {
             .create_feedback(&feedback_ticket(1, 1))
             .unwrap();
         assert!(matches!(
-            store.tickets().vote(&id, 1, true, 1).unwrap(),
+            store.tickets().vote(&id, ChatId(1), true, 1).unwrap(),
             Vote::Recorded(FeedbackTicket { vote: None, .. })
         ));
         assert!(matches!(
-            store.tickets().vote(&id, 1, false, 1).unwrap(),
+            store.tickets().vote(&id, ChatId(1), false, 1).unwrap(),
             Vote::Recorded(FeedbackTicket {
                 vote: Some(true),
                 changes: 0,
@@ -538,7 +543,7 @@ mod tests {
             })
         ));
         assert_eq!(
-            store.tickets().vote(&id, 1, true, 1).unwrap(),
+            store.tickets().vote(&id, ChatId(1), true, 1).unwrap(),
             Vote::AlreadyVoted
         );
         let stored: FeedbackTicket =
@@ -562,7 +567,7 @@ mod tests {
                         let (store, id, barrier) = (&store, &id, &barrier);
                         s.spawn(move || {
                             barrier.wait();
-                            store.tickets().vote(id, 1, i % 2 == 0, 0).unwrap()
+                            store.tickets().vote(id, ChatId(1), i % 2 == 0, 0).unwrap()
                         })
                     })
                     .collect();
@@ -587,7 +592,7 @@ mod tests {
             "tools":[],"outcome":"success"},"vote":null}"#;
         store.feedback.insert("old", old).unwrap();
         assert!(matches!(
-            store.tickets().vote("old", 1, true, 0).unwrap(),
+            store.tickets().vote("old", ChatId(1), true, 0).unwrap(),
             Vote::Recorded(_)
         ));
     }

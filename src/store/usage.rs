@@ -9,13 +9,14 @@ use serde::{Deserialize, Serialize};
 use super::db::{self, Store};
 use super::error::Result;
 use super::records::{decode_count, decode_json, read};
+use crate::ids::{ChatId, UserId};
 use crate::llm::Usage;
 
 const TREE: &str = db::USAGE;
 
 /// The key of a user's token count of all time. Not under `user:`, so a scan of the days
 /// never meets it.
-fn user_total_key(user: u64) -> String {
+fn user_total_key(user: UserId) -> String {
     format!("user_total:{user}")
 }
 
@@ -57,7 +58,7 @@ impl UsageTotals {
 }
 
 /// The key of a user's token count on one UTC day.
-pub(super) fn user_day_key(user: u64, day: chrono::NaiveDate) -> String {
+pub(super) fn user_day_key(user: UserId, day: chrono::NaiveDate) -> String {
     format!("user:{user}:{day}")
 }
 
@@ -88,7 +89,7 @@ impl UsageLedger<'_> {
     /// never reset: nothing is added to it.
     pub fn charge(
         &self,
-        chat: i64,
+        chat: ChatId,
         model: &str,
         turns: u64,
         calls: u32,
@@ -115,7 +116,7 @@ impl UsageLedger<'_> {
     /// Adds a turn's tokens to the user's count for today (UTC), for the daily budget, and
     /// to the user's count of all time. An unreadable count is kept as it is (it reads as 0,
     /// logged), never reset.
-    pub fn record_user_tokens(&self, user: u64, usage: Usage) -> Result<()> {
+    pub fn record_user_tokens(&self, user: UserId, usage: Usage) -> Result<()> {
         let today = user_day_key(user, chrono::Utc::now().date_naive());
         let tokens = usage.tokens();
         for key in [today, user_total_key(user)] {
@@ -136,16 +137,16 @@ impl UsageLedger<'_> {
     }
 
     /// The `limit` users with the most tokens today (UTC), most first: `(user, tokens)`.
-    pub fn top_users_today(&self, limit: usize) -> Vec<(u64, u64)> {
+    pub fn top_users_today(&self, limit: usize) -> Vec<(UserId, u64)> {
         let suffix = format!(":{}", chrono::Utc::now().date_naive());
         self.top_counts("user:", limit, |rest| {
-            rest.strip_suffix(suffix.as_str())?.parse().ok()
+            rest.strip_suffix(suffix.as_str())?.parse().ok().map(UserId)
         })
     }
 
     /// The `limit` users with the most tokens of all time, most first: `(user, tokens)`.
-    pub fn top_users_all_time(&self, limit: usize) -> Vec<(u64, u64)> {
-        self.top_counts("user_total:", limit, |rest| rest.parse().ok())
+    pub fn top_users_all_time(&self, limit: usize) -> Vec<(UserId, u64)> {
+        self.top_counts("user_total:", limit, |rest| rest.parse().ok().map(UserId))
     }
 
     /// The largest counters under `prefix` whose rest of the key `user_of` maps to a user id.
@@ -153,9 +154,9 @@ impl UsageLedger<'_> {
         &self,
         prefix: &str,
         limit: usize,
-        user_of: impl Fn(&str) -> Option<u64>,
-    ) -> Vec<(u64, u64)> {
-        let mut counts: Vec<(u64, u64)> = self
+        user_of: impl Fn(&str) -> Option<UserId>,
+    ) -> Vec<(UserId, u64)> {
+        let mut counts: Vec<(UserId, u64)> = self
             .store
             .usage
             .scan_prefix(prefix.as_bytes())
@@ -198,14 +199,14 @@ impl UsageLedger<'_> {
     }
 
     /// Tokens the user's turns used today (UTC).
-    pub fn user_tokens_today(&self, user: u64) -> u64 {
+    pub fn user_tokens_today(&self, user: UserId) -> u64 {
         let key = user_day_key(user, chrono::Utc::now().date_naive());
         let bytes = read(&self.store.usage, TREE, key.as_bytes());
         decode_count(TREE, key.as_bytes(), bytes.as_deref())
     }
 
     /// Usage per model of one chat (`Some(chat)`) or of the whole bot (`None`).
-    pub fn totals(&self, chat: Option<i64>) -> Vec<(String, UsageTotals)> {
+    pub fn totals(&self, chat: Option<ChatId>) -> Vec<(String, UsageTotals)> {
         let prefix = match chat {
             Some(chat) => format!("chat:{chat}:"),
             None => "all:".to_string(),
@@ -226,6 +227,14 @@ impl UsageLedger<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, UserId};
+
+    /// `rows` with bare user ids, as the cases spell them.
+    fn ids(rows: Vec<(UserId, u64)>) -> Vec<(u64, u64)> {
+        rows.into_iter()
+            .map(|(user, tokens)| (user.0, tokens))
+            .collect()
+    }
 
     #[test]
     fn a_charge_adds_turns_calls_and_tokens_saturating() {
@@ -294,8 +303,8 @@ mod tests {
             completion_tokens: 2,
             cached_tokens: 0,
         };
-        store.usage().charge(1, "m", 0, 0, used).unwrap();
-        assert!(store.usage().totals(Some(1)).is_empty());
+        store.usage().charge(ChatId(1), "m", 0, 0, used).unwrap();
+        assert!(store.usage().totals(Some(ChatId(1))).is_empty());
         assert!(store.usage().totals(None).is_empty());
     }
 
@@ -308,9 +317,9 @@ mod tests {
             completion_tokens: 2,
             cached_tokens: 5,
         };
-        store.usage().charge(1, "m", 1, 2, u).unwrap();
-        store.usage().charge(2, "m", 1, 1, u).unwrap();
-        let chat = store.usage().totals(Some(1));
+        store.usage().charge(ChatId(1), "m", 1, 2, u).unwrap();
+        store.usage().charge(ChatId(2), "m", 1, 1, u).unwrap();
+        let chat = store.usage().totals(Some(ChatId(1)));
         assert_eq!(
             chat,
             vec![(
@@ -337,30 +346,34 @@ mod tests {
             cached_tokens: 0,
         };
         store.usage.insert("chat:1:bad", "{").unwrap();
-        store.usage().charge(1, "good", 1, 1, u).unwrap();
+        store.usage().charge(ChatId(1), "good", 1, 1, u).unwrap();
         assert_eq!(
-            store.usage().totals(Some(1)).len(),
+            store.usage().totals(Some(ChatId(1))).len(),
             1,
             "the unreadable total is skipped"
         );
-        store.usage().charge(1, "bad", 1, 1, u).unwrap();
-        assert_eq!(store.usage().totals(Some(1)).len(), 1, "still skipped");
+        store.usage().charge(ChatId(1), "bad", 1, 1, u).unwrap();
+        assert_eq!(
+            store.usage().totals(Some(ChatId(1))).len(),
+            1,
+            "still skipped"
+        );
         assert_eq!(
             store.usage.get("chat:1:bad").unwrap().as_deref(),
             Some(&b"{"[..])
         );
 
-        let today = user_day_key(7, chrono::Utc::now().date_naive());
+        let today = user_day_key(UserId(7), chrono::Utc::now().date_naive());
         store.usage.insert(today.as_bytes(), "x").unwrap();
-        assert_eq!(store.usage().user_tokens_today(7), 0);
-        store.usage().record_user_tokens(7, u).unwrap();
-        assert_eq!(store.usage().user_tokens_today(7), 0);
+        assert_eq!(store.usage().user_tokens_today(UserId(7)), 0);
+        store.usage().record_user_tokens(UserId(7), u).unwrap();
+        assert_eq!(store.usage().user_tokens_today(UserId(7)), 0);
         assert_eq!(
             store.usage.get(today.as_bytes()).unwrap().as_deref(),
             Some(&b"x"[..])
         );
         // The all-time count, readable, still counts.
-        assert_eq!(store.usage().top_users_all_time(1), [(7, 4)]);
+        assert_eq!(store.usage().top_users_all_time(1), [(UserId(7), 4)]);
     }
 
     #[test]
@@ -377,16 +390,22 @@ mod tests {
         assert_eq!(sum.prompt_tokens, u64::MAX, "Usage adds saturating");
         assert_eq!(huge.tokens(), u64::MAX);
         for _ in 0..2 {
-            store.usage().charge(1, "m", 1, u32::MAX, huge).unwrap();
-            store.usage().record_user_tokens(7, huge).unwrap();
+            store
+                .usage()
+                .charge(ChatId(1), "m", 1, u32::MAX, huge)
+                .unwrap();
+            store.usage().record_user_tokens(UserId(7), huge).unwrap();
         }
-        let totals = store.usage().totals(Some(1))[0].1;
+        let totals = store.usage().totals(Some(ChatId(1)))[0].1;
         assert_eq!(totals.prompt_tokens, u64::MAX);
         assert_eq!(totals.cached_tokens, u64::MAX);
         assert_eq!(totals.completion_tokens, 10);
         assert_eq!(totals.calls, 2 * u64::from(u32::MAX));
-        assert_eq!(store.usage().user_tokens_today(7), u64::MAX);
-        assert_eq!(store.usage().top_users_all_time(1), vec![(7, u64::MAX)]);
+        assert_eq!(store.usage().user_tokens_today(UserId(7)), u64::MAX);
+        assert_eq!(
+            store.usage().top_users_all_time(1),
+            vec![(UserId(7), u64::MAX)]
+        );
     }
 
     #[test]
@@ -397,17 +416,17 @@ mod tests {
         for (user, d) in [(1, 1), (1, 9), (2, 10), (1, 11)] {
             store
                 .usage
-                .insert(user_day_key(user, day(d)), &5u64.to_be_bytes())
+                .insert(user_day_key(UserId(user), day(d)), &5u64.to_be_bytes())
                 .unwrap();
         }
         store.usage.insert("user:3:garbage", "x").unwrap();
         store
             .usage
-            .insert(user_total_key(1), &15u64.to_be_bytes())
+            .insert(user_total_key(UserId(1)), &15u64.to_be_bytes())
             .unwrap();
         store
             .usage()
-            .charge(1, "m", 1, 1, Usage::default())
+            .charge(ChatId(1), "m", 1, 1, Usage::default())
             .unwrap();
         let cutoff = day(10).and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
         assert_eq!(
@@ -491,17 +510,20 @@ mod tests {
                     completion_tokens: 0,
                     cached_tokens: 0,
                 };
-                store.usage().record_user_tokens(user, usage).unwrap();
+                store
+                    .usage()
+                    .record_user_tokens(UserId(user), usage)
+                    .unwrap();
             }
             for &(user, tokens) in case.earlier {
                 let day = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
                 store
                     .usage
-                    .insert(user_day_key(user, day), &tokens.to_be_bytes())
+                    .insert(user_day_key(UserId(user), day), &tokens.to_be_bytes())
                     .unwrap();
                 store
                     .usage
-                    .insert(user_total_key(user), &tokens.to_be_bytes())
+                    .insert(user_total_key(UserId(user)), &tokens.to_be_bytes())
                     .unwrap();
             }
             // An unreadable key is skipped.
@@ -510,13 +532,13 @@ mod tests {
                 .insert("user_total:x", &1u64.to_be_bytes())
                 .unwrap();
             assert_eq!(
-                store.usage().top_users_today(case.limit),
+                ids(store.usage().top_users_today(case.limit)),
                 case.top_today,
                 "{}",
                 case.name
             );
             assert_eq!(
-                store.usage().top_users_all_time(case.limit),
+                ids(store.usage().top_users_all_time(case.limit)),
                 case.top_all_time,
                 "{}",
                 case.name

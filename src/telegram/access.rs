@@ -26,6 +26,7 @@ use super::render::escape_html;
 use super::replies;
 use crate::burst::Bursts;
 use crate::conversation::Conversation;
+use crate::ids::UserId;
 use crate::role::Role;
 use crate::texts::telegram as texts;
 
@@ -43,12 +44,12 @@ pub struct Strangers(Bursts<Conversation, Refused>);
 /// The strangers a burst refused: the first [`LISTED`] ids, and how many more.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Refused {
-    ids: Vec<u64>,
+    ids: Vec<UserId>,
     more: usize,
 }
 
 impl Refused {
-    fn add(&mut self, user: u64) {
+    fn add(&mut self, user: UserId) {
         if self.ids.len() < LISTED {
             self.ids.push(user);
         } else {
@@ -66,7 +67,7 @@ fn refusals_html(refused: &Refused) -> String {
 fn admin_notice_html(who: &User) -> String {
     let username = who.username.as_deref().map(escape_html);
     texts::admin_notice_html(
-        who.id.0,
+        UserId(who.id.0),
         &escape_html(&who.full_name()),
         username.as_deref(),
     )
@@ -79,27 +80,27 @@ pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
     };
-    let (id, chat) = (user.id.0, msg.chat.id);
+    let (id, chat) = (UserId(user.id.0), msg.chat.id);
     let today = chrono::Utc::now().date_naive();
     // Handled: if sled cannot say, the stranger is told: a repeated refusal beats a silent bot.
     let first = app
         .store()
         .people()
-        .first_refusal_on(id, chat.0, today)
+        .first_refusal_on(id, crate::ids::ChatId(chat.0), today)
         .unwrap_or_else(|e| {
-            tracing::warn!(user = id, error = %e, "cannot record a stranger's refusal");
+            tracing::warn!(user = %id, error = %e, "cannot record a stranger's refusal");
             true
         });
     if !first {
         tracing::debug!(
-            user = id,
+            user = %id,
             chat = chat.0,
             "stranger already refused today; silent"
         );
         return Ok(());
     }
     tracing::info!(
-        user = id,
+        user = %id,
         chat = chat.0,
         "refused a user who is not allowed"
     );
@@ -137,13 +138,13 @@ pub async fn request_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
-    named: u64,
+    named: UserId,
 ) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let presser = &query.from;
     // The toast, whether the request is (now) with the admins, and whether this press made it.
-    let (toast, sent, first) = if !app.config().access.request_button || named != presser.id.0 {
-        tracing::info!(user = presser.id.0, named, data = ?query.data, "refused an access request button");
+    let (toast, sent, first) = if !app.config().access.request_button || named.0 != presser.id.0 {
+        tracing::info!(user = presser.id.0, %named, data = ?query.data, "refused an access request button");
         (texts::ACCESS_BUTTON_INVALID, false, false)
     } else if role != Role::Stranger {
         (texts::ACCESS_ALREADY, false, false)
@@ -153,7 +154,7 @@ pub async fn request_pressed(
             Ok(true) => (texts::ACCESS_REQUEST_SENT, true, true),
             Ok(false) => (texts::ACCESS_REQUEST_ALREADY_SENT, true, false),
             Err(e) => {
-                tracing::warn!(user = named, error = %e, "cannot record an access request");
+                tracing::warn!(user = %named, error = %e, "cannot record an access request");
                 (texts::ACCESS_REQUEST_FAILED, false, false)
             }
         }
@@ -185,13 +186,11 @@ pub async fn request_pressed(
 fn notify_admins(deps: &Deps, who: &User) {
     tracing::info!(user = who.id.0, "a stranger asks for access");
     let html = admin_notice_html(who);
-    for &admin in &deps.app.config().access.admins {
-        replies::html(
-            deps,
-            Conversation::new(crate::ids::ChatId(admin.0 as i64), None),
-            html.clone(),
-            None,
-        );
+    for admin in &deps.app.config().access.admins {
+        let Some(chat) = admin.private_chat() else {
+            continue;
+        };
+        replies::html(deps, Conversation::new(chat, None), html.clone(), None);
     }
 }
 
@@ -203,7 +202,7 @@ mod tests {
     fn a_burst_of_strangers_lists_every_id_up_to_a_cap() {
         let mut refused = Refused::default();
         for id in 0..LISTED as u64 + 2 {
-            refused.add(1000 + id);
+            refused.add(UserId(1000 + id));
         }
         let html = refusals_html(&refused);
         assert!(

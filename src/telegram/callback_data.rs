@@ -26,6 +26,7 @@
 //! ```
 
 use crate::cancel::TurnId;
+use crate::ids::UserId;
 
 /// Callback data prefix for dynamic option buttons.
 pub const CALLBACK_PREFIX: &str = "__opt__";
@@ -190,7 +191,7 @@ pub enum Action {
     Retry { ticket: String },
     /// "Request access" under a stranger's refusal: only the user whose id it carries may use
     /// it.
-    RequestAccess(u64),
+    RequestAccess(UserId),
 }
 
 impl Action {
@@ -256,7 +257,7 @@ impl Action {
             "stop" => Self::Stop(Some(TurnId::parse(&payload)?)),
             "chosen" => Self::Chosen,
             "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
-            "access" => Self::RequestAccess(payload.parse().ok()?),
+            "access" => Self::RequestAccess(UserId(payload.parse().ok()?)),
             _ => return None,
         })
     }
@@ -678,7 +679,7 @@ mod tests {
                     Action::Stop(None),
                     Action::Chosen,
                     Action::Retry { ticket: ticket.clone() },
-                    Action::RequestAccess(id),
+                    Action::RequestAccess(UserId(id)),
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

@@ -23,7 +23,7 @@
 //!     group: Duration::from_secs(3),
 //!     global_per_second: 30,
 //! });
-//! let turn = limiter.acquire(Scope::Chat(42)).await; // chat 42 may call Telegram now
+//! let turn = limiter.acquire(Scope::Chat(heurist::ids::ChatId(42))).await; // chat 42 may call now
 //! drop(turn); // the chat's next call may queue up behind this one's slot
 //! # }
 //! ```
@@ -34,6 +34,8 @@ use std::time::Duration;
 
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
+
+use crate::ids::ChatId;
 
 /// The map of chats is swept for idle entries only when it has grown to twice its size after
 /// the last sweep, and never below this: sweeps cost O(1) per call on average.
@@ -50,7 +52,7 @@ const QUIET_POLL: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
     /// A call to one chat (send, edit, delete): paced per chat and globally.
-    Chat(i64),
+    Chat(ChatId),
     /// A call to no chat (e.g. `getFile`): paced globally only.
     Bot,
 }
@@ -75,7 +77,7 @@ pub struct Limiter {
 }
 
 struct State {
-    chats: HashMap<i64, Chat>,
+    chats: HashMap<ChatId, Chat>,
     /// The next free global slot; in the past when the bot is idle.
     global_next: Instant,
     /// `chats.len()` at which the next sweep runs.
@@ -206,7 +208,7 @@ impl Limiter {
     /// The earliest a call to `chat` made now could go: its chat's next slot or the next
     /// global one, whichever is later. A live display waits for it before its first send, so
     /// an answer that is complete by then goes out once, in its final form.
-    pub fn ready_at(&self, chat: i64) -> Instant {
+    pub fn ready_at(&self, chat: ChatId) -> Instant {
         self.with_state(|state, now| {
             let chat_next = state.chats.get(&chat).map_or(now, |entry| entry.next);
             chat_next.max(state.global_next).max(now)
@@ -215,7 +217,7 @@ impl Limiter {
 
     /// Waits until no call of `chat` is in line and the chat's next slot has come: a call
     /// made then (a burst's edit) takes a slot no other call of the chat was waiting for.
-    pub async fn quiet(&self, chat: i64) {
+    pub async fn quiet(&self, chat: ChatId) {
         loop {
             let busy = self.with_state(|state, now| {
                 let entry = state.chats.get(&chat)?;
@@ -234,8 +236,8 @@ impl Limiter {
     }
 
     /// Groups, supergroups and channels have negative ids and a slower pace than private chats.
-    fn spacing(&self, chat: i64) -> Duration {
-        if chat < 0 {
+    fn spacing(&self, chat: ChatId) -> Duration {
+        if chat.0 < 0 {
             self.pacing.group
         } else {
             self.pacing.private
@@ -286,18 +288,18 @@ mod tests {
     async fn quiet_waits_for_the_chats_calls_in_line_and_then_its_next_slot() {
         let limiter = limiter(30);
         let start = Instant::now();
-        drop(limiter.acquire(Scope::Chat(-1)).await);
+        drop(limiter.acquire(Scope::Chat(ChatId(-1))).await);
         let in_line = limiter.clone();
         let answer = tokio::spawn(async move {
-            let _turn = in_line.acquire(Scope::Chat(-1)).await;
+            let _turn = in_line.acquire(Scope::Chat(ChatId(-1))).await;
             tokio::time::sleep(Duration::from_millis(500)).await;
         });
         tokio::task::yield_now().await;
-        limiter.quiet(-1).await;
+        limiter.quiet(ChatId(-1)).await;
         // The call in line went at 3 s; the slot after it comes 3 s later.
         assert!(start.elapsed() >= GROUP * 2, "{:?}", start.elapsed());
         assert!(answer.is_finished());
-        limiter.quiet(7).await;
+        limiter.quiet(ChatId(7)).await;
         assert!(
             start.elapsed() < GROUP * 2 + QUIET_POLL,
             "a chat never called is quiet"
@@ -344,10 +346,10 @@ mod tests {
             let limiter = limiter(10);
             let start = Instant::now();
             for &chat in case.before {
-                drop(limiter.acquire(Scope::Chat(chat)).await);
+                drop(limiter.acquire(Scope::Chat(ChatId(chat))).await);
             }
             assert_eq!(
-                limiter.ready_at(case.chat),
+                limiter.ready_at(ChatId(case.chat)),
                 start + case.ready_in,
                 "case {}",
                 case.name
@@ -410,8 +412,8 @@ mod tests {
         for case in cases {
             let limiter = limiter(30);
             let start = Instant::now();
-            let busy = queue_calls(&limiter, &[Scope::Chat(case.busy); 10]).await;
-            let _other = limiter.acquire(Scope::Chat(case.other)).await;
+            let busy = queue_calls(&limiter, &[Scope::Chat(ChatId(case.busy)); 10]).await;
+            let _other = limiter.acquire(Scope::Chat(ChatId(case.other))).await;
             assert!(
                 start.elapsed() <= limiter.global + TICK,
                 "{}: the other chat waited {:?}",
@@ -420,7 +422,7 @@ mod tests {
             );
             let busy = times(busy).await;
             assert!(
-                busy[9] - start >= limiter.spacing(case.busy) * 9,
+                busy[9] - start >= limiter.spacing(ChatId(case.busy)) * 9,
                 "{}: the busy chat kept its own pace",
                 case.name
             );
@@ -453,7 +455,7 @@ mod tests {
         ];
         for case in cases {
             let limiter = limiter(30);
-            let handles = queue_calls(&limiter, &[Scope::Chat(case.chat); 4]).await;
+            let handles = queue_calls(&limiter, &[Scope::Chat(ChatId(case.chat)); 4]).await;
             let times = times(handles).await;
             for pair in times.windows(2) {
                 assert_eq!(pair[1] - pair[0], case.spacing, "{}", case.name);
@@ -483,7 +485,7 @@ mod tests {
         for case in cases {
             let limiter = limiter(case.per_second);
             let scopes: Vec<Scope> = (0..case.chats)
-                .map(|i| Scope::Chat(if i % 2 == 0 { i + 1 } else { -i }))
+                .map(|i| Scope::Chat(ChatId(if i % 2 == 0 { i + 1 } else { -i })))
                 .collect();
             let start = Instant::now();
             let mut times = times(queue_calls(&limiter, &scopes).await).await;
@@ -514,10 +516,10 @@ mod tests {
         let limiter = limiter(30);
         let penalty = Duration::from_secs(8);
         let start = Instant::now();
-        limiter.penalize(Scope::Chat(1), penalty);
+        limiter.penalize(Scope::Chat(ChatId(1)), penalty);
         // The penalised chat has a call waiting while the others come.
-        let penalised = queue_calls(&limiter, &[Scope::Chat(1)]).await;
-        for other in [Scope::Chat(2), Scope::Chat(-3), Scope::Bot] {
+        let penalised = queue_calls(&limiter, &[Scope::Chat(ChatId(1))]).await;
+        for other in [Scope::Chat(ChatId(2)), Scope::Chat(ChatId(-3)), Scope::Bot] {
             let before = Instant::now();
             drop(limiter.acquire(other).await);
             assert!(
@@ -539,11 +541,11 @@ mod tests {
         let cases = [
             Case {
                 name: "private chat",
-                scope: Scope::Chat(5),
+                scope: Scope::Chat(ChatId(5)),
             },
             Case {
                 name: "group",
-                scope: Scope::Chat(-5),
+                scope: Scope::Chat(ChatId(-5)),
             },
             Case {
                 name: "call without a chat",
@@ -594,7 +596,7 @@ mod tests {
                 global_per_second: 1_000_000,
             }));
             if let Some(penalty) = case.penalty {
-                limiter.penalize(Scope::Chat(1), penalty);
+                limiter.penalize(Scope::Chat(ChatId(1)), penalty);
             }
             let order = Arc::new(Mutex::new(Vec::new()));
             let handles: Vec<_> = (0..20)
@@ -604,7 +606,7 @@ mod tests {
                     tokio::spawn(async move {
                         // Other chats' calls are interleaved with chat 1's.
                         let chat = if i % 3 == 0 { 2 } else { 1 };
-                        let _turn = limiter.acquire(Scope::Chat(chat)).await;
+                        let _turn = limiter.acquire(Scope::Chat(ChatId(chat))).await;
                         if chat == 1 {
                             order.lock().unwrap().push(i);
                         }
@@ -641,10 +643,10 @@ mod tests {
         ];
         for case in cases {
             let limiter = limiter(30);
-            let mut first = limiter.acquire(Scope::Chat(1)).await;
-            let later = queue_calls(&limiter, &[Scope::Chat(1)]).await;
+            let mut first = limiter.acquire(Scope::Chat(ChatId(1))).await;
+            let later = queue_calls(&limiter, &[Scope::Chat(ChatId(1))]).await;
             if let Some(penalty) = case.penalty {
-                limiter.penalize(Scope::Chat(1), penalty);
+                limiter.penalize(Scope::Chat(ChatId(1)), penalty);
             }
             tokio::time::sleep(case.backoff).await;
             first.next_slot().await;
@@ -668,10 +670,10 @@ mod tests {
             global_per_second: 0,
         });
         let start = Instant::now();
-        drop(limiter.acquire(Scope::Chat(1)).await);
-        limiter.penalize(Scope::Chat(1), Duration::MAX);
+        drop(limiter.acquire(Scope::Chat(ChatId(1))).await);
+        limiter.penalize(Scope::Chat(ChatId(1)), Duration::MAX);
         limiter.penalize(Scope::Bot, Duration::MAX);
-        drop(limiter.acquire(Scope::Chat(1)).await);
+        drop(limiter.acquire(Scope::Chat(ChatId(1))).await);
         drop(limiter.acquire(Scope::Bot).await);
         let waited = start.elapsed();
         assert!(
@@ -684,8 +686,8 @@ mod tests {
     async fn idle_chats_are_forgotten() {
         let limiter = limiter(100);
         for chat in 0..20_000 {
-            drop(limiter.acquire(Scope::Chat(chat)).await);
-            limiter.penalize(Scope::Chat(-chat), Duration::from_millis(1));
+            drop(limiter.acquire(Scope::Chat(ChatId(chat))).await);
+            limiter.penalize(Scope::Chat(ChatId(-chat)), Duration::from_millis(1));
             assert!(
                 limiter.remembered_chats() <= 2 * MIN_SWEEP_AT,
                 "{} chats remembered after {chat}",
@@ -694,14 +696,14 @@ mod tests {
         }
         // Chats still owed a pause or in line are remembered through a sweep.
         let penalised = 20_001;
-        limiter.penalize(Scope::Chat(penalised), Duration::from_secs(60));
-        let turn = limiter.acquire(Scope::Chat(penalised + 1)).await;
+        limiter.penalize(Scope::Chat(ChatId(penalised)), Duration::from_secs(60));
+        let turn = limiter.acquire(Scope::Chat(ChatId(penalised + 1))).await;
         for chat in 0..2 * MIN_SWEEP_AT as i64 {
-            drop(limiter.acquire(Scope::Chat(chat)).await);
+            drop(limiter.acquire(Scope::Chat(ChatId(chat))).await);
         }
         limiter.with_state(|state, _| {
-            assert!(state.chats.contains_key(&penalised));
-            assert!(state.chats.contains_key(&(penalised + 1)));
+            assert!(state.chats.contains_key(&ChatId(penalised)));
+            assert!(state.chats.contains_key(&ChatId(penalised + 1)));
         });
         drop(turn);
     }

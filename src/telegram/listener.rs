@@ -43,6 +43,7 @@ use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
 use super::callback_data::CallbackData;
+use crate::ids::UpdateId;
 
 /// How long the next batch waits for held updates before it looks for lost ones: far longer
 /// than a handler takes to reach the inbox.
@@ -57,10 +58,15 @@ pub type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
 
 /// The chat teloxide's default distribution gives an update to (its worker), `None` for
 /// updates without a chat (one worker runs those concurrently).
-type Worker = Option<i64>;
+type Worker = Option<crate::ids::ChatId>;
 
 fn worker_of(update: &Update) -> Worker {
-    update.chat().map(|chat| chat.id.0)
+    update.chat().map(|chat| crate::ids::ChatId(chat.id.0))
+}
+
+/// The id of `update`, as the bot names it from here on.
+fn id_of(update: &Update) -> UpdateId {
+    UpdateId(update.id.0)
 }
 
 /// The updates handed to the dispatcher that may start a turn and whose handlers have not
@@ -74,7 +80,7 @@ pub struct Intake {
 /// What [`Intake`] knows: the held updates, and the handlers of each chat.
 #[derive(Default)]
 struct Handlers {
-    held: BTreeMap<u32, Held>,
+    held: BTreeMap<UpdateId, Held>,
     /// Chats with a handler running, or with one ended while updates of the chat are held.
     workers: HashMap<Worker, Activity>,
 }
@@ -96,7 +102,7 @@ struct Activity {
 impl Handlers {
     /// The holds lost with a handler that panicked (see the module docs): never started, in
     /// a chat with no handler running for [`IDLE_WORKER`].
-    fn lost(&self, now: Instant) -> Vec<u32> {
+    fn lost(&self, now: Instant) -> Vec<UpdateId> {
         let idle = |worker: &Worker| {
             self.workers.get(worker).is_some_and(|activity| {
                 activity.running == 0 && now.duration_since(activity.since) >= IDLE_WORKER
@@ -147,8 +153,8 @@ impl Intake {
         };
         held.then(|| {
             let mut state = self.state();
-            let new = !state.held.contains_key(&update.id.0);
-            state.held.entry(update.id.0).or_insert(hold);
+            let new = !state.held.contains_key(&id_of(update));
+            state.held.entry(id_of(update)).or_insert(hold);
             new
         })
     }
@@ -158,7 +164,7 @@ impl Intake {
     pub fn handling(self: &Arc<Self>, update: &Update) -> Handling {
         let worker = worker_of(update);
         let mut state = self.state();
-        if let Some(held) = state.held.get_mut(&update.id.0) {
+        if let Some(held) = state.held.get_mut(&id_of(update)) {
             held.started = true;
         }
         let activity = state.workers.entry(worker).or_insert(Activity {
@@ -169,12 +175,12 @@ impl Intake {
         activity.since = Instant::now();
         Handling(Arc::new(Guard {
             intake: self.clone(),
-            update: update.id.0,
+            update: id_of(update),
             worker,
         }))
     }
 
-    fn release(&self, update: u32) {
+    fn release(&self, update: UpdateId) {
         if self.state().held.remove(&update).is_some() {
             self.released.notify_waiters();
         }
@@ -186,11 +192,11 @@ impl Intake {
     }
 
     /// Waits until `update` is no longer held.
-    async fn released(&self, update: u32) {
+    async fn released(&self, update: UpdateId) {
         self.wait_until(|held| !held.contains_key(&update)).await;
     }
 
-    async fn wait_until(&self, done: impl Fn(&BTreeMap<u32, Held>) -> bool) {
+    async fn wait_until(&self, done: impl Fn(&BTreeMap<UpdateId, Held>) -> bool) {
         loop {
             let released = self.released.notified();
             if done(&self.state().held) {
@@ -202,7 +208,7 @@ impl Intake {
 
     /// Releases the holds lost with a handler that panicked; returns their ids (see
     /// [`STALLED`]).
-    fn forget_lost(&self) -> Vec<u32> {
+    fn forget_lost(&self) -> Vec<UpdateId> {
         let mut state = self.state();
         let lost = state.lost(Instant::now());
         for update in &lost {
@@ -214,7 +220,7 @@ impl Intake {
     }
 
     /// The updates still held.
-    fn held(&self) -> Vec<u32> {
+    fn held(&self) -> Vec<UpdateId> {
         self.state().held.keys().copied().collect()
     }
 
@@ -239,14 +245,14 @@ impl Handling {
     }
 
     /// The id of the update being handled (recorded in the inbox with the turn it starts).
-    pub fn update(&self) -> u32 {
+    pub fn update(&self) -> UpdateId {
         self.0.update
     }
 }
 
 struct Guard {
     intake: Arc<Intake>,
-    update: u32,
+    update: UpdateId,
     worker: Worker,
 }
 
@@ -466,7 +472,7 @@ pub async fn answer_when_handled(
     // an update already held, forged or re-sent, must not release the first one's hold).
     let held = serde_json::from_slice::<Update>(&bytes)
         .ok()
-        .and_then(|update| Some((update.id.0, intake.hold_owned(&update)?)));
+        .and_then(|update| Some((id_of(&update), intake.hold_owned(&update)?)));
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
@@ -481,13 +487,13 @@ pub async fn answer_when_handled(
             }
             if intake.forget_lost().contains(&update) {
                 tracing::error!(
-                    update,
+                    %update,
                     "update lost with a handler that panicked: answering"
                 );
                 break;
             }
             tracing::warn!(
-                update,
+                %update,
                 "update still held after {STALLED:?}: waiting for its handler"
             );
         },
@@ -664,7 +670,7 @@ mod tests {
         });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "update 2 is still being handled");
-        intake.released(1).await;
+        intake.released(UpdateId(1)).await;
         drop(second);
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
@@ -692,12 +698,12 @@ mod tests {
         let state = intake.state();
         assert_eq!(
             state.lost(now),
-            Vec::<u32>::new(),
+            Vec::<UpdateId>::new(),
             "a worker idle for a moment may be starting its next update"
         );
         assert_eq!(
             state.lost(now + IDLE_WORKER),
-            [2],
+            [UpdateId(2)],
             "only the update behind the panic: no other chat's"
         );
     }

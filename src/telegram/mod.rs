@@ -173,8 +173,11 @@ async fn register_commands(bot: &Bot, config: &Config) {
         tracing::warn!(error = %e, "cannot register the command list");
     }
     for &admin in &config.access.admins {
+        let Some(chat) = admin.private_chat() else {
+            continue;
+        };
         let scope = BotCommandScope::Chat {
-            chat_id: Recipient::Id(ChatId(admin.0 as i64)),
+            chat_id: Recipient::Id(ChatId(chat.0)),
         };
         if let Err(e) = bot
             .set_my_commands(Command::visible_to(Role::Admin))

@@ -98,7 +98,7 @@ impl Outbox {
 
     /// Resolves once nothing else of `chat` waits for its paced slot (a burst's edit yields
     /// to the chat's other messages this way).
-    pub async fn quiet(&self, chat: i64) {
+    pub async fn quiet(&self, chat: crate::ids::ChatId) {
         self.policy.limiter.quiet(chat).await;
     }
 
@@ -164,10 +164,15 @@ impl Messenger for Outbox {
         .boxed()
     }
 
-    fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()> {
+    fn set_keyboard(
+        &self,
+        chat: crate::ids::ChatId,
+        message: i32,
+        keyboard: Keyboard,
+    ) -> BoxFuture<'_, ()> {
         let markup = keyboards::markup(&keyboard);
         async move {
-            let (chat, id) = (ChatId(chat), MessageId(message));
+            let (chat, id) = (ChatId(chat.0), MessageId(message));
             self.edit_keyboard(chat, id, markup, "update the keyboard")
                 .await;
         }

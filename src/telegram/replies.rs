@@ -60,38 +60,36 @@ pub(crate) fn edit(
 }
 
 /// Posts `keyboard` in place of message `message`'s in `chat`.
-pub(crate) fn keyboard(deps: &Deps, chat: i64, message: i32, keyboard: Keyboard) {
+pub(crate) fn keyboard(deps: &Deps, chat: crate::ids::ChatId, message: i32, keyboard: Keyboard) {
     let tg = deps.tg.clone();
-    deps.app.reply(
-        Conversation::new(crate::ids::ChatId(chat), None),
-        async move {
-            tg.set_keyboard(chat, message, keyboard).await;
-        },
-    );
+    deps.app.reply(Conversation::new(chat, None), async move {
+        tg.set_keyboard(chat, message, keyboard).await;
+    });
 }
 
 /// Posts `markup` in place of message `message`'s keyboard in `chat`; `what` names it in the log.
 pub(crate) fn markup(
     deps: &Deps,
-    chat: i64,
+    chat: crate::ids::ChatId,
     message: MessageId,
     markup: InlineKeyboardMarkup,
     what: &'static str,
 ) {
     let tg = deps.tg.clone();
-    deps.app.reply(
-        Conversation::new(crate::ids::ChatId(chat), None),
-        async move {
-            let chat = teloxide::types::ChatId(chat);
-            tg.edit_keyboard(chat, message, markup, what).await;
-        },
-    );
+    deps.app.reply(Conversation::new(chat, None), async move {
+        let chat = teloxide::types::ChatId(chat.0);
+        tg.edit_keyboard(chat, message, markup, what).await;
+    });
 }
 
 /// A message `user` sent to `chat` over their rate (turns or commands), with `wait` until the
 /// window frees: counted into the burst's one refusal (see [`crate::limits`]).
-pub(crate) fn refuse_too_fast(deps: &Deps, chat: Conversation, user: u64, wait: Duration) {
-    let user = crate::ids::UserId(user);
+pub(crate) fn refuse_too_fast(
+    deps: &Deps,
+    chat: Conversation,
+    user: crate::ids::UserId,
+    wait: Duration,
+) {
     let Deps { app, tg } = deps;
     if !app.limits().refusal(chat, user, wait) {
         return;
@@ -122,7 +120,7 @@ pub(crate) async fn post_burst<K, S>(
         let shown = match post.message {
             None => tg.send_html(to, &html, markup).await.map(|m| m.id),
             Some(message) => {
-                tg.quiet(to.chat.0).await;
+                tg.quiet(crate::ids::ChatId(to.chat.0)).await;
                 tg.edit_html(to, MessageId(message), &html, markup).await
             }
         };

@@ -126,7 +126,13 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, RequestError>>,
 {
-    paced(policy, Scope::Chat(chat.0), what, request).await
+    paced(
+        policy,
+        Scope::Chat(crate::ids::ChatId(chat.0)),
+        what,
+        request,
+    )
+    .await
 }
 
 /// [`with_retry`] for a request that names no chat (`getFile`): a 429 on it pauses every call.
@@ -341,6 +347,7 @@ pub async fn typing(bot: Bot, to: Target, every: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ChatId;
 
     #[test]
     fn a_target_keeps_the_topic_and_drops_only_the_reply() {
@@ -353,13 +360,13 @@ mod tests {
         let cases = [
             Case {
                 name: "a private chat",
-                at: Conversation::from(7),
+                at: Conversation::new(ChatId(7), None),
                 reply_to: None,
                 thread: None,
             },
             Case {
                 name: "a group, replying",
-                at: Conversation::from(-5),
+                at: Conversation::new(ChatId(-5), None),
                 reply_to: Some(40),
                 thread: None,
             },
@@ -372,7 +379,7 @@ mod tests {
         ];
         for case in cases {
             let to = Target::new(case.at, case.reply_to);
-            assert_eq!(to.chat, ChatId(case.at.chat.0), "case {}", case.name);
+            assert_eq!(to.chat.0, case.at.chat.0, "case {}", case.name);
             assert_eq!(to.thread.map(|t| t.0.0), case.thread, "case {}", case.name);
             assert_eq!(
                 to.reply_to,

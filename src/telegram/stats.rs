@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::render::escape_html;
 use super::views::thousands;
 use crate::app::App;
+use crate::ids::{ChatId, UserId};
 use crate::role::Role;
 use crate::store::UsageTotals;
 use crate::texts::telegram as texts;
@@ -44,7 +45,7 @@ pub(crate) struct BotStats {
 /// One row of a top-users list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TopUser {
-    pub id: u64,
+    pub id: UserId,
     /// The name Telegram last showed for them, if they ever wrote.
     pub name: Option<String>,
     pub tokens: u64,
@@ -53,8 +54,8 @@ pub(crate) struct TopUser {
 /// The numbers for `user` (with `role`) asking in `chat`, read off the runtime's threads.
 pub(crate) async fn gather(
     app: &Arc<App>,
-    chat: i64,
-    user: u64,
+    chat: ChatId,
+    user: UserId,
     role: Role,
 ) -> Result<Stats, tokio::task::JoinError> {
     let app = app.clone();
@@ -62,11 +63,11 @@ pub(crate) async fn gather(
 }
 
 /// [`gather`]'s store scans, on the calling thread.
-fn gather_now(app: &App, chat: i64, user: u64, role: Role) -> Stats {
+fn gather_now(app: &App, chat: ChatId, user: UserId, role: Role) -> Stats {
     let store = app.store();
     let limits = &app.config().limits;
     let exempt = role == Role::Admin && limits.exempt_admins;
-    let top = |rows: Vec<(u64, u64)>| {
+    let top = |rows: Vec<(UserId, u64)>| {
         rows.into_iter()
             .map(|(id, tokens)| TopUser {
                 id,
@@ -81,7 +82,7 @@ fn gather_now(app: &App, chat: i64, user: u64, role: Role) -> Stats {
         budget: (limits.daily_tokens > 0 && !exempt).then_some(limits.daily_tokens),
         // Other users' names, ids and usage: for an admin's private chat only, never posted
         // to a group where every member would read them (private chats have positive ids).
-        bot: (role == Role::Admin && chat > 0).then(|| BotStats {
+        bot: (role == Role::Admin && chat.is_private()).then(|| BotStats {
             models: store.usage().totals(None),
             top_today: top(store.usage().top_users_today(TOP_USERS)),
             top_all_time: top(store.usage().top_users_all_time(TOP_USERS)),
@@ -230,7 +231,7 @@ mod tests {
             absent: &'static [&'static str],
         }
         let top = |id, name: Option<&str>, tokens| TopUser {
-            id,
+            id: UserId(id),
             name: name.map(str::to_string),
             tokens,
         };

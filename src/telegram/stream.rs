@@ -104,7 +104,7 @@ impl Display {
                     () = tokio::time::sleep_until(next_flush) => {
                         if self.shown.is_empty() && !waited_for_slot {
                             waited_for_slot = true;
-                            next_flush = next_flush.max(self.policy.limiter.ready_at(self.to.chat.0));
+                            next_flush = next_flush.max(self.policy.limiter.ready_at(crate::ids::ChatId(self.to.chat.0)));
                             continue;
                         }
                         self.show(&display(&text, progress.as_deref())).await;

@@ -3,7 +3,9 @@
 //! photos, and the labels of buttons.
 //!
 //! HTML texts are Telegram's HTML: a placeholder documented as "escaped" must already be
-//! escaped by the caller (this module imports nothing, not even the escaper).
+//! escaped by the caller (this module imports only the id type, not even the escaper).
+
+use crate::ids::UserId;
 
 /// The toast of a press from someone not on the allow-list.
 pub const PRIVATE: &str = "Sorry, this bot is private.";
@@ -223,7 +225,7 @@ pub fn skills_head_html(count: usize, page: usize, pages: usize) -> String {
 }
 
 /// The refusal a stranger gets, with their id; `button` adds the line about the button.
-pub fn refusal_html(user: u64, button: bool) -> String {
+pub fn refusal_html(user: UserId, button: bool) -> String {
     let mut html = format!(
         "Sorry, this bot is private. Your Telegram user id is <code>{user}</code>: to get in, \
          ask the bot's owner to add your id."
@@ -236,7 +238,7 @@ pub fn refusal_html(user: u64, button: bool) -> String {
 
 /// The refusal of several strangers at once (a burst in a group): every id listed, and how
 /// many `more`; no button.
-pub fn refusals_html(ids: &[u64], more: usize) -> String {
+pub fn refusals_html(ids: &[UserId], more: usize) -> String {
     let ids: Vec<String> = ids.iter().map(|id| format!("<code>{id}</code>")).collect();
     let mut html = format!(
         "Sorry, this bot is private. To get in, ask the bot's owner to add your Telegram user \
@@ -251,7 +253,7 @@ pub fn refusals_html(ids: &[u64], more: usize) -> String {
 }
 
 /// The refusal once its request went to the admins.
-pub fn request_sent_html(user: u64) -> String {
+pub fn request_sent_html(user: UserId) -> String {
     format!(
         "Sorry, this bot is private. Your Telegram user id is <code>{user}</code>.\n\
          ✅ Request sent: the bot's owner has your name and id."
@@ -260,7 +262,7 @@ pub fn request_sent_html(user: u64) -> String {
 
 /// What the admins are told of a request: who (`name` and `username`, escaped), with the id
 /// to copy, and what to do.
-pub fn admin_notice_html(user: u64, name: &str, username: Option<&str>) -> String {
+pub fn admin_notice_html(user: UserId, name: &str, username: Option<&str>) -> String {
     let handle = username.map_or_else(String::new, |u| format!(" (@{u})"));
     format!(
         "🔑 <b>Access request</b>\n{name}{handle} asks to use the bot. Their id: \
@@ -413,19 +415,19 @@ mod tests {
         let cases = [
             (
                 "refusal",
-                refusal_html(666, false),
+                refusal_html(UserId(666), false),
                 "ask the bot's owner to add your id.",
                 false,
             ),
             (
                 "refusal with the button",
-                refusal_html(666, true),
+                refusal_html(UserId(666), true),
                 "tap <b>Request access</b>",
                 true,
             ),
             (
                 "request sent",
-                request_sent_html(666),
+                request_sent_html(UserId(666)),
                 "✅ Request sent",
                 false,
             ),
@@ -444,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_burst_of_strangers_lists_every_id_and_counts_the_rest() {
-        let html = refusals_html(&[1000, 1001, 1002], 2);
+        let html = refusals_html(&[UserId(1000), UserId(1001), UserId(1002)], 2);
         assert!(
             html.contains("<code>1000</code>, <code>1001</code>"),
             "{html}"
@@ -455,7 +457,7 @@ mod tests {
             !html.contains("Request access"),
             "no button to mention: {html}"
         );
-        assert!(refusals_html(&[7], 0).ends_with("<code>7</code>."));
+        assert!(refusals_html(&[UserId(7)], 0).ends_with("<code>7</code>."));
     }
 
     #[test]
@@ -470,7 +472,7 @@ mod tests {
             ("without", "Mallory", None, "Mallory asks"),
         ];
         for (name, full_name, username, says) in cases {
-            let html = admin_notice_html(666, full_name, username);
+            let html = admin_notice_html(UserId(666), full_name, username);
             assert!(html.contains(says), "{name}: {html}");
             assert!(html.contains("<code>666</code>"), "{name}: {html}");
         }

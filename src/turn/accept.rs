@@ -9,6 +9,7 @@ use super::messenger::Out;
 use super::pipeline::run;
 use crate::app::App;
 use crate::conversation::Conversation;
+use crate::ids::UpdateId;
 use crate::store::{Arrival, InboxEntry, InboxState};
 use crate::texts::turn::PANIC_NOTICE;
 
@@ -20,23 +21,12 @@ use crate::texts::turn::PANIC_NOTICE;
 /// `telegram::listener`), so a crash at any point before loses nothing Telegram forgot.
 pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
     if let Some(update) = input.update {
-        let entry = InboxEntry {
-            chat: input.chat,
-            user: input.user,
-            text: input.text.clone(),
-            image: input.image.clone(),
-            state: InboxState::Pending,
-            received: chrono::Utc::now().timestamp(),
-            topic: input.topic,
-            reply_to: input.reply_to,
-            parts: Vec::new(),
-            first_seq: 0,
-            forwarded: input.forwarded,
-        };
+        let received = chrono::Utc::now().timestamp();
+        let entry = InboxEntry::pending(input.request.clone(), received);
         match app.store().inbox().accept(update, &entry) {
             Ok(Arrival::New | Arrival::Reused) => {}
             Ok(Arrival::Redelivered) => {
-                tracing::info!(update, "ignoring an update that was already accepted");
+                tracing::info!(%update, "ignoring an update that was already accepted");
                 return false;
             }
             // Its id's record is another update's: the turn must not change that record.
@@ -44,7 +34,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
             // Dropped (logged): the message is still answered; only a crash before its answer
             // loses it, as Telegram is told it arrived and no record is left for recovery.
             Err(e) => {
-                tracing::error!(update, error = %e, "cannot record the update; answering anyway")
+                tracing::error!(%update, error = %e, "cannot record the update; answering anyway")
             }
         }
     }
@@ -62,20 +52,16 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
 pub(super) fn enqueue(app: &Arc<App>, out: &Out, input: TurnInput) {
     let (chat, update) = (input.conversation(), input.update);
     let on_panic = failed(app.clone(), out.clone(), chat, update);
-    app.queues().enqueue(
-        chat,
-        update.map(crate::ids::UpdateId),
-        run(app.clone(), out.clone(), input),
-        on_panic,
-    );
+    app.queues()
+        .enqueue(chat, update, run(app.clone(), out.clone(), input), on_panic);
 }
 
 /// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
 /// even after a restart), and the user is told once that the message could not be handled.
-async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>) {
+async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<UpdateId>) {
     if let Some(update) = update {
         tracing::error!(
-            update,
+            %update,
             %chat,
             "a turn panicked; its message is marked failed"
         );
@@ -83,7 +69,7 @@ async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<u32>
         // Dropped (logged): the user is told; the update stays unfinished, so the next start
         // resumes it (runs it once more) instead of leaving it failed.
         if let Err(e) = written.and(app.store().db().flush_async().await) {
-            tracing::warn!(update, error = %e, "cannot record a failed turn");
+            tracing::warn!(%update, error = %e, "cannot record a failed turn");
         }
     }
     out.notice(chat, PANIC_NOTICE).await;

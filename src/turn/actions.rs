@@ -165,7 +165,7 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
     let ticket = match app
         .store()
         .tickets()
-        .vote(ticket, at.chat.0, up, VOTE_CHANGES)
+        .vote(ticket, at.chat, up, VOTE_CHANGES)
     {
         Ok(Vote::Recorded(ticket)) => ticket,
         Ok(Vote::AlreadyVoted) => return Outcome::refuse(ALREADY_RATED),

@@ -18,14 +18,11 @@ pub(super) async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmE
         let text = setup_alert(model, &error.to_string());
         let text = crate::logging::redact(&text, &app.config().secrets());
         for admin in admins {
-            let Ok(chat) = i64::try_from(admin.0) else {
+            let Some(chat) = admin.private_chat() else {
                 continue;
             };
-            out.notice(
-                crate::conversation::Conversation::new(crate::ids::ChatId(chat), None),
-                &text,
-            )
-            .await;
+            out.notice(crate::conversation::Conversation::new(chat, None), &text)
+                .await;
         }
     }
     true

@@ -51,9 +51,9 @@ pub(super) fn start(turn: &Turn, basis: &Basis, thought: &Thought, external: boo
         .then(|| feedback_ticket(app, &job, basis, result))
         .flatten();
     let extraction = (app.config().options.enabled && answered).then(|| options::Answer {
-        chat: crate::ids::ChatId(input.chat),
-        topic: input.topic.map(crate::ids::TopicId),
-        user: crate::ids::UserId(input.user),
+        chat: input.request.chat,
+        topic: input.request.topic,
+        user: input.request.user,
         epoch: basis.epoch,
         feedback: feedback.clone(),
     });
@@ -95,7 +95,7 @@ pub(super) fn attach(turn: &Turn, follow_ups: FollowUps, quick: Quick, shown: &[
         }
         Quick::Nothing => {}
         Quick::Later => {
-            let (app2, out, chat) = (app.clone(), turn.out.clone(), turn.input.chat);
+            let (app2, out, chat) = (app.clone(), turn.out.clone(), turn.input.request.chat);
             let options = follow_ups.options;
             app.spawn(async move {
                 let Ok(Some(attached)) = options.await else {
@@ -127,10 +127,10 @@ fn reflection_job(
 ) -> ReflectionJob {
     let calls = turn_calls(&result.messages);
     ReflectionJob {
-        chat: turn.input.chat,
-        user: Some(turn.input.user),
+        chat: turn.input.request.chat,
+        user: Some(turn.input.request.user),
         model: basis.model.clone(),
-        task: reflection::task_summary(&turn.input.text),
+        task: reflection::task_summary(&turn.input.request.text),
         tools: result.tools_used.clone(),
         outcome: result.outcome(),
         external,
@@ -283,7 +283,7 @@ mod tests {
             let job = reflection_job(&turn, &basis, &thought.result, true);
             assert_eq!(
                 (job.chat, job.model.as_str()),
-                (turn.input.chat, "m"),
+                (turn.input.request.chat, "m"),
                 "{name}"
             );
             assert!(job.external && job.task.contains("time"), "{name}: {job:?}");

@@ -14,6 +14,7 @@ use super::messenger::Messenger;
 use crate::app::App;
 use crate::budget::{Payer, spent_text};
 use crate::conversation::Conversation;
+use crate::ids::{UpdateId, UserId};
 use crate::role::Role;
 use crate::store::InboxState;
 
@@ -28,21 +29,19 @@ pub(super) struct Admitted {
 pub(super) async fn admit(
     app: &App,
     out: &dyn Messenger,
-    user: u64,
+    user: UserId,
     chat: Conversation,
-    update: Option<u32>,
+    update: Option<UpdateId>,
 ) -> Option<Admitted> {
-    let role = app.config().role_of(crate::ids::UserId(user));
+    let role = app.config().role_of(user);
     if role == Role::Stranger {
-        tracing::info!(user, %chat, update, "dropping a turn of a user no longer allowed");
+        tracing::info!(%user, %chat, update = update.map(|u| u.0), "dropping a turn of a user no longer allowed");
         finish(app, update).await;
         return None;
     }
-    let payer = app
-        .ledger()
-        .payer(Some(crate::ids::UserId(user)), Some(chat));
+    let payer = app.ledger().payer(Some(user), Some(chat));
     if let Some(spent) = payer.spent() {
-        tracing::info!(user, %chat, update, "dropping a turn: the user's budget is spent");
+        tracing::info!(%user, %chat, update = update.map(|u| u.0), "dropping a turn: the user's budget is spent");
         if payer.first_refusal(chat) {
             out.notice(chat, &spent_text(spent.0)).await;
         }
@@ -53,7 +52,7 @@ pub(super) async fn admit(
 }
 
 /// A dropped turn's update is done (flushed): never resumed, never answered.
-async fn finish(app: &App, update: Option<u32>) {
+async fn finish(app: &App, update: Option<UpdateId>) {
     let Some(update) = update else {
         return;
     };
@@ -61,14 +60,14 @@ async fn finish(app: &App, update: Option<u32>) {
     // Dropped (logged): the update stays Pending, so the next start runs it again through this
     // gate, which decides anew (a user still not allowed, or still spent, is dropped again).
     if let Err(e) = written.and(app.store().db().flush_async().await) {
-        tracing::warn!(update, error = %e, "cannot record a dropped turn");
+        tracing::warn!(%update, error = %e, "cannot record a dropped turn");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::turn::testing::{ADMIN, ALICE, NO_LLM, Recorder, accept, app, input, state};
+    use crate::turn::testing::{ADMIN, ALICE, NO_LLM, Recorder, UPDATE, accept, app, from, state};
 
     /// Only a user allowed now runs a turn; a stranger's is dropped silently, its update done.
     #[tokio::test]
@@ -82,16 +81,12 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let app = app(dir.path(), NO_LLM);
             let out = Recorder::new();
-            let input = crate::turn::TurnInput {
-                chat: user,
-                user: user.unsigned_abs(),
-                ..input("hi")
-            };
+            let input = from(user, "hi");
             accept(&app, &input);
             let at = input.conversation();
-            let got = admit(&app, out.as_ref(), input.user, at, input.update).await;
+            let got = admit(&app, out.as_ref(), input.request.user, at, input.update).await;
             assert_eq!(got.is_some(), admitted, "{name}");
-            assert_eq!(state(&app, 7).is_some(), admitted, "{name}: update");
+            assert_eq!(state(&app, UPDATE).is_some(), admitted, "{name}: update");
             assert!(out.shown().is_empty(), "{name}: nothing is said");
         }
     }

@@ -1,36 +1,38 @@
 //! What starts a turn: a typed message, a pressed option, a 🔁 Retry, or a turn recovered after
-//! a restart, in one shape.
+//! a restart, in one shape: the [`TurnRequest`] (who asked what, where; the shape the inbox and
+//! a retry ticket store too) and the update that carries it.
 
 use crate::conversation::Conversation;
+use crate::ids::UpdateId;
+use crate::store::{InboxEntry, TurnRequest};
 
 /// What starts a turn.
 #[derive(Debug, Clone)]
 pub struct TurnInput {
-    pub chat: i64,
-    /// The user whose message it is; their role and budget are checked when the turn runs.
-    pub user: u64,
+    /// Who asked what, where.
+    pub request: TurnRequest,
     /// The update recorded in the inbox for this turn (`None` for turns without one).
-    pub update: Option<u32>,
-    /// The user's text, or a pressed option's full label.
-    pub text: String,
-    /// A photo's file id (downloaded in the turn, so a resumed turn can fetch it).
-    pub image: Option<String>,
-    /// The forum topic the message came from: the turn's history, queue and answer are that
-    /// topic's.
-    pub topic: Option<i32>,
-    /// The message the answer replies to (the one that started the turn, in groups).
-    pub reply_to: Option<i32>,
-    /// The message was forwarded: someone else wrote its text, so the turn is marked as
-    /// holding third-party text.
-    pub forwarded: bool,
+    pub update: Option<UpdateId>,
 }
 
 impl TurnInput {
+    /// `request`, arriving in update `update` (a message or a press, to be recorded in the
+    /// inbox by `turn::accept`).
+    pub fn new(request: TurnRequest, update: UpdateId) -> Self {
+        Self {
+            request,
+            update: Some(update),
+        }
+    }
+
+    /// The turn of inbox record `entry` (of update `update`) that a crash interrupted, run
+    /// again as it was received.
+    pub fn resumed(update: UpdateId, entry: InboxEntry) -> Self {
+        Self::new(entry.request, update)
+    }
+
     /// The conversation the turn belongs to.
     pub fn conversation(&self) -> Conversation {
-        Conversation::new(
-            crate::ids::ChatId(self.chat),
-            self.topic.map(crate::ids::TopicId),
-        )
+        self.request.conversation()
     }
 }

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::ids::ChatId;
 
 /// The chat a turn answers in, as the turn layer holds it.
 pub type Out = Arc<dyn Messenger>;
@@ -119,7 +120,7 @@ pub trait Messenger: Send + Sync {
     ) -> BoxFuture<'a, Vec<i32>>;
 
     /// Replaces the keyboard of message `message`.
-    fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()>;
+    fn set_keyboard(&self, chat: ChatId, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()>;
 
     /// Sends a short plain notice.
     fn notice<'a>(&'a self, chat: Conversation, text: &'a str) -> BoxFuture<'a, ()>;

@@ -38,8 +38,7 @@ pub fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u
                 feedback: offered.feedback,
                 vote,
             };
-            out.set_keyboard(chat.chat.0, offered.message, keyboard)
-                .await;
+            out.set_keyboard(chat.chat, offered.message, keyboard).await;
         });
     }
     Some(round)

@@ -15,7 +15,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
     let result = &thought.result;
     // Text a third party wrote anywhere in what this turn read taints what it produced.
     let provenance = Provenance {
-        external: basis.external || turn.input.forwarded || result.external_content(),
+        external: basis.external || turn.input.request.forwarded || result.external_content(),
         admin_only: result.admin_only_calls.clone(),
     };
     store_turn(turn, basis, result, &provenance);
@@ -27,8 +27,8 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
             .learning()
             .record_outcome(&basis.context.heuristics, result.succeeded())
     {
-        let chat = turn.input.chat;
-        tracing::warn!(chat, error = %e, "cannot score the heuristics a turn carried");
+        let chat = turn.input.request.chat;
+        tracing::warn!(%chat, error = %e, "cannot score the heuristics a turn carried");
     }
     provenance
 }
@@ -38,7 +38,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
 /// budget was charged per call).
 fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Provenance) {
     let (input, store) = (&turn.input, turn.app.store());
-    let chat = input.chat;
+    let chat = input.request.chat;
     // Dropped (logged): the next turn's window still holds the turns the overflow dropped; it
     // overflows once more and drops them again.
     if result.dropped_turns > 0
@@ -46,7 +46,7 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
             .history()
             .skip(input.conversation(), result.dropped_turns)
     {
-        tracing::warn!(chat, error = %e, "cannot move the history window");
+        tracing::warn!(%chat, error = %e, "cannot move the history window");
     }
     let stored: Vec<ChatMessage> = result
         .messages
@@ -64,8 +64,8 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
     );
     match &appended {
         Ok(true) => {}
-        Ok(false) => tracing::info!(chat, "chat was cleared during the turn; not stored"),
-        Err(e) => tracing::error!(chat, error = %e, "cannot store the turn"),
+        Ok(false) => tracing::info!(%chat, "chat was cleared during the turn; not stored"),
+        Err(e) => tracing::error!(%chat, error = %e, "cannot store the turn"),
     }
     // Handled: a turn the history refused stays Pending, so a crash before its answer is shown
     // runs it again (marked stored, recovery would close it unanswered). A failed mark is
@@ -73,7 +73,7 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
     if let Some(update) = input.update.filter(|_| appended.is_ok())
         && let Err(e) = store.inbox().mark_stored(update)
     {
-        tracing::warn!(update, error = %e, "cannot record an update's progress");
+        tracing::warn!(%update, error = %e, "cannot record an update's progress");
     }
     // Dropped (logged): the per-chat statistics miss this turn; the user's budget was charged
     // call by call already.
@@ -81,7 +81,7 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         .usage()
         .charge(chat, &basis.model, 1, result.calls, result.usage)
     {
-        tracing::warn!(chat, error = %e, "cannot record usage");
+        tracing::warn!(%chat, error = %e, "cannot record usage");
     }
 }
 
@@ -91,7 +91,9 @@ mod tests {
     use crate::learning::TurnContext;
     use crate::store::InboxState;
     use crate::turn::messenger::Live;
-    use crate::turn::testing::{ALICE, NO_LLM, Recorder, accept, app, input, result, state, turn};
+    use crate::turn::testing::{
+        ALICE, NO_LLM, Recorder, UPDATE, accept, app, input, result, state, turn,
+    };
 
     /// The turn is in the history before its answer is shown, its update stored, and marked
     /// as holding third-party text when anything it read did.
@@ -105,10 +107,8 @@ mod tests {
         for (name, forwarded, window_external, external) in cases {
             let dir = tempfile::tempdir().unwrap();
             let app = app(dir.path(), NO_LLM);
-            let input = crate::turn::TurnInput {
-                forwarded,
-                ..input("question")
-            };
+            let mut input = input("question");
+            input.request.forwarded = forwarded;
             accept(&app, &input);
             let turn = turn(&app, &Recorder::new(), input).await;
             let basis = Basis {
@@ -128,7 +128,7 @@ mod tests {
             let window = app.store().history().window(turn.at(), 100_000).unwrap();
             assert_eq!(window.messages, thought.result.messages, "{name}");
             assert_eq!(window.external, external, "{name}: the window's mark");
-            assert_eq!(state(&app, 7), Some(InboxState::Stored), "{name}");
+            assert_eq!(state(&app, UPDATE), Some(InboxState::Stored), "{name}");
         }
     }
 
@@ -162,6 +162,6 @@ mod tests {
             retry: None,
         };
         persist(&turn, &basis, &thought);
-        assert_eq!(state(&app, 7), Some(InboxState::Pending));
+        assert_eq!(state(&app, UPDATE), Some(InboxState::Pending));
     }
 }

@@ -21,7 +21,7 @@ use crate::app::App;
 /// goes on with the next message either way.
 pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let at = input.conversation();
-    let admitted = gate::admit(&app, out.as_ref(), input.user, at, input.update);
+    let admitted = gate::admit(&app, out.as_ref(), input.request.user, at, input.update);
     let Some(admitted) = admitted.await else {
         return;
     };

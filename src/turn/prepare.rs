@@ -54,17 +54,17 @@ pub(super) async fn prepare(turn: &Turn) -> Option<(Prompt, Basis)> {
     } else {
         window.for_non_admin()
     };
-    let caller = Caller::new(turn.role, crate::ids::ChatId(input.chat));
+    let caller = Caller::new(turn.role, input.request.chat);
     let specs = app.agent().tools().specs(caller);
     // A forwarded message is someone else's words, not the user correcting the bot.
-    let corrected = (!input.forwarded)
-        .then(|| correction(&window.messages, &input.text))
+    let corrected = (!input.request.forwarded)
+        .then(|| correction(&window.messages, &input.request.text))
         .flatten();
     let context = app
         .learning()
-        .context_for(&input.text, &window.messages, &specs, &turn.payer)
+        .context_for(&input.request.text, &window.messages, &specs, &turn.payer)
         .await;
-    let content = context.user_content(&input.text);
+    let content = context.user_content(&input.request.text);
     let basis = Basis {
         model: model.id.clone(),
         epoch: window.epoch,
@@ -74,7 +74,7 @@ pub(super) async fn prepare(turn: &Turn) -> Option<(Prompt, Basis)> {
     };
     let prompt = Prompt {
         messages: prompt(app, window.messages),
-        user_message: user_message(&turn.out, content, input.image.clone()).await,
+        user_message: user_message(&turn.out, content, input.request.image.clone()).await,
         model,
         caller,
         specs,
@@ -130,7 +130,9 @@ fn prompt(app: &App, history: Vec<ChatMessage>) -> Vec<ChatMessage> {
 mod tests {
     use super::*;
     use crate::store::Provenance;
-    use crate::turn::testing::{ALICE, NO_LLM, Recorder, Shown, accept, app, input, state, turn};
+    use crate::turn::testing::{
+        ALICE, NO_LLM, Recorder, Shown, UPDATE, accept, app, input, state, turn,
+    };
 
     /// The prompt is the system message and the history; the message comes after it. No LLM
     /// is needed to prepare it.
@@ -139,7 +141,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path(), NO_LLM);
         let earlier = [ChatMessage::user("hi"), ChatMessage::assistant("hello")];
-        let at = crate::conversation::Conversation::from(ALICE);
+        let at = input("").conversation();
         let provenance = Provenance::default();
         assert!(
             app.store()
@@ -191,6 +193,6 @@ mod tests {
         assert!(prepare(&turn).await.is_none());
         let told = Shown::Notice(turn.at(), UNREADABLE_NOTICE.to_string());
         assert_eq!(out.shown(), vec![told]);
-        assert_eq!(state(&app, 7), None);
+        assert_eq!(state(&app, UPDATE), None);
     }
 }

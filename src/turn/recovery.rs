@@ -11,7 +11,7 @@ use super::messenger::{Keyboard, Live, Out, unrecorded};
 use super::reflect::{bare_prefix, queue_reflection};
 use super::visibility::{record_visible, set_state};
 use crate::app::App;
-use crate::conversation::Conversation;
+use crate::ids::UpdateId;
 use crate::store::inbox_state::{self, Resume};
 use crate::store::{InboxEntry, InboxState};
 use crate::texts::turn::RESTART_NOTICE;
@@ -22,7 +22,7 @@ use crate::texts::turn::RESTART_NOTICE;
 /// this (see [`crate::maintenance`]).
 pub async fn recover(app: &Arc<App>, out: &Out) {
     for (id, job) in app.learning().pending_reflections() {
-        tracing::info!(id, chat = job.chat, "resuming an unfinished reflection");
+        tracing::info!(id, chat = %job.chat, "resuming an unfinished reflection");
         let prefix = bare_prefix(app, &job);
         queue_reflection(app, id, job, prefix);
     }
@@ -32,21 +32,18 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
 }
 
 /// Finishes unfinished inbox update `update`, by what its state and the stored answer say.
-async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
-    let chat = Conversation::new(
-        crate::ids::ChatId(entry.chat),
-        entry.topic.map(crate::ids::TopicId),
-    );
+async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) {
+    let chat = entry.request.conversation();
     let answer = app.store().history().stored_answer(chat, update);
     match (inbox_state::resume(entry.state, answer.is_some()), answer) {
         // The answer may be on screen, in a message we cannot name: never a second one.
         (Resume::Notice, _) => {
-            tracing::info!(update, %chat, "a crash came as an answer was being sent");
+            tracing::info!(%update, %chat, "a crash came as an answer was being sent");
             out.notice(chat, RESTART_NOTICE).await;
             set_state(app, update, InboxState::Answered).await;
         }
         (Resume::Finish, Some(answer)) => {
-            tracing::info!(update, %chat, "finishing an answer a crash interrupted");
+            tracing::info!(%update, %chat, "finishing an answer a crash interrupted");
             let live = Live {
                 messages: app.store().inbox().visible_messages(update),
             };
@@ -59,12 +56,12 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
             set_state(app, update, InboxState::Answered).await;
         }
         (Resume::Send, Some(answer)) => {
-            tracing::info!(update, %chat, "sending an answer a crash held back");
+            tracing::info!(%update, %chat, "sending an answer a crash held back");
             let on_visible = record_visible(app, Some(update), false);
             let live = Live::default();
             out.answer(
                 chat,
-                entry.reply_to,
+                entry.request.reply_to,
                 live,
                 &answer,
                 Keyboard::None,
@@ -75,17 +72,8 @@ async fn resume(app: &Arc<App>, out: &Out, update: u32, entry: InboxEntry) {
         }
         // Not stored yet: run again (into the message already showing it, if any).
         (Resume::Rerun, _) => {
-            tracing::info!(update, %chat, "resuming a turn a crash interrupted");
-            let input = TurnInput {
-                chat: entry.chat,
-                user: entry.user,
-                update: Some(update),
-                text: entry.text,
-                image: entry.image,
-                topic: entry.topic,
-                reply_to: entry.reply_to,
-                forwarded: entry.forwarded,
-            };
+            tracing::info!(%update, %chat, "resuming a turn a crash interrupted");
+            let input = TurnInput::resumed(update, entry);
             enqueue(app, out, input);
         }
         // Stored, but the chat was cleared since: nothing left to send.
@@ -100,7 +88,7 @@ mod tests {
     use super::*;
     use crate::llm::ChatMessage;
     use crate::store::Provenance;
-    use crate::turn::testing::{NO_LLM, Recorder, Shown, accept, app, input, state};
+    use crate::turn::testing::{NO_LLM, Recorder, Shown, UPDATE, accept, app, input, state};
 
     /// What a crash left is finished once, never sent twice.
     #[tokio::test]
@@ -110,7 +98,7 @@ mod tests {
             text: "kept".into(),
             keyboard: Keyboard::None,
         };
-        let restarted = Shown::Notice(Conversation::from(1001), RESTART_NOTICE.to_string());
+        let restarted = Shown::Notice(input("").conversation(), RESTART_NOTICE.to_string());
         let unknown = Some(InboxState::Visible { message: None });
         let shown = Some(InboxState::Visible { message: Some(42) });
         let finished = Shown::Answer {
@@ -141,21 +129,21 @@ mod tests {
                 ];
                 let at = input.conversation();
                 let provenance = Provenance::default();
-                let appended = app
-                    .store()
-                    .history()
-                    .append(at, 0, Some(7), &turn, &provenance);
+                let appended =
+                    app.store()
+                        .history()
+                        .append(at, 0, Some(UPDATE), &turn, &provenance);
                 assert!(appended.unwrap(), "{name}");
             }
-            app.store().inbox().mark_stored(7).unwrap();
+            app.store().inbox().mark_stored(UPDATE).unwrap();
             if let Some(visible) = visible {
-                app.store().inbox().set_state(7, visible).unwrap();
+                app.store().inbox().set_state(UPDATE, visible).unwrap();
             }
             let out = Recorder::new();
             let out_: Out = out.clone();
             recover(&app, &out_).await;
             assert_eq!(out.shown(), want, "{name}");
-            assert_eq!(state(&app, 7), None, "{name}: done");
+            assert_eq!(state(&app, UPDATE), None, "{name}: done");
         }
     }
 }

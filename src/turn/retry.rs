@@ -8,8 +8,9 @@
 
 use crate::agent::{TurnResult, TurnStatus};
 use crate::app::App;
+use crate::ids::{ChatId, UpdateId, UserId};
 use crate::llm::LlmError;
-use crate::store::{RetryClaim, RetryTicket};
+use crate::store::{RetryClaim, RetryTicket, TurnRequest};
 use crate::texts::turn::{
     ALREADY_RETRIED, NOT_YOURS, RETRY_EXPIRED, RETRY_FAILED, RETRY_KEPT, RETRY_SEND_AGAIN,
 };
@@ -24,19 +25,11 @@ pub(crate) fn retryable(error: &LlmError) -> bool {
     matches!(error, LlmError::Unavailable { .. } | LlmError::Malformed(_))
 }
 
-/// For a turn whose LLM failed for a passing reason: stores its message (`text` and `image`
-/// from `user` in `chat`, forum topic `topic`) for one retry and says so in the answer.
+/// For a turn whose LLM failed for a passing reason: stores its `request` (the message, who
+/// sent it, where) for one retry and says so in the answer.
 /// Returns the retry ticket to put under the answer (`None` for any other turn, or when the
 /// ticket cannot be stored: the answer then asks to send it again).
-pub(crate) fn offer(
-    app: &App,
-    result: &mut TurnResult,
-    chat: i64,
-    topic: Option<i32>,
-    user: u64,
-    text: &str,
-    image: Option<&str>,
-) -> Option<String> {
+pub(crate) fn offer(app: &App, result: &mut TurnResult, request: &TurnRequest) -> Option<String> {
     let passing = match &result.status {
         TurnStatus::LlmFailed(error) => retryable(error),
         // A model that gave no answer may well give one on another try.
@@ -47,11 +40,7 @@ pub(crate) fn offer(
         return None;
     }
     let ticket = RetryTicket {
-        chat,
-        user,
-        text: text.to_string(),
-        image: image.map(str::to_string),
-        topic,
+        request: request.clone(),
         used: false,
         claimed_by: None,
         created: chrono::Utc::now().timestamp(),
@@ -62,7 +51,7 @@ pub(crate) fn offer(
         .store()
         .retries()
         .create(&ticket)
-        .inspect_err(|e| tracing::warn!(chat, error = %e, "cannot store a retry"))
+        .inspect_err(|e| tracing::warn!(chat = %request.chat, error = %e, "cannot store a retry"))
         .ok();
     result.answer = failure_text(&result.answer, id.is_some());
     id
@@ -82,10 +71,10 @@ fn failure_text(failure: &str, offered: bool) -> String {
 /// message once). Returns the message to run again, or the toast that refuses the press.
 pub(crate) fn claim(
     app: &App,
-    chat: i64,
-    user: u64,
+    chat: ChatId,
+    user: UserId,
     id: &str,
-    update: u32,
+    update: UpdateId,
 ) -> Result<RetryTicket, &'static str> {
     let oldest = chrono::Utc::now().timestamp() - RETRY_LIFETIME_SECS;
     match app
@@ -98,7 +87,7 @@ pub(crate) fn claim(
         Ok(RetryClaim::NotYours) => Err(NOT_YOURS),
         Ok(RetryClaim::Expired) => Err(RETRY_EXPIRED),
         Err(e) => {
-            tracing::error!(chat, error = %e, "cannot claim a retry");
+            tracing::error!(%chat, error = %e, "cannot claim a retry");
             Err(RETRY_FAILED)
         }
     }

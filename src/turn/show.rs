@@ -31,7 +31,7 @@ pub(super) async fn show(
     // An answer sent whole is marked answered right after its send; one that finishes a live
     // display records the parts it adds, as the display recorded its own.
     let on_visible = record_visible(&turn.app, turn.input.update, !live.messages.is_empty());
-    let (at, reply_to) = (turn.at(), turn.input.reply_to);
+    let (at, reply_to) = (turn.at(), turn.input.request.reply_to);
     let shown = turn
         .out
         .answer(at, reply_to, live, &result.answer, keyboard, on_visible)
@@ -86,7 +86,7 @@ mod tests {
     use crate::options::Attached;
     use crate::turn::messenger::Live;
     use crate::turn::testing::{
-        NO_LLM, Recorder, SENT, Shown, accept, app, input, result, state, turn,
+        NO_LLM, Recorder, SENT, Shown, UPDATE, accept, app, input, result, state, turn,
     };
 
     /// The buttons under an answer, by how its turn ended and what is ready.
@@ -163,7 +163,7 @@ mod tests {
                 let visible = InboxState::Visible {
                     message: Some(message),
                 };
-                app.store().inbox().set_state(7, visible).unwrap();
+                app.store().inbox().set_state(UPDATE, visible).unwrap();
             }
             let turn = turn(&app, &out, input).await;
             let thought = Thought {
@@ -186,7 +186,7 @@ mod tests {
             };
             assert_eq!(out.shown(), vec![want], "{name}");
             let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while state(&app, 7).is_some() {
+            while state(&app, UPDATE).is_some() {
                 assert!(std::time::Instant::now() < until, "{name}: never answered");
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }

@@ -88,7 +88,7 @@ impl Drop for Typing {
 #[cfg(test)]
 mod tests {
     use crate::store::InboxState;
-    use crate::turn::testing::{NO_LLM, Recorder, accept, app, input, turn};
+    use crate::turn::testing::{NO_LLM, Recorder, UPDATE, accept, app, input, turn};
 
     /// A turn whose answer was on screen when a crash came goes into the messages showing it.
     #[tokio::test]
@@ -106,7 +106,7 @@ mod tests {
                 let visible = InboxState::Visible {
                     message: Some(message),
                 };
-                app.store().inbox().set_state(7, visible).unwrap();
+                app.store().inbox().set_state(UPDATE, visible).unwrap();
             }
             let turn = turn(&app, &Recorder::new(), input).await;
             assert_eq!(turn.resumed, resumed, "{name}");

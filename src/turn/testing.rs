@@ -17,13 +17,16 @@ use crate::app::App;
 use crate::cancel::TurnId;
 use crate::config::Config;
 use crate::conversation::Conversation;
+use crate::ids::{ChatId, UpdateId, UserId};
 use crate::llm::{ChatMessage, Usage};
-use crate::store::{InboxEntry, InboxState};
+use crate::store::{InboxEntry, InboxState, TurnRequest};
 
 /// An allowed user (private chat id = user id).
 pub(super) const ALICE: i64 = 1001;
 /// An admin.
 pub(super) const ADMIN: i64 = 9001;
+/// The update that carries Alice's message ([`input`]).
+pub(super) const UPDATE: UpdateId = UpdateId(7);
 /// The id of the first message an answer is sent as.
 pub(super) const SENT: i32 = 500;
 
@@ -36,7 +39,7 @@ pub(super) enum Shown {
         text: String,
         keyboard: Keyboard,
     },
-    Keyboard(i64, i32, Keyboard),
+    Keyboard(ChatId, i32, Keyboard),
 }
 
 /// A chat that records what it is shown; it sends an answer as message [`SENT`] (or into the
@@ -111,7 +114,7 @@ impl Messenger for Recorder {
         })
     }
 
-    fn set_keyboard(&self, chat: i64, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()> {
+    fn set_keyboard(&self, chat: ChatId, message: i32, keyboard: Keyboard) -> BoxFuture<'_, ()> {
         self.record(Shown::Keyboard(chat, message, keyboard));
         Box::pin(async {})
     }
@@ -171,39 +174,24 @@ pub(super) async fn fake_llm(status: u16, answer: &'static str) -> String {
 
 /// Alice's message `text`, as inbox update 7.
 pub(super) fn input(text: &str) -> TurnInput {
-    TurnInput {
-        chat: ALICE,
-        user: ALICE.unsigned_abs(),
-        update: Some(7),
-        text: text.to_string(),
-        image: None,
-        topic: None,
-        reply_to: None,
-        forwarded: false,
-    }
+    from(ALICE, text)
+}
+
+/// `text` from user `user` in their private chat, as inbox update [`UPDATE`].
+pub(super) fn from(user: i64, text: &str) -> TurnInput {
+    let request = TurnRequest::new(ChatId(user), UserId(user.unsigned_abs()), text);
+    TurnInput::new(request, UPDATE)
 }
 
 /// Records `input`'s update in the inbox, as `accept` does.
 pub(super) fn accept(app: &App, input: &TurnInput) {
-    let entry = InboxEntry {
-        chat: input.chat,
-        user: input.user,
-        text: input.text.clone(),
-        image: input.image.clone(),
-        state: InboxState::Pending,
-        received: chrono::Utc::now().timestamp(),
-        topic: input.topic,
-        reply_to: input.reply_to,
-        parts: Vec::new(),
-        first_seq: 0,
-        forwarded: input.forwarded,
-    };
+    let entry = InboxEntry::pending(input.request.clone(), chrono::Utc::now().timestamp());
     let update = input.update.expect("an update");
     app.store().inbox().accept(update, &entry).unwrap();
 }
 
 /// The state of unfinished inbox update `update`; `None` once it is done (answered, failed).
-pub(super) fn state(app: &App, update: u32) -> Option<InboxState> {
+pub(super) fn state(app: &App, update: UpdateId) -> Option<InboxState> {
     let unfinished = app.store().inbox().unfinished().into_iter();
     unfinished
         .filter(|(u, _)| *u == update)
@@ -215,7 +203,7 @@ pub(super) fn state(app: &App, update: u32) -> Option<InboxState> {
 pub(super) async fn turn(app: &Arc<App>, out: &Arc<Recorder>, input: TurnInput) -> Turn {
     let out: Out = out.clone();
     let at = input.conversation();
-    let admitted = gate::admit(app, out.as_ref(), input.user, at, input.update).await;
+    let admitted = gate::admit(app, out.as_ref(), input.request.user, at, input.update).await;
     let control = app.turns().begin(at);
     Turn::begin(
         app.clone(),

@@ -59,16 +59,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         result.answer = SETUP_BROKEN.to_string();
     }
     let live = display.finish(turn.resumed.as_deref()).await;
-    let input = &turn.input;
-    let retry = retry::offer(
-        &turn.app,
-        &mut result,
-        input.chat,
-        input.topic,
-        input.user,
-        &input.text,
-        input.image.as_deref(),
-    );
+    let retry = retry::offer(&turn.app, &mut result, &turn.input.request);
     Some(Thought {
         result,
         live,
@@ -94,7 +85,7 @@ impl Display {
         }
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
         let on_visible = record_visible(&turn.app, turn.input.update, true);
-        let (at, reply_to) = (turn.at(), turn.input.reply_to);
+        let (at, reply_to) = (turn.at(), turn.input.request.reply_to);
         let display = turn
             .out
             .live(at, reply_to, turn.control.id(), receiver, on_visible);
@@ -133,7 +124,10 @@ async fn stopped(turn: &Turn, display: Display) {
     if let Some(update) = update {
         set_state(&turn.app, update, InboxState::Answered).await;
     }
-    tracing::info!(update, "a turn was stopped before its history write");
+    tracing::info!(
+        update = update.map(|u| u.0),
+        "a turn was stopped before its history write"
+    );
 }
 
 #[cfg(test)]
@@ -142,7 +136,7 @@ mod tests {
     use crate::llm::LlmError;
     use crate::texts::turn::RETRY_KEPT;
     use crate::turn::prepare::prepare;
-    use crate::turn::testing::{Recorder, accept, app, fake_llm, input, state, turn};
+    use crate::turn::testing::{Recorder, UPDATE, accept, app, fake_llm, input, state, turn};
 
     /// The agent's answer is kept; a passing failure keeps the message for one 🔁 Retry.
     #[tokio::test]
@@ -189,6 +183,6 @@ mod tests {
         let (prompt, _) = prepare(&turn).await.unwrap();
         crate::turn::actions::cancel(&app, turn.at(), None);
         assert!(think(&turn, prompt).await.is_none());
-        assert_eq!(state(&app, 7), None);
+        assert_eq!(state(&app, UPDATE), None);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::messenger::OnVisible;
 use crate::app::App;
+use crate::ids::UpdateId;
 use crate::store::InboxState;
 
 /// Records (flushed) that the answer of `update` may be visible, before its first send, and
@@ -15,7 +16,7 @@ use crate::store::InboxState;
 /// later parts of a long answer beside it): what recovery needs to never send an answer twice.
 /// An answer sent whole is marked `Answered` right after its send, which says more than its
 /// id, so it skips that second fsync.
-pub(super) fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool) -> OnVisible {
+pub(super) fn record_visible(app: &Arc<App>, update: Option<UpdateId>, with_id: bool) -> OnVisible {
     let app = app.clone();
     Arc::new(move |message| {
         let app = app.clone();
@@ -38,7 +39,7 @@ pub(super) fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool)
                     // Dropped (logged): the answer is shown; only after a crash, recovery edits
                     // the messages it knows and sends this part anew, so it may show twice.
                     if let Err(e) = added.and(app.store().db().flush_async().await) {
-                        tracing::warn!(update, error = %e, "cannot record an answer's part");
+                        tracing::warn!(%update, error = %e, "cannot record an answer's part");
                     }
                 }
                 Some(_) => set_state(&app, update, InboxState::Visible { message }).await,
@@ -50,7 +51,7 @@ pub(super) fn record_visible(app: &Arc<App>, update: Option<u32>, with_id: bool)
 /// Marks an update's progress; `Answered` and `Visible` are flushed to disk (with the turn's
 /// history written before them), so a crash right after does not send the answer again.
 /// Failures are logged: recovery then redoes a little.
-pub(super) async fn set_state(app: &App, update: u32, state: InboxState) {
+pub(super) async fn set_state(app: &App, update: UpdateId, state: InboxState) {
     let written = app.store().inbox().set_state(update, state);
     let flushed = match written {
         Ok(()) if matches!(state, InboxState::Answered | InboxState::Visible { .. }) => {
@@ -61,14 +62,14 @@ pub(super) async fn set_state(app: &App, update: u32, state: InboxState) {
     // Dropped (logged): the turn goes on; only a crash before the next record makes recovery
     // redo a step (a notice, an edit again, or at worst a second answer or a rerun).
     if let Err(e) = flushed {
-        tracing::warn!(update, error = %e, "cannot record an update's progress");
+        tracing::warn!(%update, error = %e, "cannot record an update's progress");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::turn::testing::{NO_LLM, accept, app, input, state};
+    use crate::turn::testing::{NO_LLM, UPDATE, accept, app, input, state};
 
     /// Before the first send the answer may be visible; then its first message is recorded,
     /// and a long answer's later parts beside it (unless the send records no ids).
@@ -82,17 +83,29 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let app = app(dir.path(), NO_LLM);
             accept(&app, &input("hi"));
-            let on_visible = record_visible(&app, Some(7), with_id);
+            let on_visible = record_visible(&app, Some(UPDATE), with_id);
             on_visible(None).await;
             let visible = InboxState::Visible { message: None };
-            assert_eq!(state(&app, 7), Some(visible), "{name}: before the send");
+            assert_eq!(
+                state(&app, UPDATE),
+                Some(visible),
+                "{name}: before the send"
+            );
             on_visible(Some(5)).await;
             on_visible(Some(6)).await;
             let visible = InboxState::Visible { message: first };
-            assert_eq!(state(&app, 7), Some(visible), "{name}: after the sends");
-            assert_eq!(app.store().inbox().visible_messages(7), messages, "{name}");
-            set_state(&app, 7, InboxState::Answered).await;
-            assert_eq!(state(&app, 7), None, "{name}: answered");
+            assert_eq!(
+                state(&app, UPDATE),
+                Some(visible),
+                "{name}: after the sends"
+            );
+            assert_eq!(
+                app.store().inbox().visible_messages(UPDATE),
+                messages,
+                "{name}"
+            );
+            set_state(&app, UPDATE, InboxState::Answered).await;
+            assert_eq!(state(&app, UPDATE), None, "{name}: answered");
         }
     }
 }

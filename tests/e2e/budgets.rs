@@ -131,7 +131,11 @@ async fn parallel_and_queued_turns_of_one_user_overshoot_the_budget_by_at_most_o
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let calls = h.llm.agent_requests().len();
-    let spent = h.app().store().usage().user_tokens_today(BOB as u64);
+    let spent = h
+        .app()
+        .store()
+        .usage()
+        .user_tokens_today(heurist::ids::UserId(BOB as u64));
     assert!(calls <= 2, "{calls} calls for a budget of 150");
     assert!(
         spent <= 150 + 110,
@@ -235,7 +239,10 @@ async fn follow_ups_and_embeddings_are_charged_to_the_user_whose_turn_they_serve
         .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        h.app().store().usage().user_tokens_today(user),
+        h.app()
+            .store()
+            .usage()
+            .user_tokens_today(heurist::ids::UserId(user)),
         110 + embedded("hello") + 110 + 110,
         "the answer, the message's embedding, the extraction's first attempt (it timed out \
          on its second) and the reflection"
@@ -256,7 +263,10 @@ async fn follow_ups_and_embeddings_are_charged_to_the_user_whose_turn_they_serve
     })
     .await;
     assert_eq!(
-        h.app().store().usage().user_tokens_today(user),
+        h.app()
+            .store()
+            .usage()
+            .user_tokens_today(heurist::ids::UserId(user)),
         110 + embedded("hello") + 110 + 110 + 110 + embedded(LESSON),
         "the 👎 reflection and its lesson's embedding"
     );

@@ -426,7 +426,11 @@ async fn a_stopped_turn_is_charged_for_the_calls_it_made() {
     // answer ends must not make answers free).
     let charged =
         h.tg.wait_for(|_| {
-            let used = h.app().store().usage().user_tokens_today(ALICE as u64);
+            let used = h
+                .app()
+                .store()
+                .usage()
+                .user_tokens_today(heurist::ids::UserId(ALICE as u64));
             (used > 220).then_some(used)
         })
         .await;

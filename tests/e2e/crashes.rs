@@ -271,7 +271,7 @@ async fn the_webhook_answers_telegram_only_once_the_message_is_in_the_inbox() {
         .inbox()
         .unfinished()
         .into_iter()
-        .map(|(id, entry)| (id, entry.text))
+        .map(|(id, entry)| (id.0, entry.request.text))
         .collect();
     assert_eq!(
         recorded,

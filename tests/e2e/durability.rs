@@ -419,7 +419,9 @@ async fn turns_out_of_the_history_window_are_pruned_while_the_bot_runs() {
     .await;
     let mut updates = Vec::new();
     for i in 0..6 {
-        updates.push(h.tg.send_text(ALICE, &format!("m{i}")) as u32);
+        updates.push(heurist::ids::UpdateId(
+            h.tg.send_text(ALICE, &format!("m{i}")) as u32,
+        ));
         h.tg.wait_messages(ALICE, i + 1).await;
     }
     let store = h.app().store();
@@ -479,7 +481,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
     let (old, fresh) = (now - 31 * 24 * 3600, now - 29 * 24 * 3600);
     let store = h.app().store();
     let option = |created| OptionTicket {
-        chat: ALICE,
+        chat: heurist::ids::ChatId(ALICE),
         message_id: 1,
         labels: vec!["a".into()],
         epoch: 0,
@@ -490,10 +492,10 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         chosen_by: None,
     };
     let feedback = |created| FeedbackTicket {
-        chat: ALICE,
+        chat: heurist::ids::ChatId(ALICE),
         heuristics: vec![],
         job: ReflectionJob {
-            chat: ALICE,
+            chat: heurist::ids::ChatId(ALICE),
             user: None,
             model: "test-model".into(),
             task: "t".into(),
@@ -530,13 +532,16 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
         "within the retention"
     );
     assert!(matches!(
-        store.tickets().vote(&old_feedback, ALICE, true, 1).unwrap(),
+        store
+            .tickets()
+            .vote(&old_feedback, heurist::ids::ChatId(ALICE), true, 1)
+            .unwrap(),
         Vote::Unknown
     ));
     assert!(matches!(
         store
             .tickets()
-            .vote(&fresh_feedback, ALICE, true, 1)
+            .vote(&fresh_feedback, heurist::ids::ChatId(ALICE), true, 1)
             .unwrap(),
         Vote::Recorded(_)
     ));
@@ -597,7 +602,7 @@ impl heurist::turn::Messenger for PanickingChat {
 
     fn set_keyboard(
         &self,
-        _chat: i64,
+        _chat: heurist::ids::ChatId,
         _message: i32,
         _keyboard: heurist::turn::Keyboard,
     ) -> futures_util::future::BoxFuture<'_, ()> {
@@ -632,16 +637,12 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let config = config(&tg, &llm.url, dir.path());
-    let input = heurist::turn::TurnInput {
-        chat: ALICE,
-        user: ALICE as u64,
-        update: Some(77),
-        text: "crash on me".into(),
-        image: None,
-        topic: None,
-        reply_to: None,
-        forwarded: false,
-    };
+    let request = heurist::store::TurnRequest::new(
+        heurist::ids::ChatId(ALICE),
+        heurist::ids::UserId(ALICE as u64),
+        "crash on me",
+    );
+    let input = heurist::turn::TurnInput::new(request, heurist::ids::UpdateId(77));
     {
         let app = heurist::App::new(config.clone()).unwrap();
         let chat = PanickingChat::new(true);
@@ -692,7 +693,7 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
 async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_history() {
     let llm = FakeLlm::start(|_, _| Reply::text("an answer")).await;
     let mut h = Harness::start(llm).await;
-    let first = h.tg.send_text(ALICE, "first") as u32;
+    let first = heurist::ids::UpdateId(h.tg.send_text(ALICE, "first") as u32);
     h.tg.wait_messages(ALICE, 1).await;
     // Disk damage while the bot is stopped: Alice's chat state no longer decodes.
     let dir = h.app().data_dir().store_dir();
@@ -707,7 +708,7 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
     h.bot = Some(heurist::start(h.config.clone()).await.unwrap());
     let requests = h.llm.agent_requests().len();
 
-    let second = h.tg.send_text(ALICE, "second") as u32;
+    let second = heurist::ids::UpdateId(h.tg.send_text(ALICE, "second") as u32);
     let told = h.tg.wait_messages(ALICE, 2).await;
     assert_eq!(
         told[1].params["text"],

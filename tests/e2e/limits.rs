@@ -228,7 +228,10 @@ async fn the_daily_budget_counts_options_and_reflection_calls_too() {
     assert!(calls >= 3, "agent, options and reflection: {calls}");
     // Every fake completion reports 100 prompt + 10 completion tokens.
     assert_eq!(
-        h.app().store().usage().user_tokens_today(ALICE as u64),
+        h.app()
+            .store()
+            .usage()
+            .user_tokens_today(heurist::ids::UserId(ALICE as u64)),
         calls * 110
     );
     h.stop().await;

@@ -156,11 +156,11 @@ async fn forged_foreign_and_old_retries_are_refused_and_run_nothing() {
 
     // A day-old retry, as one left from yesterday's failure.
     let old = heurist::store::RetryTicket {
-        chat: ALICE,
-        user: ALICE as u64,
-        text: "yesterday".into(),
-        image: None,
-        topic: None,
+        request: heurist::store::TurnRequest::new(
+            heurist::ids::ChatId(ALICE),
+            heurist::ids::UserId(ALICE as u64),
+            "yesterday",
+        ),
         used: false,
         claimed_by: None,
         created: chrono::Utc::now().timestamp() - 25 * 3600,
@@ -227,7 +227,13 @@ async fn a_retry_over_the_rate_limit_is_refused_and_stays_usable() {
         .app()
         .store()
         .retries()
-        .claim(id, ALICE, ALICE as u64, 0, None)
+        .claim(
+            id,
+            heurist::ids::ChatId(ALICE),
+            heurist::ids::UserId(ALICE as u64),
+            0,
+            None,
+        )
         .unwrap();
     assert!(
         matches!(claim, heurist::store::RetryClaim::Claimed(_)),

@@ -4,7 +4,7 @@
 
 use teloxide::prelude::*;
 
-use super::{Deps, HandlerResult, conversation_of};
+use super::{Deps, HandlerResult, conversation_of, sender_of};
 use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::role::Role;
@@ -19,13 +19,13 @@ use crate::turn::{self, Out};
 pub async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let chat = conversation_of(&msg);
-    let user = msg.from.as_ref().map_or(0, |u| u.id.0);
-    if let Verdict::TooFast(wait) = app.limits().check_command(crate::ids::UserId(user), role) {
+    let user = sender_of(&msg);
+    if let Verdict::TooFast(wait) = app.limits().check_command(user, role) {
         replies::refuse_too_fast(&deps, chat, user, wait);
         return Ok(());
     }
     if cmd.min_role() > role {
-        tracing::info!(user, command = ?cmd, "refused a command for admins");
+        tracing::info!(%user, command = ?cmd, "refused a command for admins");
         replies::notice(&deps, chat, ADMINS_ONLY);
         return Ok(());
     }
@@ -46,7 +46,7 @@ pub async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> Hand
             }
         }
         Command::Stats => {
-            let html = stats::stats_html(&stats::gather(app, chat.chat.0, user, role).await?);
+            let html = stats::stats_html(&stats::gather(app, chat.chat, user, role).await?);
             replies::html(&deps, chat, html, None);
         }
         Command::Model(id) => model_command(&deps, chat, id.trim()),

@@ -6,9 +6,10 @@ use teloxide::prelude::*;
 use teloxide::types::Me;
 
 use super::turns::{self, Asker, Claimed};
-use super::{Deps, HandlerResult, conversation_of, reply_in_groups, without_mention};
+use super::{Deps, HandlerResult, conversation_of, reply_in_groups, sender_of, without_mention};
 use crate::limits::Verdict;
 use crate::role::Role;
+use crate::store::TurnRequest;
 use crate::telegram::listener::Handling;
 use crate::telegram::{media, replies};
 use crate::texts::telegram as texts;
@@ -26,15 +27,8 @@ pub async fn text(
 ) -> HandlerResult {
     if text.starts_with('/') {
         handling.done();
-        let (chat, user) = (
-            conversation_of(&msg),
-            msg.from.as_ref().map_or(0, |u| u.id.0),
-        );
-        match deps
-            .app
-            .limits()
-            .check_command(crate::ids::UserId(user), role)
-        {
+        let (chat, user) = (conversation_of(&msg), sender_of(&msg));
+        match deps.app.limits().check_command(user, role) {
             Verdict::TooFast(wait) => replies::refuse_too_fast(&deps, chat, user, wait),
             _ => replies::notice(&deps, chat, UNKNOWN_COMMAND),
         }
@@ -104,15 +98,8 @@ pub async fn non_text(
 /// within the sender's command rate: a flood of stickers gets one refusal that is edited,
 /// not a paced notice each.
 fn rated_notice(deps: &Deps, msg: &Message, role: Role, text: String) {
-    let (chat, user) = (
-        conversation_of(msg),
-        msg.from.as_ref().map_or(0, |u| u.id.0),
-    );
-    match deps
-        .app
-        .limits()
-        .check_command(crate::ids::UserId(user), role)
-    {
+    let (chat, user) = (conversation_of(msg), sender_of(msg));
+    match deps.app.limits().check_command(user, role) {
         Verdict::TooFast(wait) => replies::refuse_too_fast(deps, chat, user, wait),
         _ => replies::notice(deps, chat, text),
     }
@@ -130,7 +117,7 @@ async fn start_turn(
 ) -> HandlerResult {
     let claim = || {
         let chat = conversation_of(msg);
-        let user = msg.from.as_ref().map_or(0, |u| u.id.0);
+        let user = sender_of(msg);
         // So `/stats` can name its top users. Dropped (logged): until a later message records
         // the name, /stats shows "unknown name" for the user; the turn goes on.
         if let Some(from) = msg.from.as_ref()
@@ -140,18 +127,19 @@ async fn start_turn(
                 .people()
                 .remember_name(user, &from.full_name())
         {
-            tracing::debug!(user, error = %e, "cannot remember a user's name");
+            tracing::debug!(%user, error = %e, "cannot remember a user's name");
         }
-        Ok(Ok(Claimed::message(TurnInput {
-            chat: chat.chat.0,
-            user,
-            update: Some(handling.update()),
-            text,
+        let request = TurnRequest {
             image,
-            topic: chat.topic.map(|topic| topic.0),
-            reply_to: reply_in_groups(chat.chat.0, msg.id.0),
+            topic: chat.topic,
+            reply_to: reply_in_groups(chat.chat, msg.id.0),
             forwarded: msg.forward_origin().is_some(),
-        })))
+            ..TurnRequest::new(chat.chat, user, text)
+        };
+        Ok(Ok(Claimed::message(TurnInput::new(
+            request,
+            handling.update(),
+        ))))
     };
     turns::start(deps, Asker::Message(msg), role, handling, claim).await
 }

@@ -73,6 +73,11 @@ pub fn conversation_of(msg: &Message) -> Conversation {
     )
 }
 
+/// The user who sent a message (0, no user, for a channel's post, which has no sender).
+pub(super) fn sender_of(msg: &Message) -> crate::ids::UserId {
+    crate::ids::UserId(msg.from.as_ref().map_or(0, |u| u.id.0))
+}
+
 /// The conversation a button was pressed in: its message's (none for inline messages).
 pub fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
     let message = query.message.as_ref()?;
@@ -84,8 +89,8 @@ pub fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
 
 /// The message an answer in `chat` replies to: the one that started it, in groups (negative
 /// ids), so answers stay threaded in a busy group; none in private chats.
-pub(super) fn reply_in_groups(chat: i64, message: i32) -> Option<i32> {
-    (chat < 0).then_some(message)
+pub(super) fn reply_in_groups(chat: crate::ids::ChatId, message: i32) -> Option<i32> {
+    (chat.0 < 0).then_some(message)
 }
 
 /// Whether `text` contains `@username` as a whole word, case-insensitively.
@@ -122,6 +127,7 @@ pub(super) fn without_mention(text: &str, me: &Me) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ChatId;
 
     #[test]
     fn only_a_forum_topic_makes_its_own_conversation() {
@@ -139,19 +145,19 @@ mod tests {
                 name: "a private chat",
                 chat: serde_json::json!({"id": 7, "type": "private", "first_name": "a"}),
                 extra: serde_json::json!({}),
-                conversation: Conversation::from(7),
+                conversation: Conversation::new(ChatId(7), None),
             },
             Case {
                 name: "a reply thread in a plain group is no topic",
                 chat: group,
                 extra: serde_json::json!({"message_thread_id": 3}),
-                conversation: Conversation::from(-5),
+                conversation: Conversation::new(ChatId(-5), None),
             },
             Case {
                 name: "a forum's General topic",
                 chat: forum.clone(),
                 extra: serde_json::json!({}),
-                conversation: Conversation::from(-5),
+                conversation: Conversation::new(ChatId(-5), None),
             },
             Case {
                 name: "a forum topic",

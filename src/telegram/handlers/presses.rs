@@ -10,6 +10,7 @@ use crate::cancel::TurnId;
 use crate::conversation::Conversation;
 use crate::options::{self, Press};
 use crate::role::Role;
+use crate::store::TurnRequest;
 use crate::telegram::callback_data::{List, OptionPress};
 use crate::telegram::keyboards::{self, model_key};
 use crate::telegram::listener::Handling;
@@ -44,7 +45,8 @@ pub async fn option_pressed(
     press: OptionPress,
     handling: Handling,
 ) -> HandlerResult {
-    let (app, user, update) = (&deps.app, query.from.id.0, handling.update());
+    let user = crate::ids::UserId(query.from.id.0);
+    let (app, update) = (&deps.app, handling.update());
     let claim = || {
         let decided = options::decide(
             app.store(),
@@ -52,7 +54,7 @@ pub async fn option_pressed(
             &press.ticket,
             press.index,
             &press.label,
-            Some(crate::ids::UpdateId(update)),
+            Some(update),
         )?;
         let (ticket, index) = match decided {
             Press::Continue(ticket, index) => (ticket, index),
@@ -66,18 +68,15 @@ pub async fn option_pressed(
             vote: turn::vote_on(app, ticket.feedback.as_deref()),
             feedback: ticket.feedback.clone(),
         };
-        let input = TurnInput {
-            chat: ticket.chat,
-            user,
-            update: Some(update),
-            text: label,
-            image: None,
+        // The label's origin is in its conversation's mark (see `ChatState::external`), so
+        // it is not `forwarded`.
+        let request = TurnRequest {
             topic: ticket.topic,
             // In a group, the answer to a press replies to the answer that offered the option.
             reply_to: reply_in_groups(ticket.chat, ticket.message_id),
-            // The label's origin is in its conversation's mark (see `ChatState::external`).
-            forwarded: false,
+            ..TurnRequest::new(ticket.chat, user, label)
         };
+        let input = TurnInput::new(request, update);
         let mark = Some((ticket.chat, ticket.message_id, chosen));
         Ok(Ok(Claimed {
             input,
@@ -141,7 +140,7 @@ pub async fn feedback_pressed(
         && let Some(markup) = message.reply_markup()
     {
         let marked = keyboards::with_vote(markup, &ticket, up);
-        replies::markup(&deps, at.chat.0, message.id, marked, "show the vote");
+        replies::markup(&deps, at.chat, message.id, marked, "show the vote");
     }
     Ok(())
 }
@@ -261,28 +260,27 @@ pub async fn retry_pressed(
     ticket: String,
     handling: Handling,
 ) -> HandlerResult {
-    let (user, update) = (query.from.id.0, handling.update());
+    let (user, update) = (crate::ids::UserId(query.from.id.0), handling.update());
     let claim = || {
-        let retried = match turn::retry::claim(&deps.app, chat.chat.0, user, &ticket, update) {
+        let retried = match turn::retry::claim(&deps.app, chat.chat, user, &ticket, update) {
             Ok(retried) => retried,
             Err(refusal) => return Ok(Err(refusal)),
         };
         let pressed = query.message.as_ref();
-        let input = TurnInput {
-            chat: retried.chat,
-            user,
-            update: Some(update),
-            text: retried.text,
-            image: retried.image,
+        let retried = retried.request;
+        let request = TurnRequest {
             // Pressed under the failed answer, in its topic: the retry answers there, replying
             // to it.
-            topic: retried.topic.or(chat.topic.map(|topic| topic.0)),
+            topic: retried.topic.or(chat.topic),
             reply_to: pressed.and_then(|m| reply_in_groups(retried.chat, m.id().0)),
             // A forwarded message's failed turn marked its conversation (see
             // `ChatState::external`).
             forwarded: false,
+            user,
+            ..retried
         };
-        let mark = pressed.map(|m| (m.chat().id.0, m.id().0, Keyboard::None));
+        let input = TurnInput::new(request, update);
+        let mark = pressed.map(|m| (crate::ids::ChatId(m.chat().id.0), m.id().0, Keyboard::None));
         Ok(Ok(Claimed {
             input,
             toast: texts::RETRYING,
@@ -306,7 +304,12 @@ async fn answer_press(deps: &Deps, query: &CallbackQuery, outcome: Outcome) -> H
     }
     tg.answer_press(query, &outcome.toast).await?;
     if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
-        replies::keyboard(deps, message.chat().id.0, message.id().0, keyboard);
+        replies::keyboard(
+            deps,
+            crate::ids::ChatId(message.chat().id.0),
+            message.id().0,
+            keyboard,
+        );
     }
     Ok(())
 }

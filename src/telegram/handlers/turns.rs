@@ -27,10 +27,10 @@ pub(super) enum Asker<'a> {
 
 impl Asker<'_> {
     /// The user asking.
-    fn user(self) -> u64 {
+    fn user(self) -> crate::ids::UserId {
         match self {
-            Self::Message(msg) => msg.from.as_ref().map_or(0, |u| u.id.0),
-            Self::Press(query) => query.from.id.0,
+            Self::Message(msg) => super::sender_of(msg),
+            Self::Press(query) => crate::ids::UserId(query.from.id.0),
         }
     }
 }
@@ -41,7 +41,7 @@ pub(super) struct Claimed {
     /// The press's toast (empty: none).
     pub toast: &'static str,
     /// The keyboard that replaces the pressed one: its chat, its message and the new keyboard.
-    pub mark: Option<(i64, i32, Keyboard)>,
+    pub mark: Option<(crate::ids::ChatId, i32, Keyboard)>,
 }
 
 impl Claimed {
@@ -68,9 +68,7 @@ pub(super) async fn start(
     claim: impl FnOnce() -> Claim,
 ) -> HandlerResult {
     let app = &deps.app;
-    let verdict = app
-        .limits()
-        .check(crate::ids::UserId(asker.user()), role, app.store());
+    let verdict = app.limits().check(asker.user(), role, app.store());
     if verdict != Verdict::Allowed {
         handling.done();
         return refuse_over_limits(deps, asker, verdict).await;
@@ -134,8 +132,8 @@ async fn refuse(deps: &Deps, asker: Asker<'_>, refusal: &'static str) -> Handler
 /// before the turn's first message.
 async fn show_used(deps: &Deps, query: &CallbackQuery, claimed: &Claimed) {
     if let Err(e) = deps.tg.answer_press(query, claimed.toast).await {
-        let chat = claimed.input.chat;
-        tracing::warn!(chat, error = %e, "cannot answer a press that starts a turn");
+        let chat = claimed.input.request.chat;
+        tracing::warn!(%chat, error = %e, "cannot answer a press that starts a turn");
     }
     if let Some((chat, message, keyboard)) = claimed.mark.clone() {
         let tg = deps.tg.clone();

@@ -92,7 +92,7 @@ impl App {
         }))
     }
 
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
@@ -127,7 +127,7 @@ impl App {
     }
 
     /// Resolves once a restart to compact the store is wanted.
-    pub async fn compaction_wanted(&self) {
+    pub(crate) async fn compaction_wanted(&self) {
         let mut wanted = self.compaction_wanted.subscribe();
         // The sender lives as long as `self`, so this only returns once it is set.
         let _ = wanted.wait_for(|wanted| *wanted).await;
@@ -172,7 +172,7 @@ impl App {
     }
 
     /// The model this chat uses: its own choice if still configured, else the default.
-    pub fn model_for(&self, chat: crate::conversation::Conversation) -> ModelConfig {
+    pub(crate) fn model_for(&self, chat: crate::conversation::Conversation) -> ModelConfig {
         self.store
             .chats()
             .model(chat)
@@ -183,7 +183,7 @@ impl App {
     /// The history budget of a chat on `model`: the configured budget, shrunk where the model's
     /// context window (as the server reports it, else `context_tokens`) must also hold the
     /// system prompt, the answer cap and a reserve for the new message and tool results.
-    pub async fn history_budget(&self, model: &ModelConfig) -> usize {
+    pub(crate) async fn history_budget(&self, model: &ModelConfig) -> usize {
         const RESERVE: usize = 1024;
         let budget = self.config.agent.history_tokens;
         let window = self

@@ -24,14 +24,14 @@ use tokio::task::{AbortHandle, JoinSet};
 
 /// What kind of follow-up: each kind runs its own few at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
+pub(crate) enum Lane {
     /// An answer's option buttons.
     Options,
     /// A reflection (a turn's, a 👎's or one resumed at start), with its embeddings.
     Reflection,
 }
 
-pub struct Background {
+pub(crate) struct Background {
     /// Follow-ups, which end by themselves (the queued ones too, while they wait).
     tasks: Mutex<JoinSet<()>>,
     /// Loops that run until the shutdown ends them (the prune loop).
@@ -71,7 +71,7 @@ impl Queue {
 impl Background {
     /// Follow-ups run at most `options` option extractions and `reflections` reflections at a
     /// time, and at most `max_waiting` wait (each at least 1).
-    pub fn new(options: usize, reflections: usize, max_waiting: usize) -> Self {
+    pub(crate) fn new(options: usize, reflections: usize, max_waiting: usize) -> Self {
         Self {
             tasks: Mutex::default(),
             loops: Mutex::default(),
@@ -86,7 +86,7 @@ impl Background {
     }
 
     /// Runs `work` in the background, tracked so a shutdown can end it.
-    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         while tasks.try_join_next().is_some() {}
         tasks.spawn(work);
@@ -94,7 +94,7 @@ impl Background {
 
     /// Queues `work` in `lane` (see the module doc): it runs once the lane has room, unless
     /// the queue overflows first, and then `dropped` runs instead.
-    pub fn follow_up(
+    pub(crate) fn follow_up(
         &self,
         lane: Lane,
         work: impl Future<Output = ()> + Send + 'static,
@@ -143,14 +143,14 @@ impl Background {
 
     /// Runs `work`, a loop that never ends by itself, until the shutdown aborts it. It is not
     /// counted by [`Self::running`].
-    pub fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
         let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
         while loops.try_join_next().is_some() {}
         loops.spawn(work);
     }
 
     /// How many follow-ups are still running or waiting (loops not counted).
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         while tasks.try_join_next().is_some() {}
         tasks.len()
@@ -160,7 +160,7 @@ impl Background {
     /// every task has let go of what it held (the app, and with it the store). Waiting
     /// follow-ups end without their `dropped` hooks: what they would have done resumes at the
     /// next start where it can (saved reflections).
-    pub async fn abort_all(&self) {
+    pub(crate) async fn abort_all(&self) {
         self.queue.waiting().clear();
         for set in [&self.tasks, &self.loops] {
             let mut tasks = std::mem::take(&mut *set.lock().unwrap_or_else(|e| e.into_inner()));

@@ -39,7 +39,7 @@ use crate::llm::{ChatRequest, LlmError, Usage, estimate_request_tokens};
 use crate::store::Store;
 
 /// What a user is told when today's budget is used up.
-pub fn spent_text(budget: u64) -> String {
+pub(crate) fn spent_text(budget: u64) -> String {
     format!("You have used today's budget of {budget} tokens. It renews at midnight UTC.")
 }
 
@@ -66,7 +66,7 @@ pub fn admit(used: u64, held: u64, estimate: u64, budget: u64) -> Admission {
 }
 
 /// A call's estimate: its prompt's estimated tokens plus its completion cap.
-pub fn estimate(request: &ChatRequest) -> u64 {
+pub(crate) fn estimate(request: &ChatRequest) -> u64 {
     let prompt = u64::try_from(estimate_request_tokens(request)).unwrap_or(u64::MAX);
     prompt.saturating_add(request.completion_cap().map_or(0, u64::from))
 }
@@ -74,7 +74,7 @@ pub fn estimate(request: &ChatRequest) -> u64 {
 /// Today's budget is used up (an error, so the caller branches: the call is not made).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("today's token budget of {0} tokens is used up")]
-pub struct OverBudget(pub u64);
+pub(crate) struct OverBudget(pub u64);
 
 impl From<OverBudget> for LlmError {
     fn from(OverBudget(budget): OverBudget) -> Self {
@@ -120,7 +120,7 @@ impl Ledger {
 
     /// The payer of calls that serve `user`'s turn; `shown_in` is the conversation where a
     /// refusal reaches the user (the agent's answer), `None` for background calls.
-    pub fn payer(&self, user: Option<UserId>, shown_in: Option<Conversation>) -> Payer {
+    pub(crate) fn payer(&self, user: Option<UserId>, shown_in: Option<Conversation>) -> Payer {
         Payer {
             ledger: self.clone(),
             user,
@@ -136,7 +136,7 @@ impl Ledger {
 /// Who pays for a call: the user whose turn it serves (`None`: the bot itself, as for the
 /// skills' embeddings, which every user shares).
 #[derive(Clone)]
-pub struct Payer {
+pub(crate) struct Payer {
     ledger: Ledger,
     user: Option<UserId>,
     shown_in: Option<Conversation>,
@@ -152,14 +152,14 @@ impl Payer {
     }
 
     /// Whether the tokens settled today already use up the budget.
-    pub fn spent(&self) -> Option<OverBudget> {
+    pub(crate) fn spent(&self) -> Option<OverBudget> {
         let (user, budget) = self.budget()?;
         (self.ledger.0.store.usage().user_tokens_today(user) >= budget)
             .then_some(OverBudget(budget))
     }
 
     /// `true` the first time today a spent budget is told in `chat` (see the module docs).
-    pub fn first_refusal(&self, chat: Conversation) -> bool {
+    pub(crate) fn first_refusal(&self, chat: Conversation) -> bool {
         let Some(user) = self.user else {
             return false;
         };
@@ -171,7 +171,7 @@ impl Payer {
 
     /// Reserves `estimate` tokens for one call, waiting while calls in flight may leave no room
     /// for it (see [`admit`]); `Err` when the budget is used up.
-    pub async fn reserve(&self, estimate: u64) -> Result<Hold, OverBudget> {
+    pub(crate) async fn reserve(&self, estimate: u64) -> Result<Hold, OverBudget> {
         let Some((user, budget)) = self.budget() else {
             return Ok(Hold {
                 payer: self.clone(),
@@ -229,7 +229,7 @@ impl Meter for Payer {
 /// with its call still in flight (the turn was stopped, an extraction timed out), it charges
 /// the whole estimate: the provider may have billed it all, and a ⏹ pressed just before each
 /// answer ends must not make answers free.
-pub struct Hold {
+pub(crate) struct Hold {
     payer: Payer,
     tokens: u64,
     in_flight: bool,
@@ -237,12 +237,12 @@ pub struct Hold {
 
 impl Hold {
     /// The call failed: nothing is charged, and the reservation is released.
-    pub fn release(mut self) {
+    pub(crate) fn release(mut self) {
         self.in_flight = false;
     }
 
     /// Charges `usage` to the user's day and all-time counts, then releases the reservation.
-    pub fn settle(mut self, usage: Usage) {
+    pub(crate) fn settle(mut self, usage: Usage) {
         self.in_flight = false;
         self.charge(usage);
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 /// What a burst's poster does next: `message` is the burst's message on screen, if any.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Post<S> {
+pub(crate) struct Post<S> {
     /// `None`: send a new message; `Some`: edit this one.
     pub message: Option<i32>,
     /// The burst's state to show.
@@ -43,7 +43,7 @@ struct Burst<S> {
 }
 
 /// The open bursts, by where they show (e.g. a conversation and a user).
-pub struct Bursts<K, S> {
+pub(crate) struct Bursts<K, S> {
     open: Mutex<HashMap<K, Burst<S>>>,
 }
 
@@ -58,7 +58,13 @@ impl<K, S> Default for Bursts<K, S> {
 impl<K: Hash + Eq + Clone, S: Clone + Default> Bursts<K, S> {
     /// Adds to `key`'s burst (opening one if none is open) with `add`, keeps it open for
     /// `window` more, and returns `true` if the caller must start a poster for it.
-    pub fn add(&self, key: K, window: Duration, now: Instant, add: impl FnOnce(&mut S)) -> bool {
+    pub(crate) fn add(
+        &self,
+        key: K,
+        window: Duration,
+        now: Instant,
+        add: impl FnOnce(&mut S),
+    ) -> bool {
         let mut open = self.open();
         open.retain(|_, burst| burst.until > now || burst.posting);
         let burst = open.entry(key).or_insert_with(|| Burst {
@@ -79,7 +85,7 @@ impl<K: Hash + Eq + Clone, S: Clone + Default> Bursts<K, S> {
 
     /// What the poster of `key`'s burst shows next; `None` once the screen is up to date,
     /// and then the poster is done (the next addition starts another).
-    pub fn next(&self, key: &K) -> Option<Post<S>> {
+    pub(crate) fn next(&self, key: &K) -> Option<Post<S>> {
         let mut open = self.open();
         let burst = open.get_mut(key)?;
         if burst.shown == burst.revision {
@@ -95,7 +101,7 @@ impl<K: Hash + Eq + Clone, S: Clone + Default> Bursts<K, S> {
 
     /// The poster showed `revision` in `message`, or (`None`) could not show it: then the
     /// burst waits for its next addition rather than retrying for ever.
-    pub fn shown(&self, key: &K, revision: u64, message: Option<i32>) {
+    pub(crate) fn shown(&self, key: &K, revision: u64, message: Option<i32>) {
         let mut open = self.open();
         if let Some(burst) = open.get_mut(key) {
             burst.shown = burst.shown.max(revision);

@@ -25,7 +25,7 @@ pub use crate::ids::TurnId;
 
 /// Where a turn is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Preparing or asking the model: nothing of it is stored yet, so it may stop.
     Running,
     /// A stop was asked while it was running: it ends at its next safe point, storing nothing.
@@ -38,7 +38,7 @@ pub enum Phase {
 
 /// What happens to a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// `/cancel` or its ⏹ was pressed.
     Stop,
     /// The turn is about to write its history.
@@ -49,7 +49,7 @@ pub enum Event {
 
 /// What an [`Event`] came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The turn stops: nothing of it is kept.
     Stopped,
     /// A stop was already asked; the turn is ending.
@@ -66,7 +66,7 @@ pub enum Verdict {
 
 /// The state machine of a turn: what `event` does in `phase`, and the phase after it.
 #[must_use]
-pub fn step(phase: Phase, event: Event) -> (Phase, Verdict) {
+pub(crate) fn step(phase: Phase, event: Event) -> (Phase, Verdict) {
     use {Event as E, Phase as P, Verdict as V};
     match (phase, event) {
         (P::Running, E::Stop) => (P::Stopped, V::Stopped),
@@ -95,13 +95,13 @@ impl TurnControl {
         }
     }
 
-    pub fn id(&self) -> TurnId {
+    pub(crate) fn id(&self) -> TurnId {
         self.id
     }
 
     /// Applies `event` atomically (under the channel's lock) and wakes [`Self::stopped`]
     /// when the turn was stopped.
-    pub fn apply(&self, event: Event) -> Verdict {
+    pub(crate) fn apply(&self, event: Event) -> Verdict {
         let mut verdict = Verdict::Refused;
         self.phase.send_if_modified(|phase| {
             let (next, said) = step(*phase, event);
@@ -115,7 +115,7 @@ impl TurnControl {
 
     /// Runs `work` unless or until the turn is stopped, then moves it to [`Phase::Storing`];
     /// `None` if it was stopped first (`work` is dropped: its LLM or tool call ends there).
-    pub async fn until_store<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+    pub(crate) async fn until_store<T>(&self, work: impl Future<Output = T>) -> Option<T> {
         let mut phase = self.phase.subscribe();
         let output = tokio::select! {
             // A stop that is already decided wins over work that finished at the same moment.
@@ -129,7 +129,7 @@ impl TurnControl {
 
 /// The turns running now, one per chat, and the source of new turn ids.
 #[derive(Debug)]
-pub struct Turns {
+pub(crate) struct Turns {
     running: Mutex<HashMap<Conversation, Arc<TurnControl>>>,
     next: AtomicU64,
 }
@@ -151,7 +151,7 @@ impl Default for Turns {
 
 /// What a stop request found in a chat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// The chat's running turn, and what the stop did to it.
     Turn(Verdict),
     /// The request named a turn that is not the one running (it is over).
@@ -167,7 +167,7 @@ impl Turns {
     }
 
     /// Registers a new turn as `chat`'s running one, until the returned guard is dropped.
-    pub fn begin(self: &Arc<Self>, chat: Conversation) -> Running {
+    pub(crate) fn begin(self: &Arc<Self>, chat: Conversation) -> Running {
         let id = TurnId(self.next.fetch_add(1, Ordering::Relaxed));
         let control = Arc::new(TurnControl::new(id));
         self.running().insert(chat, control.clone());
@@ -179,7 +179,7 @@ impl Turns {
     }
 
     /// Asks `chat`'s running turn to stop: any turn (`/cancel`), or only turn `only` (its ⏹).
-    pub fn stop(&self, chat: Conversation, only: Option<TurnId>) -> Found {
+    pub(crate) fn stop(&self, chat: Conversation, only: Option<TurnId>) -> Found {
         let Some(control) = self.running().get(&chat).cloned() else {
             return Found::Nothing;
         };

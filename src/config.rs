@@ -131,7 +131,7 @@ pub struct ModelConfig {
 
 impl ModelConfig {
     /// A model known only by its id (from `HEURIST_MODELS`), with default request settings.
-    pub fn with_id(id: &str) -> Self {
+    pub(crate) fn with_id(id: &str) -> Self {
         Self {
             id: id.to_string(),
             reasoning_effort: None,
@@ -304,7 +304,7 @@ pub enum McpRoles {
 
 impl McpRoles {
     /// The least role whose turns are offered the server's tools.
-    pub fn min_role(self) -> Role {
+    pub(crate) fn min_role(self) -> Role {
         match self {
             Self::User => Role::User,
             Self::Admin => Role::Admin,
@@ -518,7 +518,7 @@ impl Config {
     }
 
     /// The role of a Telegram user: admins are allowed users too; everyone else is denied.
-    pub fn role_of(&self, user: UserId) -> Role {
+    pub(crate) fn role_of(&self, user: UserId) -> Role {
         if self.access.admins.contains(&user) {
             Role::Admin
         } else if self.access.allowed_users.contains(&user) {
@@ -529,12 +529,12 @@ impl Config {
     }
 
     /// The model a chat uses when it has not chosen one.
-    pub fn default_model(&self) -> &ModelConfig {
+    pub(crate) fn default_model(&self) -> &ModelConfig {
         &self.models[0]
     }
 
     /// The configured model with this id, if any.
-    pub fn model(&self, id: &str) -> Option<&ModelConfig> {
+    pub(crate) fn model(&self, id: &str) -> Option<&ModelConfig> {
         self.models.iter().find(|m| m.id == id)
     }
 }

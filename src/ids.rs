@@ -70,7 +70,7 @@ impl ChatId {
     /// Whether this is a user's private chat with the bot, where nobody else writes (Telegram
     /// gives those the user's own, positive, id).
     #[must_use]
-    pub const fn is_private(self) -> bool {
+    pub(crate) const fn is_private(self) -> bool {
         self.0 > 0
     }
 }
@@ -85,7 +85,7 @@ impl UserId {
 }
 
 /// How many base-36 digits a `u64` needs (36^13 > 2^64).
-pub const BASE36_CHARS: usize = 13;
+pub(crate) const BASE36_CHARS: usize = 13;
 
 /// `n` in lower-case base 36, zero-padded to [`BASE36_CHARS`], so every id has one length.
 #[must_use]

@@ -32,7 +32,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 /// Whether a user may start a turn now.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Allowed,
     /// Over the turn rate; a turn is possible again after this long.
     TooFast(Duration),
@@ -42,7 +42,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// What the user is told when a turn is refused.
-    pub fn message(&self) -> Option<String> {
+    pub(crate) fn message(&self) -> Option<String> {
         match self {
             Self::Allowed => None,
             Self::TooFast(wait) => Some(too_fast_text(1, *wait)),
@@ -53,22 +53,22 @@ impl Verdict {
 
 /// What a burst's refusal says: how many messages it refused, and the wait the latest named.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub count: u32,
     pub wait: Duration,
 }
 
 impl Refused {
     /// The refusal's text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         too_fast_text(self.count, self.wait)
     }
 }
 
 /// Where a burst of refusals shows: the conversation and the user refused.
-pub type BurstKey = (Conversation, UserId);
+pub(crate) type BurstKey = (Conversation, UserId);
 
-pub struct Limits {
+pub(crate) struct Limits {
     config: LimitsConfig,
     /// Start times of each user's recent turns.
     recent: Mutex<HashMap<UserId, VecDeque<Instant>>>,
@@ -95,7 +95,7 @@ pub(crate) fn too_fast_text(refused: u32, wait: Duration) -> String {
 }
 
 impl Limits {
-    pub fn new(config: LimitsConfig) -> Self {
+    pub(crate) fn new(config: LimitsConfig) -> Self {
         Self {
             config,
             recent: Mutex::default(),
@@ -106,7 +106,7 @@ impl Limits {
 
     /// Counts a message the rate refused (with `wait` until the window frees) into its burst;
     /// `true` if the caller must start the burst's poster (see [`crate::burst`]).
-    pub fn refusal(&self, chat: Conversation, user: UserId, wait: Duration) -> bool {
+    pub(crate) fn refusal(&self, chat: Conversation, user: UserId, wait: Duration) -> bool {
         self.bursts
             .add((chat, user), wait, Instant::now(), |refused| {
                 refused.count += 1;
@@ -115,12 +115,12 @@ impl Limits {
     }
 
     /// The open bursts of refusals, for their posters.
-    pub fn bursts(&self) -> &Bursts<BurstKey, Refused> {
+    pub(crate) fn bursts(&self) -> &Bursts<BurstKey, Refused> {
         &self.bursts
     }
 
     /// Checks `user`'s limits and, if allowed, counts a turn for them.
-    pub fn check(&self, user: UserId, role: Role, store: &Store) -> Verdict {
+    pub(crate) fn check(&self, user: UserId, role: Role, store: &Store) -> Verdict {
         self.check_at(user, role, store, Instant::now())
     }
 
@@ -136,7 +136,7 @@ impl Limits {
     }
 
     /// Checks `user`'s command rate and, if allowed, counts a command for them.
-    pub fn check_command(&self, user: UserId, role: Role) -> Verdict {
+    pub(crate) fn check_command(&self, user: UserId, role: Role) -> Verdict {
         self.check_command_at(user, role, Instant::now())
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::app::App;
 
 /// Starts the prune and compaction schedule, ended by the shutdown.
-pub(crate) fn start(app: &Arc<App>) {
+pub fn start(app: &Arc<App>) {
     let interval = Duration::from_secs(app.config().prune_interval_secs);
     app.spawn_loop(prune_forever(app.clone(), interval));
 }

@@ -46,7 +46,7 @@ struct OptionsReply {
 }
 
 /// Trimmed, non-empty, not overlong, without duplicates, at most `max`.
-pub fn clean_labels(raw: Vec<String>, max: usize) -> Vec<String> {
+pub(crate) fn clean_labels(raw: Vec<String>, max: usize) -> Vec<String> {
     let mut labels: Vec<String> = Vec::new();
     for label in raw {
         let label = label.trim().to_string();
@@ -63,7 +63,7 @@ pub fn clean_labels(raw: Vec<String>, max: usize) -> Vec<String> {
 
 /// Options ready to attach: the stored ticket's id and its labels, in button order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Attached {
+pub(crate) struct Attached {
     pub ticket: String,
     pub labels: Vec<String>,
 }
@@ -73,7 +73,7 @@ pub struct Attached {
 /// the options. The message that shows them is recorded once it is sent
 /// ([`Tickets::set_message`](crate::store::Tickets::set_message)): the options may go into that very send.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub chat: ChatId,
     /// The forum topic of the answer, if any: a press continues that topic.
     pub topic: Option<TopicId>,
@@ -86,7 +86,7 @@ pub struct Answer {
 /// Extracts options for `answer` and stores them as a ticket; `None` when there is nothing to
 /// attach. `prefix` is the agent's last request and its messages followed by the answer. Each
 /// call is charged to `payer` as it completes, also when the extraction then times out.
-pub async fn extract(
+pub(crate) async fn extract(
     llm: &LlmClient,
     payer: &Payer,
     store: &Store,
@@ -173,7 +173,7 @@ fn store_ticket(store: &Store, ticket: OptionTicket) -> Option<Attached> {
 
 /// What a press may do, decided on the server.
 #[derive(Debug, PartialEq)]
-pub enum Press {
+pub(crate) enum Press {
     /// Continue the conversation with this ticket's option `index`.
     Continue(OptionTicket, usize),
     /// Nothing to continue: the ticket is unknown or of another chat, or the option does not
@@ -189,7 +189,7 @@ pub enum Press {
 /// prefix of the full label) of ticket `id` in `chat`, then the atomic choice. `update` is the
 /// press's update: the same press re-delivered after a crash that came between the choice and
 /// the turn's inbox entry goes on (the inbox then keeps it from running twice).
-pub fn decide(
+pub(crate) fn decide(
     store: &Store,
     chat: ChatId,
     id: &str,

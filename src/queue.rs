@@ -38,7 +38,7 @@ struct Lane {
 
 /// The per-chat lanes. Cheap to clone.
 #[derive(Clone, Default)]
-pub struct ChatQueues {
+pub(crate) struct ChatQueues {
     lanes: Arc<Mutex<HashMap<Conversation, Lane>>>,
 }
 
@@ -52,7 +52,7 @@ impl ChatQueues {
     /// Queues a job behind the chat's earlier ones; `tag` (the update it answers) names it
     /// in the log if it panics.
     /// `on_panic` runs (in the lane, before the next job) only if the job panics.
-    pub fn enqueue(
+    pub(crate) fn enqueue(
         &self,
         chat: Conversation,
         tag: Option<UpdateId>,
@@ -117,7 +117,7 @@ impl ChatQueues {
     }
 
     /// Aborts every running and queued job (the end of a shutdown's grace period).
-    pub fn abort_all(&self) {
+    pub(crate) fn abort_all(&self) {
         for (_, lane) in self.lanes().drain() {
             lane.running
                 .iter()
@@ -127,12 +127,12 @@ impl ChatQueues {
     }
 
     /// Chats with queued or running work.
-    pub fn busy_chats(&self) -> usize {
+    pub(crate) fn busy_chats(&self) -> usize {
         self.lanes().len()
     }
 
     /// Waits until every lane is empty, or the deadline passes; says whether all finished.
-    pub async fn drain(&self, deadline: Duration) -> bool {
+    pub(crate) async fn drain(&self, deadline: Duration) -> bool {
         let until = tokio::time::Instant::now() + deadline;
         while self.busy_chats() > 0 {
             if tokio::time::Instant::now() >= until {

@@ -10,7 +10,7 @@ use crate::ids::ChatId;
 
 /// What a user may do; decided on the server for every command and callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
+pub(crate) enum Role {
     Stranger,
     User,
     Admin,
@@ -19,7 +19,7 @@ pub enum Role {
 /// Whose turn a tool serves: the sender's role, and whether the chat is their private one.
 /// Which MCP servers' tools are offered (and may be called) depends on both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub role: Role,
     /// The turn is in the sender's private chat with the bot, where nobody else writes.
     pub private: bool,
@@ -27,7 +27,7 @@ pub struct Caller {
 
 impl Caller {
     /// The caller of a turn by a user of `role` in `chat`.
-    pub fn new(role: Role, chat: ChatId) -> Self {
+    pub(crate) fn new(role: Role, chat: ChatId) -> Self {
         Self {
             role,
             private: chat.is_private(),
@@ -35,7 +35,7 @@ impl Caller {
     }
 
     /// A user's turn (extraction and reflection calls made without a turn offer these).
-    pub const USER: Self = Self {
+    pub(crate) const USER: Self = Self {
         role: Role::User,
         private: false,
     };

@@ -32,7 +32,7 @@ pub const REPEAT_HINT: &str = "Do not repeat it: change the arguments as that er
 
 /// Whether a final answer is only the bot's own words to the model given back (Qwen2.5-Coder-1.5B
 /// answered a user with [`REPEAT_HINT`] itself): such an answer counts as none.
-pub fn echoes_the_bot(answer: &str) -> bool {
+pub(crate) fn echoes_the_bot(answer: &str) -> bool {
     // A part of them counts only when it is a sentence's worth: "hi" is in the hint too.
     const LEAST_PART: usize = 24;
     let answer = answer.trim();
@@ -83,13 +83,13 @@ impl CallLog {
 
     /// Whether exactly this call (the same tool and arguments) already succeeded in this
     /// turn: its result is in the conversation, and calling it again only loops.
-    pub fn answered(&self, tool: &str, arguments: &str) -> bool {
+    pub(crate) fn answered(&self, tool: &str, arguments: &str) -> bool {
         self.answered.contains(&key(tool, arguments))
     }
 
     /// What the user reads when the model gave no answer, even when asked again: in plain
     /// words, naming the tool that failed last and its error, if one did.
-    pub fn no_answer_text(&self) -> String {
+    pub(crate) fn no_answer_text(&self) -> String {
         match &self.last_error {
             Some((tool, error)) => format!(
                 "Sorry, I could not finish this. The tool `{tool}` failed ({}), and the model \
@@ -101,7 +101,7 @@ impl CallLog {
     }
 
     /// The tool that failed last and its error, for the reflection's outcome.
-    pub fn last_error(&self) -> Option<(&str, &str)> {
+    pub(crate) fn last_error(&self) -> Option<(&str, &str)> {
         self.last_error
             .as_ref()
             .map(|(tool, error)| (tool.as_str(), error.as_str()))

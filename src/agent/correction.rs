@@ -37,7 +37,7 @@ use crate::llm::ChatMessage;
 
 /// Characters of a message searched for cues: a correction says so up front, and a long
 /// message is more likely a new task that quotes "that's wrong" than a correction.
-pub const CUE_WINDOW_CHARS: usize = 280;
+pub(crate) const CUE_WINDOW_CHARS: usize = 280;
 
 /// A user's message that corrects the answer before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub struct Correction {
 /// The correction `message` makes of the answer that ends `history` (the window the turn
 /// read, without its new message); `None` when the window does not end with an answer or the
 /// message does not read as a correction (see [`corrects`]).
-pub fn correction(history: &[ChatMessage], message: &str) -> Option<Correction> {
+pub(crate) fn correction(history: &[ChatMessage], message: &str) -> Option<Correction> {
     let ChatMessage::Assistant {
         content,
         tool_calls,

@@ -52,7 +52,7 @@ pub struct Call {
 
 /// The tool calls of the last turn in `messages` (after its last user message), in order,
 /// each with its result's error.
-pub fn turn_calls(messages: &[ChatMessage]) -> Vec<Call> {
+pub(crate) fn turn_calls(messages: &[ChatMessage]) -> Vec<Call> {
     let start = messages
         .iter()
         .rposition(|m| matches!(m, ChatMessage::User { .. }) && !is_nudge(m))

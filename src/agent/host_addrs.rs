@@ -15,7 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Every address of every interface of this machine, loopback included, as it is now.
 #[cfg(unix)]
-pub fn host_addresses() -> std::io::Result<Vec<IpAddr>> {
+pub(crate) fn host_addresses() -> std::io::Result<Vec<IpAddr>> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: on success `list` is a linked list owned by us until `freeifaddrs`, below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
@@ -53,7 +53,7 @@ pub fn host_addresses() -> std::io::Result<Vec<IpAddr>> {
 
 /// Elsewhere the interfaces are not listed: only the range checks apply.
 #[cfg(not(unix))]
-pub fn host_addresses() -> std::io::Result<Vec<IpAddr>> {
+pub(crate) fn host_addresses() -> std::io::Result<Vec<IpAddr>> {
     Ok(Vec::new())
 }
 

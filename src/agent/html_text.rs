@@ -157,7 +157,7 @@ fn push_text(out: &mut String, text: &str) {
 }
 
 /// Decodes the named entities pages commonly use and every numeric one.
-pub fn decode_entities(text: &str) -> String {
+pub(crate) fn decode_entities(text: &str) -> String {
     if !text.contains('&') {
         return text.to_string();
     }

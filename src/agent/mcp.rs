@@ -67,7 +67,7 @@ const MAX_SERVER_WORDS: usize = 2000;
 /// The configured MCP servers, shared by all turns. Dropping the last clone stops every
 /// supervisor (and with it every child process).
 #[derive(Clone, Default)]
-pub struct Mcp {
+pub(crate) struct Mcp {
     inner: Arc<Inner>,
 }
 
@@ -161,20 +161,20 @@ struct Offered {
 
 /// A tool left out for the size of its spec.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LeftOut {
+pub(crate) struct LeftOut {
     pub name: String,
     pub bytes: usize,
 }
 
 /// Every tool with its source and every server's status, for `/tools`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     pub tools: Vec<CatalogTool>,
     pub servers: Vec<ServerReport>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct CatalogTool {
+pub(crate) struct CatalogTool {
     pub name: String,
     /// The MCP server it comes from; `None` for a built-in tool.
     pub server: Option<String>,
@@ -182,7 +182,7 @@ pub struct CatalogTool {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerReport {
+pub(crate) struct ServerReport {
     pub name: String,
     /// "stdio: <command>" or "http: <url without its query>" (never headers or env).
     pub transport: String,
@@ -191,7 +191,7 @@ pub struct ServerReport {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum ServerStatus {
+pub(crate) enum ServerStatus {
     Starting,
     Up {
         tools: usize,

@@ -10,12 +10,12 @@
 pub mod calls;
 pub mod correction;
 pub mod evidence;
-pub mod host_addrs;
+pub(crate) mod host_addrs;
 pub mod html_text;
-pub mod mcp;
+pub(crate) mod mcp;
 pub mod net_guard;
-pub mod output;
-pub mod search;
+pub(crate) mod output;
+pub(crate) mod search;
 pub mod tools;
 
 use std::collections::HashSet;
@@ -48,10 +48,10 @@ pub enum AgentEvent {
 }
 
 /// Where a turn's [`AgentEvent`]s go.
-pub type Events = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+pub(crate) type Events = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
 
 /// The progress line shown while `call` runs.
-pub fn progress_line(call: &ToolCall) -> String {
+pub(crate) fn progress_line(call: &ToolCall) -> String {
     match call.function.name.as_str() {
         "current_time" => "🕒 checking the time…".to_string(),
         "fetch_url" => {
@@ -73,7 +73,7 @@ pub fn progress_line(call: &ToolCall) -> String {
 
 /// How a turn ended; the learning step and the user-facing text depend on it.
 #[derive(Debug)]
-pub enum TurnStatus {
+pub(crate) enum TurnStatus {
     /// The model gave a final answer.
     Answered,
     /// The iteration cap stopped the loop before a final answer.
@@ -87,7 +87,7 @@ pub enum TurnStatus {
 
 /// Everything a finished turn produced.
 #[derive(Debug)]
-pub struct TurnResult {
+pub(crate) struct TurnResult {
     pub status: TurnStatus,
     /// Markdown to show the user.
     pub answer: String,
@@ -119,7 +119,7 @@ pub struct TurnResult {
 
 impl TurnResult {
     /// How the task went, in the words the reflection prompt gets.
-    pub fn outcome(&self) -> String {
+    pub(crate) fn outcome(&self) -> String {
         match &self.status {
             TurnStatus::Answered if self.cut_off => {
                 "failure: the answer was cut off at the length limit".to_string()
@@ -145,18 +145,18 @@ impl TurnResult {
     /// Whether the turn's context took in text a third party wrote (web pages, search
     /// results, MCP tool output), as the tools that returned it flagged it: a refused fetch or
     /// a timed-out call brought nothing in.
-    pub fn external_content(&self) -> bool {
+    pub(crate) fn external_content(&self) -> bool {
         self.read_external
     }
 
     /// Whether the task went well: answered, whole, with every tool call working.
-    pub fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
     }
 
     /// The turn's final messages as a prefix for follow-up calls: its last request, and that
     /// request's messages followed by the answer.
-    pub fn prefix(&self) -> Option<(ChatRequest, Vec<ChatMessage>)> {
+    pub(crate) fn prefix(&self) -> Option<(ChatRequest, Vec<ChatMessage>)> {
         let request = self.last_request.clone()?;
         let mut messages = request.messages.clone();
         messages.push(self.messages.last()?.clone());
@@ -165,7 +165,7 @@ impl TurnResult {
 }
 
 /// The loop's dependencies; one per bot, shared by all chats.
-pub struct Agent {
+pub(crate) struct Agent {
     llm: LlmClient,
     tools: Tools,
     config: AgentConfig,
@@ -175,7 +175,7 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
+    pub(crate) fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
         Self {
             llm,
             tools: tools.with_output_limit(config.agent.max_tool_output_chars),
@@ -186,28 +186,28 @@ impl Agent {
         }
     }
 
-    pub fn llm(&self) -> &LlmClient {
+    pub(crate) fn llm(&self) -> &LlmClient {
         &self.llm
     }
 
-    pub fn tools(&self) -> &Tools {
+    pub(crate) fn tools(&self) -> &Tools {
         &self.tools
     }
 
     /// The system message every chat's prompt starts with. Constant: nothing volatile.
-    pub fn system_message(&self) -> ChatMessage {
+    pub(crate) fn system_message(&self) -> ChatMessage {
         ChatMessage::system(self.config.system_prompt.trim())
     }
 
     /// The answer cap of `model`.
-    pub fn answer_cap(&self, model: &ModelConfig) -> u32 {
+    pub(crate) fn answer_cap(&self, model: &ModelConfig) -> u32 {
         model.max_tokens.unwrap_or(self.max_tokens_answer)
     }
 
     /// The request for `messages` with this model, offering the tools of a turn of `caller`.
     /// Agent and extraction calls both start from here so model, temperature, reasoning,
     /// routing and tools are byte-identical.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         model: &ModelConfig,
         messages: Vec<ChatMessage>,
@@ -242,7 +242,7 @@ impl Agent {
     /// MCP servers' tools are offered and may be called; its lessons are added to a tool's
     /// first failed result in the turn. Each call is charged to `payer` as it completes (so
     /// a stopped turn's finished calls count), and a spent budget ends the turn without the call.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         model: &ModelConfig,
         prompt: Vec<ChatMessage>,
@@ -605,7 +605,7 @@ impl Underway {
 
 /// Whose turn the tools serve, and what was learned about them.
 #[derive(Debug, Clone)]
-pub struct Seat {
+pub(crate) struct Seat {
     pub caller: Caller,
     /// Per offered tool, the approved lessons about it, best first.
     pub lessons: std::collections::HashMap<String, Vec<String>>,
@@ -635,7 +635,7 @@ fn cap_output(mut output: String, max: usize) -> String {
 /// The oldest whole turns to drop so the history shrinks to at most half its estimated size:
 /// how many turns, and the range of messages they occupy. Turns start at user messages, so a
 /// tool result never loses its call; leading system messages stay.
-pub fn oldest_turns_to_drop(prompt: &[ChatMessage]) -> (usize, Range<usize>) {
+pub(crate) fn oldest_turns_to_drop(prompt: &[ChatMessage]) -> (usize, Range<usize>) {
     let first = prompt
         .iter()
         .take_while(|m| matches!(m, ChatMessage::System { .. }))
@@ -664,7 +664,7 @@ pub fn oldest_turns_to_drop(prompt: &[ChatMessage]) -> (usize, Range<usize>) {
 
 /// Whether an LLM failure is the bot's setup (the key, its permissions, the model's name):
 /// trying again cannot help, only an admin can, so the admins are told.
-pub fn is_configuration_error(e: &LlmError) -> bool {
+pub(crate) fn is_configuration_error(e: &LlmError) -> bool {
     match e {
         LlmError::Rejected { status, message } => {
             matches!(status, 401 | 403 | 404) || message.contains("model_not_found")

@@ -56,7 +56,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 }
 
 /// Checks a URL before it is requested: scheme, and the host if it is a literal address.
-pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
+pub(crate) fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
             "only http and https URLs can be fetched, not {}:",
@@ -100,12 +100,12 @@ fn own_addresses() -> Result<Vec<IpAddr>, String> {
 }
 
 /// Most redirect hops `fetch_url` follows.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// Whether a redirect to `url` may be followed after `hops` earlier ones: within
 /// [`MAX_REDIRECTS`], and to a URL [`check_url`] accepts (the guarded resolver then checks the
 /// addresses of a host name).
-pub fn check_redirect(hops: usize, url: &Url, allow_private: bool) -> Result<(), String> {
+pub(crate) fn check_redirect(hops: usize, url: &Url, allow_private: bool) -> Result<(), String> {
     if hops >= MAX_REDIRECTS {
         return Err(format!("more than {MAX_REDIRECTS} redirects"));
     }
@@ -114,7 +114,7 @@ pub fn check_redirect(hops: usize, url: &Url, allow_private: bool) -> Result<(),
 
 /// The fetch client's resolver: the system resolver, minus every non-public answer and every
 /// address of this host.
-pub struct PublicOnlyResolver;
+pub(crate) struct PublicOnlyResolver;
 
 impl Resolve for PublicOnlyResolver {
     fn resolve(&self, name: Name) -> Resolving {
@@ -139,7 +139,7 @@ impl Resolve for PublicOnlyResolver {
 
 /// The HTTP client `fetch_url` uses: guarded resolver, guarded redirects, no proxy (a proxy
 /// would resolve names itself, behind our back).
-pub fn guarded_client(
+pub(crate) fn guarded_client(
     timeout: std::time::Duration,
     allow_private: bool,
 ) -> reqwest::Result<reqwest::Client> {

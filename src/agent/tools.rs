@@ -24,7 +24,7 @@ use super::output::{external_content, read_capped};
 
 /// The tool set of a running bot.
 #[derive(Clone)]
-pub struct Tools {
+pub(crate) struct Tools {
     time_zone: chrono_tz::Tz,
     fetch: reqwest::Client,
     config: ToolsConfig,
@@ -43,7 +43,7 @@ struct FetchArgs {
 }
 
 impl Tools {
-    pub fn new(config: &ToolsConfig, time_zone: &str) -> anyhow::Result<Self> {
+    pub(crate) fn new(config: &ToolsConfig, time_zone: &str) -> anyhow::Result<Self> {
         let time_zone = time_zone
             .parse::<chrono_tz::Tz>()
             .map_err(|e| anyhow::anyhow!("invalid time zone {time_zone:?}: {e}"))?;
@@ -66,7 +66,7 @@ impl Tools {
     }
 
     /// These tools and the tools of `mcp`'s servers.
-    pub fn with_mcp(mut self, mcp: Mcp) -> Self {
+    pub(crate) fn with_mcp(mut self, mcp: Mcp) -> Self {
         self.mcp = mcp;
         self
     }
@@ -74,20 +74,20 @@ impl Tools {
     /// Results of at most `chars` characters: the one limit on what a tool feeds back. The
     /// agent cuts every result there too; a tool that cuts its own result first keeps its
     /// structure (a fetched page keeps its closing delimiter).
-    pub fn with_output_limit(mut self, chars: usize) -> Self {
+    pub(crate) fn with_output_limit(mut self, chars: usize) -> Self {
         self.output_chars = chars;
         self
     }
 
     /// Returns once every MCP server's first start has finished (see [`Mcp::ready`]).
-    pub async fn ready(&self) {
+    pub(crate) async fn ready(&self) {
         self.mcp.ready().await;
     }
 
     /// The schemas sent with a turn's requests: the built-in tools, then the tools of the MCP
     /// servers that are up and offered to `caller`, sorted. The same bytes while that set of
     /// servers does not change, for prompt caching.
-    pub fn specs(&self, caller: Caller) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self, caller: Caller) -> Vec<ToolSpec> {
         let mut specs = self.specs.clone();
         specs.extend(self.mcp.specs(caller));
         specs
@@ -95,13 +95,13 @@ impl Tools {
 
     /// Whether the results of tool `name` are for admins only (it is an admin-only MCP
     /// server's): they are stored as such and never sent in another user's turn.
-    pub fn admin_only(&self, name: &str) -> bool {
+    pub(crate) fn admin_only(&self, name: &str) -> bool {
         self.mcp.admin_only(name)
     }
 
     /// Runs one tool call of a turn of `caller` and returns its result (errors included, as
     /// text).
-    pub async fn call(&self, call: &ToolCall, caller: Caller) -> ToolOutput {
+    pub(crate) async fn call(&self, call: &ToolCall, caller: Caller) -> ToolOutput {
         let args = call.function.arguments.trim();
         let args = if args.is_empty() { "{}" } else { args };
         let name = call.function.name.as_str();
@@ -143,7 +143,7 @@ impl Tools {
     }
 
     /// Every tool a turn may be offered, with its source, and every MCP server's status.
-    pub fn catalog(&self) -> Catalog {
+    pub(crate) fn catalog(&self) -> Catalog {
         let mut catalog = self.mcp.catalog();
         let built_in = self.specs.iter().map(|spec| CatalogTool {
             name: spec.function.name.to_string(),

@@ -31,7 +31,7 @@ const B: f32 = 0.75;
 /// Inverse document frequencies are computed as if the store held at least this many
 /// heuristics: in a store of three, every term is "common" by the textbook formula, and a
 /// lone heuristic would never clear the relevance floor.
-pub const MIN_CORPUS: usize = 50;
+pub(crate) const MIN_CORPUS: usize = 50;
 
 struct Doc {
     /// Distinct terms and their counts.
@@ -73,7 +73,7 @@ impl Index {
     }
 
     /// Removes heuristic `id`, if indexed.
-    pub fn remove(&mut self, id: u64) {
+    pub(crate) fn remove(&mut self, id: u64) {
         let Some(doc) = self.docs.remove(&id) else {
             return;
         };
@@ -89,12 +89,12 @@ impl Index {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.docs.len()
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.docs.is_empty()
     }
 

@@ -49,7 +49,7 @@ pub mod heuristics;
 pub mod index;
 pub mod personal;
 pub mod quality;
-pub mod reflection;
+pub(crate) mod reflection;
 pub mod skill_match;
 #[cfg(test)]
 mod skill_precision;
@@ -84,7 +84,7 @@ fn specificity_weight(text: &str) -> f32 {
 }
 
 /// Lessons about one tool shown with its failed call, at most.
-pub const LESSONS_PER_TOOL: usize = 2;
+pub(crate) const LESSONS_PER_TOOL: usize = 2;
 
 /// The tool a new lesson is about: the one the reflection named, if the task called it, or
 /// else the first tool of the task whose name the lesson mentions (an MCP tool by its
@@ -171,7 +171,7 @@ const CONTEXT_CLOSE: &str = "[End of context]\n\n";
 
 /// What learning adds to one turn.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct TurnContext {
+pub(crate) struct TurnContext {
     /// Skills' instructions and learned heuristics; empty when there are none.
     pub preamble: String,
     /// Names of the matched skills.
@@ -184,7 +184,7 @@ pub struct TurnContext {
 
 impl TurnContext {
     /// The user message the model sees: the preamble, clearly marked, then the user's text.
-    pub fn user_content(&self, text: &str) -> String {
+    pub(crate) fn user_content(&self, text: &str) -> String {
         if self.preamble.is_empty() {
             return text.to_string();
         }
@@ -388,7 +388,7 @@ impl Learning {
         }
     }
 
-    pub fn skills(&self) -> &[Skill] {
+    pub(crate) fn skills(&self) -> &[Skill] {
         &self.skills
     }
 
@@ -405,7 +405,7 @@ impl Learning {
     /// `min_similarity`; ranked by evidence, fused with similarity when there is a model. The
     /// turn gets its skills with its heuristics ([`Self::context_for`]); this is for measuring.
     #[cfg(test)]
-    pub async fn match_skills(&self, message: &str) -> Vec<&Skill> {
+    pub(crate) async fn match_skills(&self, message: &str) -> Vec<&Skill> {
         let query = self
             .embed_query(message, &self.ledger.payer(None, None))
             .await;
@@ -509,7 +509,7 @@ impl Learning {
 
     /// Skills and heuristics for a turn on `message`, given the history window it extends
     /// and the `tools` the turn offers; the message's embedding is charged to `payer`.
-    pub async fn context_for(
+    pub(crate) async fn context_for(
         &self,
         message: &str,
         history: &[ChatMessage],
@@ -664,7 +664,7 @@ impl Learning {
     }
 
     /// [`Learning::learn`], with the texts' embeddings charged to `payer`.
-    pub async fn learn_for(
+    pub(crate) async fn learn_for(
         &self,
         entries: Vec<HeuristicEntry>,
         source: &Source,
@@ -861,7 +861,7 @@ impl Learning {
     /// For each of the `offered` tools, the best approved lessons about it (at most
     /// [`LESSONS_PER_TOOL`], most useful and specific first): the agent adds them to a failed
     /// call's result, just when the model needs them.
-    pub fn tool_lessons(&self, offered: &[String]) -> HashMap<String, Vec<String>> {
+    pub(crate) fn tool_lessons(&self, offered: &[String]) -> HashMap<String, Vec<String>> {
         let memory = self.read();
         let mut by_tool: HashMap<String, Vec<&Heuristic>> = HashMap::new();
         for heuristic in memory.records.values() {
@@ -912,7 +912,7 @@ impl Learning {
     }
 
     /// A 👍 or 👎 replaced by the other: the first vote is taken back.
-    pub fn change_vote(&self, ids: &[u64], up: bool) -> anyhow::Result<()> {
+    pub(crate) fn change_vote(&self, ids: &[u64], up: bool) -> anyhow::Result<()> {
         self.update(ids, |h| {
             if up {
                 h.down = h.down.saturating_sub(1);
@@ -956,7 +956,7 @@ impl Learning {
     }
 
     /// Forgets a heuristic (admin action); says whether it existed.
-    pub fn forget(&self, id: u64) -> anyhow::Result<bool> {
+    pub(crate) fn forget(&self, id: u64) -> anyhow::Result<bool> {
         self.write().remove(&self.store, id)
     }
 

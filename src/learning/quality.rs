@@ -22,7 +22,7 @@
 use super::text::{STOPWORDS, stem, words};
 
 /// Content words a lesson without a specific token needs to say something.
-pub const MIN_CONTENT_WORDS: usize = 3;
+pub(crate) const MIN_CONTENT_WORDS: usize = 3;
 
 /// Words of general advice: they fit every task, so they say nothing about any.
 const GENERIC: &[&str] = &[
@@ -170,7 +170,7 @@ pub fn concrete(text: &str) -> bool {
 
 /// How specific a lesson is: 1 with a specific token, 0.5 with enough content words, 0 for
 /// general advice. Retrieval weighs a lesson's rank by it.
-pub fn specificity(text: &str) -> f32 {
+pub(crate) fn specificity(text: &str) -> f32 {
     if text.split_whitespace().any(specific_token) {
         return 1.0;
     }

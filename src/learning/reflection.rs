@@ -20,16 +20,16 @@ use crate::llm::{ChatMessage, Priority};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
-pub const TASK_SUMMARY_CHARS: usize = 512;
+pub(crate) const TASK_SUMMARY_CHARS: usize = 512;
 
 /// A rated answer kept for a 👎's reflection is cut to this many characters.
-pub const RATED_ANSWER_CHARS: usize = 2000;
+pub(crate) const RATED_ANSWER_CHARS: usize = 2000;
 
 /// Attempts when the model answers a reflection with prose instead of JSON.
 const MAX_ATTEMPTS: usize = 2;
 
 /// A task summary: the request, cut on a character boundary.
-pub fn task_summary(request: &str) -> String {
+pub(crate) fn task_summary(request: &str) -> String {
     request.chars().take(TASK_SUMMARY_CHARS).collect()
 }
 
@@ -65,7 +65,7 @@ fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
 impl Learning {
     /// Saves a reflection job so that a restart can resume it; its id, or `None` when
     /// reflection is off or the job cannot be saved (then it is skipped).
-    pub fn plan_reflection(&self, job: &ReflectionJob) -> Option<u64> {
+    pub(crate) fn plan_reflection(&self, job: &ReflectionJob) -> Option<u64> {
         if !self.config.reflect {
             return None;
         }
@@ -85,7 +85,7 @@ impl Learning {
     }
 
     /// Runs saved reflection `id` on `prefix`, stores what it learned, and removes the job.
-    pub async fn reflect(&self, id: u64, job: &ReflectionJob, prefix: Prefix) {
+    pub(crate) async fn reflect(&self, id: u64, job: &ReflectionJob, prefix: Prefix) {
         self.reflections_running.fetch_add(1, Ordering::SeqCst);
         let _running = Running(self);
         let Ok(_slot) = self.reflection_slots.acquire().await else {

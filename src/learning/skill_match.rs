@@ -50,11 +50,11 @@ use super::skills::Skill;
 use super::text::{STOPWORDS, stem, terms, words};
 
 /// Evidence from a term of a skill's name or description.
-pub const SUBJECT: f32 = 1.0;
+pub(crate) const SUBJECT: f32 = 1.0;
 /// Evidence from a phrase (two adjacent words) of a skill's text.
-pub const PHRASE: f32 = 0.5;
+pub(crate) const PHRASE: f32 = 0.5;
 /// Evidence from a term that only a skill's instructions (its body) use.
-pub const INSTRUCTIONS: f32 = 0.25;
+pub(crate) const INSTRUCTIONS: f32 = 0.25;
 
 /// What each skill's terms and phrases are worth as evidence for it.
 pub struct SkillIndex {

@@ -25,7 +25,7 @@ struct FrontMatter {
 }
 
 /// Loads every `<dir>/<name>/SKILL.md`, sorted by name; broken ones are skipped with a warning.
-pub fn load_skills(dir: &Path) -> Vec<Skill> {
+pub(crate) fn load_skills(dir: &Path) -> Vec<Skill> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
@@ -61,7 +61,7 @@ pub fn load_skills(dir: &Path) -> Vec<Skill> {
 }
 
 /// Parses a SKILL.md: `(name, description, body)`, or why it is broken.
-pub fn parse_skill(text: &str, folder: &str) -> Result<(String, String, String), String> {
+pub(crate) fn parse_skill(text: &str, folder: &str) -> Result<(String, String, String), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---")

@@ -56,7 +56,7 @@ pub(crate) const STOPWORDS: &[&str] = &[
 
 /// [`words`] without stopwords and single letters (the "s" of "today's", the "e" of "e.g."),
 /// stemmed: the terms BM25 scores.
-pub fn terms(text: &str) -> Vec<String> {
+pub(crate) fn terms(text: &str) -> Vec<String> {
     words(text)
         .into_iter()
         .filter(|w| w.chars().nth(1).is_some() && !STOPWORDS.contains(&w.as_str()))
@@ -69,7 +69,7 @@ pub fn terms(text: &str) -> Vec<String> {
 /// conservative: only plain suffixes of words long enough that what is left is still a word's
 /// stem. British "-ise" spellings are the "-ize" ones ("summarise" is "summarize"); a word both
 /// sides spell alike may come out odd ("promize"), which matches all the same.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     // Its s is not a plural (as in the Snowball stemmer).
     if word == "news" {
         return word.to_string();
@@ -129,7 +129,7 @@ fn with_lost_e(stem: String) -> String {
 }
 
 /// Cosine similarity of two vectors (0 for mismatched or zero vectors).
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() || a.is_empty() {
         return 0.0;
     }

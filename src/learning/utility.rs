@@ -26,9 +26,9 @@ const RELEARNED_WEIGHT: f32 = 0.5;
 /// How many standard deviations below the posterior mean the utility is taken.
 const Z: f32 = 1.0;
 /// A heuristic injected fewer times than this gets an exploration bonus, shrinking to zero.
-pub const EXPLORATION_TRIALS: u32 = 5;
+pub(crate) const EXPLORATION_TRIALS: u32 = 5;
 /// The bonus of a heuristic never injected.
-pub const EXPLORATION_BONUS: f32 = 0.4;
+pub(crate) const EXPLORATION_BONUS: f32 = 0.4;
 
 /// What is known about a heuristic's use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,14 +56,14 @@ pub fn utility(e: &Evidence) -> f32 {
 
 /// The bonus a heuristic injected `injected` times gets when ranked for injection.
 #[allow(clippy::cast_precision_loss)]
-pub fn exploration_bonus(injected: u32) -> f32 {
+pub(crate) fn exploration_bonus(injected: u32) -> f32 {
     let left = EXPLORATION_TRIALS.saturating_sub(injected) as f32;
     EXPLORATION_BONUS * left / EXPLORATION_TRIALS as f32
 }
 
 /// What eviction compares: utility, when it was last injected, when it was created, its id.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Age {
+pub(crate) struct Age {
     pub utility: f32,
     /// Unix seconds; 0 for never.
     pub last_injected: i64,
@@ -73,7 +73,7 @@ pub struct Age {
 
 /// The eviction order of a full store: the first to go is the least useful, then the least
 /// recently injected, then the oldest (then the lowest id, so the order is total).
-pub fn eviction_order(a: &Age, b: &Age) -> Ordering {
+pub(crate) fn eviction_order(a: &Age, b: &Age) -> Ordering {
     a.utility
         .total_cmp(&b.utility)
         .then(a.last_injected.cmp(&b.last_injected))

@@ -82,7 +82,7 @@ impl LlmClient {
     }
 
     /// Runs one completion, retrying transient failures within the retry budget.
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         request: &ChatRequest,
         priority: Priority,
@@ -99,7 +99,7 @@ impl LlmClient {
     /// arrives (server-sent events, tool-call deltas assembled, thinking left out). A server
     /// that answers with a plain JSON completion instead is handled too: `on_text` is then not
     /// called.
-    pub async fn complete_streaming(
+    pub(crate) async fn complete_streaming(
         &self,
         request: &ChatRequest,
         priority: Priority,
@@ -143,7 +143,7 @@ impl LlmClient {
     /// message's embedding chooses the skills and heuristics of its turn, so a user waits for
     /// it ([`Priority::Interactive`]); newly learned heuristics are embedded in the background.
     /// Also returns the usage the server reported, if it did.
-    pub async fn embed(
+    pub(crate) async fn embed(
         &self,
         model: &str,
         inputs: &[String],
@@ -168,7 +168,11 @@ impl LlmClient {
 
     /// `model`'s context window: what the server says (asked once per model), else
     /// `configured` (the model's `context_tokens`), else unknown.
-    pub async fn context_window(&self, model: &str, configured: Option<usize>) -> Option<usize> {
+    pub(crate) async fn context_window(
+        &self,
+        model: &str,
+        configured: Option<usize>,
+    ) -> Option<usize> {
         let discovered = self
             .contexts
             .get(model, || self.discover_context(model))

@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 
 /// Who is waiting for the LLM: a user, or the bot's own follow-up work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
+pub(crate) enum Priority {
     /// A user waits for this call (the agent's turn, the message's embedding).
     Interactive,
     /// Nobody waits for this call right now (options extraction, reflection).

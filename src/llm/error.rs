@@ -2,7 +2,7 @@
 
 /// Why a completion failed, typed so callers can branch (tell the user, trim, give up).
 #[derive(Debug, thiserror::Error)]
-pub enum LlmError {
+pub(crate) enum LlmError {
     #[error("the language model is unreachable ({attempts} attempts): {last}")]
     Unavailable { attempts: u32, last: String },
     #[error("the language model rejected the request (HTTP {status}): {message}")]

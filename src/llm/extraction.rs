@@ -35,22 +35,22 @@ const MAX_REPLY_BYTES: usize = 64 << 10;
 const MAX_TRIES: usize = 16;
 /// The request a follow-up call extends: the turn's last request, and its messages followed
 /// by the answer.
-pub type Prefix = (ChatRequest, Vec<ChatMessage>);
+pub(crate) type Prefix = (ChatRequest, Vec<ChatMessage>);
 
 /// Pays for each call an extraction makes (implemented by `budget::Payer`, for the user whose
 /// turn the extraction serves), so an extraction that times out or fails still charges the
 /// calls it made.
-pub trait Meter: Sync {
+pub(crate) trait Meter: Sync {
     /// Before a call to `request`: `Err` refuses it (the extraction ends with that error);
     /// `Ok` is to be called with the call's usage once it completed.
     fn reserve(&self, request: &ChatRequest) -> BoxFuture<'_, Result<Settle, LlmError>>;
 }
 
 /// Charges one completed call's usage.
-pub type Settle = Box<dyn FnOnce(Usage) + Send>;
+pub(crate) type Settle = Box<dyn FnOnce(Usage) + Send>;
 
 /// What to reuse and how hard to try.
-pub struct ExtractionConfig<'a> {
+pub(crate) struct ExtractionConfig<'a> {
     pub llm: &'a LlmClient,
     pub meter: &'a dyn Meter,
     /// The agent call whose parameters are reused unchanged; only `messages` differs.
@@ -65,7 +65,7 @@ pub struct ExtractionConfig<'a> {
 }
 
 /// An extraction's outcome and what it cost (also when it failed).
-pub struct Extraction<T> {
+pub(crate) struct Extraction<T> {
     pub result: anyhow::Result<T>,
     pub usage: Usage,
     pub calls: u32,
@@ -74,7 +74,7 @@ pub struct Extraction<T> {
 /// Pushes `extraction_prompt` (unless empty) after `history` and asks up to `max_attempts`
 /// times. A reply with tool calls or text that does not parse as `T` is pushed back with
 /// `retry_prompt`; a reply that parses returns.
-pub async fn retry_extract_structured<T: DeserializeOwned>(
+pub(crate) async fn retry_extract_structured<T: DeserializeOwned>(
     history: &[ChatMessage],
     extraction_prompt: &str,
     retry_prompt: &str,

@@ -22,8 +22,8 @@ mod types;
 mod wire;
 
 pub use client::LlmClient;
-pub use concurrency::Priority;
-pub use error::LlmError;
+pub(crate) use concurrency::Priority;
+pub(crate) use error::LlmError;
 pub(crate) use types::new_call_id;
 pub use types::{
     ChatMessage, ChatRequest, Completion, ContentPart, FunctionCall, FunctionSpec, ImageUrl,

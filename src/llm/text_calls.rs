@@ -232,7 +232,7 @@ fn floor_boundary(text: &str, at: usize) -> usize {
 
 /// Streamed answer text, held back while it may still be a text tool call.
 #[derive(Debug, Default)]
-pub struct HeldText {
+pub(crate) struct HeldText {
     held: String,
     state: Hold,
 }
@@ -249,7 +249,7 @@ enum Hold {
 
 impl HeldText {
     /// Feeds a piece of answer text; returns what may be shown now (possibly empty).
-    pub fn push(&mut self, piece: &str) -> String {
+    pub(crate) fn push(&mut self, piece: &str) -> String {
         match self.state {
             Hold::Shown => return piece.to_string(),
             Hold::ToTheEnd => {

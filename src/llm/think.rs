@@ -31,7 +31,7 @@ pub fn strip_think(text: &str) -> String {
 
 /// Removes leading thinking from an answer that arrives in pieces.
 #[derive(Debug, Default)]
-pub struct ThinkFilter {
+pub(crate) struct ThinkFilter {
     mode: Mode,
     /// What is not decided yet: white space or part of `<think>` before the answer, or the end
     /// of the thinking that may hold the start of `</think>`. Never longer than a tag plus the
@@ -52,7 +52,7 @@ enum Mode {
 
 impl ThinkFilter {
     /// Feeds a piece; returns the part of the answer it makes visible.
-    pub fn push(&mut self, piece: &str) -> String {
+    pub(crate) fn push(&mut self, piece: &str) -> String {
         if self.mode == Mode::Answer {
             return piece.to_string();
         }
@@ -101,7 +101,7 @@ impl ThinkFilter {
 
     /// At the end of the answer: what was held back and turned out to be answer (a lone
     /// `<thi` is text); unclosed thinking stays hidden.
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         match self.mode {
             Mode::Leading => std::mem::take(&mut self.held),
             Mode::Thinking | Mode::Answer => {

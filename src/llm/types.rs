@@ -30,7 +30,7 @@ pub enum ChatMessage {
 }
 
 impl ChatMessage {
-    pub fn system(content: impl Into<String>) -> Self {
+    pub(crate) fn system(content: impl Into<String>) -> Self {
         Self::System {
             content: content.into(),
         }
@@ -43,7 +43,7 @@ impl ChatMessage {
     }
 
     /// A user message with an image (a `data:` URL), for vision-capable models.
-    pub fn user_with_image(text: impl Into<String>, image_url: impl Into<String>) -> Self {
+    pub(crate) fn user_with_image(text: impl Into<String>, image_url: impl Into<String>) -> Self {
         Self::User {
             content: UserContent::Parts(vec![
                 ContentPart::Text { text: text.into() },
@@ -58,7 +58,7 @@ impl ChatMessage {
 
     /// The message with images replaced by a placeholder: what the history keeps (an image
     /// is sent once, with the turn it came with, not with every later request).
-    pub fn without_images(&self) -> Self {
+    pub(crate) fn without_images(&self) -> Self {
         match self {
             Self::User {
                 content: UserContent::Parts(parts),
@@ -83,7 +83,7 @@ impl ChatMessage {
         }
     }
 
-    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+    pub(crate) fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
         Self::Tool {
             tool_call_id: tool_call_id.into(),
             content: content.into(),
@@ -112,7 +112,7 @@ pub enum UserContent {
 
 impl UserContent {
     /// The text (of the first text part).
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             Self::Text(text) => text,
             Self::Parts(parts) => parts
@@ -235,7 +235,7 @@ pub struct StreamOptions {
 
 impl ChatRequest {
     /// Asks for (or stops asking for) a streamed answer, with usage in the last chunk.
-    pub fn set_streaming(&mut self, stream: bool) {
+    pub(crate) fn set_streaming(&mut self, stream: bool) {
         self.stream = stream;
         self.stream_options = stream.then_some(StreamOptions {
             include_usage: true,
@@ -243,13 +243,13 @@ impl ChatRequest {
     }
 
     /// The completion cap, in whichever field carries it.
-    pub fn completion_cap(&self) -> Option<u32> {
+    pub(crate) fn completion_cap(&self) -> Option<u32> {
         self.max_tokens.or(self.max_completion_tokens)
     }
 
     /// Lowers the completion cap to `tokens` (in the field that carries it; `max_tokens` if
     /// none does), never raising it.
-    pub fn lower_completion_cap(&mut self, tokens: u32) {
+    pub(crate) fn lower_completion_cap(&mut self, tokens: u32) {
         match (&mut self.max_tokens, &mut self.max_completion_tokens) {
             (Some(cap), _) | (None, Some(cap)) => *cap = (*cap).min(tokens),
             (None, None) => self.max_tokens = Some(tokens),
@@ -257,7 +257,7 @@ impl ChatRequest {
     }
 
     /// Caps the completion at `tokens`, in the field `field` names.
-    pub fn set_completion_cap(&mut self, tokens: u32, field: MaxTokensField) {
+    pub(crate) fn set_completion_cap(&mut self, tokens: u32, field: MaxTokensField) {
         let (cap, other) = match field {
             MaxTokensField::MaxTokens => (&mut self.max_tokens, &mut self.max_completion_tokens),
             MaxTokensField::MaxCompletionTokens => {
@@ -292,7 +292,7 @@ impl std::ops::AddAssign for Usage {
 
 impl Usage {
     /// The tokens a budget counts: read and written (saturating).
-    pub fn tokens(&self) -> u64 {
+    pub(crate) fn tokens(&self) -> u64 {
         self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }
@@ -308,12 +308,12 @@ pub struct Completion {
 
 impl Completion {
     /// Whether the completion stopped at its token cap rather than finishing.
-    pub fn was_cut_off(&self) -> bool {
+    pub(crate) fn was_cut_off(&self) -> bool {
         self.finish_reason.as_deref() == Some("length")
     }
 
     /// The assistant message to append to the conversation.
-    pub fn message(&self) -> ChatMessage {
+    pub(crate) fn message(&self) -> ChatMessage {
         ChatMessage::Assistant {
             content: self.content.clone(),
             tool_calls: self.tool_calls.clone(),

@@ -118,14 +118,14 @@ impl Chats<'_> {
 
     /// The chat's state: the default for a chat never seen, an error for one that cannot be
     /// read (see the module doc).
-    pub fn state(&self, chat: Conversation) -> Result<ChatState> {
+    pub(crate) fn state(&self, chat: Conversation) -> Result<ChatState> {
         let bytes = self.tree(chat).get(chat_key(chat))?;
         decode_state(chat, bytes.as_deref())
     }
 
     /// The model id a chat chose, if any (none when its state cannot be read: the default
     /// model answers, or rather the error does, since such a chat's turns stop).
-    pub fn model(&self, chat: Conversation) -> Option<String> {
+    pub(crate) fn model(&self, chat: Conversation) -> Option<String> {
         self.state(chat).ok()?.model
     }
 
@@ -150,7 +150,7 @@ impl Chats<'_> {
         })
     }
 
-    pub fn set_model(&self, chat: Conversation, model: &str) -> Result<()> {
+    pub(crate) fn set_model(&self, chat: Conversation, model: &str) -> Result<()> {
         self.update_state(chat, |state| state.model = Some(model.to_string()))
     }
 

@@ -69,7 +69,7 @@ pub struct CompactionPolicy {
 impl CompactionPolicy {
     /// Whether a store of `size` bytes, `baseline` bytes right after its last compaction, is
     /// due for one.
-    pub fn due(&self, baseline: u64, size: u64) -> bool {
+    pub(crate) fn due(&self, baseline: u64, size: u64) -> bool {
         self.factor > 0.0
             && size > baseline.saturating_add(self.min_growth)
             && size as f64 > baseline as f64 * self.factor
@@ -131,12 +131,12 @@ impl DataDir {
     }
 
     /// What the live generation's sled files take on disk now.
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         sled_size(&self.store_dir())
     }
 
     /// The size past which the store is due for compaction; `None` when compaction is off.
-    pub fn compacts_at(&self) -> Option<u64> {
+    pub(crate) fn compacts_at(&self) -> Option<u64> {
         let policy = self.policy;
         (policy.factor > 0.0).then(|| {
             let by_factor = (self.baseline as f64 * policy.factor) as u64;
@@ -145,7 +145,7 @@ impl DataDir {
     }
 
     /// Whether the store has grown enough to be compacted (see [`CompactionPolicy`]).
-    pub fn compaction_due(&self) -> bool {
+    pub(crate) fn compaction_due(&self) -> bool {
         !self.failed && self.policy.due(self.baseline, self.size())
     }
 }

@@ -221,7 +221,7 @@ impl Db<'_> {
     /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
     /// and callers that arrive while it runs share the next one (group commit: under load, one
     /// fsync serves many turns).
-    pub async fn flush_async(&self) -> Result<()> {
+    pub(crate) async fn flush_async(&self) -> Result<()> {
         let ticket = self.store.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
         let mut flushed_upto = self.store.flush_lock.lock().await;
         if *flushed_upto >= ticket {

@@ -48,7 +48,7 @@ pub struct StoredTurn {
 
 impl StoredTurn {
     /// The turn's provenance, as recorded or, for an older record, as its messages allow.
-    pub fn provenance(&self) -> Provenance {
+    pub(crate) fn provenance(&self) -> Provenance {
         self.provenance
             .clone()
             .unwrap_or_else(|| Provenance::legacy(&self.messages))
@@ -101,7 +101,7 @@ pub struct HistoryWindow {
 impl HistoryWindow {
     /// The window as a turn of a user who is not an admin may see it: every admin-only tool
     /// result replaced by a short placeholder (the call stays, so the history stays valid).
-    pub fn for_non_admin(mut self) -> Self {
+    pub(crate) fn for_non_admin(mut self) -> Self {
         for message in &mut self.messages {
             if let ChatMessage::Tool {
                 tool_call_id,
@@ -234,7 +234,7 @@ impl History<'_> {
     }
 
     /// Moves the history window past its `count` oldest turns (after a context overflow).
-    pub fn skip(&self, chat: Conversation, count: usize) -> Result<()> {
+    pub(crate) fn skip(&self, chat: Conversation, count: usize) -> Result<()> {
         let state = self.store.chats().state(chat)?;
         let next = self
             .tree(chat)
@@ -354,7 +354,7 @@ impl History<'_> {
     /// The epoch bump and the window move are one transaction; the turns before the new window
     /// are removed after it. A turn stored after the clear starts at or past the new window, so
     /// it is never removed, and a turn stored before it is never seen again.
-    pub fn clear(&self, chat: Conversation) -> Result<()> {
+    pub(crate) fn clear(&self, chat: Conversation) -> Result<()> {
         let cleared_below = self.store.chats().update_state(chat, |state| {
             state.window_start = state.next_seq;
             state.epoch += 1;

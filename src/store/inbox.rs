@@ -172,7 +172,7 @@ impl Inbox<'_> {
 
     /// Applies `event` to the update's record, atomically, as [`step`] decides; a missing or
     /// unreadable record is left as it is (and [`Verdict::Keep`]).
-    pub fn apply(&self, update: UpdateId, event: Event) -> Result<Verdict> {
+    pub(crate) fn apply(&self, update: UpdateId, event: Event) -> Result<Verdict> {
         let mut verdict = Verdict::Keep;
         update_json(
             &self.store.inbox,
@@ -208,17 +208,17 @@ impl Inbox<'_> {
     }
 
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
-    pub fn mark_stored(&self, update: UpdateId) -> Result<()> {
+    pub(crate) fn mark_stored(&self, update: UpdateId) -> Result<()> {
         self.apply(update, Event::Store).map(drop)
     }
 
     /// The message that shows an update's answer, if it was recorded as visible in one.
-    pub fn visible_message(&self, update: UpdateId) -> Option<i32> {
+    pub(crate) fn visible_message(&self, update: UpdateId) -> Option<i32> {
         self.visible_messages(update).first().copied()
     }
 
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
-    pub fn visible_messages(&self, update: UpdateId) -> Vec<i32> {
+    pub(crate) fn visible_messages(&self, update: UpdateId) -> Vec<i32> {
         let key = update.0.to_be_bytes();
         read_json::<InboxEntry>(&self.store.inbox, TREE, &key).map_or_else(Vec::new, |e| {
             Progress {
@@ -230,7 +230,7 @@ impl Inbox<'_> {
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
-    pub fn add_visible_part(&self, update: UpdateId, message: i32) -> Result<()> {
+    pub(crate) fn add_visible_part(&self, update: UpdateId, message: i32) -> Result<()> {
         self.apply(update, Event::ShowPart(message)).map(drop)
     }
 
@@ -251,7 +251,7 @@ impl Inbox<'_> {
 
     /// Forgets finished (answered or failed) updates received before `before` (unix
     /// seconds); unreadable ones are kept.
-    pub fn prune(&self, before: i64) -> Result<usize> {
+    pub(crate) fn prune(&self, before: i64) -> Result<usize> {
         prune_json(&self.store.inbox, TREE, |e: &InboxEntry| {
             e.state.is_done() && e.received < before
         })

@@ -44,7 +44,7 @@ pub enum InboxState {
 
 impl InboxState {
     /// Nothing is left to do for the update: it is not resumed, and may be pruned.
-    pub fn is_done(self) -> bool {
+    pub(crate) fn is_done(self) -> bool {
         matches!(self, Self::Answered | Self::Failed)
     }
 }
@@ -60,7 +60,7 @@ pub struct Progress {
 impl Progress {
     /// Every message that shows the answer, first to last; empty unless it is visible in a
     /// known message.
-    pub fn shown_in(&self) -> Vec<i32> {
+    pub(crate) fn shown_in(&self) -> Vec<i32> {
         match self.state {
             InboxState::Visible {
                 message: Some(first),
@@ -172,7 +172,7 @@ pub fn step(now: &Progress, event: Event) -> (Progress, Verdict) {
 /// What recovery does with an update in `state` (see [`Resume`]); an update already done
 /// needs nothing more than [`Resume::Close`].
 #[must_use]
-pub fn resume(state: InboxState, stored: bool) -> Resume {
+pub(crate) fn resume(state: InboxState, stored: bool) -> Resume {
     let now = Progress {
         state,
         parts: Vec::new(),

@@ -59,7 +59,7 @@ pub struct Heuristic {
 impl Heuristic {
     /// A heuristic just learned at `at` (unix seconds): taught once, never injected, scored
     /// or voted on, without an embedding yet.
-    pub fn learned(
+    pub(crate) fn learned(
         id: u64,
         skill: Option<String>,
         text: String,
@@ -174,11 +174,11 @@ impl Learning<'_> {
             .collect()
     }
 
-    pub fn new_heuristic_id(&self) -> Result<u64> {
+    pub(crate) fn new_heuristic_id(&self) -> Result<u64> {
         self.store.db().next_id()
     }
 
-    pub fn put_heuristic(&self, heuristic: &Heuristic) -> Result<()> {
+    pub(crate) fn put_heuristic(&self, heuristic: &Heuristic) -> Result<()> {
         self.store
             .heuristics
             .insert(heuristic.id.to_be_bytes(), serde_json::to_vec(heuristic)?)?;
@@ -186,12 +186,12 @@ impl Learning<'_> {
     }
 
     /// Removes a heuristic; says whether it existed.
-    pub fn delete_heuristic(&self, id: u64) -> Result<bool> {
+    pub(crate) fn delete_heuristic(&self, id: u64) -> Result<bool> {
         Ok(self.store.heuristics.remove(id.to_be_bytes())?.is_some())
     }
 
     /// Persists a reflection before it runs, so a restart can resume it.
-    pub fn save_reflection(&self, job: &ReflectionJob) -> Result<u64> {
+    pub(crate) fn save_reflection(&self, job: &ReflectionJob) -> Result<u64> {
         let id = self.store.db().next_id()?;
         self.store
             .reflections
@@ -199,7 +199,7 @@ impl Learning<'_> {
         Ok(id)
     }
 
-    pub fn finish_reflection(&self, id: u64) -> Result<()> {
+    pub(crate) fn finish_reflection(&self, id: u64) -> Result<()> {
         self.store.reflections.remove(id.to_be_bytes())?;
         Ok(())
     }
@@ -218,7 +218,7 @@ impl Learning<'_> {
             .collect()
     }
 
-    pub fn count_skill_match(&self, skill: &str) -> Result<()> {
+    pub(crate) fn count_skill_match(&self, skill: &str) -> Result<()> {
         self.store
             .skill_matches
             .fetch_and_update(skill.as_bytes(), |old| {
@@ -237,7 +237,7 @@ impl Learning<'_> {
         Ok(())
     }
 
-    pub fn skill_matches(&self, skill: &str) -> u64 {
+    pub(crate) fn skill_matches(&self, skill: &str) -> u64 {
         let bytes = read(
             &self.store.skill_matches,
             SKILL_MATCHES_TREE,

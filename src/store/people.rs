@@ -36,14 +36,14 @@ pub struct People<'s> {
 
 impl Store {
     /// Users' names, strangers' refusals and access requests.
-    pub fn people(&self) -> People<'_> {
+    pub(crate) fn people(&self) -> People<'_> {
         People { store: self }
     }
 }
 
 impl People<'_> {
     /// Remembers `name` for `user`; written only when it changed, so a message costs a read.
-    pub fn remember_name(&self, user: UserId, name: &str) -> Result<()> {
+    pub(crate) fn remember_name(&self, user: UserId, name: &str) -> Result<()> {
         let key = name_key(user);
         if self.store.people.get(key.as_bytes())?.as_deref() != Some(name.as_bytes()) {
             self.store.people.insert(key.as_bytes(), name.as_bytes())?;
@@ -52,14 +52,14 @@ impl People<'_> {
     }
 
     /// The name last remembered for `user`; `None` if unknown or unreadable.
-    pub fn name_of(&self, user: UserId) -> Option<String> {
+    pub(crate) fn name_of(&self, user: UserId) -> Option<String> {
         let bytes = read(&self.store.people, TREE, name_key(user).as_bytes())?;
         String::from_utf8(bytes.to_vec()).ok()
     }
 
     /// Records that stranger `user` is refused in `chat` on `today`; `true` if they were not
     /// refused there yet that day (one atomic step, so two messages at once give one refusal).
-    pub fn first_refusal_on(
+    pub(crate) fn first_refusal_on(
         &self,
         user: UserId,
         chat: ChatId,
@@ -107,7 +107,7 @@ impl People<'_> {
 
     /// Records stranger `user`'s request for access at `now_unix`; `true` only for the first
     /// request (an atomic insert-if-absent, so a double press notifies the admins once).
-    pub fn claim_access_request(&self, user: UserId, now_unix: i64) -> Result<bool> {
+    pub(crate) fn claim_access_request(&self, user: UserId, now_unix: i64) -> Result<bool> {
         let swapped = self.store.people.compare_and_swap(
             request_key(user).as_bytes(),
             None as Option<&[u8]>,

@@ -58,7 +58,7 @@ impl TurnRequest {
     }
 
     /// The conversation the turn belongs to: its chat and, in a forum, its topic.
-    pub fn conversation(&self) -> Conversation {
+    pub(crate) fn conversation(&self) -> Conversation {
         Conversation::new(self.chat, self.topic)
     }
 }

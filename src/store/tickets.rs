@@ -50,7 +50,7 @@ pub struct OptionTicket {
 impl OptionTicket {
     /// Whether option `index` was chosen by press `update` (so this press, re-delivered after
     /// a crash, may go on); never for a press without an update id.
-    pub fn chosen_again_by(&self, index: usize, update: Option<UpdateId>) -> bool {
+    pub(crate) fn chosen_again_by(&self, index: usize, update: Option<UpdateId>) -> bool {
         update.is_some() && self.chosen == Some(index) && self.chosen_by == update
     }
 }
@@ -162,7 +162,12 @@ impl Tickets<'_> {
 
     /// Marks option `index` of ticket `id` chosen, atomically: of two concurrent presses, one
     /// wins and the other sees [`Choice::AlreadyChosen`].
-    pub fn choose(&self, id: &str, index: usize, update: Option<UpdateId>) -> Result<Choice> {
+    pub(crate) fn choose(
+        &self,
+        id: &str,
+        index: usize,
+        update: Option<UpdateId>,
+    ) -> Result<Choice> {
         let before = update_json(
             &self.store.tickets,
             OPTIONS_TREE,
@@ -219,7 +224,7 @@ impl Tickets<'_> {
     }
 
     /// The vote recorded on feedback ticket `id` (`None`: none yet, or no such ticket).
-    pub fn feedback_vote(&self, id: &str) -> Option<bool> {
+    pub(crate) fn feedback_vote(&self, id: &str) -> Option<bool> {
         read_json::<FeedbackTicket>(&self.store.feedback, FEEDBACK_TREE, id.as_bytes())?.vote
     }
 

@@ -34,7 +34,7 @@ impl UsageTotals {
     /// These totals with `turns` turns of `calls` calls that used `usage` added, saturating:
     /// the arithmetic of [`UsageLedger::charge`].
     #[must_use]
-    pub fn charged(mut self, turns: u64, calls: u32, usage: Usage) -> Self {
+    pub(crate) fn charged(mut self, turns: u64, calls: u32, usage: Usage) -> Self {
         self.add(&UsageTotals {
             turns,
             calls: u64::from(calls),
@@ -46,7 +46,7 @@ impl UsageTotals {
     }
 
     /// Adds `other` to these totals, saturating.
-    pub fn add(&mut self, other: &UsageTotals) {
+    pub(crate) fn add(&mut self, other: &UsageTotals) {
         self.turns = self.turns.saturating_add(other.turns);
         self.calls = self.calls.saturating_add(other.calls);
         self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
@@ -137,7 +137,7 @@ impl UsageLedger<'_> {
     }
 
     /// The `limit` users with the most tokens today (UTC), most first: `(user, tokens)`.
-    pub fn top_users_today(&self, limit: usize) -> Vec<(UserId, u64)> {
+    pub(crate) fn top_users_today(&self, limit: usize) -> Vec<(UserId, u64)> {
         let suffix = format!(":{}", chrono::Utc::now().date_naive());
         self.top_counts("user:", limit, |rest| {
             rest.strip_suffix(suffix.as_str())?.parse().ok().map(UserId)
@@ -145,7 +145,7 @@ impl UsageLedger<'_> {
     }
 
     /// The `limit` users with the most tokens of all time, most first: `(user, tokens)`.
-    pub fn top_users_all_time(&self, limit: usize) -> Vec<(UserId, u64)> {
+    pub(crate) fn top_users_all_time(&self, limit: usize) -> Vec<(UserId, u64)> {
         self.top_counts("user_total:", limit, |rest| rest.parse().ok().map(UserId))
     }
 
@@ -206,7 +206,7 @@ impl UsageLedger<'_> {
     }
 
     /// Usage per model of one chat (`Some(chat)`) or of the whole bot (`None`).
-    pub fn totals(&self, chat: Option<ChatId>) -> Vec<(String, UsageTotals)> {
+    pub(crate) fn totals(&self, chat: Option<ChatId>) -> Vec<(String, UsageTotals)> {
         let prefix = match chat {
             Some(chat) => format!("chat:{chat}:"),
             None => "all:".to_string(),

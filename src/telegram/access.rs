@@ -39,11 +39,11 @@ const LISTED: usize = 100;
 
 /// The strangers refused lately in each conversation, shown as one message per burst.
 #[derive(Default)]
-pub struct Strangers(Bursts<Conversation, Refused>);
+pub(crate) struct Strangers(Bursts<Conversation, Refused>);
 
 /// The strangers a burst refused: the first [`LISTED`] ids, and how many more.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     ids: Vec<UserId>,
     more: usize,
 }
@@ -75,7 +75,11 @@ fn admin_notice_html(who: &User) -> String {
 
 /// A message from a stranger: the refusal, at most once a day in this chat, posted (see
 /// [`replies`]) as the burst's one message; no LLM call.
-pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message) -> HandlerResult {
+pub(crate) async fn refuse_stranger(
+    deps: Deps,
+    strangers: Arc<Strangers>,
+    msg: Message,
+) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
@@ -134,7 +138,7 @@ pub async fn refuse_stranger(deps: Deps, strangers: Arc<Strangers>, msg: Message
 
 /// "Request access": checked on the server (setting on, the presser is the stranger the
 /// button names), then the admins are told once, and the refusal says the request was sent.
-pub async fn request_pressed(
+pub(crate) async fn request_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,

@@ -29,13 +29,13 @@ use crate::cancel::TurnId;
 use crate::ids::UserId;
 
 /// Callback data prefix for dynamic option buttons.
-pub const CALLBACK_PREFIX: &str = "__opt__";
+pub(crate) const CALLBACK_PREFIX: &str = "__opt__";
 
 /// Callback data prefix for action buttons (model selection, clear, feedback).
-pub const ACTION_PREFIX: &str = "__act__";
+pub(crate) const ACTION_PREFIX: &str = "__act__";
 
 /// Telegram refuses callback data outside 1–64 bytes (`BUTTON_DATA_INVALID`).
-pub const MAX_CALLBACK_BYTES: usize = 64;
+pub(crate) const MAX_CALLBACK_BYTES: usize = 64;
 
 /// Decodes option callback data into `(ticket, label)`; `None` without the option prefix.
 ///
@@ -68,14 +68,14 @@ fn decode_action(content: &str) -> Option<(String, String)> {
 /// Encodes an option button's data, cutting the label so the whole fits 64 bytes. `None` if
 /// even the ticket does not fit or contains `|` (a programming error, logged by the caller).
 #[must_use]
-pub fn encode_option(ticket: &str, label: &str) -> Option<String> {
+pub(crate) fn encode_option(ticket: &str, label: &str) -> Option<String> {
     encode(CALLBACK_PREFIX, ticket, label)
 }
 
 /// Encodes an action button's data; `None` if it cannot fit 64 bytes without cutting the
 /// action (payloads are cut like labels, so keep them short and self-checking).
 #[must_use]
-pub fn encode_action(action: &str, payload: &str) -> Option<String> {
+pub(crate) fn encode_action(action: &str, payload: &str) -> Option<String> {
     encode(ACTION_PREFIX, action, payload)
 }
 
@@ -93,7 +93,7 @@ fn encode(prefix: &str, head: &str, tail: &str) -> Option<String> {
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
 #[must_use]
-pub fn cut_to_bytes(text: &str, max: usize) -> &str {
+pub(crate) fn cut_to_bytes(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
@@ -197,7 +197,7 @@ pub enum Action {
 impl Action {
     /// The button data; `None` if it cannot fit 64 bytes (a programming error).
     #[must_use]
-    pub fn encode(&self) -> Option<String> {
+    pub(crate) fn encode(&self) -> Option<String> {
         match self {
             Self::SetModel(key) => encode_action("set_model", key),
             Self::Clear => encode_action("clear", ""),
@@ -287,7 +287,7 @@ impl CallbackData {
     /// Whether pressing this button may start a turn (an option, a 🔁 Retry): the routes that
     /// call [`crate::turn::accept`].
     #[must_use]
-    pub fn starts_turn(&self) -> bool {
+    pub(crate) fn starts_turn(&self) -> bool {
         matches!(self, Self::Option(_) | Self::Action(Action::Retry { .. }))
     }
 }

@@ -8,7 +8,7 @@ use crate::role::Role;
 /// the client's menu.
 #[derive(BotCommands, Clone, Debug, PartialEq)]
 #[command(rename_rule = "lowercase")]
-pub enum Command {
+pub(crate) enum Command {
     #[command(description = "what this bot is")]
     Start,
     #[command(description = "what this bot can do")]
@@ -33,7 +33,7 @@ pub enum Command {
 
 impl Command {
     /// The least role that may use the command.
-    pub fn min_role(&self) -> Role {
+    pub(crate) fn min_role(&self) -> Role {
         match self {
             Self::Model(_) | Self::Heuristics(_) | Self::Skills | Self::Tools => Role::Admin,
             _ => Role::User,
@@ -41,7 +41,7 @@ impl Command {
     }
 
     /// The command list a user of `role` sees (in /help and in Telegram's menu).
-    pub fn visible_to(role: Role) -> Vec<teloxide::types::BotCommand> {
+    pub(crate) fn visible_to(role: Role) -> Vec<teloxide::types::BotCommand> {
         Self::bot_commands()
             .into_iter()
             .filter(|c| Self::parse(&c.command, "").is_ok_and(|cmd| cmd.min_role() <= role))

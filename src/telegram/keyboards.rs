@@ -13,7 +13,7 @@ const BUTTON_TEXT_CHARS: usize = 40;
 
 /// The inline keyboard that shows `keyboard` (an empty one for [`Keyboard::None`], which
 /// removes what was there).
-pub fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
+pub(crate) fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
     let rows: Vec<Vec<InlineKeyboardButton>> = match keyboard {
         Keyboard::None => Vec::new(),
         Keyboard::Answer {
@@ -81,7 +81,11 @@ fn option_rows(options: &Options) -> Vec<Vec<InlineKeyboardButton>> {
 
 /// `markup` with the vote on feedback ticket `ticket` shown: `👍 ✓` (or `👎 ✓`) on the pressed
 /// button, the other one plain, so the user sees the vote and can still change it.
-pub fn with_vote(markup: &InlineKeyboardMarkup, ticket: &str, up: bool) -> InlineKeyboardMarkup {
+pub(crate) fn with_vote(
+    markup: &InlineKeyboardMarkup,
+    ticket: &str,
+    up: bool,
+) -> InlineKeyboardMarkup {
     let data = |up| {
         Action::Feedback {
             ticket: ticket.to_string(),
@@ -118,7 +122,7 @@ fn feedback_row(ticket: &str) -> Option<Vec<InlineKeyboardButton>> {
 
 /// A button that performs `action`; `None` if its data cannot fit (logged: a programming
 /// error, never the user's).
-pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
+pub(crate) fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
     let Some(data) = action.encode() else {
         tracing::error!(
             ?action,
@@ -130,7 +134,7 @@ pub fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {
 }
 
 /// The Stop button under turn `turn`'s streaming answer.
-pub fn stop(turn: TurnId) -> InlineKeyboardMarkup {
+pub(crate) fn stop(turn: TurnId) -> InlineKeyboardMarkup {
     InlineKeyboardMarkup::new(
         button(texts::STOP_BUTTON, &Action::Stop(Some(turn))).map(|b| vec![b]),
     )
@@ -138,7 +142,7 @@ pub fn stop(turn: TurnId) -> InlineKeyboardMarkup {
 
 /// Whether `markup` is nothing but ⏹ buttons: the live keyboard of a turn that is over (a
 /// final edit that failed, or a crash), which a press then takes away.
-pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
+pub(crate) fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
     let mut buttons = markup.inline_keyboard.iter().flatten().peekable();
     buttons.peek().is_some()
         && buttons.all(|button| match &button.kind {
@@ -153,19 +157,19 @@ pub fn only_stop(markup: &InlineKeyboardMarkup) -> bool {
 /// Whether `markup` has a button whose callback data is `data`: a press edits its message
 /// only when the message really carries the pressed button (callback data can be forged and
 /// sent against any message the bot wrote).
-pub fn carries(markup: &InlineKeyboardMarkup, data: &str) -> bool {
+pub(crate) fn carries(markup: &InlineKeyboardMarkup, data: &str) -> bool {
     markup.inline_keyboard.iter().flatten().any(
         |button| matches!(&button.kind, InlineKeyboardButtonKind::CallbackData(d) if d == data),
     )
 }
 
 /// A label shortened for a button.
-pub fn button_text(label: &str) -> String {
+pub(crate) fn button_text(label: &str) -> String {
     shorten(label, BUTTON_TEXT_CHARS)
 }
 
 /// `text` cut to `max` characters on a character boundary, with an ellipsis when cut.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
         None => text.to_string(),

@@ -108,7 +108,7 @@ pub struct Turn<'a> {
 
 impl Turn<'_> {
     /// Waits for another slot of the same scope, for a retry of the call.
-    pub async fn next_slot(&mut self) {
+    pub(crate) async fn next_slot(&mut self) {
         self.limiter.slot(self.scope).await;
     }
 }
@@ -158,7 +158,7 @@ impl Limiter {
 
     /// Telegram said "retry after": nothing more in `scope` until then (for [`Scope::Bot`],
     /// nothing more at all).
-    pub fn penalize(&self, scope: Scope, retry_after: Duration) {
+    pub(crate) fn penalize(&self, scope: Scope, retry_after: Duration) {
         self.with_state(|state, now| {
             let until = now + retry_after.min(LONGEST_WAIT);
             match scope {
@@ -208,7 +208,7 @@ impl Limiter {
     /// The earliest a call to `chat` made now could go: its chat's next slot or the next
     /// global one, whichever is later. A live display waits for it before its first send, so
     /// an answer that is complete by then goes out once, in its final form.
-    pub fn ready_at(&self, chat: ChatId) -> Instant {
+    pub(crate) fn ready_at(&self, chat: ChatId) -> Instant {
         self.with_state(|state, now| {
             let chat_next = state.chats.get(&chat).map_or(now, |entry| entry.next);
             chat_next.max(state.global_next).max(now)
@@ -217,7 +217,7 @@ impl Limiter {
 
     /// Waits until no call of `chat` is in line and the chat's next slot has come: a call
     /// made then (a burst's edit) takes a slot no other call of the chat was waiting for.
-    pub async fn quiet(&self, chat: ChatId) {
+    pub(crate) async fn quiet(&self, chat: ChatId) {
         loop {
             let busy = self.with_state(|state, now| {
                 let entry = state.chats.get(&chat)?;

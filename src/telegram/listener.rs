@@ -54,7 +54,7 @@ const STALLED: Duration = Duration::from_secs(120);
 const IDLE_WORKER: Duration = Duration::from_secs(5);
 
 /// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
-pub type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
+pub(crate) type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
 
 /// The chat teloxide's default distribution gives an update to (its worker), `None` for
 /// updates without a chat (one worker runs those concurrently).
@@ -71,7 +71,7 @@ fn id_of(update: &Update) -> UpdateId {
 
 /// The updates handed to the dispatcher that may start a turn and whose handlers have not
 /// finished yet.
-pub struct Intake {
+pub(crate) struct Intake {
     state: Mutex<Handlers>,
     released: Notify,
     starts_turn: StartsTurn,
@@ -129,7 +129,7 @@ impl Handlers {
 }
 
 impl Intake {
-    pub fn new(starts_turn: StartsTurn) -> Self {
+    pub(crate) fn new(starts_turn: StartsTurn) -> Self {
         Self {
             state: Mutex::default(),
             released: Notify::new(),
@@ -161,7 +161,7 @@ impl Intake {
 
     /// The guard the schema holds while `update` is handled; dropping its last clone releases
     /// the update, and [`Handling::done`] releases it sooner.
-    pub fn handling(self: &Arc<Self>, update: &Update) -> Handling {
+    pub(crate) fn handling(self: &Arc<Self>, update: &Update) -> Handling {
         let worker = worker_of(update);
         let mut state = self.state();
         if let Some(held) = state.held.get_mut(&id_of(update)) {
@@ -235,17 +235,17 @@ impl Intake {
 /// durable (its turn accepted into the inbox) or known to record nothing (a refusal), so its
 /// paced replies do not hold every chat's next update.
 #[derive(Clone)]
-pub struct Handling(Arc<Guard>);
+pub(crate) struct Handling(Arc<Guard>);
 
 impl Handling {
     /// Releases the update now: nothing more of it needs to be on disk before Telegram may be
     /// told it arrived. Releasing twice is harmless.
-    pub fn done(&self) {
+    pub(crate) fn done(&self) {
         self.0.intake.release(self.0.update);
     }
 
     /// The id of the update being handled (recorded in the inbox with the turn it starts).
-    pub fn update(&self) -> UpdateId {
+    pub(crate) fn update(&self) -> UpdateId {
         self.0.update
     }
 }
@@ -264,7 +264,7 @@ impl Drop for Guard {
 }
 
 /// Long polling that confirms an offset only when every update below it was handled.
-pub struct Polling {
+pub(crate) struct Polling {
     bot: Bot,
     intake: Arc<Intake>,
     /// Long-poll timeout, in seconds.
@@ -276,7 +276,7 @@ pub struct Polling {
 
 impl Polling {
     /// Polling for `bot`; deletes a webhook left registered (Telegram refuses getUpdates then).
-    pub async fn new(bot: Bot, intake: Arc<Intake>, timeout: u32) -> Self {
+    pub(crate) async fn new(bot: Bot, intake: Arc<Intake>, timeout: u32) -> Self {
         match bot.get_webhook_info().await {
             Ok(info) if info.url.is_some() => {
                 if let Err(e) = bot.delete_webhook().await {
@@ -459,7 +459,7 @@ const MAX_UPDATE_BYTES: usize = 1 << 20;
 /// released (its message is then in the inbox, or it records nothing), so an update lost to a
 /// crash is sent again.
 /// A request the route refuses (a wrong secret token) is answered at once.
-pub async fn answer_when_handled(
+pub(crate) async fn answer_when_handled(
     State(intake): State<Arc<Intake>>,
     request: Request,
     next: Next,
@@ -505,7 +505,7 @@ pub async fn answer_when_handled(
 
 /// Whether `update` may start a turn: a text message that is not a command, a photo, an
 /// option press or a 🔁 Retry (the routes that call [`crate::turn::accept`]).
-pub fn may_start_turn(update: &Update) -> bool {
+pub(crate) fn may_start_turn(update: &Update) -> bool {
     match &update.kind {
         UpdateKind::Message(msg) => {
             msg.text().is_some_and(|text| !text.starts_with('/')) || msg.photo().is_some()

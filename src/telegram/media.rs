@@ -11,7 +11,7 @@ use super::send::{SendPolicy, with_retry_bot};
 
 /// The largest size of a photo that is at most `max_bytes` (Telegram lists sizes smallest
 /// first), or the smallest if none is small enough.
-pub fn pick_photo(sizes: &[PhotoSize], max_bytes: u32) -> Option<&PhotoSize> {
+pub(crate) fn pick_photo(sizes: &[PhotoSize], max_bytes: u32) -> Option<&PhotoSize> {
     sizes
         .iter()
         .filter(|p| p.file.size <= max_bytes)
@@ -22,7 +22,7 @@ pub fn pick_photo(sizes: &[PhotoSize], max_bytes: u32) -> Option<&PhotoSize> {
 /// Downloads file `file_id` (refusing more than `max_bytes`) as a base64 `data:` URL.
 /// `getFile` is paced and retried like every Bot API call; the download itself comes from
 /// Telegram's file server, which has no flood control.
-pub async fn download_image(
+pub(crate) async fn download_image(
     bot: &Bot,
     policy: &SendPolicy,
     file_id: &str,

@@ -9,22 +9,22 @@
 //! [`handlers`]; what a turn shows goes through [`outbox::Outbox`], the adapter's side of
 //! [`crate::turn::Messenger`].
 
-pub mod access;
+pub(crate) mod access;
 pub mod callback_data;
-pub mod commands;
-pub mod handlers;
+pub(crate) mod commands;
+pub(crate) mod handlers;
 pub mod keyboards;
 pub mod limiter;
-pub mod listener;
-pub mod media;
-pub mod outbox;
+pub(crate) mod listener;
+pub(crate) mod media;
+pub(crate) mod outbox;
 pub mod render;
-pub mod replies;
-pub mod send;
-pub mod stats;
-pub mod stream;
-pub mod tool_list;
-pub mod views;
+pub(crate) mod replies;
+pub(crate) mod send;
+pub(crate) mod stats;
+pub(crate) mod stream;
+pub(crate) mod tool_list;
+pub(crate) mod views;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,7 +54,7 @@ use outbox::Outbox;
 const WORKER_QUEUE: usize = 1024;
 
 /// Every route of the bot, in one place.
-pub fn schema() -> UpdateHandler<anyhow::Error> {
+pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
     let messages = Update::filter_message()
         .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
         .map(|msg: Message| handlers::conversation_of(&msg))
@@ -118,7 +118,7 @@ pub fn schema() -> UpdateHandler<anyhow::Error> {
 }
 
 /// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).
-pub fn bot(config: &Config) -> anyhow::Result<Bot> {
+pub(crate) fn bot(config: &Config) -> anyhow::Result<Bot> {
     let bot = Bot::new(&config.token);
     if config.telegram.api_url.is_empty() {
         return Ok(bot);
@@ -317,13 +317,13 @@ impl Running {
 
     /// Resolves once the store is due for compaction and the chats are idle: the caller
     /// stops this run and starts a new one, which compacts ([`crate::run`] does).
-    pub async fn compaction_wanted(&self) {
+    pub(crate) async fn compaction_wanted(&self) {
         self.app.compaction_wanted().await;
     }
 
     /// Resolves if the bot stops taking updates by itself (teloxide could not start, or its
     /// task failed): the caller starts it again ([`crate::run`] does).
-    pub async fn ended(&self) {
+    pub(crate) async fn ended(&self) {
         let mut ended = self.ended.clone();
         let _ = ended.wait_for(|ended| *ended).await;
     }

@@ -23,7 +23,7 @@ use crate::conversation::Conversation;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 
 /// The bot's one way to Telegram; see the module doc.
-pub struct Outbox {
+pub(crate) struct Outbox {
     bot: Bot,
     policy: SendPolicy,
     /// Spacing of live edits in one chat.
@@ -35,7 +35,7 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    pub fn new(bot: Bot, config: &TelegramConfig) -> Self {
+    pub(crate) fn new(bot: Bot, config: &TelegramConfig) -> Self {
         Self {
             bot,
             policy: SendPolicy::new(config),
@@ -48,7 +48,7 @@ impl Outbox {
 
     /// Sends an HTML message to `to` (its plain text if Telegram cannot parse the HTML),
     /// paced and retried.
-    pub async fn send_html(
+    pub(crate) async fn send_html(
         &self,
         to: impl Into<Target>,
         html: &str,
@@ -59,7 +59,7 @@ impl Outbox {
 
     /// Edits message `id` into `html` with `markup` (see [`send::edit_html`]); returns the id
     /// of the message that now shows it (a new one if the old is gone).
-    pub async fn edit_html(
+    pub(crate) async fn edit_html(
         &self,
         to: impl Into<Target>,
         id: MessageId,
@@ -70,7 +70,7 @@ impl Outbox {
     }
 
     /// Replaces the keyboard of message `id` in `chat`; failures are logged with `what`.
-    pub async fn edit_keyboard(
+    pub(crate) async fn edit_keyboard(
         &self,
         chat: ChatId,
         id: MessageId,
@@ -82,7 +82,7 @@ impl Outbox {
 
     /// Answers a button press, with `toast` unless it is empty. Not paced: Telegram counts
     /// answers to callback queries apart from messages, and the client waits for one.
-    pub async fn answer_press(
+    pub(crate) async fn answer_press(
         &self,
         query: &CallbackQuery,
         toast: &str,
@@ -98,13 +98,13 @@ impl Outbox {
 
     /// Resolves once nothing else of `chat` waits for its paced slot (a burst's edit yields
     /// to the chat's other messages this way).
-    pub async fn quiet(&self, chat: crate::ids::ChatId) {
+    pub(crate) async fn quiet(&self, chat: crate::ids::ChatId) {
         self.policy.limiter.quiet(chat).await;
     }
 
     /// Whether a turn's live display has a message on screen in `chat` (which then confirms
     /// a stop itself).
-    pub fn shows_live(&self, chat: Conversation) -> bool {
+    pub(crate) fn shows_live(&self, chat: Conversation) -> bool {
         stream::on_screen(&self.on_screen).contains(&chat)
     }
 }

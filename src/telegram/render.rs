@@ -24,7 +24,7 @@
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// Telegram's maximum message length, in UTF-16 code units.
-pub const TELEGRAM_LIMIT: usize = 4096;
+pub(crate) const TELEGRAM_LIMIT: usize = 4096;
 
 /// Longest link target rendered as a link; longer ones stay text (see [`split`]'s reopening).
 const MAX_HREF_BYTES: usize = 1024;
@@ -54,7 +54,7 @@ pub fn render_parts(markdown: &str) -> Vec<String> {
 }
 
 /// [`render_parts`] with another limit (tests use small ones).
-pub fn render_parts_with_limit(markdown: &str, limit: usize) -> Vec<String> {
+pub(crate) fn render_parts_with_limit(markdown: &str, limit: usize) -> Vec<String> {
     split(&tokens(markdown), limit)
         .into_iter()
         .filter(|part| !html_to_plain(part).trim().is_empty())
@@ -293,7 +293,7 @@ pub fn html_to_plain(html: &str) -> String {
 }
 
 /// Escapes text for Telegram HTML (also safe inside attribute values).
-pub fn escape_html(text: &str) -> String {
+pub(crate) fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         push_escaped(&mut out, c);

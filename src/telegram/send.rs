@@ -29,7 +29,7 @@ use crate::conversation::Conversation;
 /// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
 /// clone; clones share the limiter.
 #[derive(Clone)]
-pub struct SendPolicy {
+pub(crate) struct SendPolicy {
     pub max_retries: u32,
     pub max_retry_after: Duration,
     pub limiter: Arc<Limiter>,
@@ -38,7 +38,7 @@ pub struct SendPolicy {
 }
 
 impl SendPolicy {
-    pub fn new(config: &TelegramConfig) -> Self {
+    pub(crate) fn new(config: &TelegramConfig) -> Self {
         Self {
             max_retries: config.max_send_retries,
             max_retry_after: Duration::from_secs(config.max_retry_after_secs),
@@ -55,7 +55,7 @@ impl SendPolicy {
 /// Where a new message goes: a chat, the forum topic in it, and the message it replies to.
 /// Edits need only the chat (a message stays in its topic), and pacing counts the chat.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Target {
+pub(crate) struct Target {
     pub chat: ChatId,
     pub thread: Option<ThreadId>,
     pub reply_to: Option<MessageId>,
@@ -63,7 +63,7 @@ pub struct Target {
 
 impl Target {
     /// A conversation's chat and topic, the new message a reply to `reply_to` if given.
-    pub fn new(at: Conversation, reply_to: Option<i32>) -> Self {
+    pub(crate) fn new(at: Conversation, reply_to: Option<i32>) -> Self {
         Self {
             chat: ChatId(at.chat.0),
             thread: at.topic.map(|topic| ThreadId(MessageId(topic.0))),
@@ -72,7 +72,7 @@ impl Target {
     }
 
     /// The same chat and topic, not as a reply (an answer's parts after its first).
-    pub fn without_reply(self) -> Self {
+    pub(crate) fn without_reply(self) -> Self {
         Self {
             reply_to: None,
             ..self
@@ -80,7 +80,7 @@ impl Target {
     }
 
     /// The conversation a message sent here belongs to.
-    pub fn conversation(&self) -> Conversation {
+    pub(crate) fn conversation(&self) -> Conversation {
         Conversation::new(
             crate::ids::ChatId(self.chat.0),
             self.thread.map(|thread| crate::ids::TopicId(thread.0.0)),
@@ -116,7 +116,7 @@ fn placed<R: SendMessageSetters>(mut request: R, to: Target) -> R {
 
 /// Runs a Telegram request to `chat` in its paced slot, waiting out 429s (and pushing the
 /// chat's next slot back) and retrying connection failures.
-pub async fn with_retry<T, F, Fut>(
+pub(crate) async fn with_retry<T, F, Fut>(
     policy: &SendPolicy,
     chat: ChatId,
     what: &str,
@@ -136,7 +136,7 @@ where
 }
 
 /// [`with_retry`] for a request that names no chat (`getFile`): a 429 on it pauses every call.
-pub async fn with_retry_bot<T, F, Fut>(
+pub(crate) async fn with_retry_bot<T, F, Fut>(
     policy: &SendPolicy,
     what: &str,
     request: F,
@@ -201,7 +201,7 @@ fn no_previews(policy: &SendPolicy) -> Option<LinkPreviewOptions> {
 }
 
 /// Sends one HTML part; if Telegram cannot parse it, sends its plain text instead.
-pub async fn send_html(
+pub(crate) async fn send_html(
     bot: &Bot,
     policy: &SendPolicy,
     to: impl Into<Target>,
@@ -245,7 +245,7 @@ pub async fn send_html(
 /// explicit empty keyboard, so a Stop button goes even when the text is unchanged), with
 /// the plain-text fallback. "Not modified" counts as done; a message that is gone is sent anew
 /// (to `to`'s topic). Returns the id of the message that now shows the part.
-pub async fn edit_html(
+pub(crate) async fn edit_html(
     bot: &Bot,
     policy: &SendPolicy,
     to: impl Into<Target>,
@@ -287,7 +287,7 @@ pub async fn edit_html(
 }
 
 /// Replaces the keyboard of message `id`; failures are logged with `what`.
-pub async fn edit_keyboard(
+pub(crate) async fn edit_keyboard(
     bot: &Bot,
     policy: &SendPolicy,
     chat: ChatId,
@@ -307,7 +307,7 @@ pub async fn edit_keyboard(
 }
 
 /// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
-pub async fn notify(bot: &Bot, policy: &SendPolicy, to: impl Into<Target>, text: &str) {
+pub(crate) async fn notify(bot: &Bot, policy: &SendPolicy, to: impl Into<Target>, text: &str) {
     let to = to.into();
     let chat = to.chat;
     let sent = with_retry(policy, chat, "sendMessage", || {
@@ -329,7 +329,7 @@ const TYPING_DELAY: Duration = Duration::from_millis(300);
 
 /// Shows "typing…" in `to`'s chat and topic for as long as it runs (Telegram clears the
 /// action after about five seconds, so it is repeated `every` so often).
-pub async fn typing(bot: Bot, to: Target, every: Duration) {
+pub(crate) async fn typing(bot: Bot, to: Target, every: Duration) {
     let chat = to.chat;
     tokio::time::sleep(TYPING_DELAY).await;
     loop {

@@ -35,10 +35,11 @@ struct Shown {
 
 /// The conversations whose live display has a message on screen: there, stopping a turn is
 /// confirmed by that message, and `/cancel` adds no second confirmation.
-pub type OnScreen = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<Conversation>>>;
+pub(crate) type OnScreen =
+    std::sync::Arc<std::sync::Mutex<std::collections::HashSet<Conversation>>>;
 
 /// Locks `on_screen` (a poisoned lock still holds a valid set).
-pub fn on_screen(
+pub(crate) fn on_screen(
     on_screen: &OnScreen,
 ) -> std::sync::MutexGuard<'_, std::collections::HashSet<Conversation>> {
     on_screen
@@ -47,7 +48,7 @@ pub fn on_screen(
 }
 
 /// The live display of one turn in one conversation.
-pub struct Display {
+pub(crate) struct Display {
     bot: Bot,
     policy: SendPolicy,
     /// Where its messages go; the reply is dropped once the first is sent.
@@ -63,7 +64,7 @@ pub struct Display {
 }
 
 impl Display {
-    pub fn new(
+    pub(crate) fn new(
         bot: Bot,
         policy: SendPolicy,
         to: Target,
@@ -87,7 +88,10 @@ impl Display {
     /// Shows the turn's events until [`AgentEvent::Finished`] (then: the messages on screen)
     /// or until the sender is dropped because the turn was stopped (then: `None`, and the
     /// display says so).
-    pub async fn run(mut self, mut events: mpsc::UnboundedReceiver<AgentEvent>) -> Option<Live> {
+    pub(crate) async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    ) -> Option<Live> {
         let mut text = String::new();
         let mut progress: Option<String> = None;
         let mut dirty = false;
@@ -219,7 +223,7 @@ fn display(text: &str, progress: Option<&str>) -> String {
 /// message sent is a reply to `to`'s message if nothing was live (else the live one was).
 /// Returns the ids of the messages that show the answer. With no live message, `on_visible`
 /// is told before the first send; it is told each sent message's id.
-pub async fn finish(
+pub(crate) async fn finish(
     bot: &Bot,
     policy: &SendPolicy,
     to: Target,

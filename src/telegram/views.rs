@@ -26,19 +26,19 @@ const SKILLS_PER_PAGE: usize = 8;
 const SKILL_DESCRIPTION_CHARS: usize = 200;
 
 /// A message to send or to edit into place.
-pub struct Page {
+pub(crate) struct Page {
     pub html: String,
     pub keyboard: InlineKeyboardMarkup,
 }
 
 /// `/start`: a greeting and the first thing to try (see [`texts::start_html`]).
-pub fn start_html(role: Role) -> String {
+pub(crate) fn start_html(role: Role) -> String {
     texts::start_html(role == Role::Admin)
 }
 
 /// `/help`: how the bot behaves (memory, buttons, feedback, stopping, photos, limits), then
 /// the commands `role` may use; admins also see theirs with their arguments.
-pub fn help_html(app: &App, role: Role) -> String {
+pub(crate) fn help_html(app: &App, role: Role) -> String {
     let limits = &app.config().limits;
     let daily = (limits.daily_tokens > 0).then(|| thousands(limits.daily_tokens));
     let mut html = texts::help_html(&texts::help_limits(
@@ -79,7 +79,7 @@ pub(crate) fn thousands(n: u64) -> String {
 /// Page `page` (from 0; past the end shows the last) of `/heuristics`, or of
 /// `/heuristics pending` with `pending_only`: best first, each with where it came from and
 /// what happened to the answers it shaped, and its Approve / Forget buttons.
-pub fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
+pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
     let list = if pending_only {
         List::Pending
     } else {
@@ -151,7 +151,7 @@ pub fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
 }
 
 /// Page `page` of `/skills`: what is loaded and how often each skill matched a message.
-pub fn skills_page(app: &App, page: usize) -> Page {
+pub(crate) fn skills_page(app: &App, page: usize) -> Page {
     let skills = app.learning().skills();
     if skills.is_empty() {
         return Page {
@@ -202,7 +202,7 @@ fn navigation(list: List, page: usize, pages: usize) -> Option<Vec<InlineKeyboar
 }
 
 /// The page an admin list shows for `list`.
-pub fn list_page(app: &App, list: List, page: usize) -> Page {
+pub(crate) fn list_page(app: &App, list: List, page: usize) -> Page {
     match list {
         List::Heuristics => heuristics_page(app, false, page),
         List::Pending => heuristics_page(app, true, page),

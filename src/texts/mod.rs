@@ -7,6 +7,6 @@
 //! layer may use it. A text with a placeholder is a function (or a `const` with the
 //! placeholder named in its doc), never a `format!` at the call site.
 
-pub mod agent;
+pub(crate) mod agent;
 pub mod telegram;
 pub mod turn;

@@ -8,55 +8,55 @@
 use crate::ids::UserId;
 
 /// The toast of a press from someone not on the allow-list.
-pub const PRIVATE: &str = "Sorry, this bot is private.";
+pub(crate) const PRIVATE: &str = "Sorry, this bot is private.";
 
 /// The toast of an option pressed under an answer older than the chat's latest.
-pub const EARLIER_CHOICE: &str = "That choice belongs to an earlier answer";
+pub(crate) const EARLIER_CHOICE: &str = "That choice belongs to an earlier answer";
 
 /// The toast of a second option pressed under one answer.
-pub const ALREADY_CHOSEN: &str = "You already chose an option here";
+pub(crate) const ALREADY_CHOSEN: &str = "You already chose an option here";
 
 /// The toast of the ✓ mark of an option already chosen.
-pub const CHOSEN_MARK: &str = "Already chosen";
+pub(crate) const CHOSEN_MARK: &str = "Already chosen";
 
 /// The toast of a 🔁 Retry that runs the message again.
-pub const RETRYING: &str = "Retrying…";
+pub(crate) const RETRYING: &str = "Retrying…";
 
 /// The request a photo without a caption makes of a model that sees images.
-pub const IMAGE_QUESTION: &str = "What is in this image?";
+pub(crate) const IMAGE_QUESTION: &str = "What is in this image?";
 
 /// The answer to a sticker, a voice note or anything else that is neither text nor a photo.
-pub const NOT_TEXT: &str =
+pub(crate) const NOT_TEXT: &str =
     "I can only read text messages and photos. Please send your request as text.";
 
 /// What the model reads after a caption whose photo it cannot see, so its answer does not
 /// pretend to have seen it.
-pub const UNSEEN_PHOTO: &str = "[A photo was attached; this model cannot see images.]";
+pub(crate) const UNSEEN_PHOTO: &str = "[A photo was attached; this model cannot see images.]";
 
 /// The line a stopped turn's live message ends with: the one confirmation of the stop. The
 /// partial answer is not stored (the turn stopped before its history write), and it says so.
 pub const STOPPED: &str = "⏹ Stopped. This partial answer is not remembered.";
 
 /// Button labels.
-pub const CLEAR_BUTTON: &str = "🧹 Clear history";
-pub const RETRY_BUTTON: &str = "🔁 Retry";
-pub const STOP_BUTTON: &str = "⏹ Stop";
-pub const REQUEST_ACCESS_BUTTON: &str = "🔑 Request access";
+pub(crate) const CLEAR_BUTTON: &str = "🧹 Clear history";
+pub(crate) const RETRY_BUTTON: &str = "🔁 Retry";
+pub(crate) const STOP_BUTTON: &str = "⏹ Stop";
+pub(crate) const REQUEST_ACCESS_BUTTON: &str = "🔑 Request access";
 
 /// `/model <id>` switched the chat to `model`.
-pub fn model_switched(model: &str) -> String {
+pub(crate) fn model_switched(model: &str) -> String {
     format!("Model for this chat: {model}")
 }
 
 /// The text of `/model`'s message: the chat's model now (`current`, escaped), above the
 /// buttons to choose another.
-pub fn model_header_html(current: &str) -> String {
+pub(crate) fn model_header_html(current: &str) -> String {
     format!("Model for this chat: <b>{current}</b>. Choose another:")
 }
 
 /// `/start`: a greeting and the first thing to try, so a new user is not left guessing; an
 /// admin is pointed to their commands.
-pub fn start_html(admin: bool) -> String {
+pub(crate) fn start_html(admin: bool) -> String {
     let admin = if admin {
         "\nYou are an admin here: /help lists your commands too."
     } else {
@@ -72,7 +72,7 @@ pub fn start_html(admin: bool) -> String {
 
 /// `/help`'s limits line: messages a minute (0: no rate) and the daily tokens (`daily`, as
 /// shown; `None`: no budget).
-pub fn help_limits(turns_per_minute: usize, daily: Option<&str>) -> String {
+pub(crate) fn help_limits(turns_per_minute: usize, daily: Option<&str>) -> String {
     let mut rules = Vec::new();
     if turns_per_minute > 0 {
         rules.push(format!("up to {turns_per_minute} messages a minute"));
@@ -89,7 +89,7 @@ pub fn help_limits(turns_per_minute: usize, daily: Option<&str>) -> String {
 
 /// `/help` up to its list of commands: how the bot behaves, with `limits` (see
 /// [`help_limits`]).
-pub fn help_html(limits: &str) -> String {
+pub(crate) fn help_html(limits: &str) -> String {
     format!(
         "<b>How I work</b>\n\
          • <b>Memory</b>: I remember this chat's recent conversation, so you can say \
@@ -111,12 +111,12 @@ pub fn help_html(limits: &str) -> String {
 }
 
 /// `/help`'s line for one command (`description` escaped).
-pub fn help_command(command: &str, description: &str) -> String {
+pub(crate) fn help_command(command: &str, description: &str) -> String {
     format!("/{command} — {description}\n")
 }
 
 /// The end of `/help` for admins: their commands with their arguments.
-pub const HELP_ADMIN_COMMANDS: &str = "\n<b>Admin commands</b>\n\
+pub(crate) const HELP_ADMIN_COMMANDS: &str = "\n<b>Admin commands</b>\n\
      <code>/model</code> — the model of this chat, as buttons\n\
      <code>/model &lt;id&gt;</code> — switch this chat to model <i>id</i>\n\
      <code>/heuristics</code> — what the bot learned, with Forget buttons\n\
@@ -125,7 +125,7 @@ pub const HELP_ADMIN_COMMANDS: &str = "\n<b>Admin commands</b>\n\
      <code>/tools</code> — tools, their sources and MCP servers' status\n";
 
 /// The title of `/heuristics` (`pending`: of `/heuristics pending`).
-pub fn heuristics_title(pending: bool) -> &'static str {
+pub(crate) fn heuristics_title(pending: bool) -> &'static str {
     if pending {
         "Heuristics waiting for approval"
     } else {
@@ -134,7 +134,7 @@ pub fn heuristics_title(pending: bool) -> &'static str {
 }
 
 /// `/heuristics` (`pending`: `/heuristics pending`) with nothing to list.
-pub fn no_heuristics(pending: bool) -> &'static str {
+pub(crate) fn no_heuristics(pending: bool) -> &'static str {
     if pending {
         "No heuristics are waiting for approval."
     } else {
@@ -143,15 +143,15 @@ pub fn no_heuristics(pending: bool) -> &'static str {
 }
 
 /// The head of a page of `/heuristics`: its title, how many, which page of how many.
-pub fn heuristics_head_html(title: &str, count: usize, page: usize, pages: usize) -> String {
+pub(crate) fn heuristics_head_html(title: &str, count: usize, page: usize, pages: usize) -> String {
     format!("<b>{title}</b> ({count}), best first. Page {page}/{pages}.\n")
 }
 
 /// The skill of a heuristic that belongs to none.
-pub const GENERAL_SKILL: &str = "general";
+pub(crate) const GENERAL_SKILL: &str = "general";
 
 /// One heuristic of `/heuristics`, as its entry shows it (`skill`, `text`, `outcome` escaped).
-pub struct HeuristicEntry<'a> {
+pub(crate) struct HeuristicEntry<'a> {
     /// Waiting for approval (⏳) or approved (✅).
     pub pending: bool,
     pub id: u64,
@@ -173,7 +173,7 @@ pub struct HeuristicEntry<'a> {
 
 impl HeuristicEntry<'_> {
     /// The entry's two lines.
-    pub fn html(&self) -> String {
+    pub(crate) fn html(&self) -> String {
         let mark = if self.pending { "⏳" } else { "✅" };
         let source = if self.external {
             "from external content"
@@ -200,32 +200,32 @@ impl HeuristicEntry<'_> {
 }
 
 /// A listed heuristic's outcome when none was recorded.
-pub const UNKNOWN_OUTCOME: &str = "unknown outcome";
+pub(crate) const UNKNOWN_OUTCOME: &str = "unknown outcome";
 
 /// The button that approves heuristic `id`.
-pub fn approve_button(id: u64) -> String {
+pub(crate) fn approve_button(id: u64) -> String {
     format!("✅ Approve #{id}")
 }
 
 /// The button that forgets heuristic `id`.
-pub fn forget_button(id: u64) -> String {
+pub(crate) fn forget_button(id: u64) -> String {
     format!("🗑 Forget #{id}")
 }
 
 /// `/skills` with no skill loaded from folder `folder` (escaped).
-pub fn no_skills_html(folder: &str) -> String {
+pub(crate) fn no_skills_html(folder: &str) -> String {
     format!("No skills loaded (folder: {folder}).")
 }
 
 /// The head of a page of `/skills`.
-pub fn skills_head_html(count: usize, page: usize, pages: usize) -> String {
+pub(crate) fn skills_head_html(count: usize, page: usize, pages: usize) -> String {
     format!(
         "<b>Skills</b> ({count}), with the times each matched a message. Page {page}/{pages}.\n"
     )
 }
 
 /// The refusal a stranger gets, with their id; `button` adds the line about the button.
-pub fn refusal_html(user: UserId, button: bool) -> String {
+pub(crate) fn refusal_html(user: UserId, button: bool) -> String {
     let mut html = format!(
         "Sorry, this bot is private. Your Telegram user id is <code>{user}</code>: to get in, \
          ask the bot's owner to add your id."
@@ -238,7 +238,7 @@ pub fn refusal_html(user: UserId, button: bool) -> String {
 
 /// The refusal of several strangers at once (a burst in a group): every id listed, and how
 /// many `more`; no button.
-pub fn refusals_html(ids: &[UserId], more: usize) -> String {
+pub(crate) fn refusals_html(ids: &[UserId], more: usize) -> String {
     let ids: Vec<String> = ids.iter().map(|id| format!("<code>{id}</code>")).collect();
     let mut html = format!(
         "Sorry, this bot is private. To get in, ask the bot's owner to add your Telegram user \
@@ -253,7 +253,7 @@ pub fn refusals_html(ids: &[UserId], more: usize) -> String {
 }
 
 /// The refusal once its request went to the admins.
-pub fn request_sent_html(user: UserId) -> String {
+pub(crate) fn request_sent_html(user: UserId) -> String {
     format!(
         "Sorry, this bot is private. Your Telegram user id is <code>{user}</code>.\n\
          ✅ Request sent: the bot's owner has your name and id."
@@ -262,7 +262,7 @@ pub fn request_sent_html(user: UserId) -> String {
 
 /// What the admins are told of a request: who (`name` and `username`, escaped), with the id
 /// to copy, and what to do.
-pub fn admin_notice_html(user: UserId, name: &str, username: Option<&str>) -> String {
+pub(crate) fn admin_notice_html(user: UserId, name: &str, username: Option<&str>) -> String {
     let handle = username.map_or_else(String::new, |u| format!(" (@{u})"));
     format!(
         "🔑 <b>Access request</b>\n{name}{handle} asks to use the bot. Their id: \
@@ -272,17 +272,18 @@ pub fn admin_notice_html(user: UserId, name: &str, username: Option<&str>) -> St
 }
 
 /// The toasts of "Request access".
-pub const ACCESS_BUTTON_INVALID: &str = "That button is not valid";
-pub const ACCESS_ALREADY: &str = "You can use the bot already";
-pub const ACCESS_REQUEST_SENT: &str = "Request sent";
-pub const ACCESS_REQUEST_ALREADY_SENT: &str = "Request already sent";
-pub const ACCESS_REQUEST_FAILED: &str = "Cannot send the request now; please try again later";
+pub(crate) const ACCESS_BUTTON_INVALID: &str = "That button is not valid";
+pub(crate) const ACCESS_ALREADY: &str = "You can use the bot already";
+pub(crate) const ACCESS_REQUEST_SENT: &str = "Request sent";
+pub(crate) const ACCESS_REQUEST_ALREADY_SENT: &str = "Request already sent";
+pub(crate) const ACCESS_REQUEST_FAILED: &str =
+    "Cannot send the request now; please try again later";
 
 /// The note for a photo sent to a chat whose model `current` cannot read images: one line that
 /// the image was not seen (and, with a `captioned` photo, that the caption is answered), then
 /// what works: an admin's `/model <id>` in this chat to one of `vision_models`, or, with none
 /// configured, a model with `vision = true` added by the bot's owner.
-pub fn unseen_image_note(current: &str, vision_models: &[&str], captioned: bool) -> String {
+pub(crate) fn unseen_image_note(current: &str, vision_models: &[&str], captioned: bool) -> String {
     let seen = if captioned {
         "so I answer its caption as text"
     } else {
@@ -304,55 +305,55 @@ pub fn unseen_image_note(current: &str, vision_models: &[&str], captioned: bool)
 }
 
 /// The nouns `/stats` counts, singular and plural.
-pub const ANSWER: &str = "answer";
-pub const ANSWERS: &str = "answers";
-pub const TOKEN: &str = "token";
-pub const TOKENS: &str = "tokens";
+pub(crate) const ANSWER: &str = "answer";
+pub(crate) const ANSWERS: &str = "answers";
+pub(crate) const TOKEN: &str = "token";
+pub(crate) const TOKENS: &str = "tokens";
 
 /// The titles of `/stats`'s sections.
-pub const STATS_THIS_CHAT: &str = "This chat";
-pub const STATS_WHOLE_BOT: &str = "Whole bot";
-pub const STATS_TOP_TODAY: &str = "Top users today";
-pub const STATS_TOP_ALL_TIME: &str = "Top users of all time";
+pub(crate) const STATS_THIS_CHAT: &str = "This chat";
+pub(crate) const STATS_WHOLE_BOT: &str = "Whole bot";
+pub(crate) const STATS_TOP_TODAY: &str = "Top users today";
+pub(crate) const STATS_TOP_ALL_TIME: &str = "Top users of all time";
 
 /// A `/stats` section with no usage, and a top list with nobody on it.
-pub const STATS_NO_ANSWERS: &str = "No answers yet.\n";
-pub const STATS_NOBODY: &str = "Nobody yet.\n";
+pub(crate) const STATS_NO_ANSWERS: &str = "No answers yet.\n";
+pub(crate) const STATS_NOBODY: &str = "Nobody yet.\n";
 
 /// A top user whose name the bot does not know.
-pub const UNKNOWN_NAME: &str = "unknown name";
+pub(crate) const UNKNOWN_NAME: &str = "unknown name";
 
 /// One usage figure of `/stats`: `answers`, tokens `read` (with `cached`, from
 /// [`stats_cached`], or empty), tokens `written`; every count already with its noun.
-pub fn stats_usage(answers: &str, read: &str, cached: &str, written: &str) -> String {
+pub(crate) fn stats_usage(answers: &str, read: &str, cached: &str, written: &str) -> String {
     format!("{answers} · {read} read{cached} · {written} written")
 }
 
 /// How many of the tokens read were reused from cache.
-pub fn stats_cached(tokens: &str) -> String {
+pub(crate) fn stats_cached(tokens: &str) -> String {
     format!(" ({tokens} reused from cache)")
 }
 
 /// The total line of a `/stats` section with several models.
-pub fn stats_total(usage: &str) -> String {
+pub(crate) fn stats_total(usage: &str) -> String {
     format!("Total: {usage}\n")
 }
 
 /// The user's day against their daily budget: tokens `used` (with its noun) of `budget`,
 /// `left`.
-pub fn stats_budget_html(used: &str, budget: &str, left: &str) -> String {
+pub(crate) fn stats_budget_html(used: &str, budget: &str, left: &str) -> String {
     format!(
         "\n<b>Your budget today</b>: {used} of {budget} used, {left} left. It renews at midnight UTC.\n"
     )
 }
 
 /// The user's day without a daily budget.
-pub fn stats_no_budget_html(used: &str) -> String {
+pub(crate) fn stats_no_budget_html(used: &str) -> String {
     format!("\n<b>You today</b>: {used}, no daily budget.\n")
 }
 
 /// The store's `size` on disk, and the size past which it is compacted (`None`: never).
-pub fn stats_storage_html(size: &str, compacts_at: Option<&str>) -> String {
+pub(crate) fn stats_storage_html(size: &str, compacts_at: Option<&str>) -> String {
     match compacts_at {
         Some(at) => format!("\n💾 <b>Storage</b>: {size} on disk; compacted once past {at}.\n"),
         None => format!("\n💾 <b>Storage</b>: {size} on disk; compaction is off.\n"),
@@ -360,48 +361,48 @@ pub fn stats_storage_html(size: &str, compacts_at: Option<&str>) -> String {
 }
 
 /// The first line of `/tools`.
-pub const TOOLS_HEAD: &str = "Tools (offered in the turns of the roles shown):";
+pub(crate) const TOOLS_HEAD: &str = "Tools (offered in the turns of the roles shown):";
 
 /// Where a built-in tool comes from.
-pub const BUILT_IN: &str = "built-in";
+pub(crate) const BUILT_IN: &str = "built-in";
 
 /// Where a tool of MCP server `server` comes from.
-pub fn tool_server(server: &str) -> String {
+pub(crate) fn tool_server(server: &str) -> String {
     format!("MCP server {server}")
 }
 
 /// A tool's line in `/tools`: its name, where it comes from, who is offered it.
-pub fn tool_line(name: &str, source: &str, admins_only: bool) -> String {
+pub(crate) fn tool_line(name: &str, source: &str, admins_only: bool) -> String {
     let who = if admins_only { " (admins only)" } else { "" };
     format!("• {name} — {source}{who}")
 }
 
 /// The head of `/tools`'s MCP servers, with none configured or some.
-pub const NO_SERVERS: &str =
+pub(crate) const NO_SERVERS: &str =
     "MCP servers: none configured ([[mcp.servers]] in config/heurist.toml).";
-pub const SERVERS_HEAD: &str = "MCP servers:";
+pub(crate) const SERVERS_HEAD: &str = "MCP servers:";
 
 /// An MCP server still starting.
-pub const SERVER_STARTING: &str = "starting";
+pub(crate) const SERVER_STARTING: &str = "starting";
 
 /// An MCP server up, with `tools` tools.
-pub fn server_up(tools: usize) -> String {
+pub(crate) fn server_up(tools: usize) -> String {
     format!("up, {tools} tool(s)")
 }
 
 /// An MCP server up with `tools` tools, `left_out` (named with their sizes) as their schemas
 /// are over `max_bytes`.
-pub fn server_up_left_out(tools: usize, max_bytes: usize, left_out: &str) -> String {
+pub(crate) fn server_up_left_out(tools: usize, max_bytes: usize, left_out: &str) -> String {
     format!("up, {tools} tool(s); left out, as its schemas are over {max_bytes} bytes: {left_out}")
 }
 
 /// An MCP server down since `since` with `error`, tried again in `wait` seconds.
-pub fn server_down(since: &str, error: &str, wait: i64) -> String {
+pub(crate) fn server_down(since: &str, error: &str, wait: i64) -> String {
     format!("DOWN since {since} UTC: {error}; next try in {wait} s (its tools are not offered)")
 }
 
 /// An MCP server's line in `/tools`.
-pub fn server_line(name: &str, transport: &str, admins_only: bool, status: &str) -> String {
+pub(crate) fn server_line(name: &str, transport: &str, admins_only: bool, status: &str) -> String {
     let who = if admins_only { ", admins only" } else { "" };
     format!("• {name} ({transport}{who}) — {status}")
 }

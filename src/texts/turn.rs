@@ -14,12 +14,12 @@ pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this mess
 
 /// The answer of a turn whose LLM refused the bot's setup when there is no admin to alert (so
 /// the user is not promised that one was).
-pub const SETUP_BROKEN: &str =
+pub(crate) const SETUP_BROKEN: &str =
     "Sorry, I cannot answer right now: the bot's language model settings need fixing by its owner.";
 
 /// The admins' alert that the LLM refused the bot's setup for `model` with `error` (redacted
 /// by the caller before it is sent).
-pub fn setup_alert(model: &str, error: &str) -> String {
+pub(crate) fn setup_alert(model: &str, error: &str) -> String {
     format!(
         "⚠️ The language model refused the bot's setup for model {model}: {error}. \
          Check the API key and the model id (this alert repeats at most once an hour)."
@@ -27,112 +27,113 @@ pub fn setup_alert(model: &str, error: &str) -> String {
 }
 
 /// What a failed answer adds when it offers 🔁 Retry, so it promises only what it does.
-pub const RETRY_KEPT: &str = "Your message is kept: 🔁 Retry sends it again.";
+pub(crate) const RETRY_KEPT: &str = "Your message is kept: 🔁 Retry sends it again.";
 
 /// What it adds when no button could be offered (the retry could not be stored).
-pub const RETRY_SEND_AGAIN: &str = "Please send your message again in a minute.";
+pub(crate) const RETRY_SEND_AGAIN: &str = "Please send your message again in a minute.";
 
 /// The toast of a retry pressed a second time.
-pub const ALREADY_RETRIED: &str = "Already retried: that message was sent again";
+pub(crate) const ALREADY_RETRIED: &str = "Already retried: that message was sent again";
 
 /// The toast of a retry pressed by someone other than the message's sender.
-pub const NOT_YOURS: &str = "Only the person who sent that message can retry it";
+pub(crate) const NOT_YOURS: &str = "Only the person who sent that message can retry it";
 
 /// The toast of a retry that names nothing live (forged, another chat's, too old or pruned).
-pub const RETRY_EXPIRED: &str = "This retry has expired; please send your message again";
+pub(crate) const RETRY_EXPIRED: &str = "This retry has expired; please send your message again";
 
 /// The toast of a retry that could not be claimed (the store failed).
-pub const RETRY_FAILED: &str = "Sorry, I could not retry that. Please send it again.";
+pub(crate) const RETRY_FAILED: &str = "Sorry, I could not retry that. Please send it again.";
 
 /// What the model reads in place of a photo that could not be fetched (`error` says why), so
 /// it can tell the user it did not see it.
-pub fn photo_unreadable(content: &str, error: &str) -> String {
+pub(crate) fn photo_unreadable(content: &str, error: &str) -> String {
     format!("{content}\n[a photo was attached but could not be fetched: {error}]")
 }
 
 // The chat-level actions that commands and buttons share (`turn::actions`).
 
 /// The toast of a press whose data names nothing live (an expired, forged or unknown button).
-pub const EXPIRED: &str = "This option has expired";
+pub(crate) const EXPIRED: &str = "This option has expired";
 
 /// What the user is told when an admin-only action is refused.
-pub const ADMINS_ONLY: &str = "Sorry, only the bot's admins can do that.";
+pub(crate) const ADMINS_ONLY: &str = "Sorry, only the bot's admins can do that.";
 
 /// What a command the bot does not know gets.
-pub const UNKNOWN_COMMAND: &str = "I do not know that command. /help lists what I can do.";
+pub(crate) const UNKNOWN_COMMAND: &str = "I do not know that command. /help lists what I can do.";
 
 /// The reply to `/cancel` that stopped a turn before anything of it was kept.
-pub const STOPPED: &str = "Stopped. Nothing of that request was kept.";
+pub(crate) const STOPPED: &str = "Stopped. Nothing of that request was kept.";
 
 /// The toast of a ⏹ that stopped its turn.
-pub const STOPPED_TOAST: &str = "Stopped";
+pub(crate) const STOPPED_TOAST: &str = "Stopped";
 
 /// The reply to `/cancel` when no turn runs.
-pub const NOTHING_RUNNING: &str = "Nothing is running.";
+pub(crate) const NOTHING_RUNNING: &str = "Nothing is running.";
 
 /// The toast of a ⏹ whose answer is on screen already (or whose turn is over).
-pub const ALREADY_COMPLETE: &str = "That answer is already complete";
+pub(crate) const ALREADY_COMPLETE: &str = "That answer is already complete";
 
 /// What a stop that came too late says: the answer was stored before it, and stays.
-pub const TOO_LATE_TO_STOP: &str = "Too late to stop: the answer was already saved, so it is kept.";
+pub(crate) const TOO_LATE_TO_STOP: &str =
+    "Too late to stop: the answer was already saved, so it is kept.";
 
 /// The reply to a clear that worked.
-pub const CLEARED: &str = "Done: I forgot this chat's conversation.";
+pub(crate) const CLEARED: &str = "Done: I forgot this chat's conversation.";
 
 /// The reply to a clear the store refused.
-pub const CLEAR_FAILED: &str = "Sorry, I could not clear the history. Please try again.";
+pub(crate) const CLEAR_FAILED: &str = "Sorry, I could not clear the history. Please try again.";
 
 /// The reply to a switch to model `id`, which is not among the configured `known` ones.
-pub fn unknown_model(id: &str, known: &str) -> String {
+pub(crate) fn unknown_model(id: &str, known: &str) -> String {
     format!("Unknown model {id:?}. Configured: {known}")
 }
 
 /// The toast of a model button that names no configured model.
-pub const MODEL_NOT_CONFIGURED: &str = "That model is not configured";
+pub(crate) const MODEL_NOT_CONFIGURED: &str = "That model is not configured";
 
 /// The toast of a model switched to `id`.
-pub fn model_set(id: &str) -> String {
+pub(crate) fn model_set(id: &str) -> String {
     format!("Model: {id}")
 }
 
 /// The toast of a vote on an answer whose vote was already changed once.
-pub const ALREADY_RATED: &str = "You already rated this answer";
+pub(crate) const ALREADY_RATED: &str = "You already rated this answer";
 
 /// The toast of a vote the store could not record (`error` says why).
-pub fn vote_failed(error: &str) -> String {
+pub(crate) fn vote_failed(error: &str) -> String {
     format!("Cannot record that: {error}")
 }
 
 /// The toast of a first 👍.
-pub const THANKS: &str = "Thanks!";
+pub(crate) const THANKS: &str = "Thanks!";
 
 /// The toast of a first 👎, which starts a reflection.
-pub const THANKS_LEARNING: &str = "Thanks, I will learn from it.";
+pub(crate) const THANKS_LEARNING: &str = "Thanks, I will learn from it.";
 
 /// The toast of a vote changed to 👍.
-pub const CHANGED_UP: &str = "Changed to 👍";
+pub(crate) const CHANGED_UP: &str = "Changed to 👍";
 
 /// The toast of a vote changed to 👎, which starts a reflection.
-pub const CHANGED_DOWN: &str = "Changed to 👎: I will learn from it.";
+pub(crate) const CHANGED_DOWN: &str = "Changed to 👎: I will learn from it.";
 
 /// The toast of a pending heuristic approved.
-pub const APPROVED: &str = "Approved: it can be used from now on";
+pub(crate) const APPROVED: &str = "Approved: it can be used from now on";
 
 /// The toast of an Approve for a heuristic that is not pending.
-pub const NOT_PENDING: &str = "That heuristic is not waiting for approval";
+pub(crate) const NOT_PENDING: &str = "That heuristic is not waiting for approval";
 
 /// The toast of an approval the store refused (`error` says why).
-pub fn approve_failed(error: &str) -> String {
+pub(crate) fn approve_failed(error: &str) -> String {
     format!("Cannot approve it: {error}")
 }
 
 /// The toast of a heuristic forgotten.
-pub const FORGOTTEN: &str = "Forgotten";
+pub(crate) const FORGOTTEN: &str = "Forgotten";
 
 /// The toast of a forget for a heuristic that is gone.
-pub const ALREADY_GONE: &str = "That heuristic is gone already";
+pub(crate) const ALREADY_GONE: &str = "That heuristic is gone already";
 
 /// The toast of a forget the store refused (`error` says why).
-pub fn forget_failed(error: &str) -> String {
+pub(crate) fn forget_failed(error: &str) -> String {
     format!("Cannot forget it: {error}")
 }

@@ -26,7 +26,7 @@ use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
 
 /// What a press did: the toast to show, and the keyboard to put in place of the pressed one.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub toast: String,
     pub keyboard: Option<Keyboard>,
     /// Nothing changed (the caller logs it).
@@ -34,7 +34,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn refuse(toast: impl Into<String>) -> Self {
+    pub(crate) fn refuse(toast: impl Into<String>) -> Self {
         Self {
             toast: toast.into(),
             keyboard: None,
@@ -42,7 +42,7 @@ impl Outcome {
         }
     }
 
-    pub fn done(toast: impl Into<String>, keyboard: Option<Keyboard>) -> Self {
+    pub(crate) fn done(toast: impl Into<String>, keyboard: Option<Keyboard>) -> Self {
         Self {
             toast: toast.into(),
             keyboard,
@@ -53,7 +53,7 @@ impl Outcome {
 
 /// What a stop request came to, for the command's reply or the button's toast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// The turn stops before its history write: nothing of it is kept.
     Stopped,
     /// Too late: the turn's answer is stored (or being stored) and is shown.
@@ -66,7 +66,7 @@ pub enum Stop {
 
 impl Stop {
     /// The reply to `/cancel` (when no live message confirms a stop itself).
-    pub fn reply(self) -> &'static str {
+    pub(crate) fn reply(self) -> &'static str {
         match self {
             Self::Stopped => STOPPED,
             Self::Kept => TOO_LATE_TO_STOP,
@@ -75,7 +75,7 @@ impl Stop {
     }
 
     /// The toast of a ⏹ press.
-    pub fn toast(self) -> &'static str {
+    pub(crate) fn toast(self) -> &'static str {
         match self {
             Self::Stopped => STOPPED_TOAST,
             Self::Kept => TOO_LATE_TO_STOP,
@@ -88,7 +88,7 @@ impl Stop {
 /// so an old ⏹ stops nothing). The phase decides, atomically: a turn that has not begun its
 /// history write stops at its next safe point (it then marks its update done, so recovery
 /// never resumes it); a later stop leaves the answer as it is and says so.
-pub fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
+pub(crate) fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
     let stop = match app.turns().stop(chat, only) {
         Found::Turn(Verdict::Stopped) => Stop::Stopped,
         // Stopped already and ending: its ⏹ pressed twice says so again; a second /cancel
@@ -107,7 +107,7 @@ pub fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
 }
 
 /// Clears `chat`'s history (heuristics stay) and expires its option buttons.
-pub fn clear(app: &App, chat: Conversation) -> &'static str {
+pub(crate) fn clear(app: &App, chat: Conversation) -> &'static str {
     match app.store().history().clear(chat) {
         Ok(()) => CLEARED,
         Err(e) => {
@@ -118,7 +118,7 @@ pub fn clear(app: &App, chat: Conversation) -> &'static str {
 }
 
 /// Sets `chat`'s model to the configured model `id`; says which, or why not.
-pub fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<String> {
+pub(crate) fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<String> {
     let Some(model) = app.config().model(id) else {
         let known: Vec<&str> = app.config().models.iter().map(|m| m.id.as_str()).collect();
         tracing::warn!(
@@ -134,7 +134,7 @@ pub fn set_model(app: &App, chat: Conversation, id: &str) -> anyhow::Result<Stri
 }
 
 /// The model keyboard with `current` marked.
-pub fn models_keyboard(app: &App, current: &str) -> Keyboard {
+pub(crate) fn models_keyboard(app: &App, current: &str) -> Keyboard {
     Keyboard::Models {
         models: app.config().models.iter().map(|m| m.id.clone()).collect(),
         current: current.to_string(),
@@ -142,7 +142,7 @@ pub fn models_keyboard(app: &App, current: &str) -> Keyboard {
 }
 
 /// A model button pressed: switch `chat` to `id` (admins only).
-pub fn choose_model(app: &App, role: Role, chat: Conversation, id: Option<&str>) -> Outcome {
+pub(crate) fn choose_model(app: &App, role: Role, chat: Conversation, id: Option<&str>) -> Outcome {
     if role < Role::Admin {
         return Outcome::refuse(ADMINS_ONLY);
     }
@@ -161,7 +161,7 @@ const VOTE_CHANGES: u8 = 1;
 /// 👍 or 👎 on an answer, only in its own chat; a vote can be changed once. It scores the
 /// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
 /// with outcome "failure", so the bot learns what went wrong.
-pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
+pub(crate) fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
     let ticket = match app
         .store()
         .tickets()
@@ -211,7 +211,7 @@ pub fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Out
 }
 
 /// An Approve button pressed: approve pending heuristic `id` (admins only).
-pub fn approve(app: &App, role: Role, id: u64) -> Outcome {
+pub(crate) fn approve(app: &App, role: Role, id: u64) -> Outcome {
     if role < Role::Admin {
         return Outcome::refuse(ADMINS_ONLY);
     }
@@ -223,7 +223,7 @@ pub fn approve(app: &App, role: Role, id: u64) -> Outcome {
 }
 
 /// A forget button pressed: forget heuristic `id` (admins only).
-pub fn forget(app: &App, role: Role, id: u64) -> Outcome {
+pub(crate) fn forget(app: &App, role: Role, id: u64) -> Outcome {
     if role < Role::Admin {
         return Outcome::refuse(ADMINS_ONLY);
     }

@@ -27,12 +27,12 @@ impl TurnInput {
 
     /// The turn of inbox record `entry` (of update `update`) that a crash interrupted, run
     /// again as it was received.
-    pub fn resumed(update: UpdateId, entry: InboxEntry) -> Self {
+    pub(crate) fn resumed(update: UpdateId, entry: InboxEntry) -> Self {
         Self::new(entry.request, update)
     }
 
     /// The conversation the turn belongs to.
-    pub fn conversation(&self) -> Conversation {
+    pub(crate) fn conversation(&self) -> Conversation {
         self.request.conversation()
     }
 }

@@ -55,7 +55,7 @@ pub enum Options {
 
 impl Keyboard {
     /// The keyboard of an answer with feedback ticket `feedback` and no options yet.
-    pub fn answer(feedback: Option<String>) -> Self {
+    pub(crate) fn answer(feedback: Option<String>) -> Self {
         Self::Answer {
             options: Options::None,
             feedback,

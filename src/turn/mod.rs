@@ -18,12 +18,12 @@
 //! of a broken setup. The store's upkeep (prune, compaction) is [`crate::maintenance`]'s.
 
 mod accept;
-pub mod actions;
+pub(crate) mod actions;
 mod alerts;
 mod follow_up;
 mod gate;
 mod input;
-pub mod messenger;
+pub(crate) mod messenger;
 mod offers;
 mod persist;
 mod pipeline;
@@ -41,7 +41,6 @@ mod visibility;
 pub use accept::accept;
 pub use input::TurnInput;
 pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, Out, unrecorded};
-pub use offers::retire_options;
+pub(crate) use offers::retire_options;
 pub(crate) use offers::vote_on;
-pub use pipeline::run;
 pub use recovery::recover;

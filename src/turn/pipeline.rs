@@ -19,7 +19,7 @@ use crate::app::App;
 
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way.
-pub async fn run(app: Arc<App>, out: Out, input: TurnInput) {
+pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let at = input.conversation();
     let admitted = gate::admit(&app, out.as_ref(), input.request.user, at, input.update);
     let Some(admitted) = admitted.await else {

@@ -16,7 +16,7 @@ use crate::turn::actions::{self, Stop};
 use crate::turn::{self, Out};
 
 /// A command: within the sender's command rate, its action now and its reply posted.
-pub async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> HandlerResult {
+pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let chat = conversation_of(&msg);
     let user = sender_of(&msg);

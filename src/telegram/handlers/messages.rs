@@ -17,7 +17,7 @@ use crate::texts::turn::UNKNOWN_COMMAND;
 use crate::turn::TurnInput;
 
 /// A text message from an allowed user: queued as a turn behind the chat's earlier ones.
-pub async fn text(
+pub(crate) async fn text(
     deps: Deps,
     msg: Message,
     me: Me,
@@ -42,7 +42,7 @@ pub async fn text(
 /// models a photo's caption is answered as text, after a note that the image was not seen
 /// (without a caption, only the note). Stickers, voice notes and the like get a polite answer
 /// and no LLM call.
-pub async fn non_text(
+pub(crate) async fn non_text(
     deps: Deps,
     msg: Message,
     me: Me,

@@ -16,9 +16,9 @@
 //!
 //! [`replies`]: super::replies
 
-pub mod commands;
-pub mod messages;
-pub mod presses;
+pub(crate) mod commands;
+pub(crate) mod messages;
+pub(crate) mod presses;
 mod turns;
 
 use std::sync::Arc;
@@ -35,14 +35,14 @@ pub(crate) type HandlerResult = anyhow::Result<()>;
 /// What every handler works with: the bot's services and the one way to send. One value in
 /// the dispatcher's dependencies, so an endpoint takes it as one argument. Cheap to clone.
 #[derive(Clone)]
-pub struct Deps {
+pub(crate) struct Deps {
     pub app: Arc<App>,
     pub tg: Arc<Outbox>,
 }
 
 /// Whether a message is meant for the bot. Private chats: always. Groups: commands (without
 /// another bot's `@suffix`), messages that mention the bot, and replies to its messages.
-pub fn addressed(msg: &Message, me: &Me) -> bool {
+pub(crate) fn addressed(msg: &Message, me: &Me) -> bool {
     if msg.chat.is_private() {
         return true;
     }
@@ -65,7 +65,7 @@ pub fn addressed(msg: &Message, me: &Me) -> bool {
 /// The conversation a message belongs to: its forum topic, or the chat outside topics (a
 /// private chat, a plain group, a forum's General topic; a reply thread in a plain group is no
 /// topic).
-pub fn conversation_of(msg: &Message) -> Conversation {
+pub(crate) fn conversation_of(msg: &Message) -> Conversation {
     let topic = msg.thread_id.filter(|_| msg.is_topic_message);
     Conversation::new(
         crate::ids::ChatId(msg.chat.id.0),
@@ -79,7 +79,7 @@ pub(super) fn sender_of(msg: &Message) -> crate::ids::UserId {
 }
 
 /// The conversation a button was pressed in: its message's (none for inline messages).
-pub fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
+pub(crate) fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
     let message = query.message.as_ref()?;
     Some(match message.regular_message() {
         Some(msg) => conversation_of(msg),

@@ -21,7 +21,7 @@ use crate::turn::actions::{self, Outcome, Stop};
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 /// A button press from a user who is not on the allow-list.
-pub async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
+pub(crate) async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
     tracing::info!(
         user = query.from.id.0,
         "refused a button press from a user who is not allowed"
@@ -31,13 +31,13 @@ pub async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
 }
 
 /// A press whose data names nothing live: expired, forged or unknown.
-pub async fn expired_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
+pub(crate) async fn expired_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
     answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await
 }
 
 /// An option button: checked on the server, then the conversation continues exactly as if
 /// the user had typed the option's full label (see [`turns`] for the path).
-pub async fn option_pressed(
+pub(crate) async fn option_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
@@ -88,7 +88,7 @@ pub async fn option_pressed(
 }
 
 /// A model button (admins): switch the chat to the model whose key the button carries.
-pub async fn set_model_pressed(
+pub(crate) async fn set_model_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
@@ -115,7 +115,11 @@ pub async fn set_model_pressed(
 }
 
 /// 🧹 Clear history.
-pub async fn clear_pressed(deps: Deps, query: CallbackQuery, chat: Conversation) -> HandlerResult {
+pub(crate) async fn clear_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    chat: Conversation,
+) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let out: Out = tg.clone();
     turn::retire_options(app, &out, chat);
@@ -124,7 +128,7 @@ pub async fn clear_pressed(deps: Deps, query: CallbackQuery, chat: Conversation)
 }
 
 /// 👍 or 👎 under an answer.
-pub async fn feedback_pressed(
+pub(crate) async fn feedback_pressed(
     deps: Deps,
     query: CallbackQuery,
     at: Conversation,
@@ -146,7 +150,7 @@ pub async fn feedback_pressed(
 }
 
 /// ◀ ▶ under an admin list.
-pub async fn page_pressed(
+pub(crate) async fn page_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
@@ -161,7 +165,7 @@ pub async fn page_pressed(
 }
 
 /// ✅ Approve under `/heuristics` (admins).
-pub async fn approve_pressed(
+pub(crate) async fn approve_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
@@ -173,7 +177,7 @@ pub async fn approve_pressed(
 }
 
 /// 🗑 Forget under `/heuristics` (admins).
-pub async fn forget_pressed(
+pub(crate) async fn forget_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
@@ -221,7 +225,7 @@ async fn review_press(
 /// ⏹ Stop under a streaming answer: stops its own turn only, and only before that turn's
 /// answer is kept. A ⏹ still on screen after its turn is over (a final edit that failed, a
 /// crash) is taken away.
-pub async fn stop_pressed(
+pub(crate) async fn stop_pressed(
     deps: Deps,
     query: CallbackQuery,
     chat: Conversation,
@@ -252,7 +256,7 @@ pub async fn stop_pressed(
 
 /// 🔁 Retry under a failed answer: the failed message runs again as a new turn, once (see
 /// [`turns`] for the path); the button goes.
-pub async fn retry_pressed(
+pub(crate) async fn retry_pressed(
     deps: Deps,
     query: CallbackQuery,
     role: Role,
@@ -291,7 +295,7 @@ pub async fn retry_pressed(
 }
 
 /// The mark of an option already chosen.
-pub async fn chosen_pressed(deps: Deps, query: CallbackQuery) -> HandlerResult {
+pub(crate) async fn chosen_pressed(deps: Deps, query: CallbackQuery) -> HandlerResult {
     answer_press(&deps, &query, Outcome::done(texts::CHOSEN_MARK, None)).await
 }
 

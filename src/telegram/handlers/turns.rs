@@ -46,7 +46,7 @@ pub(super) struct Claimed {
 
 impl Claimed {
     /// A claimed message: nothing to answer, nothing to mark.
-    pub fn message(input: TurnInput) -> Self {
+    pub(crate) fn message(input: TurnInput) -> Self {
         Self {
             input,
             toast: "",

@@ -38,11 +38,6 @@ use crate::llm::extraction::{Meter, Settle};
 use crate::llm::{ChatRequest, LlmError, Usage, estimate_request_tokens};
 use crate::store::Store;
 
-/// What a user is told when today's budget is used up.
-pub(crate) fn spent_text(budget: u64) -> String {
-    format!("You have used today's budget of {budget} tokens. It renews at midnight UTC.")
-}
-
 /// Whether a call may go ahead, given what the user `used` today (settled), what their calls
 /// in flight `held`, this call's `estimate` and the daily `budget` (see the module docs).
 #[derive(Debug, PartialEq, Eq)]

@@ -46,7 +46,7 @@ impl Verdict {
         match self {
             Self::Allowed => None,
             Self::TooFast(wait) => Some(too_fast_text(1, *wait)),
-            Self::OverBudget(budget) => Some(crate::budget::spent_text(*budget)),
+            Self::OverBudget(budget) => Some(crate::texts::agent::budget_spent(*budget)),
         }
     }
 }

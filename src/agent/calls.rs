@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 
 use super::output::{ERROR_PREFIX, cut};
+use crate::texts::agent as texts;
 
 /// Sent once after an empty final answer: the model is asked for the answer from what it has.
 pub const ANSWER_NOW_PROMPT: &str = "Your last reply was empty. Answer my previous message now, \
@@ -91,12 +92,10 @@ impl CallLog {
     /// words, naming the tool that failed last and its error, if one did.
     pub(crate) fn no_answer_text(&self) -> String {
         match &self.last_error {
-            Some((tool, error)) => format!(
-                "Sorry, I could not finish this. The tool `{tool}` failed ({}), and the model \
-                 gave no answer after it.",
-                cut(error.trim(), QUOTED_ERROR_CHARS)
-            ),
-            None => "Sorry, the model gave no answer to this message.".to_string(),
+            Some((tool, error)) => {
+                texts::no_answer_after_failure(tool, &cut(error.trim(), QUOTED_ERROR_CHARS))
+            }
+            None => texts::NO_ANSWER.to_string(),
         }
     }
 

@@ -29,6 +29,7 @@ use crate::llm::{
     Usage, estimate_tokens, new_call_id,
 };
 use crate::role::Caller;
+use crate::texts::agent as texts;
 pub use calls::ANSWER_NOW_PROMPT;
 use calls::CallLog;
 use tools::Tools;
@@ -64,10 +65,10 @@ pub(crate) fn progress_line(call: &ToolCall) -> String {
                 })
                 .and_then(|url| url.host_str().map(str::to_string))
                 .unwrap_or_else(|| "a page".to_string());
-            format!("🔎 fetching {host}…")
+            texts::fetching(&host)
         }
-        search::NAME => "🔎 searching the web…".to_string(),
-        other => format!("⚙️ running {other}…"),
+        search::NAME => texts::SEARCHING.to_string(),
+        other => texts::running(other),
     }
 }
 
@@ -677,28 +678,14 @@ pub(crate) fn is_configuration_error(e: &LlmError) -> bool {
 /// the provider's own words stay in the log (and, for a setup error, go to the admins).
 fn llm_failure_text(e: &LlmError) -> String {
     if is_configuration_error(e) {
-        return "Sorry, I cannot answer right now: the bot's language model settings need \
-                fixing. I told the bot's admins."
-            .to_string();
+        return texts::LLM_MISCONFIGURED.to_string();
     }
     match e {
-        LlmError::Unavailable { .. } => {
-            "Sorry, the language model is not reachable right now.".to_string()
-        }
-        LlmError::Rejected { .. } => {
-            "Sorry, the language model refused this request. Please rephrase it or try again \
-             later."
-                .to_string()
-        }
-        LlmError::ContextOverflow { .. } => {
-            "Sorry, this conversation no longer fits the model's context window, even after I \
-             dropped older messages. Send /clear to start afresh."
-                .to_string()
-        }
-        LlmError::Malformed(_) => {
-            "Sorry, the language model sent an answer I could not read.".to_string()
-        }
-        LlmError::OverBudget { budget } => budget::spent_text(*budget),
+        LlmError::Unavailable { .. } => texts::LLM_UNREACHABLE.to_string(),
+        LlmError::Rejected { .. } => texts::LLM_REJECTED.to_string(),
+        LlmError::ContextOverflow { .. } => texts::LLM_CONTEXT_OVERFLOW.to_string(),
+        LlmError::Malformed(_) => texts::LLM_MALFORMED.to_string(),
+        LlmError::OverBudget { budget } => texts::budget_spent(*budget),
     }
 }
 

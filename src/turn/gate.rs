@@ -12,11 +12,12 @@
 
 use super::messenger::Messenger;
 use crate::app::App;
-use crate::budget::{Payer, spent_text};
+use crate::budget::Payer;
 use crate::conversation::Conversation;
 use crate::ids::{UpdateId, UserId};
 use crate::role::Role;
 use crate::store::InboxState;
+use crate::texts::agent::budget_spent;
 
 /// A turn that may run: its user's role now, and who pays for its calls.
 pub(super) struct Admitted {
@@ -43,7 +44,7 @@ pub(super) async fn admit(
     if let Some(spent) = payer.spent() {
         tracing::info!(%user, %chat, update = update.map(|u| u.0), "dropping a turn: the user's budget is spent");
         if payer.first_refusal(chat) {
-            out.notice(chat, &spent_text(spent.0)).await;
+            out.notice(chat, &budget_spent(spent.0)).await;
         }
         finish(app, update).await;
         return None;

@@ -17,7 +17,7 @@ const FEEDBACK_TREE: &str = db::FEEDBACK;
 /// Length of every ticket id: a random `u64` in base 36, zero-padded (36^13 > 2^64). Callback
 /// data has room for it: `__opt__<id>.<index>|` leaves at least 40 of Telegram's 64 bytes for
 /// the label.
-pub const TICKET_ID_CHARS: usize = 13;
+pub const TICKET_ID_CHARS: usize = crate::ids::BASE36_CHARS;
 
 /// The option buttons under one answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -258,18 +258,7 @@ pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> Result<String> {
 /// A new ticket id: 64 bits from the operating system's CSPRNG.
 fn random_id() -> Result<String> {
     let n = getrandom::u64().map_err(Error::Random)?;
-    Ok(base36(n))
-}
-
-/// `n` in base 36, zero-padded to [`TICKET_ID_CHARS`].
-fn base36(mut n: u64) -> String {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = [b'0'; TICKET_ID_CHARS];
-    for digit in out.iter_mut().rev() {
-        *digit = DIGITS[(n % 36) as usize];
-        n /= 36;
-    }
-    out.iter().map(|&b| char::from(b)).collect()
+    Ok(crate::ids::base36(n))
 }
 
 #[cfg(test)]
@@ -374,35 +363,6 @@ mod tests {
             !ids.windows(2).all(|w| w[0][..6] == w[1][..6]),
             "ids share a prefix"
         );
-    }
-
-    #[test]
-    fn base36_is_fixed_width_and_covers_u64() {
-        struct Case {
-            name: &'static str,
-            n: u64,
-            id: &'static str,
-        }
-        let cases = [
-            Case {
-                name: "zero is padded",
-                n: 0,
-                id: "0000000000000",
-            },
-            Case {
-                name: "one digit",
-                n: 35,
-                id: "000000000000z",
-            },
-            Case {
-                name: "the largest id still fits",
-                n: u64::MAX,
-                id: "3w5e11264sgsf",
-            },
-        ];
-        for case in cases {
-            assert_eq!(base36(case.n), case.id, "case {}", case.name);
-        }
     }
 
     #[test]

@@ -247,10 +247,10 @@ async fn extract_options(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learning::TurnContext;
+
     use crate::llm::LlmError;
-    use crate::turn::messenger::Live;
-    use crate::turn::testing::{NO_LLM, Recorder, Shown, accept, app, input, result, turn};
+
+    use crate::turn::testing::{NO_LLM, Recorder, Shown, accept, app, basis, input, thought, turn};
 
     /// An answer gets its 👍/👎 ticket (a failed one none), and with options off, nothing is
     /// waited for or attached; the reflection's job tells the task and its provenance.
@@ -268,18 +268,8 @@ mod tests {
             let input = input("what is the time?");
             accept(&app, &input);
             let turn = turn(&app, &out, input).await;
-            let basis = Basis {
-                model: "m".into(),
-                epoch: 0,
-                external: false,
-                corrected: None,
-                context: TurnContext::default(),
-            };
-            let thought = Thought {
-                result: result(status, "what is the time?", "noon"),
-                live: Live::default(),
-                retry: None,
-            };
+            let basis = basis(false);
+            let thought = thought(status, "what is the time?", "noon");
             let job = reflection_job(&turn, &basis, &thought.result, true);
             assert_eq!(
                 (job.chat, job.model.as_str()),

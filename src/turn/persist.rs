@@ -88,11 +88,11 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learning::TurnContext;
+
     use crate::store::InboxState;
-    use crate::turn::messenger::Live;
+
     use crate::turn::testing::{
-        ALICE, NO_LLM, Recorder, UPDATE, accept, app, input, result, state, turn,
+        ALICE, NO_LLM, Recorder, UPDATE, accept, app, basis, input, state, thought, turn,
     };
 
     /// The turn is in the history before its answer is shown, its update stored, and marked
@@ -111,18 +111,8 @@ mod tests {
             input.request.forwarded = forwarded;
             accept(&app, &input);
             let turn = turn(&app, &Recorder::new(), input).await;
-            let basis = Basis {
-                model: "m".into(),
-                epoch: 0,
-                external: window_external,
-                corrected: None,
-                context: TurnContext::default(),
-            };
-            let thought = Thought {
-                result: result(TurnStatus::Answered, "question", "answer"),
-                live: Live::default(),
-                retry: None,
-            };
+            let basis = basis(window_external);
+            let thought = thought(TurnStatus::Answered, "question", "answer");
             let provenance = persist(&turn, &basis, &thought);
             assert_eq!(provenance.external, external, "{name}");
             let window = app.store().history().window(turn.at(), 100_000).unwrap();
@@ -149,18 +139,8 @@ mod tests {
         let input = input("question");
         accept(&app, &input);
         let turn = turn(&app, &Recorder::new(), input).await;
-        let basis = Basis {
-            model: "m".into(),
-            epoch: 0,
-            external: false,
-            corrected: None,
-            context: TurnContext::default(),
-        };
-        let thought = Thought {
-            result: result(TurnStatus::Answered, "question", "answer"),
-            live: Live::default(),
-            retry: None,
-        };
+        let basis = basis(false);
+        let thought = thought(TurnStatus::Answered, "question", "answer");
         persist(&turn, &basis, &thought);
         assert_eq!(state(&app, UPDATE), Some(InboxState::Pending));
     }

@@ -86,7 +86,7 @@ mod tests {
     use crate::options::Attached;
     use crate::turn::messenger::Live;
     use crate::turn::testing::{
-        NO_LLM, Recorder, SENT, Shown, UPDATE, accept, app, input, result, state, turn,
+        NO_LLM, Recorder, SENT, Shown, UPDATE, accept, app, input, state, thought, turn,
     };
 
     /// The buttons under an answer, by how its turn ended and what is ready.
@@ -166,11 +166,7 @@ mod tests {
                 app.store().inbox().set_state(UPDATE, visible).unwrap();
             }
             let turn = turn(&app, &out, input).await;
-            let thought = Thought {
-                result: result(TurnStatus::Answered, "question", "answer"),
-                live: Live::default(),
-                retry: None,
-            };
+            let thought = thought(TurnStatus::Answered, "question", "answer");
             let follow_ups = FollowUps::none(Some("fb".into()));
             let shown = show(&turn, thought, &follow_ups, &Quick::Nothing).await;
             let want = if refusing {

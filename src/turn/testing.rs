@@ -214,6 +214,28 @@ pub(super) async fn turn(app: &Arc<App>, out: &Arc<Recorder>, input: TurnInput) 
     )
 }
 
+/// What the prompt stage decides for a turn on model "m" whose window read third-party text
+/// (`external`) or not, with no skills, heuristics or correction.
+pub(super) fn basis(external: bool) -> super::prepare::Basis {
+    super::prepare::Basis {
+        model: "m".into(),
+        epoch: 0,
+        external,
+        corrected: None,
+        context: crate::learning::TurnContext::default(),
+    }
+}
+
+/// The think stage's outcome: the agent's `result` for `question`, nothing shown live yet and
+/// no 🔁 Retry offered.
+pub(super) fn thought(status: TurnStatus, question: &str, answer: &str) -> super::think::Thought {
+    super::think::Thought {
+        result: result(status, question, answer),
+        live: Live::default(),
+        retry: None,
+    }
+}
+
 /// What the agent produces for `question` when it ends with `status` and `answer`.
 pub(super) fn result(status: TurnStatus, question: &str, answer: &str) -> TurnResult {
     TurnResult {

@@ -339,24 +339,34 @@ impl Config {
     }
 
     /// The shipped defaults with `user_toml` merged over them; `path` is only used in errors.
-    /// A file that sets `tools.fetch_allow_private` is refused: turning the SSRF guard off is
-    /// a test hook, not a setting.
+    /// A file that turns `tools.fetch_allow_private` on is refused: turning the SSRF guard off
+    /// is a test hook, not a setting (the line with the guard on, as earlier versions shipped
+    /// it, is dropped with a warning).
     pub fn from_toml(user_toml: Option<&str>, path: &Path) -> anyhow::Result<Self> {
         let mut merged: toml::Value =
             toml::from_str(DEFAULT_TOML).context("the built-in config/heurist.toml is invalid")?;
         if let Some(text) = user_toml {
             let user: toml::Value = toml::from_str(text)
                 .map_err(|e| anyhow::anyhow!(toml_error_line(path, text, &e)))?;
-            if user
-                .get("tools")
-                .and_then(|t| t.get("fetch_allow_private"))
-                .is_some()
-            {
-                bail!(
+            let mut user = user;
+            let guard_off = user
+                .get_mut("tools")
+                .and_then(toml::Value::as_table_mut)
+                .and_then(|tools| tools.remove("fetch_allow_private"));
+            match guard_off {
+                None => {}
+                // The shipped file of earlier versions had this line, with the guard on: such a
+                // copy still starts, with a word to the operator.
+                Some(toml::Value::Boolean(false)) => tracing::warn!(
+                    path = %path.display(),
+                    "tools.fetch_allow_private is no longer a setting (the guard is always on); \
+                     remove that line"
+                ),
+                Some(_) => bail!(
                     "invalid config in {}: tools.fetch_allow_private is not a setting (fetch_url \
                      never reaches loopback or private addresses); remove that line",
                     path.display()
-                );
+                ),
             }
             merge(&mut merged, user);
         }
@@ -695,12 +705,21 @@ mod tests {
     }
 
     /// The shipped file cannot turn the SSRF guard off; a user's file that tries is refused
-    /// (see `errors_are_one_clear_line`), and no environment variable names it.
+    /// (see `errors_are_one_clear_line`), and no environment variable names it. A copy of an
+    /// earlier shipped file, which had the line with the guard on, still starts.
     #[test]
     fn a_loaded_config_keeps_the_ssrf_guard_on() {
-        let mut config = Config::from_toml(Some("[tools]\n"), Path::new("x.toml")).unwrap();
-        config.apply_env(env(&[("TELOXIDE_TOKEN", "t")])).unwrap();
-        assert!(!config.tools.fetch_allow_private);
+        for (name, toml) in [
+            ("no line", "[tools]\n"),
+            (
+                "an earlier version's shipped line",
+                "[tools]\nfetch_allow_private = false\n",
+            ),
+        ] {
+            let mut config = Config::from_toml(Some(toml), Path::new("x.toml")).unwrap();
+            config.apply_env(env(&[("TELOXIDE_TOKEN", "t")])).unwrap();
+            assert!(!config.tools.fetch_allow_private, "{name}");
+        }
     }
 
     #[test]
@@ -897,8 +916,8 @@ roles = "admin"
                          loopback or private addresses); remove that line",
             },
             Case {
-                name: "nor by a file that sets it off",
-                toml: "[tools]\nfetch_allow_private = false\n",
+                name: "nor by a file that writes it as a string",
+                toml: "[tools]\nfetch_allow_private = \"true\"\n",
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "tools.fetch_allow_private is not a setting",
             },

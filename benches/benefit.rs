@@ -252,7 +252,7 @@ fn asked(request: &Value) -> String {
         .rev()
         .filter(|m| m["role"] == "user")
         .filter_map(|m| m["content"].as_str())
-        .find(|c| !c.starts_with("Your last reply was empty"))
+        .find(|c| !heurist::agent::is_answer_now(c))
         .unwrap_or_default()
         .to_string()
 }
@@ -266,7 +266,7 @@ fn this_turn(request: &Value) -> Vec<Value> {
             m["role"] == "user"
                 && m["content"]
                     .as_str()
-                    .is_some_and(|c| !c.starts_with("Your last reply was empty"))
+                    .is_some_and(|c| !heurist::agent::is_answer_now(c))
         })
         .map_or(0, |i| i + 1);
     messages[start..].to_vec()

@@ -84,7 +84,7 @@ pub(crate) fn turn_calls(messages: &[ChatMessage]) -> Vec<Call> {
 
 /// The bot's own "answer now" prompt is not the user's message.
 fn is_nudge(message: &ChatMessage) -> bool {
-    message.content() == super::calls::ANSWER_NOW_PROMPT
+    super::calls::is_answer_now(message.content())
 }
 
 /// The evidence section of a reflection prompt for `calls` and the `correction` the task's

@@ -30,8 +30,8 @@ use crate::llm::{
 };
 use crate::role::Caller;
 use crate::texts::agent as texts;
-pub use calls::ANSWER_NOW_PROMPT;
 use calls::CallLog;
+pub use calls::{ANSWER_FROM_RESULT_PROMPT, ANSWER_NOW_PROMPT, is_answer_now};
 use tools::Tools;
 
 /// What the agent reports while it works, for a live display.
@@ -547,7 +547,8 @@ impl Underway {
 
     fn ask_for_the_answer(&mut self) {
         self.asked_again = true;
-        self.conversation.push(ChatMessage::user(ANSWER_NOW_PROMPT));
+        let ask = calls::answer_now(&self.conversation);
+        self.conversation.push(ChatMessage::user(ask));
     }
 
     /// The result of a turn that ended with `completion` as its answer; one cut off at `cap`

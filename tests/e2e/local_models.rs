@@ -569,17 +569,27 @@ async fn a_failed_call_runs_again_after_another_call_succeeded() {
 
 /// Qwen2.5-Coder-1.5B on llama-server called the weather tool three times with the same city,
 /// then told the user the tool gave no output. A call that repeats one that already answered
-/// in the turn is not run: the answer is asked for, without tools, and that answer is what
-/// the user reads.
+/// in the turn is not run: the answer is asked for, without tools, with the result that
+/// answered repeated under the ask (asked without it, Qwen said "the tool did not provide any
+/// output"), and that answer is what the user reads.
 #[tokio::test]
 async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
     let desk = crate::support::desk::DeskServer::start().await;
     let llm = FakeLlm::start(|req, _| {
         with_follow_ups(req, || {
-            if last_user_text(req) == heurist::agent::ANSWER_NOW_PROMPT {
-                // Offered no tools, the weak model answers from the result.
+            let ask = last_user_text(req);
+            if heurist::agent::is_answer_now(&ask) {
+                // Offered no tools, the weak model answers from the result in front of it.
                 assert!(req["tools"].as_array().is_none_or(Vec::is_empty));
-                return answer(req, "Oslo: 11 °C, light rain.");
+                assert!(
+                    ask.starts_with(heurist::agent::ANSWER_FROM_RESULT_PROMPT),
+                    "{ask}"
+                );
+                let line = ask
+                    .lines()
+                    .find(|l| l.contains("°C"))
+                    .unwrap_or("no result");
+                return answer(req, line);
             }
             Reply::tool_call(
                 &format!("c{}", results_of(req).len()),
@@ -592,7 +602,7 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
     let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
     h.tg.send_text(ALICE, "What's the weather in Oslo today?");
     let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert!(sent[0].text().contains("11 °C"), "{}", sent[0].text());
+    assert!(sent[0].text().contains("Oslo: 12 °C"), "{}", sent[0].text());
     assert_eq!(desk.calls().len(), 1, "{:?}", desk.calls());
     // The dropped call is not in the stored turn: its history stays valid.
     let window = h
@@ -615,7 +625,7 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
 async fn an_empty_answer_is_asked_for_once_more() {
     let llm = FakeLlm::start(|req, _| {
         with_follow_ups(req, || {
-            if last_user_text(req) == heurist::agent::ANSWER_NOW_PROMPT {
+            if heurist::agent::is_answer_now(&last_user_text(req)) {
                 answer(req, "It is noon in Paris.")
             } else if has_tool_result(req) {
                 answer(req, "")

@@ -42,10 +42,16 @@ const REPEATED_RESULT_CHARS: usize = 1_500;
 
 /// The ask for the answer after an empty reply or a repeated call that already answered: the
 /// last result repeated when it worked, else [`ANSWER_NOW_PROMPT`] (which asks to say what
-/// failed). It is the turn's new last message, so the prompt's prefix stays as it was.
-pub(crate) fn answer_now(conversation: &[ChatMessage]) -> String {
+/// failed). It is the turn's new last message, so the prompt's prefix stays as it was. The
+/// ask is stored with the turn as a user message, where the history's placeholder for an
+/// admin-only tool's result (in other users' turns) would not reach it: the result of a call
+/// in `admin_only` is never repeated.
+pub(crate) fn answer_now(conversation: &[ChatMessage], admin_only: &[String]) -> String {
     match conversation.last() {
-        Some(ChatMessage::Tool { content, .. }) if !content.starts_with(ERROR_PREFIX) => {
+        Some(ChatMessage::Tool {
+            tool_call_id,
+            content,
+        }) if !content.starts_with(ERROR_PREFIX) && !admin_only.contains(tool_call_id) => {
             format!(
                 "{ANSWER_FROM_RESULT_PROMPT}\n{}",
                 cut(content.trim(), REPEATED_RESULT_CHARS)
@@ -193,8 +199,16 @@ mod tests {
                 repeats: Some("xxxxxxxxxx"),
             },
         ];
+        let admins = answer_now(
+            &[ChatMessage::tool_result("c9", weather)],
+            &["c9".to_string()],
+        );
+        assert_eq!(
+            admins, ANSWER_NOW_PROMPT,
+            "an admin-only result is not repeated"
+        );
         for case in cases {
-            let ask = answer_now(&[ChatMessage::user("q"), case.last]);
+            let ask = answer_now(&[ChatMessage::user("q"), case.last], &[]);
             assert!(is_answer_now(&ask), "{}", case.name);
             assert!(
                 !is_answer_now("What's the weather in Oslo?"),

@@ -547,7 +547,7 @@ impl Underway {
 
     fn ask_for_the_answer(&mut self) {
         self.asked_again = true;
-        let ask = calls::answer_now(&self.conversation);
+        let ask = calls::answer_now(&self.conversation, &self.result.admin_only_calls);
         self.conversation.push(ChatMessage::user(ask));
     }
 

@@ -453,6 +453,27 @@ enum Verdict {
     NoAnswer,
 }
 
+impl TurnResult {
+    /// A turn's result before anything happened: no answer, no messages, no calls, no usage.
+    pub(crate) fn nothing_yet() -> Self {
+        Self {
+            status: TurnStatus::Answered,
+            answer: String::new(),
+            messages: Vec::new(),
+            usage: Usage::default(),
+            calls: 0,
+            tools_used: Vec::new(),
+            tool_errors: 0,
+            last_request: None,
+            dropped_turns: 0,
+            cut_off: false,
+            read_external: false,
+            admin_only_calls: Vec::new(),
+            last_tool_error: None,
+        }
+    }
+}
+
 impl Underway {
     fn new(prompt: Vec<ChatMessage>, user: &ChatMessage) -> Self {
         let mut conversation = prompt;
@@ -461,21 +482,7 @@ impl Underway {
         Self {
             conversation,
             turn_start,
-            result: TurnResult {
-                status: TurnStatus::Answered,
-                answer: String::new(),
-                messages: Vec::new(),
-                usage: Usage::default(),
-                calls: 0,
-                tools_used: Vec::new(),
-                tool_errors: 0,
-                last_request: None,
-                dropped_turns: 0,
-                cut_off: false,
-                read_external: false,
-                admin_only_calls: Vec::new(),
-                last_tool_error: None,
-            },
+            result: TurnResult::nothing_yet(),
             calls: CallLog::default(),
             shown_lessons: HashSet::new(),
             asked_again: false,

@@ -18,7 +18,7 @@ use crate::cancel::TurnId;
 use crate::config::Config;
 use crate::conversation::Conversation;
 use crate::ids::{ChatId, UpdateId, UserId};
-use crate::llm::{ChatMessage, Usage};
+use crate::llm::ChatMessage;
 use crate::store::{InboxEntry, InboxState, TurnRequest};
 
 /// An allowed user (private chat id = user id).
@@ -242,15 +242,7 @@ pub(super) fn result(status: TurnStatus, question: &str, answer: &str) -> TurnRe
         status,
         answer: answer.to_string(),
         messages: vec![ChatMessage::user(question), ChatMessage::assistant(answer)],
-        usage: Usage::default(),
         calls: 1,
-        tools_used: Vec::new(),
-        tool_errors: 0,
-        last_request: None,
-        dropped_turns: 0,
-        cut_off: false,
-        read_external: false,
-        admin_only_calls: Vec::new(),
-        last_tool_error: None,
+        ..TurnResult::nothing_yet()
     }
 }

@@ -6,6 +6,10 @@
 //! messages to append to the history, whatever failed on the way: tool errors go back to the
 //! model as results, and an unreachable LLM ends the turn with a short apology that keeps the
 //! user's message (and role alternation) in the history.
+//!
+//! A model whose endpoint fails (see [`crate::llm::fallback`]) hands the turn to its next
+//! fallback model, which goes on from the same conversation; the answer then says once which
+//! model gave it.
 
 pub mod calls;
 pub mod correction;
@@ -23,6 +27,7 @@ use std::ops::Range;
 
 use crate::budget::{self, Payer};
 use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
+use crate::llm::fallback::{self, should_fall_back};
 use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
@@ -116,6 +121,17 @@ pub(crate) struct TurnResult {
     pub admin_only_calls: Vec<String>,
     /// The tool that failed last in this turn and its error, if one did.
     pub last_tool_error: Option<(String, String)>,
+    /// The models that failed and handed the turn on, in order.
+    pub fallbacks: Vec<Fallback>,
+}
+
+/// A model that failed in a turn and the model that took the turn over.
+#[derive(Debug)]
+pub(crate) struct Fallback {
+    pub from: String,
+    pub to: String,
+    /// Why `from` failed (after its retries).
+    pub error: LlmError,
 }
 
 impl TurnResult {
@@ -150,6 +166,11 @@ impl TurnResult {
         self.read_external
     }
 
+    /// The fallback model that took the turn over, if the turn's own model failed.
+    pub(crate) fn answered_by(&self) -> Option<&str> {
+        self.fallbacks.last().map(|f| f.to.as_str())
+    }
+
     /// Whether the task went well: answered, whole, with every tool call working.
     pub(crate) fn succeeded(&self) -> bool {
         matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
@@ -168,6 +189,8 @@ impl TurnResult {
 /// The loop's dependencies; one per bot, shared by all chats.
 pub(crate) struct Agent {
     llm: LlmClient,
+    /// The configured models, for their fallback lists.
+    models: Vec<ModelConfig>,
     tools: Tools,
     config: AgentConfig,
     temperature: f32,
@@ -179,6 +202,7 @@ impl Agent {
     pub(crate) fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
         Self {
             llm,
+            models: config.models.clone(),
             tools: tools.with_output_limit(config.agent.max_tool_output_chars),
             config: config.agent.clone(),
             temperature: config.llm.temperature,
@@ -243,6 +267,8 @@ impl Agent {
     /// MCP servers' tools are offered and may be called; its lessons are added to a tool's
     /// first failed result in the turn. Each call is charged to `payer` as it completes (so
     /// a stopped turn's finished calls count), and a spent budget ends the turn without the call.
+    /// A model whose endpoint fails hands the turn to its next fallback (see
+    /// [`crate::llm::fallback`]), and the answer then says which model gave it.
     pub(crate) async fn run(
         &self,
         model: &ModelConfig,
@@ -252,6 +278,30 @@ impl Agent {
         seat: &Seat,
         payer: &Payer,
     ) -> TurnResult {
+        let mut result = self
+            .run_models(model, prompt, user, events, seat, payer)
+            .await;
+        if let Some(answering) = result.answered_by()
+            && !matches!(result.status, TurnStatus::LlmFailed(_))
+        {
+            let note = texts::answered_by(answering, &model.id);
+            result.answer.push_str(&note);
+        }
+        result
+    }
+
+    /// [`Agent::run`]'s loop, on `model` and, as it fails, on its fallbacks.
+    async fn run_models(
+        &self,
+        model: &ModelConfig,
+        prompt: Vec<ChatMessage>,
+        user: ChatMessage,
+        events: Option<&Events>,
+        seat: &Seat,
+        payer: &Payer,
+    ) -> TurnResult {
+        let mut fallbacks = fallback::chain(&self.models, model).into_iter().skip(1);
+        let mut model = model;
         let mut turn = Underway::new(prompt, &user);
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
@@ -264,10 +314,18 @@ impl Agent {
                 Ok(completion) => completion,
                 Err(error) => {
                     hold.release();
-                    match turn.make_room(error, &model.id) {
+                    let error = match turn.make_room(error, &model.id) {
                         Ok(()) => continue,
-                        Err(error) => return self.failed(turn.result, user, error),
+                        Err(error) => error,
+                    };
+                    match fallbacks.next().filter(|_| should_fall_back(&error)) {
+                        Some(next) => {
+                            turn.hand_over(model, next, error);
+                            model = next;
+                        }
+                        None => return self.failed(turn.result, user, error),
                     }
+                    continue;
                 }
             };
             iterations += 1;
@@ -470,6 +528,7 @@ impl TurnResult {
             read_external: false,
             admin_only_calls: Vec::new(),
             last_tool_error: None,
+            fallbacks: Vec::new(),
         }
     }
 }
@@ -510,6 +569,24 @@ impl Underway {
         self.conversation.drain(range);
         self.result.dropped_turns = turns;
         Ok(())
+    }
+
+    /// Hands the turn from `from`, which failed with `error`, to `to`: the conversation goes
+    /// on as it is, without its photos when `to` does not read images (each is named instead).
+    fn hand_over(&mut self, from: &ModelConfig, to: &ModelConfig, error: LlmError) {
+        tracing::warn!(from = %from.id, to = %to.id, error = %error, "model failed; falling back");
+        if !to.vision {
+            self.conversation = self
+                .conversation
+                .iter()
+                .map(ChatMessage::without_images)
+                .collect();
+        }
+        self.result.fallbacks.push(Fallback {
+            from: from.id.clone(),
+            to: to.id.clone(),
+            error,
+        });
     }
 
     /// Judges `completion`, the conversation's last message. An empty answer, or calling

@@ -35,7 +35,8 @@
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
-//!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts).
+//!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts);
+//!   `fallbacks.rs` keeps its counts of model fallbacks there too, under `fallbacks:`.
 //! - `people.rs`, tree `people`: users' display names, the day a stranger was last refused
 //!   per chat, and strangers' access requests (see the file).
 //! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that heuristic and
@@ -61,6 +62,7 @@ mod chats;
 pub mod compaction;
 mod db;
 mod error;
+mod fallbacks;
 #[cfg(test)]
 mod fixtures;
 mod history;
@@ -79,6 +81,7 @@ pub use chats::Chats;
 pub use chats::{ChatState, Offered};
 pub use db::{Db, Store};
 pub use error::{Error, Result};
+pub use fallbacks::Fallbacks;
 pub use history::History;
 pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
 pub use inbox::Inbox;

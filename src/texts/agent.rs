@@ -47,3 +47,8 @@ pub(crate) const NO_ANSWER: &str = "Sorry, the model gave no answer to this mess
 pub(crate) fn budget_spent(budget: u64) -> String {
     format!("You have used today's budget of {budget} tokens. It renews at midnight UTC.")
 }
+
+/// The note under an answer a fallback model gave, because the chat's own model failed.
+pub(crate) fn answered_by(answering: &str, chosen: &str) -> String {
+    format!("\n\n_(Answered by `{answering}`: `{chosen}` is not available right now.)_")
+}

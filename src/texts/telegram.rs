@@ -360,6 +360,16 @@ pub(crate) fn stats_storage_html(size: &str, compacts_at: Option<&str>) -> Strin
     }
 }
 
+/// The nouns of `/stats`'s fallback counts, singular and plural.
+pub(crate) const TIME: &str = "time";
+pub(crate) const TIMES: &str = "times";
+
+/// How often each model failed and handed a turn to its fallback: `counts` is a list of
+/// "<code>model</code> 2 times", already escaped.
+pub(crate) fn stats_fallbacks_html(counts: &str) -> String {
+    format!("↪️ Handed to a fallback model: {counts}\n")
+}
+
 /// The first line of `/tools`.
 pub(crate) const TOOLS_HEAD: &str = "Tools (offered in the turns of the roles shown):";
 

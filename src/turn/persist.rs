@@ -83,6 +83,12 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
     {
         tracing::warn!(%chat, error = %e, "cannot record usage");
     }
+    for fallback in &result.fallbacks {
+        // Dropped (logged): the count is a statistic; the turn is stored.
+        if let Err(e) = store.fallbacks().record(chat, &fallback.from) {
+            tracing::warn!(%chat, error = %e, "cannot count a fallback");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -31,12 +31,16 @@ pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
         return;
     };
     let turn = Turn::begin(app.clone(), out, input, admitted, control);
-    let Some((prompt, basis)) = prepare(&turn).await else {
+    let Some((prompt, mut basis)) = prepare(&turn).await else {
         return;
     };
     let Some(thought) = think(&turn, prompt).await else {
         return;
     };
+    // The rest of the turn (its usage, options and reflection) is the answering model's.
+    if let Some(model) = thought.result.answered_by() {
+        basis.model = model.to_string();
+    }
     let provenance = persist(&turn, &basis, &thought);
     let mut follow_ups = follow_up::start(&turn, &basis, &thought, provenance.external);
     let wait = Duration::from_millis(app.config().options.attach_wait_ms);

@@ -52,9 +52,16 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         stopped(turn, display).await;
         return None;
     };
+    // A model whose setup is broken is worth an admin's look even when a fallback answered.
+    for fallback in &result.fallbacks {
+        if is_configuration_error(&fallback.error) {
+            alert_admins(&turn.app, &turn.out, &fallback.from, &fallback.error).await;
+        }
+    }
+    let last_model = result.answered_by().unwrap_or(&prompt.model.id).to_string();
     if let TurnStatus::LlmFailed(error) = &result.status
         && is_configuration_error(error)
-        && !alert_admins(&turn.app, &turn.out, &prompt.model.id, error).await
+        && !alert_admins(&turn.app, &turn.out, &last_model, error).await
     {
         result.answer = SETUP_BROKEN.to_string();
     }

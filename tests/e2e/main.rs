@@ -10,6 +10,7 @@ mod commands;
 mod compaction;
 mod crashes;
 mod durability;
+mod fallback;
 mod hostile;
 mod learning;
 mod limits;

@@ -1,7 +1,8 @@
 //! Model fallback: a model whose endpoint fails (500, a refused connection, an unknown model)
 //! hands the turn to its fallback on another endpoint, with that endpoint's own key; the answer
 //! says once which model answered, the rest of the turn (option buttons) runs on it, and
-//! `/stats` counts the fallbacks per model. A model without fallbacks fails as before.
+//! `/stats` counts the fallbacks per model; streamed answers get the note once too. A model
+//! without fallbacks fails as before.
 
 use std::path::Path;
 use std::time::Duration;
@@ -218,5 +219,49 @@ async fn a_model_without_fallback_still_fails_as_before() {
     h.tg.send_text(ALICE, "/stats");
     let sent = h.tg.wait_messages(ALICE, 2).await;
     assert!(!sent[1].text().contains("fallback"), "{}", sent[1].text());
+    h.stop().await;
+}
+
+/// Streamed, as deployed: the local model's 503 shows nothing, the fallback's answer streams
+/// in place, and its one message ends with the note, once.
+#[tokio::test]
+async fn a_streamed_answer_from_the_fallback_carries_the_note_once() {
+    let local = FakeLlm::start(|_, _| Reply::error(503, "loading the model")).await;
+    let hosted = FakeLlm::start(|req, _| {
+        assert_eq!(req["stream"], true);
+        Reply::streamed("streamed from hosted", 4, Duration::from_millis(20))
+    })
+    .await;
+    let toml = format!(
+        "[[models]]\nid = \"local\"\nbase_url = \"{}\"\nfallback = [\"hosted\"]\n\
+         [[models]]\nid = \"hosted\"\nbase_url = \"{}\"\napi_key_env = \"HOSTED_KEY\"\n",
+        local.url, hosted.url
+    );
+    let models = models(&toml);
+    let h = Harness::start_with(hosted.clone(), |c| {
+        c.models = models;
+        c.telegram.streaming = true;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+        c.learning.feedback_buttons = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "hello");
+    let screen =
+        h.tg.wait_for(|t| {
+            let screen = t.screen(ALICE);
+            screen
+                .iter()
+                .any(|m| m.contains("Answered by"))
+                .then_some(screen)
+        })
+        .await;
+    assert_eq!(screen.len(), 1, "{screen:?}");
+    assert!(screen[0].starts_with("streamed from hosted"), "{screen:?}");
+    assert_eq!(screen[0].matches("Answered by").count(), 1, "{screen:?}");
+    assert!(
+        local.requests().len() > 1,
+        "the local model was retried first"
+    );
     h.stop().await;
 }

@@ -8,6 +8,7 @@ mod budgets;
 mod cancel;
 mod commands;
 mod compaction;
+mod container;
 mod crashes;
 mod doctor;
 mod durability;

@@ -160,6 +160,7 @@ pub(crate) fn mcp_ok(tools: usize, left_out: usize) -> String {
 pub(crate) fn mcp_down(error: &str) -> String {
     format!("does not start: {error}")
 }
+pub(crate) const MCP_STARTING: &str = "still starting after its timeout_secs";
 pub(crate) const MCP_FIX: &str = "fix its command/args (or url/headers) in [[mcp.servers]]; run the command by hand to see its error";
 
 // ---- this machine ----

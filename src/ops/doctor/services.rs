@@ -88,7 +88,7 @@ pub(super) fn mcp<'a>(context: &'a Context<'a>) -> Checked<'a> {
                     ServerStatus::Down { error, .. } => {
                         Line::warn(what, texts::mcp_down(&error), texts::MCP_FIX)
                     }
-                    ServerStatus::Starting => Line::skipped(what, texts::NOT_CONFIGURED),
+                    ServerStatus::Starting => Line::warn(what, texts::MCP_STARTING, texts::MCP_FIX),
                 }
             })
             .collect()

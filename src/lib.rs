@@ -12,7 +12,8 @@
 //! 6. [`maintenance`] (the store's upkeep: prune and compaction), [`turn`] (the pipeline of one
 //!    turn)
 //! 7. [`telegram`] (the adapter: schema, handlers, rendering, sending)
-//! 8. the binary (`main.rs`)
+//! 8. [`ops`] (the operator's commands: `heurist doctor`, lessons export and import)
+//! 9. the binary (`main.rs`)
 //!
 //! A lower layer that must talk back (the turn showing an answer) does so through a trait it
 //! owns ([`turn::Messenger`]), which the adapter implements. This root stands outside the
@@ -38,6 +39,7 @@ pub mod limits;
 pub mod llm;
 pub mod logging;
 pub mod maintenance;
+pub mod ops;
 pub mod options;
 pub mod queue;
 pub mod role;

@@ -8,5 +8,6 @@
 //! placeholder named in its doc), never a `format!` at the call site.
 
 pub(crate) mod agent;
+pub mod ops;
 pub mod telegram;
 pub mod turn;

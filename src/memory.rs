@@ -12,9 +12,10 @@
 //! # Bounds
 //! At most `memory.max_memories` facts per user, each at most `memory.max_chars` characters
 //! on one line. A new fact past the cap drops the fact least recently used in a prompt (then
-//! the oldest), and the tool's result names it, so the model tells the user; a fact already
-//! kept (the same words, whatever the case and spacing) is not kept twice: it counts as saved
-//! anew.
+//! the oldest: as every turn of the user carries all their facts, in practice the one saved,
+//! or asked for again, longest ago), and the tool's result names it, so the model tells the
+//! user; a fact already kept (the same words, whatever the case and spacing) is not kept
+//! twice: it counts as saved anew.
 //!
 //! # The block, and prompt caching
 //! The block goes at the start of the *new* user message, like the learned context, so the

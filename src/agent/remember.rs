@@ -127,8 +127,8 @@ fn result_text(fact: &str, kept: &Kept, max: usize) -> String {
             let dropped: Vec<String> = dropped.iter().map(|d| format!("\"{d}\"")).collect();
             format!(
                 "Saved in the user's personal memory: \"{fact}\". The memory holds at most {max} \
-                 facts, so the one used least recently was dropped: {}. Tell the user that it \
-                 was dropped.",
+                 facts, so the one saved (or asked for again) longest ago was dropped: {}. Tell \
+                 the user that it was dropped.",
                 dropped.join(", ")
             )
         }

@@ -429,7 +429,7 @@ pub(crate) fn memory_head_html(count: usize, max: usize, page: usize, pages: usi
     format!(
         "🧠 <b>Your memory</b>: {count} of at most {max} facts{paging}. I use them in your own \
          messages only, in every chat; /clear keeps them. Tap 🗑 to forget one, or Forget all. \
-         When it is full, a new fact drops the one used least recently.\n"
+         When it is full, a new fact drops the one saved longest ago.\n"
     )
 }
 

@@ -50,6 +50,7 @@ pub struct Config {
     pub access: AccessConfig,
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
+    pub memory: MemoryConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -255,6 +256,23 @@ pub struct ToolsConfig {
     pub search_max_results: usize,
     pub search_snippet_chars: usize,
     pub search_timeout_secs: u64,
+}
+
+/// Personal memory: the facts each user asked the bot to keep (see [`crate::memory`]).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Facts kept per user; past it, the least recently used goes. 0: no memory at all.
+    pub max_memories: usize,
+    /// The longest fact, in characters.
+    pub max_chars: usize,
+}
+
+impl MemoryConfig {
+    /// Whether memory is on: the `remember` tool is offered and facts are injected.
+    pub(crate) fn enabled(self) -> bool {
+        self.max_memories > 0 && self.max_chars > 0
+    }
 }
 
 /// MCP servers whose tools the agent may call, and how failed ones are restarted.

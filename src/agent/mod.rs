@@ -19,6 +19,7 @@ pub mod html_text;
 pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
+pub(crate) mod remember;
 pub(crate) mod search;
 pub mod tools;
 
@@ -73,6 +74,7 @@ pub(crate) fn progress_line(call: &ToolCall) -> String {
             texts::fetching(&host)
         }
         search::NAME => texts::SEARCHING.to_string(),
+        crate::memory::REMEMBER_TOOL => texts::REMEMBERING.to_string(),
         other => texts::running(other),
     }
 }
@@ -380,7 +382,7 @@ impl Agent {
                 let _ = events.send(AgentEvent::Progress(progress_line(call)));
             }
             turn.result.tools_used.push(call.function.name.clone());
-            let mut output = self.tool_output(turn, call, seat.caller).await;
+            let mut output = self.tool_output(turn, call, seat).await;
             // Every result of an admin-only tool (a repeat quoting its error, too) is kept
             // from other users' turns.
             if self.tools.admin_only(&call.function.name) {
@@ -404,7 +406,7 @@ impl Agent {
     /// What `call` returns: a refusal past the turn's limit of tool calls, the recorded
     /// result of the same call that failed before in the turn (not run again), or the tool's
     /// output, capped.
-    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, caller: Caller) -> String {
+    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, seat: &Seat) -> String {
         if turn.result.tools_used.len() > self.config.max_tool_calls {
             format!(
                 "{}this turn reached its limit of {} tool calls; answer with what you have",
@@ -418,7 +420,11 @@ impl Agent {
             tracing::info!(tool = %call.function.name, "not running a repeated failing call");
             repeat
         } else {
-            let output = self.tools.call(call, caller).await;
+            let output = if call.function.name == crate::memory::REMEMBER_TOOL {
+                remember_output(seat, &call.function.arguments, turn.result.read_external)
+            } else {
+                self.tools.call(call, seat.caller).await
+            };
             turn.result.read_external |= output.external;
             cap_output(output.text, self.config.max_tool_output_chars)
         }
@@ -695,6 +701,22 @@ pub(crate) struct Seat {
     pub caller: Caller,
     /// Per offered tool, the approved lessons about it, best first.
     pub lessons: std::collections::HashMap<String, Vec<String>>,
+    /// The asker's personal memory, which `remember` writes; `None` when the turn may not
+    /// save facts (memory is off, or the message is someone else's words).
+    pub memory: Option<remember::Keeper>,
+}
+
+/// What a `remember` call returns in a turn of `seat`: saved in the asker's memory, or refused
+/// (see [`remember`]); `tainted`: the turn has read third-party text.
+fn remember_output(seat: &Seat, arguments: &str, tainted: bool) -> tools::ToolOutput {
+    match &seat.memory {
+        Some(keeper) => keeper.call(arguments.trim(), tainted),
+        None => tools::ToolOutput::own(format!(
+            "{}remember is not available in this turn (memory is off, or the message was \
+             forwarded: someone else's words); nothing was saved",
+            tools::ERROR_PREFIX
+        )),
+    }
 }
 
 /// What a tool's failed result gets when lessons about the tool were learned: just when the

@@ -1,8 +1,9 @@
 //! The one place that talks to sled: one [`Store`] over fourteen trees, one file per area, and
 //! one small handle per area, each a borrowed view with that area's methods:
 //! `store.history()`, `store.chats()`, `store.inbox()`, `store.tickets()`, `store.retries()`,
-//! `store.learning()`, `store.usage()`, `store.people()`, and `store.db()` for the database as
-//! a whole (durable flush, ids, pruning). `Store` itself only opens and hands out the handles.
+//! `store.learning()`, `store.usage()`, `store.people()`, `store.memories()`, and `store.db()`
+//! for the database as a whole (durable flush, ids, pruning). `Store` itself only opens and
+//! hands out the handles.
 //!
 //! `db.rs` holds [`Store`] and the [`Db`] handle (open, durable flush, ids), `records.rs` the
 //! JSON and counter helpers every area shares, `retention.rs` the pruning that bounds storage.
@@ -38,7 +39,8 @@
 //!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts);
 //!   `fallbacks.rs` keeps its counts of model fallbacks there too, under `fallbacks:`.
 //! - `people.rs`, tree `people`: users' display names, the day a stranger was last refused
-//!   per chat, and strangers' access requests (see the file).
+//!   per chat, and strangers' access requests (see the file); `memories.rs`, in the same
+//!   tree: each user's personal memory (key `memory:<user>`, a JSON list of facts).
 //! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that heuristic and
 //!   reflection ids come from (a record, so a compacted copy goes on from it).
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
@@ -69,6 +71,7 @@ mod history;
 mod inbox;
 pub mod inbox_state;
 mod learning;
+mod memories;
 mod people;
 mod records;
 mod request;
@@ -89,6 +92,7 @@ pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
 pub use inbox_state::InboxState;
 pub use learning::Learning;
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
+pub use memories::Memories;
 pub use people::People;
 pub use request::TurnRequest;
 pub use retention::PruneReport;

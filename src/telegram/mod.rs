@@ -17,6 +17,7 @@ pub mod keyboards;
 pub mod limiter;
 pub(crate) mod listener;
 pub(crate) mod media;
+pub(crate) mod memory_list;
 pub(crate) mod outbox;
 pub mod render;
 pub(crate) mod replies;
@@ -80,7 +81,15 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(case![Action::Forget { id, list, page }].endpoint(presses::forget_pressed))
         .branch(case![Action::Stop(turn)].endpoint(presses::stop_pressed))
         .branch(case![Action::Chosen].endpoint(presses::chosen_pressed))
-        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed));
+        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed))
+        .branch(case![Action::MemoryPage { owner, page }].endpoint(presses::memory_page_pressed))
+        .branch(
+            case![Action::MemoryForget { owner, id, page }]
+                .endpoint(presses::memory_forget_pressed),
+        )
+        .branch(
+            case![Action::MemoryForgetAll { owner }].endpoint(presses::memory_forget_all_pressed),
+        );
     let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
     let presses = Update::filter_callback_query()
         // The data, parsed once for every route: `None` if forged, garbled or unknown.

@@ -11,6 +11,9 @@ pub(crate) fn fetching(host: &str) -> String {
 /// The progress line while `web_search` runs.
 pub(crate) const SEARCHING: &str = "🔎 searching the web…";
 
+/// The progress line while `remember` saves a fact in the user's personal memory.
+pub(crate) const REMEMBERING: &str = "🧠 remembering…";
+
 /// The progress line while any other tool (an MCP tool, `current_time`) runs.
 pub(crate) fn running(tool: &str) -> String {
     format!("⚙️ running {tool}…")

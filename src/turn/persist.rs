@@ -48,11 +48,14 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
     {
         tracing::warn!(%chat, error = %e, "cannot move the history window");
     }
-    let stored: Vec<ChatMessage> = result
-        .messages
-        .iter()
-        .map(ChatMessage::without_images)
-        .collect();
+    // Without the asker's facts: the history is the chat's, and other members read it.
+    let stored = super::memory::without_facts(
+        result
+            .messages
+            .iter()
+            .map(ChatMessage::without_images)
+            .collect(),
+    );
     // Dropped (logged): the answer is still shown, but this exchange is missing from the history
     // later turns read (see below for its update).
     let appended = store.history().append(

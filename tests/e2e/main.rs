@@ -19,6 +19,7 @@ mod lessons;
 mod limits;
 mod local_models;
 mod mcp;
+mod memory;
 mod options;
 mod pacing;
 mod refusals;

@@ -17,6 +17,7 @@ mod local_models;
 mod mcp;
 mod options;
 mod pacing;
+mod reactions;
 mod refusals;
 mod retry;
 mod search;

@@ -76,6 +76,12 @@ pub struct TelegramConfig {
     pub webhook_url: String,
     pub webhook_listen: String,
     pub webhook_secret: String,
+    /// The reaction a user's message carries while its turn runs; empty for none.
+    pub working_reaction: String,
+    /// Reactions on an answer that count as its 👍 button.
+    pub reaction_up: Vec<String>,
+    /// Reactions on an answer that count as its 👎 button.
+    pub reaction_down: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -1,7 +1,8 @@
-//! The one place that talks to sled: one [`Store`] over fourteen trees, one file per area, and
+//! The one place that talks to sled: one [`Store`] over fifteen trees, one file per area, and
 //! one small handle per area, each a borrowed view with that area's methods:
 //! `store.history()`, `store.chats()`, `store.inbox()`, `store.tickets()`, `store.retries()`,
-//! `store.learning()`, `store.usage()`, `store.people()`, `store.memories()`, and `store.db()`
+//! `store.learning()`, `store.usage()`, `store.people()`, `store.memories()`, `store.answers()`,
+//! and `store.db()`
 //! for the database as a whole (durable flush, ids, pruning). `Store` itself only opens and
 //! hands out the handles.
 //!
@@ -28,6 +29,9 @@
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
+//! - `answers.rs`, tree `answers`: key `chat_id ‖ message_id` (big-endian), value a JSON
+//!   [`AnswerRecord`]: the feedback ticket (and options) of the answer a message shows, so a
+//!   reaction on it votes like its 👍/👎.
 //! - `request.rs`: [`TurnRequest`], the request that starts a turn (who asked what, where),
 //!   embedded in the inbox's and the retries' records.
 //! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
@@ -60,6 +64,7 @@
 //! being read as a new chat's, which would write its history from turn 0 again. (Not yet the
 //! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
 
+mod answers;
 mod chats;
 pub mod compaction;
 mod db;
@@ -80,6 +85,7 @@ mod retries;
 mod tickets;
 mod usage;
 
+pub use answers::{AnswerRecord, Answers};
 pub use chats::Chats;
 pub use chats::{ChatState, Offered};
 pub use db::{Db, Store};
@@ -518,6 +524,7 @@ mod tests {
                 refusals: 0,
                 history: 0,
                 usage_days: 0,
+                answers: 0,
             }
         );
         assert!(store.tickets().get(&old_option).is_none());

@@ -36,6 +36,10 @@ pub struct TurnRequest {
     /// text (what its turn teaches waits for review).
     #[serde(default, skip_serializing_if = "is_false")]
     pub forwarded: bool,
+    /// The user's own message that asked, which carries the working reaction while the turn
+    /// runs; none for a turn a button started (an option, a 🔁 Retry). Written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<i32>,
 }
 
 /// `serde`'s test for leaving `forwarded` out.
@@ -54,6 +58,7 @@ impl TurnRequest {
             topic: None,
             reply_to: None,
             forwarded: false,
+            message: None,
         }
     }
 

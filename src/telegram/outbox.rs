@@ -15,7 +15,7 @@ use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
 
 use super::send::{self, SendPolicy, Target, notify, typing};
-use super::{keyboards, media, stream};
+use super::{keyboards, media, reactions, stream};
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
@@ -185,5 +185,15 @@ impl Messenger for Outbox {
 
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
         media::download_image(&self.bot, &self.policy, file_id, self.max_image_bytes).boxed()
+    }
+
+    fn react(
+        &self,
+        chat: crate::ids::ChatId,
+        message: i32,
+        emoji: Option<String>,
+    ) -> BoxFuture<'static, ()> {
+        let (chat, id) = (ChatId(chat.0), MessageId(message));
+        reactions::set(self.bot.clone(), self.policy.clone(), chat, id, emoji).boxed()
     }
 }

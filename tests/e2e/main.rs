@@ -22,6 +22,7 @@ mod mcp;
 mod memory;
 mod options;
 mod pacing;
+mod reactions;
 mod refusals;
 mod retry;
 mod search;

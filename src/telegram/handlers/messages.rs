@@ -134,6 +134,7 @@ async fn start_turn(
             topic: chat.topic,
             reply_to: reply_in_groups(chat.chat, msg.id.0),
             forwarded: msg.forward_origin().is_some(),
+            message: Some(msg.id.0),
             ..TurnRequest::new(chat.chat, user, text)
         };
         Ok(Ok(Claimed::message(TurnInput::new(

@@ -282,6 +282,8 @@ pub(crate) async fn retry_pressed(
             // A forwarded message's failed turn marked its conversation (see
             // `ChatState::external`).
             forwarded: false,
+            // A press has no message of the user's to react to.
+            message: None,
             user,
             ..retried
         };

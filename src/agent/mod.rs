@@ -15,6 +15,7 @@ pub mod html_text;
 pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
+pub(crate) mod scheduling;
 pub(crate) mod search;
 pub mod tools;
 
@@ -322,7 +323,7 @@ impl Agent {
                 let _ = events.send(AgentEvent::Progress(progress_line(call)));
             }
             turn.result.tools_used.push(call.function.name.clone());
-            let mut output = self.tool_output(turn, call, seat.caller).await;
+            let mut output = self.tool_output(turn, call, seat).await;
             // Every result of an admin-only tool (a repeat quoting its error, too) is kept
             // from other users' turns.
             if self.tools.admin_only(&call.function.name) {
@@ -346,7 +347,7 @@ impl Agent {
     /// What `call` returns: a refusal past the turn's limit of tool calls, the recorded
     /// result of the same call that failed before in the turn (not run again), or the tool's
     /// output, capped.
-    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, caller: Caller) -> String {
+    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, seat: &Seat) -> String {
         if turn.result.tools_used.len() > self.config.max_tool_calls {
             format!(
                 "{}this turn reached its limit of {} tool calls; answer with what you have",
@@ -360,7 +361,12 @@ impl Agent {
             tracing::info!(tool = %call.function.name, "not running a repeated failing call");
             repeat
         } else {
-            let output = self.tools.call(call, caller).await;
+            let output = match (&seat.tasks, call.function.name.as_str()) {
+                (Some(desk), scheduling::NAME) => {
+                    desk.call(&call.function.arguments, chrono::Utc::now().timestamp())
+                }
+                _ => self.tools.call(call, seat.caller).await,
+            };
             turn.result.read_external |= output.external;
             cap_output(output.text, self.config.max_tool_output_chars)
         }
@@ -618,6 +624,8 @@ pub(crate) struct Seat {
     pub caller: Caller,
     /// Per offered tool, the approved lessons about it, best first.
     pub lessons: std::collections::HashMap<String, Vec<String>>,
+    /// Whose tasks `schedule_task` makes, where (`None`: the tool is not available).
+    pub tasks: Option<scheduling::TaskDesk>,
 }
 
 /// What a tool's failed result gets when lessons about the tool were learned: just when the

@@ -36,6 +36,10 @@ pub struct TurnRequest {
     /// text (what its turn teaches waits for review).
     #[serde(default, skip_serializing_if = "is_false")]
     pub forwarded: bool,
+    /// A scheduled reminder: `text` is shown as it is, with no model call (written only
+    /// when set).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reminder: bool,
 }
 
 /// `serde`'s test for leaving `forwarded` out.
@@ -54,6 +58,7 @@ impl TurnRequest {
             topic: None,
             reply_to: None,
             forwarded: false,
+            reminder: false,
         }
     }
 

@@ -192,6 +192,10 @@ pub enum Action {
     /// "Request access" under a stranger's refusal: only the user whose id it carries may use
     /// it.
     RequestAccess(UserId),
+    /// Show page `page` of `owner`'s `/tasks` (only they, or an admin, may).
+    TasksPage { owner: UserId, page: u32 },
+    /// ❌ Cancel scheduled task `id` (its owner or an admin), then show page `page` again.
+    CancelTask { id: u64, page: u32 },
 }
 
 impl Action {
@@ -217,6 +221,8 @@ impl Action {
             Self::Chosen => encode_action("chosen", ""),
             Self::Retry { ticket } => encode_action("retry", ticket),
             Self::RequestAccess(user) => encode_action("access", &user.to_string()),
+            Self::TasksPage { owner, page } => encode_action("tasks", &format!("{owner}.{page}")),
+            Self::CancelTask { id, page } => encode_action("untask", &format!("{id}.{page}")),
         }
     }
 
@@ -258,6 +264,20 @@ impl Action {
             "chosen" => Self::Chosen,
             "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
             "access" => Self::RequestAccess(UserId(payload.parse().ok()?)),
+            "tasks" => {
+                let (owner, page) = payload.split_once('.')?;
+                Self::TasksPage {
+                    owner: UserId(owner.parse().ok()?),
+                    page: page.parse().ok()?,
+                }
+            }
+            "untask" => {
+                let (id, page) = payload.split_once('.')?;
+                Self::CancelTask {
+                    id: id.parse().ok()?,
+                    page: page.parse().ok()?,
+                }
+            }
             _ => return None,
         })
     }
@@ -610,6 +630,24 @@ mod tests {
                 starts_turn: false,
             },
             Case {
+                name: "a task's cancel",
+                data: "__act__untask|42.1",
+                parsed: Some(CallbackData::Action(Action::CancelTask { id: 42, page: 1 })),
+                starts_turn: false,
+            },
+            Case {
+                name: "a forged task id",
+                data: "__act__untask|-1.0",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
+                name: "a tasks page without its owner",
+                data: "__act__tasks|3",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
                 name: "an unknown action",
                 data: "__act__launch|now",
                 parsed: None,
@@ -680,6 +718,8 @@ mod tests {
                     Action::Chosen,
                     Action::Retry { ticket: ticket.clone() },
                     Action::RequestAccess(UserId(id)),
+                    Action::TasksPage { owner: UserId(id), page: u32::MAX },
+                    Action::CancelTask { id, page: u32::MAX },
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

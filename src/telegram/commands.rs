@@ -29,6 +29,10 @@ pub(crate) enum Command {
     Skills,
     #[command(description = "tools, their sources and MCP servers' status (admins)")]
     Tools,
+    #[command(description = "your scheduled tasks and reminders, with Cancel buttons")]
+    Tasks,
+    #[command(description = "your time zone for reminders, e.g. /timezone Europe/Berlin")]
+    Timezone(String),
 }
 
 impl Command {

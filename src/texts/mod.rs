@@ -8,5 +8,6 @@
 //! placeholder named in its doc), never a `format!` at the call site.
 
 pub(crate) mod agent;
+pub(crate) mod tasks;
 pub mod telegram;
 pub mod turn;

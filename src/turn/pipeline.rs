@@ -1,7 +1,8 @@
 //! One turn as a pipeline of stages over one [`Turn`]: admitted (`gate`), then prepare (the
 //! prompt), think (the agent), persist (the history), show (the answer) and follow up
 //! (options and reflection). Each stage is a function of its own file; this one only says
-//! their order and where a turn ends early.
+//! their order and where a turn ends early. A scheduled reminder, once admitted, is only
+//! shown (`reminder`): no prompt, no model.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,10 @@ pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let Some(admitted) = admitted.await else {
         return;
     };
+    if input.request.reminder {
+        super::reminder::remind(&app, &out, &input).await;
+        return;
+    }
     // Registered first, so a stop finds the turn while it waits for a slot too.
     let control = app.turns().begin(at);
     let Some(_slot) = app.turn_slot().await else {

@@ -39,6 +39,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
     let seat = Seat {
         caller: prompt.caller,
         lessons: turn.app.learning().tool_lessons(&offered),
+        tasks: Some(super::task_desk::desk(turn)),
     };
     let agent = turn.app.agent().run(
         &prompt.model,

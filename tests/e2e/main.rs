@@ -22,4 +22,5 @@ mod retry;
 mod search;
 mod skeleton;
 mod streaming;
+mod tasks;
 mod topics;

@@ -1,4 +1,5 @@
-//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats` for everyone, and
+//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/tasks`,
+//! `/timezone` for everyone (the last two in [`super::tasks`]), and
 //! the admins' `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted (see
 //! [`replies`]), so the handler returns without waiting for a paced send.
 
@@ -65,6 +66,8 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
                 replies::notice(&deps, chat, part);
             }
         }
+        Command::Tasks => super::tasks::list(&deps, chat, user),
+        Command::Timezone(zone) => super::tasks::timezone(&deps, chat, user, zone.trim()),
     }
     Ok(())
 }

@@ -51,6 +51,7 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
     pub memory: MemoryConfig,
+    pub tasks: TasksConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -278,6 +279,32 @@ impl MemoryConfig {
     /// Whether memory is on: the `remember` tool is offered and facts are injected.
     pub(crate) fn enabled(self) -> bool {
         self.max_memories > 0 && self.max_chars > 0
+    }
+}
+
+/// Scheduled tasks and reminders (the `schedule_task` tool, `/tasks`): the caps per user.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    /// Tasks a user may have at once.
+    pub max_per_user: usize,
+    /// The smallest interval between two runs of a repeating task, in minutes.
+    pub min_interval_mins: u64,
+    /// Runs a user's tasks may make per day (UTC); 0: no limit.
+    pub max_runs_per_day: u32,
+    /// A test hook: the smallest interval in seconds, in place of `min_interval_mins`, so tests
+    /// can watch a task repeat. No config file or environment variable sets it.
+    #[serde(skip)]
+    pub min_interval_secs: Option<u64>,
+}
+
+impl TasksConfig {
+    /// The smallest interval between two runs, in seconds.
+    pub(crate) fn min_interval(&self) -> i64 {
+        let secs = self
+            .min_interval_secs
+            .unwrap_or(self.min_interval_mins.saturating_mul(60));
+        i64::try_from(secs).unwrap_or(i64::MAX)
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
 pub(crate) mod remember;
+pub(crate) mod scheduling;
 pub(crate) mod search;
 pub mod tools;
 
@@ -420,10 +421,14 @@ impl Agent {
             tracing::info!(tool = %call.function.name, "not running a repeated failing call");
             repeat
         } else {
-            let output = if call.function.name == crate::memory::REMEMBER_TOOL {
-                remember_output(seat, &call.function.arguments, turn.result.read_external)
-            } else {
-                self.tools.call(call, seat.caller).await
+            let output = match (&seat.tasks, call.function.name.as_str()) {
+                (_, crate::memory::REMEMBER_TOOL) => {
+                    remember_output(seat, &call.function.arguments, turn.result.read_external)
+                }
+                (Some(desk), scheduling::NAME) => {
+                    desk.call(&call.function.arguments, chrono::Utc::now().timestamp())
+                }
+                _ => self.tools.call(call, seat.caller).await,
             };
             turn.result.read_external |= output.external;
             cap_output(output.text, self.config.max_tool_output_chars)
@@ -701,6 +706,8 @@ pub(crate) struct Seat {
     pub caller: Caller,
     /// Per offered tool, the approved lessons about it, best first.
     pub lessons: std::collections::HashMap<String, Vec<String>>,
+    /// Whose tasks `schedule_task` makes, where (`None`: the tool is not available).
+    pub tasks: Option<scheduling::TaskDesk>,
     /// The asker's personal memory, which `remember` writes; `None` when the turn may not
     /// save facts (memory is off, or the message is someone else's words).
     pub memory: Option<remember::Keeper>,

@@ -25,6 +25,7 @@ pub(crate) mod replies;
 pub(crate) mod send;
 pub(crate) mod stats;
 pub(crate) mod stream;
+pub(crate) mod task_list;
 pub(crate) mod tool_list;
 pub(crate) mod views;
 
@@ -90,7 +91,9 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         )
         .branch(
             case![Action::MemoryForgetAll { owner }].endpoint(presses::memory_forget_all_pressed),
-        );
+        )
+        .branch(case![Action::TasksPage { owner, page }].endpoint(handlers::tasks::page_pressed))
+        .branch(case![Action::CancelTask { id, page }].endpoint(handlers::tasks::cancel_pressed));
     let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
     let presses = Update::filter_callback_query()
         // The data, parsed once for every route: `None` if forged, garbled or unknown.
@@ -256,6 +259,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // what recovery resumes, as it always did.
     crate::maintenance::start(&app);
     turn::recover(&app, &out).await;
+    turn::scheduled::start(&app, &out);
     // Strangers' messages start no turn: they are refused, and not held.
     let config = app.config().clone();
     let intake = Arc::new(Intake::new(Box::new(move |update: &Update| {

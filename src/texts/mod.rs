@@ -9,5 +9,6 @@
 
 pub(crate) mod agent;
 pub mod ops;
+pub(crate) mod tasks;
 pub mod telegram;
 pub mod turn;

@@ -108,6 +108,8 @@ pub(crate) fn help_html(limits: &str) -> String {
          message is kept, and a tap sends it again, once.\n\
          • <b>Photos</b>: send one with a question as its caption; models that cannot see \
          images answer the caption only.\n\
+         • <b>Reminders and scheduled tasks</b>: ask \"remind me at 9 to …\" or \"every \
+         Monday, summarise …\"; /tasks lists them with ❌ Cancel, /timezone sets your zone.\n\
          • <b>Limits</b>: {limits}\n\n\
          <b>Commands</b>\n"
     )

@@ -40,6 +40,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         caller: prompt.caller,
         lessons: turn.app.learning().tool_lessons(&offered),
         memory: super::memory::keeper(turn),
+        tasks: Some(super::task_desk::desk(turn)),
     };
     let agent = turn.app.agent().run(
         &prompt.model,

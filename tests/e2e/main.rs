@@ -28,4 +28,5 @@ mod retry;
 mod search;
 mod skeleton;
 mod streaming;
+mod tasks;
 mod topics;

@@ -20,6 +20,7 @@ pub(crate) mod commands;
 pub(crate) mod messages;
 pub(crate) mod presses;
 pub(crate) mod reactions;
+pub(crate) mod tasks;
 mod turns;
 
 use std::sync::Arc;

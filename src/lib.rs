@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`]
+//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`metrics`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -38,6 +38,7 @@ pub mod limits;
 pub mod llm;
 pub mod logging;
 pub mod maintenance;
+pub mod metrics;
 pub mod options;
 pub mod queue;
 pub mod role;

@@ -23,6 +23,7 @@ mod alerts;
 mod follow_up;
 mod gate;
 mod input;
+mod measure;
 pub(crate) mod messenger;
 mod offers;
 mod persist;

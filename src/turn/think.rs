@@ -52,6 +52,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         stopped(turn, display).await;
         return None;
     };
+    turn.clock.thought(&result.status);
     if let TurnStatus::LlmFailed(error) = &result.status
         && is_configuration_error(error)
         && !alert_admins(&turn.app, &turn.out, &prompt.model.id, error).await
@@ -84,7 +85,9 @@ impl Display {
             };
         }
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let on_visible = record_visible(&turn.app, turn.input.update, true);
+        let on_visible = turn
+            .clock
+            .first_text(record_visible(&turn.app, turn.input.update, true));
         let (at, reply_to) = (turn.at(), turn.input.request.reply_to);
         let display = turn
             .out

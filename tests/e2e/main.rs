@@ -15,6 +15,7 @@ mod learning;
 mod limits;
 mod local_models;
 mod mcp;
+mod metrics;
 mod options;
 mod pacing;
 mod refusals;

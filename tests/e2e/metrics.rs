@@ -37,12 +37,13 @@ fn sample(text: &str, name: &str) -> Option<f64> {
         .and_then(|value| value.parse().ok())
 }
 
-async fn scrape(url: &str) -> String {
-    let response = reqwest::get(url).await.unwrap();
+/// The exposition at `url`; `None` while nothing listens there.
+async fn scrape(url: &str) -> Option<String> {
+    let response = reqwest::get(url).await.ok()?;
     assert_eq!(response.status(), 200);
     let kind = response.headers()["content-type"].to_str().unwrap();
     assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
-    response.text().await.unwrap()
+    Some(response.text().await.unwrap())
 }
 
 /// Scrapes until `done` holds for the exposition (follow-ups finish in the background).
@@ -50,10 +51,12 @@ async fn scrape_until(url: &str, done: impl Fn(&str) -> bool) -> String {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         let text = scrape(url).await;
-        if done(&text) || tokio::time::Instant::now() > deadline {
-            return text;
+        let late = tokio::time::Instant::now() > deadline;
+        match text {
+            Some(text) if done(&text) || late => return text,
+            None if late => panic!("nothing serves {url}"),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -167,4 +170,37 @@ async fn metrics_are_off_unless_configured() {
     let h = Harness::start(FakeLlm::answering("x").await).await;
     assert_eq!(h.bot.as_ref().unwrap().metrics_address(), None);
     h.stop().await;
+}
+
+/// The binary as deployed, configured by `HEURIST_METRICS_LISTEN` alone, serves the endpoint
+/// and stops it with the bot on SIGTERM.
+#[tokio::test]
+async fn the_deployed_binary_serves_metrics_where_the_environment_says() {
+    let tg = FakeTelegram::start().await;
+    let llm = FakeLlm::answering("done").await;
+    let dir = tempfile::tempdir().unwrap();
+    // A port free a moment ago (the fakes pick theirs the same way).
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = free.local_addr().unwrap();
+    drop(free);
+    let env = [("HEURIST_METRICS_LISTEN", address.to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut bot = BotProcess::spawn(&tg, &llm.url, dir.path(), &env);
+    tg.send_text(ALICE, "hello");
+    tg.wait_messages(ALICE, 1).await;
+    let url = format!("http://{address}/metrics");
+    let answered = "heurist_turns_total{outcome=\"answered\"}";
+    let text = scrape_until(&url, |text| sample(text, answered) == Some(1.0)).await;
+    assert_eq!(sample(&text, answered), Some(1.0), "{text}");
+    bot.terminate();
+    assert_eq!(
+        bot.wait(Duration::from_secs(20)).await,
+        Some(0),
+        "{}",
+        bot.logs()
+    );
+    assert!(
+        scrape(&url).await.is_none(),
+        "the endpoint stopped with the bot"
+    );
 }

@@ -52,6 +52,7 @@ pub struct Config {
     pub mcp: McpConfig,
     pub memory: MemoryConfig,
     pub tasks: TasksConfig,
+    pub metrics: MetricsConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -361,6 +362,14 @@ fn default_mcp_timeout_secs() -> u64 {
     30
 }
 
+/// The Prometheus endpoint (see [`crate::metrics`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// `host:port` where `GET /metrics` is served (`HEURIST_METRICS_LISTEN`); empty: off.
+    pub listen: String,
+}
+
 /// Who gets an MCP server's tools: a server that can change things can be kept to admins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -476,6 +485,9 @@ impl Config {
         if let Some(url) = set("HEURIST_SEARXNG_URL") {
             self.tools.searxng_url = url;
         }
+        if let Some(listen) = set("HEURIST_METRICS_LISTEN") {
+            self.metrics.listen = listen;
+        }
         if let Some(dir) = set("HEURIST_DATA_DIR") {
             self.data_dir = PathBuf::from(dir);
         }
@@ -540,6 +552,17 @@ impl Config {
                 .map_err(|e| {
                     anyhow::anyhow!(
                         "HEURIST_WEBHOOK_LISTEN must be host:port, e.g. 127.0.0.1:8443: {e}"
+                    )
+                })?;
+        }
+        if !self.metrics.listen.is_empty() {
+            self.metrics
+                .listen
+                .parse::<std::net::SocketAddr>()
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "HEURIST_METRICS_LISTEN / metrics.listen must be host:port, e.g. \
+                     127.0.0.1:9464: {e}"
                     )
                 })?;
         }
@@ -883,9 +906,11 @@ mod tests {
                 ("HEURIST_MODELS", "a/b, llama3.1:8b"),
                 ("HEURIST_DATA_DIR", "/tmp/h"),
                 ("HEURIST_SEARXNG_URL", "http://10.0.0.5:8888"),
+                ("HEURIST_METRICS_LISTEN", "127.0.0.1:9464"),
             ]))
             .unwrap();
         assert_eq!(config.tools.searxng_url, "http://10.0.0.5:8888");
+        assert_eq!(config.metrics.listen, "127.0.0.1:9464");
         assert_eq!(config.llm.base_url, "http://env/v1");
         assert_eq!(config.data_dir, PathBuf::from("/tmp/h"));
         assert_eq!(config.default_model().id, "a/b");
@@ -989,6 +1014,12 @@ roles = "admin"
                 toml: "",
                 env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_SEARXNG_URL", "ftp://s")],
                 expect: "HEURIST_SEARXNG_URL / tools.searxng_url must be an http",
+            },
+            Case {
+                name: "metrics address without a port",
+                toml: "[metrics]\nlisten = \"localhost\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "HEURIST_METRICS_LISTEN / metrics.listen must be host:port",
             },
             Case {
                 name: "mcp name with capitals",

@@ -35,6 +35,7 @@ use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
     Usage, estimate_tokens, new_call_id,
 };
+use crate::metrics::CallKind;
 use crate::role::Caller;
 use crate::texts::agent as texts;
 use calls::CallLog;
@@ -449,7 +450,7 @@ impl Agent {
                 let _ = events.send(AgentEvent::CallStarted);
                 let mut held = HeldText::default();
                 self.llm
-                    .complete_streaming(request, Priority::Interactive, |text| {
+                    .complete_streaming(request, Priority::Interactive, CallKind::Agent, |text| {
                         let shown = held.push(text);
                         if !shown.is_empty() {
                             let _ = events.send(AgentEvent::Text(shown));
@@ -457,7 +458,11 @@ impl Agent {
                     })
                     .await?
             }
-            None => self.llm.complete(request, Priority::Interactive).await?,
+            None => {
+                self.llm
+                    .complete(request, Priority::Interactive, CallKind::Agent)
+                    .await?
+            }
         };
         if completion.tool_calls.is_empty() {
             let offered: Vec<&str> = request

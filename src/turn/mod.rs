@@ -27,6 +27,7 @@ mod alerts;
 mod follow_up;
 mod gate;
 mod input;
+mod measure;
 mod memory;
 pub(crate) mod messenger;
 mod offers;

@@ -20,6 +20,7 @@ mod limits;
 mod local_models;
 mod mcp;
 mod memory;
+mod metrics;
 mod options;
 mod pacing;
 mod reactions;

@@ -9,6 +9,7 @@ mod cancel;
 mod commands;
 mod compaction;
 mod crashes;
+mod drafts;
 mod durability;
 mod hostile;
 mod learning;

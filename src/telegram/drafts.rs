@@ -276,11 +276,16 @@ mod tests {
         }
     }
 
+    /// The shipped `[telegram]` settings.
+    fn shipped() -> TelegramConfig {
+        crate::Config::from_toml(None, std::path::Path::new("config/heurist.toml"))
+            .expect("the shipped config loads")
+            .telegram
+    }
+
     #[test]
     fn drafts_are_offered_in_private_chats_until_refused() {
-        let config = crate::Config::from_toml(None, std::path::Path::new("config/heurist.toml"))
-            .expect("the shipped config loads");
-        let drafts = Drafts::new(&config.telegram);
+        let drafts = Drafts::new(&shipped());
         let private = Conversation::new(ChatId(7), None);
         let topic = Conversation::new(ChatId(7), Some(TopicId(3)));
         let group = Conversation::new(ChatId(-5), None);
@@ -291,20 +296,16 @@ mod tests {
         assert!(drafts.offered(private), "the rest of its chat still drafts");
         drafts.no_method.store(true, Ordering::Relaxed);
         assert!(!drafts.offered(private), "a server without the method");
-        let off = Drafts::new(&crate::config::TelegramConfig {
+        let off = Drafts::new(&TelegramConfig {
             drafts: false,
-            ..config.telegram
+            ..shipped()
         });
         assert!(!off.offered(private), "telegram.drafts = false");
     }
 
     #[test]
     fn draft_ids_are_never_zero() {
-        let drafts = Drafts::new(
-            &crate::Config::from_toml(None, std::path::Path::new("config/heurist.toml"))
-                .expect("the shipped config loads")
-                .telegram,
-        );
+        let drafts = Drafts::new(&shipped());
         drafts.last_id.store(i32::MAX as u32 - 1, Ordering::Relaxed);
         let ids: Vec<u32> = (0..3).map(|_| drafts.next_id()).collect();
         assert_eq!(ids, vec![i32::MAX as u32, 1, 2]);

@@ -14,6 +14,8 @@
 //! part of the answer being written), refreshed before it fades while a tool runs; no message
 //! is live, so [`finish`] sends the answer once. A draft refused mid-answer hands over to the
 //! edits with the same frame, so nothing is lost (the draft goes as the first message comes).
+//! A draft has no Stop button, and a stopped one is left as it is: the stop's confirmation
+//! (`/cancel`'s reply, a message) takes it away.
 
 use std::sync::Arc;
 use std::time::Duration;

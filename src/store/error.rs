@@ -12,8 +12,6 @@
 //! assert!(matches!(at_the_edge.downcast_ref::<Error>(), Some(Error::Unreadable { .. })));
 //! ```
 
-use sled::transaction::TransactionError;
-
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -45,13 +43,3 @@ pub enum Error {
 
 /// The store's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// A transaction aborts with the store's own error; sled's storage errors are [`Error::Db`].
-impl From<TransactionError<Error>> for Error {
-    fn from(e: TransactionError<Error>) -> Self {
-        match e {
-            TransactionError::Abort(e) => e,
-            TransactionError::Storage(e) => Self::Db(e),
-        }
-    }
-}

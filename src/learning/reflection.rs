@@ -3,10 +3,12 @@
 //! A job is saved in sled before it runs ([`Learning::plan_reflection`]) and removed when it is
 //! done ([`Learning::reflect`]), so a job that a shutdown interrupted is resumed at the next
 //! start. Right after a turn the reflection extends the turn's own request (same parameters,
-//! the turn's messages as prefix, so the provider's prompt cache serves it up to the first
-//! learned block), with every block of injected skills and heuristics taken out, so the model
-//! cannot learn back what it was told. A resumed job, whose turn is gone, and a 👎, which
-//! rates one answer, are given their prefix by the caller. At most
+//! the turn's messages byte for byte as prefix, so the provider's prompt cache serves all of
+//! it), and the task's evidence comes after that shared prefix, in the reflection prompt. The
+//! blocks of injected skills and heuristics stay in the prefix: a lesson that only repeats one
+//! is dropped as an echo ([`super::echo`]), so the model cannot learn back what it was told.
+//! A resumed job, whose turn is gone, and a 👎, which rates one answer, are given their prefix
+//! by the caller. At most
 //! `max_concurrent_reflections` run at a time.
 
 use std::sync::atomic::Ordering;
@@ -14,9 +16,9 @@ use std::sync::atomic::Ordering;
 use super::heuristics::{
     HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
 };
-use super::{Learning, Source, without_context};
+use super::{Learning, Source, echo};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
-use crate::llm::{ChatMessage, Priority};
+use crate::llm::Priority;
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
@@ -40,26 +42,6 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.reflections_running.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// `messages` as the reflection sees them: user messages without the learned block (and
-/// without images, which the reflection does not need to pay for again).
-fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
-    messages
-        .iter()
-        .map(|m| match m {
-            ChatMessage::User { .. } => {
-                let plain = m.without_images();
-                let text = without_context(plain.content());
-                if text.len() == plain.content().len() {
-                    plain
-                } else {
-                    ChatMessage::user(text)
-                }
-            }
-            _ => m.clone(),
-        })
-        .collect()
 }
 
 impl Learning {
@@ -110,7 +92,7 @@ impl Learning {
         // The reflection is part of what the user's turn cost: it counts in their budget.
         let payer = self.ledger.payer(job.user, None);
         let extraction = retry_extract_structured::<ReflectionResult>(
-            &without_learned_blocks(&history),
+            &history,
             &prompt,
             REFLECTION_RETRY_PROMPT,
             ExtractionConfig {
@@ -139,6 +121,7 @@ impl Learning {
             external: job.external,
             skills: job.skills.clone(),
             tools: job.tools.clone(),
+            given: echo::given_blocks(&history),
         };
         match extraction.result {
             Ok(result) => {

@@ -487,6 +487,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
         external: false,
         skills: Vec::new(),
         tools: Vec::new(),
+        given: Vec::new(),
     };
     for chunk in distractors(distractor_count).chunks(3) {
         let entries = chunk.iter().map(|t| entry(t)).collect();

@@ -26,7 +26,8 @@
 //! time to the whole answer with its keyboard.
 //!
 //! `cargo bench --bench pipeline` runs the full set (under a minute on 2 cores);
-//! `-- --smoke` a tiny one (CI runs it so this cannot rot).
+//! `-- --smoke` a tiny one (CI runs it so this cannot rot, and checks the goals);
+//! `-- --only "100 chats"` only the scenarios whose name holds that text.
 
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
@@ -576,7 +577,13 @@ async fn token_discipline() -> [(f64, f64, f64, f64); 3] {
 
 #[tokio::main]
 async fn main() {
-    let smoke = std::env::args().any(|a| a == "--smoke");
+    let args: Vec<String> = std::env::args().collect();
+    let smoke = args.iter().any(|a| a == "--smoke");
+    // `-- --only "100 chats"`: just the scenarios whose name holds that text (for profiling).
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
     let scenarios: Vec<Scenario> = if smoke {
         vec![Scenario {
             name: "smoke: 3 chats × 2".into(),
@@ -650,7 +657,10 @@ async fn main() {
         "| scenario | turns | turns/s | CPU/turn | p50 added | p99 added | idle RSS | peak RSS | sled/1k turns | start-up |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for scenario in &scenarios {
+    for scenario in scenarios
+        .iter()
+        .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())))
+    {
         let f = run(scenario).await;
         println!(
             "| {} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} MB | {:.1} MB | {:.0} KB | {} ms |",
@@ -665,6 +675,9 @@ async fn main() {
             f.sled_kb_per_1000,
             f.startup.as_millis(),
         );
+    }
+    if only.is_some() {
+        return;
     }
     let (chats, messages) = if smoke { (3, 2) } else { (100, 3) };
     let (calls_per_turn, of_floor, wall) = paced(chats, messages).await;
@@ -744,6 +757,11 @@ async fn main() {
                 "requests must extend earlier ones byte for byte"
             );
         }
+        let (_, _, _, reflection_share_min) = reflection;
+        assert!(
+            reflection_share_min >= 0.75,
+            "the provider's cache must serve at least 75 % of every reflection"
+        );
         println!("\n1 passed, 0 failed");
     }
 }

@@ -42,9 +42,11 @@
 //! always the previous request plus new messages, so providers' prompt caches keep hitting even
 //! right after something new was learned. A skill's instructions already present in the history
 //! window are not repeated (only named), which keeps the token cost of long skills to once per
-//! window. Reflections see the conversation without these blocks, so a model cannot learn
-//! back what it was told.
+//! window. Reflections see the conversation with these blocks, byte for byte (the cache serves
+//! them too); a lesson that only repeats one is dropped as an echo ([`echo`]), so a model
+//! cannot learn back what it was told.
 
+pub mod echo;
 pub mod heuristics;
 pub mod index;
 pub mod personal;
@@ -167,8 +169,8 @@ const RELATIVE_FIT: f32 = 0.5;
 const DUPLICATE_COSINE: f32 = 0.92;
 
 /// The opening and closing lines of the block learning adds to a user message.
-const CONTEXT_OPEN: &str = "[Context from Heurist for this message: skills and learned heuristics, not written by the user]\n";
-const CONTEXT_CLOSE: &str = "[End of context]\n\n";
+pub(crate) const CONTEXT_OPEN: &str = "[Context from Heurist for this message: skills and learned heuristics, not written by the user]\n";
+pub(crate) const CONTEXT_CLOSE: &str = "[End of context]\n\n";
 
 /// What learning adds to one turn.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -214,6 +216,9 @@ pub struct Source {
     pub skills: Vec<String>,
     /// The tools the task called: a lesson that names one of them is about that tool.
     pub tools: Vec<String>,
+    /// The context blocks the task's prompt carried: a lesson that only repeats one is an
+    /// echo, not a lesson (see [`echo`]).
+    pub given: Vec<String>,
 }
 
 /// What one reflection changed.
@@ -223,7 +228,8 @@ pub struct LearnReport {
     pub added: usize,
     pub pending: usize,
     pub reinforced: usize,
-    /// Empty, overlong or personal texts, and untrusted repetitions of known heuristics.
+    /// Empty, overlong or personal texts, echoes of the task's context blocks, and untrusted
+    /// repetitions of known heuristics.
     pub dropped: usize,
     pub evicted: usize,
 }
@@ -710,7 +716,9 @@ impl Learning {
         let mut fresh = Vec::new();
         for entry in entries {
             let text = entry.text.trim().to_string();
-            if !acceptable(&text) {
+            if !acceptable(&text)
+                || echo::is_echo(&text, &source.given, self.config.dedup_threshold)
+            {
                 report.dropped += 1;
                 continue;
             }

@@ -3,12 +3,14 @@
 //! A job is saved in sled before it runs ([`Learning::plan_reflection`]) and removed when it is
 //! done ([`Learning::reflect`]), so a job that a shutdown interrupted is resumed at the next
 //! start. Right after a turn the reflection extends the turn's own request (same parameters,
-//! the turn's messages as prefix, so the provider's prompt cache serves it up to the first
-//! learned block), with every block of injected skills and heuristics taken out, so the model
-//! cannot learn back what it was told, and with the asker's personal memory and its `remember`
-//! calls taken out too, so one user's facts never become everyone's lessons (a task that saved
-//! a fact is not reflected on at all). A resumed job, whose turn is gone, and a 👎, which
-//! rates one answer, are given their prefix by the caller. At most
+//! the turn's messages byte for byte as prefix, so the provider's prompt cache serves all of
+//! it), and the task's evidence comes after that shared prefix, in the reflection prompt. The
+//! blocks of injected skills and heuristics stay in the prefix: a lesson that only repeats one
+//! is dropped as an echo ([`super::echo`]), so the model cannot learn back what it was told.
+//! The asker's personal memory and its `remember` calls are taken out, so one user's facts
+//! never become everyone's lessons (a task that saved a fact is not reflected on at all); a
+//! user without facts keeps the whole prefix. A resumed job, whose turn is gone, and a 👎,
+//! which rates one answer, are given their prefix by the caller. At most
 //! `max_concurrent_reflections` run at a time.
 
 use std::sync::atomic::Ordering;
@@ -16,7 +18,7 @@ use std::sync::atomic::Ordering;
 use super::heuristics::{
     HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
 };
-use super::{Learning, Source, without_context};
+use super::{Learning, Source, echo};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{ChatMessage, Priority};
 use crate::memory::{REMEMBER_TOOL, without_memory};
@@ -46,11 +48,11 @@ impl Drop for Running<'_> {
     }
 }
 
-/// `messages` as the reflection sees them: user messages without the learned block and the
-/// asker's personal memory (and without images, which the reflection does not need to pay for
-/// again), and without every turn that called `remember` (its message, calls and answer): one
-/// user's facts are never material for a lesson every user gets.
-fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+/// `messages` as the reflection sees them: user messages without the asker's personal
+/// memory, and without every turn that called `remember` (its message, calls and answer): one
+/// user's facts are never material for a lesson every user gets. Everything else is kept byte
+/// for byte (the provider's cache serves it), the context blocks of skills and heuristics too.
+fn without_memory_turns(messages: &[ChatMessage]) -> Vec<ChatMessage> {
     let remembers = |m: &ChatMessage| {
         matches!(m, ChatMessage::Assistant { tool_calls, .. }
             if tool_calls.iter().any(|c| c.function.name == REMEMBER_TOOL))
@@ -70,14 +72,8 @@ fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
         .filter(|turn| !turn.iter().any(remembers))
         .flatten()
         .map(|m| match m {
-            ChatMessage::User { .. } => {
-                let plain = m.without_images();
-                let text = without_context(without_memory(plain.content()));
-                if text.len() == plain.content().len() {
-                    plain
-                } else {
-                    ChatMessage::user(text)
-                }
+            ChatMessage::User { .. } if without_memory(m.content()).len() < m.content().len() => {
+                ChatMessage::user(without_memory(m.content()))
             }
             _ => m.clone(),
         })
@@ -137,8 +133,9 @@ impl Learning {
             build_reflection_prompt(&job.task, &tools, &job.outcome, &skills, &job.evidence);
         // The reflection is part of what the user's turn cost: it counts in their budget.
         let payer = self.ledger.payer(job.user, None);
+        let history = without_memory_turns(&history);
         let extraction = retry_extract_structured::<ReflectionResult>(
-            &without_learned_blocks(&history),
+            &history,
             &prompt,
             REFLECTION_RETRY_PROMPT,
             ExtractionConfig {
@@ -168,6 +165,7 @@ impl Learning {
             external: job.external,
             skills: job.skills.clone(),
             tools: job.tools.clone(),
+            given: echo::given_blocks(&history),
         };
         match extraction.result {
             Ok(result) => {
@@ -262,7 +260,7 @@ mod tests {
             ChatMessage::tool_result("t1", "UTC: 12:00"),
             ChatMessage::assistant("It is noon."),
         ];
-        let seen = without_learned_blocks(&messages);
+        let seen = without_memory_turns(&messages);
         let text = serde_json::to_string(&seen).unwrap();
         for personal in ["Tofu", "vegetarian", "personal memory", REMEMBER_TOOL] {
             assert!(!text.contains(personal), "{personal} in {text}");

@@ -102,10 +102,22 @@ pub struct Store {
     pub(super) ids: sled::Tree,
     /// The data directory's lock, when opened through it (`Store::open_data_dir`).
     pub(super) dir_lock: Option<Arc<std::fs::File>>,
-    /// Flush requests made so far, and the highest one a finished flush covers.
+    /// Flush requests made so far, and what the finished flushes covered.
     flush_requests: Arc<AtomicU64>,
-    flush_lock: Arc<tokio::sync::Mutex<u64>>,
+    flush_lock: Arc<tokio::sync::Mutex<Flushed>>,
 }
+
+/// What the flushes so far covered: the highest request, and how many requests the last one
+/// served (more than one: many chats are writing at once).
+#[derive(Debug, Default)]
+struct Flushed {
+    upto: u64,
+    last_group: u64,
+}
+
+/// Under load (the last flush served several requests), a flush waits this long before it
+/// starts, so the requests on their way share its fsync instead of each paying for one.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Store {
     /// Opens (or creates) the database in `dir`, with sled's default page cache (1 GB).
@@ -223,19 +235,25 @@ impl Db<'_> {
     ///
     /// sled's own `flush_async` deadlocks when called concurrently (sled issue #1308, fixed
     /// only in unreleased sled), so one blocking `flush` runs at a time on the blocking pool,
-    /// and callers that arrive while it runs share the next one (group commit: under load, one
-    /// fsync serves many turns).
+    /// and callers that arrive while it runs share the next one (group commit). Under load
+    /// (the last flush served more than one caller) the next one first waits [`GATHER`], so
+    /// one fsync serves the many chats that need one at about the same time; a lone chat's
+    /// flush never waits.
     pub(crate) async fn flush_async(&self) -> Result<()> {
         let ticket = self.store.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut flushed_upto = self.store.flush_lock.lock().await;
-        if *flushed_upto >= ticket {
+        let mut flushed = self.store.flush_lock.lock().await;
+        if flushed.upto >= ticket {
             return Ok(());
+        }
+        if flushed.last_group > 1 {
+            tokio::time::sleep(GATHER).await;
         }
         // Every request numbered up to here was made before this flush starts.
         let upto = self.store.flush_requests.load(Ordering::SeqCst);
         let db = self.store.db.clone();
         tokio::task::spawn_blocking(move || db.flush()).await??;
-        *flushed_upto = upto;
+        flushed.last_group = upto - flushed.upto;
+        flushed.upto = upto;
         Ok(())
     }
 }

@@ -47,6 +47,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A transaction aborts with the store's own error; sled's storage errors are [`Error::Db`].
+/// (Only where several trees must change as one and it is rare: a scheduled task's firing.
+/// A transaction costs two disk writes of sled's log, see `chats`.)
 impl From<TransactionError<Error>> for Error {
     fn from(e: TransactionError<Error>) -> Self {
         match e {

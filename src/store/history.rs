@@ -10,12 +10,10 @@
 //!
 //! # Clear epochs
 //! A turn reads the chat's epoch with its history and is stored only if no `/clear` bumped the
-//! epoch meanwhile; the check and the write are one sled transaction. The window only moves
+//! epoch meanwhile; the check and the turn's number are one compare-and-swap. The window only moves
 //! forward, so a window computed before a clear can never bring cleared turns back.
 
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
-use sled::transaction::ConflictableTransactionError;
 
 use super::chats::{self, chat_key};
 use super::db::{self, Store};
@@ -259,9 +257,13 @@ impl History<'_> {
 
     /// Appends a finished turn with its `provenance`, unless the chat was cleared since
     /// `epoch` was read.
-    /// The epoch check, the turn record and the chat state are one sled transaction: a clear
-    /// lands wholly before (the turn is refused) or after (the turn is cleared), and a crash
-    /// leaves either both records or neither.
+    ///
+    /// The epoch check and the turn's number are one compare-and-swap of the chat state; the
+    /// turn is written under that number after it. A clear lands wholly before (the turn is
+    /// refused) or after (the turn is cleared): a clear between the two writes has moved the
+    /// window past the number, and whichever of the clear and this append comes second
+    /// removes the turn. A crash between them leaves an unused number, which the window
+    /// skips; the update's turn is then run again, as no answer of it is stored.
     pub fn append(
         &self,
         chat: Conversation,
@@ -276,22 +278,23 @@ impl History<'_> {
             update,
             provenance: Some(provenance.clone()),
         })?;
-        let stored =
-            (self.tree(chat), self.store.chats().tree(chat)).transaction(|(history, states)| {
-                let mut state = chats::read_in(states, chat)?;
-                if state.epoch != epoch {
-                    return Ok(false);
-                }
-                let seq = state.next_seq;
-                state.next_seq += 1;
-                state.external |= provenance.external;
-                let state = serde_json::to_vec(&state)
-                    .map_err(|e| ConflictableTransactionError::Abort(e.into()))?;
-                history.insert(turn_key(chat, seq), turn.as_slice())?;
-                states.insert(chat_key(chat), state)?;
-                Ok(true)
-            })?;
-        Ok(stored)
+        let numbered = self.store.chats().try_update_state(chat, |state| {
+            if state.epoch != epoch {
+                return None;
+            }
+            state.next_seq += 1;
+            state.external |= provenance.external;
+            Some(state.next_seq - 1)
+        })?;
+        let Some(seq) = numbered else {
+            return Ok(false);
+        };
+        let key = turn_key(chat, seq);
+        self.tree(chat).insert(&key, turn)?;
+        if self.store.chats().state(chat)?.epoch != epoch {
+            self.tree(chat).remove(&key)?;
+        }
+        Ok(true)
     }
 
     /// The answer of the stored turn that `update` started in `chat`, if it is still there:
@@ -351,8 +354,8 @@ impl History<'_> {
 
     /// Forgets a chat's conversation (its settings stay) and invalidates turns in flight.
     ///
-    /// The epoch bump and the window move are one transaction; the turns before the new window
-    /// are removed after it. A turn stored after the clear starts at or past the new window, so
+    /// The epoch bump and the window move are one compare-and-swap; the turns before the new
+    /// window are removed after it. A turn stored after the clear starts at or past the new window, so
     /// it is never removed, and a turn stored before it is never seen again.
     pub(crate) fn clear(&self, chat: Conversation) -> Result<()> {
         let cleared_below = self.store.chats().update_state(chat, |state| {

@@ -55,9 +55,11 @@
 //!
 //! # Atomic changes
 //! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
-//! a button press never undo one another: chat state changes run in a sled transaction (together
-//! with the history tree when a turn is appended), other JSON records go through a
-//! compare-and-swap loop (`records::update_json`), counters through sled's `fetch_and_update`.
+//! a button press never undo one another: chat state changes and other JSON records go through
+//! a compare-and-swap loop (`chats` and `records::update_json`; a turn is numbered by one, see
+//! `history`), counters through sled's `fetch_and_update`. Sled transactions only where
+//! several trees must change as one and it is rare (a scheduled task firing): each writes the
+//! log to disk twice.
 //!
 //! # Unreadable records
 //! A record or key that cannot be read is skipped with a warning naming its tree and key; it

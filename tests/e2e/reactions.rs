@@ -118,6 +118,7 @@ async fn learn(h: &Harness) {
         external: false,
         skills: Vec::new(),
         tools: Vec::new(),
+        given: Vec::new(),
     };
     let entry: HeuristicEntry = serde_json::from_value(json!({"text": LESSON})).unwrap();
     h.app()

@@ -18,6 +18,7 @@ mod error;
 pub mod extraction;
 pub mod text_calls;
 pub mod think;
+pub(crate) mod transcription;
 mod types;
 mod wire;
 

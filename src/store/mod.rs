@@ -57,6 +57,7 @@
 //! being read as a new chat's, which would write its history from turn 0 again. (Not yet the
 //! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
 
+mod attachment;
 mod chats;
 pub mod compaction;
 mod db;
@@ -75,6 +76,7 @@ mod retries;
 mod tickets;
 mod usage;
 
+pub use attachment::{Attachment, AttachmentKind};
 pub use chats::Chats;
 pub use chats::{ChatState, Offered};
 pub use db::{Db, Store};

@@ -1,11 +1,13 @@
-//! One turn as a pipeline of stages over one [`Turn`]: admitted (`gate`), then prepare (the
-//! prompt), think (the agent), persist (the history), show (the answer) and follow up
-//! (options and reflection). Each stage is a function of its own file; this one only says
-//! their order and where a turn ends early.
+//! One turn as a pipeline of stages over one [`Turn`]: admitted (`gate`), its attachment read
+//! (a recording transcribed, a document's text), then prepare (the prompt), think (the
+//! agent), persist (the history), show (the answer) and follow up (options and reflection).
+//! Each stage is a function of its own file; this one only says their order and where a turn
+//! ends early.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::attachment::read_attachment;
 use super::follow_up;
 use super::gate;
 use super::input::TurnInput;
@@ -30,7 +32,10 @@ pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let Some(_slot) = app.turn_slot().await else {
         return;
     };
-    let turn = Turn::begin(app.clone(), out, input, admitted, control);
+    let mut turn = Turn::begin(app.clone(), out, input, admitted, control);
+    if !read_attachment(&mut turn).await {
+        return;
+    }
     let Some((prompt, basis)) = prepare(&turn).await else {
         return;
     };

@@ -15,6 +15,7 @@ mod learning;
 mod limits;
 mod local_models;
 mod mcp;
+mod media;
 mod options;
 mod pacing;
 mod refusals;

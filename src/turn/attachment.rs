@@ -2,8 +2,10 @@
 //! shown to the user as a quote, then answered as their message), a document's text is read
 //! into the message between delimiters and marks the turn as holding third-party text. Either
 //! way the request's text is the result and its attachment gone, so the stages after this
-//! (and a 🔁 Retry ticket) see a plain message; the inbox keeps the attachment as it came, so
-//! a turn a crash interrupted here reads it again when it resumes.
+//! (and a 🔁 Retry ticket) see a plain message. The inbox entry keeps the attachment until it
+//! is read, so a turn a crash interrupted here reads it again when it resumes; then the entry
+//! holds the read request, so a crash later resumes with the transcript (never transcribed or
+//! shown twice).
 //!
 //! The transcription is charged to the user's daily budget like an LLM call: its estimate (a
 //! generous 10 tokens a second of audio) is reserved first, and what is settled is the
@@ -36,6 +38,7 @@ pub(super) async fn read_attachment(turn: &mut Turn) -> bool {
     match read {
         Ok(()) => {
             turn.input.request.attachment = None;
+            keep_read(turn);
             true
         }
         Err(told) => {
@@ -46,6 +49,23 @@ pub(super) async fn read_attachment(turn: &mut Turn) -> bool {
             }
             false
         }
+    }
+}
+
+/// Records the request as read in the turn's inbox entry. Not flushed: sled's own flush
+/// follows within half a second, and a crash before it reads the file again.
+fn keep_read(turn: &Turn) {
+    let Some(update) = turn.input.update else {
+        return;
+    };
+    // Dropped (logged): a resumed turn reads the file again, as if this had not happened.
+    if let Err(e) = turn
+        .app
+        .store()
+        .inbox()
+        .replace_request(update, &turn.input.request)
+    {
+        tracing::warn!(%update, error = %e, "cannot keep an attachment's text in the inbox");
     }
 }
 

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::support::llm::stalling_llm;
 use crate::support::*;
 
 /// A transcription request as the fake received it.
@@ -260,6 +261,49 @@ async fn a_crash_during_transcription_transcribes_again_and_answers_once() {
         2,
         "transcribed again after the crash, once"
     );
+}
+
+#[tokio::test]
+async fn a_crash_after_the_transcription_resumes_with_the_transcript() {
+    let whisper = FakeWhisper::start("Book a table for two.").await;
+    let (llm, slow) = stalling_llm("Booked.").await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("HEURIST_SPEECH_URL", whisper.url.as_str())];
+    let mut bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, PLAIN_TOML);
+    tg.serve_file("voice-1", VOICE);
+    tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while llm.agent_requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "not asked; log:\n{}",
+            bot.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // sled flushes on its own within half a second.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    bot.kill();
+    slow.store(false, std::sync::atomic::Ordering::SeqCst);
+
+    let _bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, PLAIN_TOML);
+    let sent = tg.wait_messages(ALICE, 2).await;
+    assert_eq!(
+        sent[0].text(),
+        "🎤 <blockquote>Book a table for two.</blockquote>"
+    );
+    assert_eq!(sent[1].text(), "Booked.");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        tg.messages_to(ALICE).len(),
+        2,
+        "the transcript is shown once"
+    );
+    assert_eq!(whisper.heard().len(), 1, "not transcribed again");
+    assert_eq!(tg.downloads().len(), 1, "not downloaded again");
+    let resumed = last_user_text(llm.agent_requests().last().unwrap());
+    assert_eq!(resumed, "Book a table for two.");
 }
 
 /// The user message of the last agent request.

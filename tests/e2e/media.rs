@@ -228,7 +228,11 @@ async fn a_crash_during_transcription_transcribes_again_and_answers_once() {
     let llm = echoing_llm().await;
     let tg = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let env = [("HEURIST_SPEECH_URL", whisper.url.as_str())];
+    const KEY: &str = "sk-speech-never-logged-0123";
+    let env = [
+        ("HEURIST_SPEECH_URL", whisper.url.as_str()),
+        ("HEURIST_SPEECH_API_KEY", KEY),
+    ];
     let mut bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, PLAIN_TOML);
     tg.serve_file("voice-1", VOICE);
     tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
@@ -247,13 +251,27 @@ async fn a_crash_during_transcription_transcribes_again_and_answers_once() {
         "nothing shown before the crash"
     );
 
-    let _bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, PLAIN_TOML);
+    let first_log = bot.logs();
+    let bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &env, PLAIN_TOML);
     let sent = tg.wait_messages(ALICE, 2).await;
     assert_eq!(
         sent[0].text(),
         "🎤 <blockquote>Remind me to call Bob.</blockquote>"
     );
     assert_eq!(sent[1].text(), "you said: Remind me to call Bob.");
+    let authorization = format!("Bearer {KEY}");
+    assert!(
+        whisper
+            .heard()
+            .iter()
+            .all(|h| h.authorization.as_deref() == Some(authorization.as_str()))
+    );
+    for log in [first_log, bot.logs()] {
+        assert!(
+            !log.contains(KEY),
+            "the key is never logged (RUST_LOG=debug)"
+        );
+    }
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.messages_to(ALICE).len(), 2, "answered once");
     assert_eq!(

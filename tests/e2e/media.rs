@@ -98,6 +98,7 @@ async fn a_voice_note_is_transcribed_shown_and_answered_as_the_users_message() {
         c.speech.base_url = url;
         c.speech.api_key = Some("sk-speech-secret-key".into());
         c.speech.language = "en".into();
+        c.limits.daily_tokens = 1_000_000;
     })
     .await;
     h.tg.serve_file("voice-1", VOICE);
@@ -141,6 +142,11 @@ async fn a_voice_note_is_transcribed_shown_and_answered_as_the_users_message() {
         h.tg.downloads(),
         vec!["/file/bot123456:TEST-TOKEN/files/voice-1"]
     );
+    // Charged to the budget: the agent call's reported 110 tokens, and the transcript's
+    // estimated 11 (30 bytes / 3 + 1).
+    let alice = heurist::ids::UserId(ALICE as u64);
+    let used = h.app().store().usage().user_tokens_today(alice);
+    assert_eq!(used, 110 + 11);
 
     // The transcript is in the history like a typed message.
     h.tg.send_text(ALICE, "and of Spain?");

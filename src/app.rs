@@ -61,8 +61,9 @@ impl App {
             min_growth: config.compact_min_mb.saturating_mul(1 << 20),
         };
         let (store, data_dir) = Store::open_data_dir(&config.data_dir, config.cache_bytes, policy)?;
-        let llm = LlmClient::new(&config.llm)?;
+        let llm = LlmClient::with_models(&config.llm, &config.models)?;
         let tools = Tools::new(&config.tools, &config.agent.time_zone)?
+            .with_memory(config.memory)
             .with_mcp(Mcp::start(&config.mcp, &config.data_dir));
         let ledger = Ledger::new(&config, store.clone());
         let learning = Learning::new(

@@ -52,6 +52,7 @@ pub struct Config {
     pub mcp: McpConfig,
     pub speech: SpeechConfig,
     pub documents: DocumentsConfig,
+    pub memory: MemoryConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -77,6 +78,12 @@ pub struct TelegramConfig {
     pub webhook_url: String,
     pub webhook_listen: String,
     pub webhook_secret: String,
+    /// The reaction a user's message carries while its turn runs; empty for none.
+    pub working_reaction: String,
+    /// Reactions on an answer that count as its 👍 button.
+    pub reaction_up: Vec<String>,
+    /// Reactions on an answer that count as its 👎 button.
+    pub reaction_down: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -129,11 +136,26 @@ pub struct ModelConfig {
     /// The model reads images: photos (with their caption) are sent to it.
     #[serde(default)]
     pub vision: bool,
+    /// This model's endpoint, instead of `llm.base_url`: a local model and a hosted one can
+    /// be offered side by side (and one fall back to the other).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The name of the environment variable that holds this model's API key (never the key
+    /// itself: keys stay out of files).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The models that take over a turn this one cannot answer (its endpoint down, or not
+    /// knowing the model), in order; see `llm::fallback`.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    /// The key `api_key_env` names, read from the environment; never logged.
+    #[serde(skip)]
+    pub api_key: Option<String>,
 }
 
 impl ModelConfig {
     /// A model known only by its id (from `HEURIST_MODELS`), with default request settings.
-    pub(crate) fn with_id(id: &str) -> Self {
+    pub fn with_id(id: &str) -> Self {
         Self {
             id: id.to_string(),
             reasoning_effort: None,
@@ -142,6 +164,10 @@ impl ModelConfig {
             max_tokens: None,
             context_tokens: None,
             vision: false,
+            base_url: None,
+            api_key_env: None,
+            fallback: Vec::new(),
+            api_key: None,
         }
     }
 }
@@ -266,6 +292,23 @@ pub struct SpeechConfig {
 pub struct DocumentsConfig {
     pub max_document_chars: usize,
     pub max_document_bytes: u32,
+}
+
+/// Personal memory: the facts each user asked the bot to keep (see [`crate::memory`]).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Facts kept per user; past it, the least recently used goes. 0: no memory at all.
+    pub max_memories: usize,
+    /// The longest fact, in characters.
+    pub max_chars: usize,
+}
+
+impl MemoryConfig {
+    /// Whether memory is on: the `remember` tool is offered and facts are injected.
+    pub(crate) fn enabled(self) -> bool {
+        self.max_memories > 0 && self.max_chars > 0
+    }
 }
 
 /// MCP servers whose tools the agent may call, and how failed ones are restarted.
@@ -466,6 +509,9 @@ impl Config {
                 .collect();
         }
         self.token = set("TELOXIDE_TOKEN").unwrap_or_default();
+        for model in &mut self.models {
+            model.api_key = model.api_key_env.as_deref().and_then(set);
+        }
         self.validate()
     }
 
@@ -536,7 +582,8 @@ impl Config {
             http_url(&self.speech.base_url)
                 .map_err(|e| anyhow::anyhow!("HEURIST_SPEECH_URL / speech.base_url {e}"))?;
         }
-        validate_mcp_servers(&self.mcp.servers)
+        validate_mcp_servers(&self.mcp.servers)?;
+        validate_models(&self.models)
     }
 
     /// Strings that must never appear in logs or messages: the token (and its secret half, which
@@ -548,6 +595,7 @@ impl Config {
         }
         secrets.extend(self.llm.api_key.clone());
         secrets.extend(self.speech.api_key.clone());
+        secrets.extend(self.models.iter().filter_map(|m| m.api_key.clone()));
         if !self.telegram.webhook_secret.is_empty() {
             secrets.push(self.telegram.webhook_secret.clone());
         }
@@ -702,6 +750,56 @@ fn validate_mcp_servers(servers: &[McpServerConfig]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The checks of `[[models]]` serde cannot make (their own endpoints and fallbacks); the first
+/// problem, in one line. A fallback list may lead back to a model already tried: the turn
+/// tries each model once (see `llm::fallback`), so only a model naming itself is refused.
+fn validate_models(models: &[ModelConfig]) -> anyhow::Result<()> {
+    let known = || {
+        models
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for model in models {
+        let at = format!("model {:?}", model.id);
+        if let Some(url) = &model.base_url {
+            http_url(url).map_err(|e| anyhow::anyhow!("{at}: base_url {e}"))?;
+        }
+        if let Some(name) = &model.api_key_env {
+            // Not echoed when it is not a name: it may be the key itself, pasted by mistake.
+            if !is_env_name(name) {
+                bail!(
+                    "{at}: api_key_env must be the name of an environment variable (A-Z, 0-9, _)                      that holds the key, not the key itself"
+                );
+            }
+            if model.api_key.is_none() {
+                bail!("{at}: api_key_env names {name}, which is not set: put {name}=<key> in .env");
+            }
+        }
+        for id in &model.fallback {
+            if *id == model.id {
+                bail!("{at}: its fallback list names itself; list other models");
+            }
+            if !models.iter().any(|m| m.id == *id) {
+                bail!(
+                    "{at}: fallback {id:?} is not a configured model (configured: {})",
+                    known()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `name` reads as an environment variable's name: letters, digits and `_`, not
+/// starting with a digit.
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn parse_user_ids(name: &str, list: &str) -> anyhow::Result<Vec<UserId>> {
@@ -1195,5 +1293,89 @@ roles = "admin"
             checked, 2,
             "[[models]] and [[mcp.servers]] show their optional keys"
         );
+    }
+
+    /// `[[models]]`' own endpoints and fallback lists: what loads, and the one clear line
+    /// for what does not.
+    #[test]
+    fn model_endpoints_and_fallbacks_are_checked_at_load() {
+        struct Case {
+            name: &'static str,
+            toml: &'static str,
+            env: &'static [(&'static str, &'static str)],
+            /// `None`: it loads.
+            error: Option<&'static str>,
+        }
+        const LOCAL_AND_HOSTED: &str = "[[models]]\nid = \"local\"\n\
+            base_url = \"http://localhost:8080/v1\"\nfallback = [\"hosted\"]\n\
+            [[models]]\nid = \"hosted\"\nbase_url = \"https://openrouter.ai/api/v1\"\n\
+            api_key_env = \"HOSTED_KEY\"\nfallback = [\"local\"]\n";
+        let cases = [
+            Case {
+                name: "a local model falls back to a hosted one, and back (a cycle)",
+                toml: LOCAL_AND_HOSTED,
+                env: &[("HOSTED_KEY", "sk-hosted-12345678")],
+                error: None,
+            },
+            Case {
+                name: "the key's variable is not set",
+                toml: LOCAL_AND_HOSTED,
+                env: &[],
+                error: Some(
+                    "model \"hosted\": api_key_env names HOSTED_KEY, which is not set: put \
+                     HOSTED_KEY=<key> in .env",
+                ),
+            },
+            Case {
+                name: "the key itself instead of a variable's name, not echoed",
+                toml: "[[models]]\nid = \"m\"\napi_key_env = \"sk-or-v1-abcdef\"\n",
+                env: &[],
+                error: Some("model \"m\": api_key_env must be the name of an environment variable"),
+            },
+            Case {
+                name: "an unknown fallback",
+                toml: "[[models]]\nid = \"a\"\nfallback = [\"b\"]\n",
+                env: &[],
+                error: Some(
+                    "model \"a\": fallback \"b\" is not a configured model (configured: a)",
+                ),
+            },
+            Case {
+                name: "a model that falls back to itself",
+                toml: "[[models]]\nid = \"a\"\nfallback = [\"a\"]\n",
+                env: &[],
+                error: Some("model \"a\": its fallback list names itself"),
+            },
+            Case {
+                name: "a base_url that is not http",
+                toml: "[[models]]\nid = \"a\"\nbase_url = \"localhost:8080\"\n",
+                env: &[],
+                error: Some("model \"a\": base_url "),
+            },
+        ];
+        for case in cases {
+            let mut env_pairs = vec![("TELOXIDE_TOKEN", "t")];
+            env_pairs.extend_from_slice(case.env);
+            let loaded = Config::from_toml(Some(case.toml), Path::new("x.toml"))
+                .and_then(|mut c| c.apply_env(env(&env_pairs)).map(|()| c));
+            match (loaded, case.error) {
+                (Ok(config), None) => {
+                    let hosted = config.model("hosted").expect("hosted is configured");
+                    assert_eq!(hosted.api_key.as_deref(), Some("sk-hosted-12345678"));
+                    assert!(
+                        config.secrets().contains(&"sk-hosted-12345678".to_string()),
+                        "case {}: a model's key is redacted from logs",
+                        case.name
+                    );
+                }
+                (Err(e), Some(expect)) => {
+                    let e = e.to_string();
+                    assert!(e.contains(expect), "case {}: {e}", case.name);
+                    assert!(!e.contains("sk-or"), "case {}: {e}", case.name);
+                    assert!(!e.contains('\n'), "case {}: {e}", case.name);
+                }
+                (loaded, _) => panic!("case {}: {:?}", case.name, loaded.map(|_| ())),
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`]
+//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`memory`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -12,7 +12,8 @@
 //! 6. [`maintenance`] (the store's upkeep: prune and compaction), [`turn`] (the pipeline of one
 //!    turn)
 //! 7. [`telegram`] (the adapter: schema, handlers, rendering, sending)
-//! 8. the binary (`main.rs`)
+//! 8. [`ops`] (the operator's commands: `heurist doctor`, lessons export and import)
+//! 9. the binary (`main.rs`)
 //!
 //! A lower layer that must talk back (the turn showing an answer) does so through a trait it
 //! owns ([`turn::Messenger`]), which the adapter implements. This root stands outside the
@@ -38,6 +39,8 @@ pub mod limits;
 pub mod llm;
 pub mod logging;
 pub mod maintenance;
+pub mod memory;
+pub mod ops;
 pub mod options;
 pub mod queue;
 pub mod role;

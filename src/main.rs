@@ -1,19 +1,43 @@
-//! The `heurist` binary: load the configuration, start logging, run the bot.
+//! The `heurist` binary: parse the command line, load the configuration, start logging, then
+//! run the bot or one of the operator's commands (see [`heurist::ops`]).
 
 use std::process::ExitCode;
 
 use heurist::logging;
+use heurist::ops::cli::{self, Command};
+use heurist::ops::{doctor, lessons};
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match cli::parse(&args) {
+        Ok(command) => command,
+        Err(problem) => {
+            eprintln!("heurist: {problem}");
+            return ExitCode::from(2);
+        }
+    };
+    if command == Command::Help {
+        println!("{}", heurist::texts::ops::HELP);
+        return ExitCode::SUCCESS;
+    }
     let config = heurist::Config::load();
     let secrets = config
         .as_ref()
         .map(heurist::Config::secrets)
         .unwrap_or_default();
     logging::init(secrets.clone());
+    if command == Command::Doctor {
+        return run_doctor(config, &secrets).await;
+    }
     let result = match config {
-        Ok(config) => heurist::run(config).await,
+        Ok(config) => match command {
+            Command::Export(file) => lessons::export(&config, &file).map(|said| println!("{said}")),
+            Command::Import { file, trust } => lessons::import(&config, &file, trust)
+                .await
+                .map(|imported| print!("{}", imported.render())),
+            _ => heurist::run(config).await,
+        },
         Err(e) => Err(e),
     };
     match result {
@@ -23,5 +47,22 @@ async fn main() -> ExitCode {
             eprintln!("heurist: {}", logging::redact(&format!("{e:#}"), &secrets));
             ExitCode::from(2)
         }
+    }
+}
+
+/// `heurist doctor`: the report on stdout, exit 0 only when everything needed works.
+async fn run_doctor(config: anyhow::Result<heurist::Config>, secrets: &[String]) -> ExitCode {
+    let report = match config {
+        Ok(config) => match doctor::run(&config).await {
+            Ok(report) => report,
+            Err(e) => doctor::Report::unloadable(&e),
+        },
+        Err(e) => doctor::Report::unloadable(&e),
+    };
+    print!("{}", report.render(secrets));
+    if report.healthy() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -6,6 +6,10 @@
 //! messages to append to the history, whatever failed on the way: tool errors go back to the
 //! model as results, and an unreachable LLM ends the turn with a short apology that keeps the
 //! user's message (and role alternation) in the history.
+//!
+//! A model whose endpoint fails (see [`crate::llm::fallback`]) hands the turn to its next
+//! fallback model, which goes on from the same conversation; the answer then says once which
+//! model gave it.
 
 pub mod calls;
 pub mod correction;
@@ -16,6 +20,7 @@ pub mod html_text;
 pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
+pub(crate) mod remember;
 pub(crate) mod search;
 pub mod tools;
 
@@ -24,6 +29,7 @@ use std::ops::Range;
 
 use crate::budget::{self, Payer};
 use crate::config::{AgentConfig, Config, MaxTokensField, ModelConfig};
+use crate::llm::fallback::{self, should_fall_back};
 use crate::llm::text_calls::{HeldText, parse_text_tool_calls};
 use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
@@ -69,6 +75,7 @@ pub(crate) fn progress_line(call: &ToolCall) -> String {
             texts::fetching(&host)
         }
         search::NAME => texts::SEARCHING.to_string(),
+        crate::memory::REMEMBER_TOOL => texts::REMEMBERING.to_string(),
         other => texts::running(other),
     }
 }
@@ -117,6 +124,17 @@ pub(crate) struct TurnResult {
     pub admin_only_calls: Vec<String>,
     /// The tool that failed last in this turn and its error, if one did.
     pub last_tool_error: Option<(String, String)>,
+    /// The models that failed and handed the turn on, in order.
+    pub fallbacks: Vec<Fallback>,
+}
+
+/// A model that failed in a turn and the model that took the turn over.
+#[derive(Debug)]
+pub(crate) struct Fallback {
+    pub from: String,
+    pub to: String,
+    /// Why `from` failed (after its retries).
+    pub error: LlmError,
 }
 
 impl TurnResult {
@@ -151,6 +169,11 @@ impl TurnResult {
         self.read_external
     }
 
+    /// The fallback model that took the turn over, if the turn's own model failed.
+    pub(crate) fn answered_by(&self) -> Option<&str> {
+        self.fallbacks.last().map(|f| f.to.as_str())
+    }
+
     /// Whether the task went well: answered, whole, with every tool call working.
     pub(crate) fn succeeded(&self) -> bool {
         matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
@@ -169,6 +192,8 @@ impl TurnResult {
 /// The loop's dependencies; one per bot, shared by all chats.
 pub(crate) struct Agent {
     llm: LlmClient,
+    /// The configured models, for their fallback lists.
+    models: Vec<ModelConfig>,
     tools: Tools,
     config: AgentConfig,
     temperature: f32,
@@ -180,6 +205,7 @@ impl Agent {
     pub(crate) fn new(llm: LlmClient, tools: Tools, config: &Config) -> Self {
         Self {
             llm,
+            models: config.models.clone(),
             tools: tools.with_output_limit(config.agent.max_tool_output_chars),
             config: config.agent.clone(),
             temperature: config.llm.temperature,
@@ -244,6 +270,8 @@ impl Agent {
     /// MCP servers' tools are offered and may be called; its lessons are added to a tool's
     /// first failed result in the turn. Each call is charged to `payer` as it completes (so
     /// a stopped turn's finished calls count), and a spent budget ends the turn without the call.
+    /// A model whose endpoint fails hands the turn to its next fallback (see
+    /// [`crate::llm::fallback`]), and the answer then says which model gave it.
     pub(crate) async fn run(
         &self,
         model: &ModelConfig,
@@ -253,6 +281,30 @@ impl Agent {
         seat: &Seat,
         payer: &Payer,
     ) -> TurnResult {
+        let mut result = self
+            .run_models(model, prompt, user, events, seat, payer)
+            .await;
+        if let Some(answering) = result.answered_by()
+            && !matches!(result.status, TurnStatus::LlmFailed(_))
+        {
+            let note = texts::answered_by(answering, &model.id);
+            result.answer.push_str(&note);
+        }
+        result
+    }
+
+    /// [`Agent::run`]'s loop, on `model` and, as it fails, on its fallbacks.
+    async fn run_models(
+        &self,
+        model: &ModelConfig,
+        prompt: Vec<ChatMessage>,
+        user: ChatMessage,
+        events: Option<&Events>,
+        seat: &Seat,
+        payer: &Payer,
+    ) -> TurnResult {
+        let mut fallbacks = fallback::chain(&self.models, model).into_iter().skip(1);
+        let mut model = model;
         let mut turn = Underway::new(prompt, &user);
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
@@ -265,10 +317,18 @@ impl Agent {
                 Ok(completion) => completion,
                 Err(error) => {
                     hold.release();
-                    match turn.make_room(error, &model.id) {
+                    let error = match turn.make_room(error, &model.id) {
                         Ok(()) => continue,
-                        Err(error) => return self.failed(turn.result, user, error),
+                        Err(error) => error,
+                    };
+                    match fallbacks.next().filter(|_| should_fall_back(&error)) {
+                        Some(next) => {
+                            turn.hand_over(model, next, error);
+                            model = next;
+                        }
+                        None => return self.failed(turn.result, user, error),
                     }
+                    continue;
                 }
             };
             iterations += 1;
@@ -323,7 +383,7 @@ impl Agent {
                 let _ = events.send(AgentEvent::Progress(progress_line(call)));
             }
             turn.result.tools_used.push(call.function.name.clone());
-            let mut output = self.tool_output(turn, call, seat.caller).await;
+            let mut output = self.tool_output(turn, call, seat).await;
             // Every result of an admin-only tool (a repeat quoting its error, too) is kept
             // from other users' turns.
             if self.tools.admin_only(&call.function.name) {
@@ -347,7 +407,7 @@ impl Agent {
     /// What `call` returns: a refusal past the turn's limit of tool calls, the recorded
     /// result of the same call that failed before in the turn (not run again), or the tool's
     /// output, capped.
-    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, caller: Caller) -> String {
+    async fn tool_output(&self, turn: &mut Underway, call: &ToolCall, seat: &Seat) -> String {
         if turn.result.tools_used.len() > self.config.max_tool_calls {
             format!(
                 "{}this turn reached its limit of {} tool calls; answer with what you have",
@@ -361,7 +421,11 @@ impl Agent {
             tracing::info!(tool = %call.function.name, "not running a repeated failing call");
             repeat
         } else {
-            let output = self.tools.call(call, caller).await;
+            let output = if call.function.name == crate::memory::REMEMBER_TOOL {
+                remember_output(seat, &call.function.arguments, turn.result.read_external)
+            } else {
+                self.tools.call(call, seat.caller).await
+            };
             turn.result.read_external |= output.external;
             cap_output(output.text, self.config.max_tool_output_chars)
         }
@@ -471,6 +535,7 @@ impl TurnResult {
             read_external: false,
             admin_only_calls: Vec::new(),
             last_tool_error: None,
+            fallbacks: Vec::new(),
         }
     }
 }
@@ -511,6 +576,24 @@ impl Underway {
         self.conversation.drain(range);
         self.result.dropped_turns = turns;
         Ok(())
+    }
+
+    /// Hands the turn from `from`, which failed with `error`, to `to`: the conversation goes
+    /// on as it is, without its photos when `to` does not read images (each is named instead).
+    fn hand_over(&mut self, from: &ModelConfig, to: &ModelConfig, error: LlmError) {
+        tracing::warn!(from = %from.id, to = %to.id, error = %error, "model failed; falling back");
+        if !to.vision {
+            self.conversation = self
+                .conversation
+                .iter()
+                .map(ChatMessage::without_images)
+                .collect();
+        }
+        self.result.fallbacks.push(Fallback {
+            from: from.id.clone(),
+            to: to.id.clone(),
+            error,
+        });
     }
 
     /// Judges `completion`, the conversation's last message. An empty answer, or calling
@@ -619,6 +702,22 @@ pub(crate) struct Seat {
     pub caller: Caller,
     /// Per offered tool, the approved lessons about it, best first.
     pub lessons: std::collections::HashMap<String, Vec<String>>,
+    /// The asker's personal memory, which `remember` writes; `None` when the turn may not
+    /// save facts (memory is off, or the message is someone else's words).
+    pub memory: Option<remember::Keeper>,
+}
+
+/// What a `remember` call returns in a turn of `seat`: saved in the asker's memory, or refused
+/// (see [`remember`]); `tainted`: the turn has read third-party text.
+fn remember_output(seat: &Seat, arguments: &str, tainted: bool) -> tools::ToolOutput {
+    match &seat.memory {
+        Some(keeper) => keeper.call(arguments.trim(), tainted),
+        None => tools::ToolOutput::own(format!(
+            "{}remember is not available in this turn (memory is off, or the message was \
+             forwarded: someone else's words); nothing was saved",
+            tools::ERROR_PREFIX
+        )),
+    }
 }
 
 /// What a tool's failed result gets when lessons about the tool were learned: just when the

@@ -65,6 +65,15 @@ impl Tools {
         })
     }
 
+    /// These tools and `remember`, when personal memory is on (its calls are run by the
+    /// agent, which holds the asker's memory: see [`super::remember`]).
+    pub(crate) fn with_memory(mut self, memory: crate::config::MemoryConfig) -> Self {
+        if memory.enabled() {
+            self.specs.push(super::remember::spec(memory.max_chars));
+        }
+        self
+    }
+
     /// These tools and the tools of `mcp`'s servers.
     pub(crate) fn with_mcp(mut self, mcp: Mcp) -> Self {
         self.mcp = mcp;

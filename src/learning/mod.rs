@@ -55,6 +55,7 @@ pub mod skill_match;
 mod skill_precision;
 pub mod skills;
 pub mod text;
+pub mod transfer;
 pub mod utility;
 
 use std::collections::HashMap;

@@ -5,7 +5,9 @@
 //! start. Right after a turn the reflection extends the turn's own request (same parameters,
 //! the turn's messages as prefix, so the provider's prompt cache serves it up to the first
 //! learned block), with every block of injected skills and heuristics taken out, so the model
-//! cannot learn back what it was told. A resumed job, whose turn is gone, and a 👎, which
+//! cannot learn back what it was told, and with the asker's personal memory and its `remember`
+//! calls taken out too, so one user's facts never become everyone's lessons (a task that saved
+//! a fact is not reflected on at all). A resumed job, whose turn is gone, and a 👎, which
 //! rates one answer, are given their prefix by the caller. At most
 //! `max_concurrent_reflections` run at a time.
 
@@ -17,6 +19,7 @@ use super::heuristics::{
 use super::{Learning, Source, without_context};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{ChatMessage, Priority};
+use crate::memory::{REMEMBER_TOOL, without_memory};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
@@ -42,15 +45,33 @@ impl Drop for Running<'_> {
     }
 }
 
-/// `messages` as the reflection sees them: user messages without the learned block (and
-/// without images, which the reflection does not need to pay for again).
+/// `messages` as the reflection sees them: user messages without the learned block and the
+/// asker's personal memory (and without images, which the reflection does not need to pay for
+/// again), and without every turn that called `remember` (its message, calls and answer): one
+/// user's facts are never material for a lesson every user gets.
 fn without_learned_blocks(messages: &[ChatMessage]) -> Vec<ChatMessage> {
-    messages
-        .iter()
+    let remembers = |m: &ChatMessage| {
+        matches!(m, ChatMessage::Assistant { tool_calls, .. }
+            if tool_calls.iter().any(|c| c.function.name == REMEMBER_TOOL))
+    };
+    // Turns start at user messages; what comes before the first (the system message) is kept.
+    let mut turns: Vec<&[ChatMessage]> = Vec::new();
+    let mut start = 0;
+    for (i, m) in messages.iter().enumerate() {
+        if matches!(m, ChatMessage::User { .. }) && i > start {
+            turns.push(&messages[start..i]);
+            start = i;
+        }
+    }
+    turns.push(&messages[start..]);
+    turns
+        .into_iter()
+        .filter(|turn| !turn.iter().any(remembers))
+        .flatten()
         .map(|m| match m {
             ChatMessage::User { .. } => {
                 let plain = m.without_images();
-                let text = without_context(plain.content());
+                let text = without_context(without_memory(plain.content()));
                 if text.len() == plain.content().len() {
                     plain
                 } else {
@@ -66,7 +87,8 @@ impl Learning {
     /// Saves a reflection job so that a restart can resume it; its id, or `None` when
     /// reflection is off or the job cannot be saved (then it is skipped).
     pub(crate) fn plan_reflection(&self, job: &ReflectionJob) -> Option<u64> {
-        if !self.config.reflect {
+        // A task that saved a personal fact is about one user: nothing in it is for everyone.
+        if !self.config.reflect || job.tools.iter().any(|tool| tool == REMEMBER_TOOL) {
             return None;
         }
         // Handled: a job that cannot be saved is not run (see above), never run unsaved.
@@ -175,4 +197,63 @@ fn proven_entries(job: &ReflectionJob) -> Vec<HeuristicEntry> {
             tool: Some(tool.clone()),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{FunctionCall, ToolCall};
+    use crate::memory::{Facts, block};
+
+    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
+        }
+    }
+
+    /// What the reflection reads holds neither the asker's facts nor the turns that saved
+    /// one; everything else of the task stays.
+    #[test]
+    fn the_reflection_never_sees_personal_memory() {
+        let mut facts = Facts::default();
+        facts.remember("my cat is called Tofu", 1, 5);
+        let with_block = format!("{}what time is it?", block(facts.list()));
+        let messages = vec![
+            ChatMessage::system("s"),
+            ChatMessage::user("remember that I'm vegetarian"),
+            ChatMessage::Assistant {
+                content: "saving".into(),
+                tool_calls: vec![
+                    call("r1", REMEMBER_TOOL, r#"{"fact":"I'm vegetarian"}"#),
+                    call("t0", "current_time", "{}"),
+                ],
+            },
+            ChatMessage::tool_result("r1", "Saved: \"I'm vegetarian\"."),
+            ChatMessage::tool_result("t0", "UTC: 11:00"),
+            ChatMessage::assistant("Noted: you are vegetarian."),
+            ChatMessage::user(with_block),
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("t1", "current_time", "{}")],
+            },
+            ChatMessage::tool_result("t1", "UTC: 12:00"),
+            ChatMessage::assistant("It is noon."),
+        ];
+        let seen = without_learned_blocks(&messages);
+        let text = serde_json::to_string(&seen).unwrap();
+        for personal in ["Tofu", "vegetarian", "personal memory", REMEMBER_TOOL] {
+            assert!(!text.contains(personal), "{personal} in {text}");
+        }
+        let mut expected = vec![
+            ChatMessage::system("s"),
+            ChatMessage::user("what time is it?"),
+        ];
+        expected.extend(messages[7..].iter().cloned());
+        assert_eq!(seen, expected);
+    }
 }

@@ -1,5 +1,6 @@
-//! The one HTTP client that talks to the LLM: `/chat/completions` with bounded retries, a cap
-//! on requests in flight, and completion caps that fit the model's context.
+//! One OpenAI-compatible endpoint: `/chat/completions` with bounded retries, a cap on requests
+//! in flight, and completion caps that fit the model's context. [`super::LlmClient`] holds one
+//! per distinct base URL and key, and sends each call to its model's.
 //!
 //! Retries cover what a retry can fix (429, 5xx, connection errors and timeouts), after a
 //! jittered exponential backoff or the provider's `Retry-After`, and stop once
@@ -9,9 +10,9 @@
 //! is a [`LlmError::ContextOverflow`]: the prompt alone is too long. Other 4xx answers are
 //! returned at once with what the provider said. The API key is sent, never logged.
 //!
-//! At most `llm.max_concurrent` requests are in flight at once, shared by every kind of call,
-//! with users' calls served first (see [`super::concurrency`]). A request holds its slot while
-//! it runs, never while it waits to retry.
+//! At most `llm.max_concurrent` requests are in flight at once to the endpoint, shared by
+//! every kind of call, with users' calls served first (see [`super::concurrency`]). A request
+//! holds its slot while it runs, never while it waits to retry.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -36,7 +37,7 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// An OpenAI-compatible endpoint. Cheap to clone; clones share the connection pool, the
 /// request slots and what was learned about models' contexts.
 #[derive(Clone)]
-pub struct LlmClient {
+pub(crate) struct Endpoint {
     http: reqwest::Client,
     /// Base URL without a trailing slash, e.g. `http://localhost:11434/v1`.
     base_url: String,
@@ -61,24 +62,35 @@ enum Failure {
     Final(LlmError),
 }
 
-impl LlmClient {
-    pub fn new(config: &LlmConfig) -> anyhow::Result<Self> {
-        let request_timeout = Duration::from_secs(config.request_timeout_secs);
-        let http = reqwest::Client::builder()
-            .read_timeout(request_timeout)
-            .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
-            .build()?;
-        Ok(Self {
+/// The one HTTP client every endpoint shares (one connection pool), with `config`'s timeouts.
+pub(crate) fn http_client(config: &LlmConfig) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .read_timeout(Duration::from_secs(config.request_timeout_secs))
+        .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
+        .build()?)
+}
+
+impl Endpoint {
+    /// The endpoint at `base_url` with `api_key`, on `http`, with `config`'s retries and cap
+    /// of requests in flight (its own slots: a local server's cap does not hold back a hosted
+    /// one).
+    pub(crate) fn new(
+        config: &LlmConfig,
+        http: reqwest::Client,
+        base_url: &str,
+        api_key: Option<String>,
+    ) -> Self {
+        Self {
             http,
-            base_url: config.base_url.trim_end_matches('/').to_string(),
-            request_timeout,
-            api_key: config.api_key.clone(),
+            base_url: base_url.trim_end_matches('/').to_string(),
+            request_timeout: Duration::from_secs(config.request_timeout_secs),
+            api_key,
             max_retries: config.max_retries,
             retry_base: Duration::from_millis(config.retry_base_ms),
             retry_budget: Duration::from_secs(config.retry_budget_secs),
             slots: PrioritySemaphore::new(config.max_concurrent),
             contexts: Default::default(),
-        })
+        }
     }
 
     /// Runs one completion, retrying transient failures within the retry budget.

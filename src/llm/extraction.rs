@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 
 use futures_util::future::BoxFuture;
 
-use super::client::LlmClient;
 use super::concurrency::Priority;
+use super::endpoints::LlmClient;
 use super::error::LlmError;
 use super::types::{ChatMessage, ChatRequest, Usage};
 use crate::config::MaxTokensField;

@@ -14,16 +14,18 @@
 mod client;
 mod concurrency;
 mod context;
+mod endpoints;
 mod error;
 pub mod extraction;
+pub mod fallback;
 pub mod text_calls;
 pub mod think;
 pub(crate) mod transcription;
 mod types;
 mod wire;
 
-pub use client::LlmClient;
 pub(crate) use concurrency::Priority;
+pub use endpoints::LlmClient;
 pub(crate) use error::LlmError;
 pub(crate) use types::new_call_id;
 pub use types::{

@@ -620,6 +620,30 @@ fn sled_size(dir: &Path) -> u64 {
         .sum()
 }
 
+/// The data directory as it is on disk, read without taking its lock and without changing
+/// anything (`heurist doctor` looks at it while the bot may be running): the live generation,
+/// whose [`DataDir::size`] and [`DataDir::compacts_at`] say how far the next compaction is.
+/// `None` when no store was written there yet.
+pub(crate) fn peek(root: &Path, policy: CompactionPolicy) -> anyhow::Result<Option<DataDir>> {
+    let current = match read_current(root)? {
+        Some(current) => current,
+        None if is_sled_dir(root) => Current {
+            generation: Generation::Legacy,
+            baseline: 0,
+            from_legacy: false,
+        },
+        None => return Ok(None),
+    };
+    Ok(Some(DataDir {
+        root: root.to_path_buf(),
+        generation: current.generation,
+        baseline: current.baseline,
+        policy,
+        failed: false,
+        from_legacy: current.from_legacy,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::db::{IDS, NEXT_ID};

@@ -26,6 +26,8 @@ pub(super) const TOPIC_HISTORY: &str = "topic_history";
 pub(super) const TOPIC_CHATS: &str = "topic_chats";
 pub(super) const RETRIES: &str = "retries";
 pub(super) const PEOPLE: &str = "people";
+/// The messages of answers with 👍/👎, by chat and message (`answers.rs`).
+pub(super) const ANSWERS: &str = "answers";
 /// The id counter ([`Db::next_id`]) under its one key.
 pub(super) const IDS: &str = "ids";
 pub(super) const NEXT_ID: &[u8] = b"next";
@@ -96,6 +98,7 @@ pub struct Store {
     pub(super) topic_chats: sled::Tree,
     pub(super) retries: sled::Tree,
     pub(super) people: sled::Tree,
+    pub(super) answers: sled::Tree,
     pub(super) ids: sled::Tree,
     /// The data directory's lock, when opened through it (`Store::open_data_dir`).
     pub(super) dir_lock: Option<Arc<std::fs::File>>,
@@ -127,6 +130,7 @@ impl Store {
             topic_chats: db.open_tree(TOPIC_CHATS)?,
             retries: db.open_tree(RETRIES)?,
             people: db.open_tree(PEOPLE)?,
+            answers: db.open_tree(ANSWERS)?,
             ids: db.open_tree(IDS)?,
             dir_lock: None,
             flush_requests: Arc::default(),

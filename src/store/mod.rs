@@ -1,8 +1,10 @@
-//! The one place that talks to sled: one [`Store`] over fourteen trees, one file per area, and
+//! The one place that talks to sled: one [`Store`] over fifteen trees, one file per area, and
 //! one small handle per area, each a borrowed view with that area's methods:
 //! `store.history()`, `store.chats()`, `store.inbox()`, `store.tickets()`, `store.retries()`,
-//! `store.learning()`, `store.usage()`, `store.people()`, and `store.db()` for the database as
-//! a whole (durable flush, ids, pruning). `Store` itself only opens and hands out the handles.
+//! `store.learning()`, `store.usage()`, `store.people()`, `store.memories()`, `store.answers()`,
+//! and `store.db()`
+//! for the database as a whole (durable flush, ids, pruning). `Store` itself only opens and
+//! hands out the handles.
 //!
 //! `db.rs` holds [`Store`] and the [`Db`] handle (open, durable flush, ids), `records.rs` the
 //! JSON and counter helpers every area shares, `retention.rs` the pruning that bounds storage.
@@ -27,6 +29,9 @@
 //! - `tickets.rs`, trees `tickets` and `feedback`: key a random 13-character base-36 id, value
 //!   a JSON [`OptionTicket`] (the option buttons under one answer; callback data only carries
 //!   the id and a cut label) or [`FeedbackTicket`] (what 👍/👎 under one answer act on).
+//! - `answers.rs`, tree `answers`: key `chat_id ‖ message_id` (big-endian), value a JSON
+//!   [`AnswerRecord`]: the feedback ticket (and options) of the answer a message shows, so a
+//!   reaction on it votes like its 👍/👎.
 //! - `request.rs`: [`TurnRequest`], the request that starts a turn (who asked what, where),
 //!   embedded in the inbox's and the retries' records.
 //! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
@@ -35,9 +40,11 @@
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
-//!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts).
+//!   [`UsageTotals`]) and `user:<id>:<day>` and `user_total:<id>` (values big-endian token counts);
+//!   `fallbacks.rs` keeps its counts of model fallbacks there too, under `fallbacks:`.
 //! - `people.rs`, tree `people`: users' display names, the day a stranger was last refused
-//!   per chat, and strangers' access requests (see the file).
+//!   per chat, and strangers' access requests (see the file); `memories.rs`, in the same
+//!   tree: each user's personal memory (key `memory:<user>`, a JSON list of facts).
 //! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that heuristic and
 //!   reflection ids come from (a record, so a compacted copy goes on from it).
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
@@ -57,17 +64,20 @@
 //! being read as a new chat's, which would write its history from turn 0 again. (Not yet the
 //! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
 
+mod answers;
 mod attachment;
 mod chats;
 pub mod compaction;
 mod db;
 mod error;
+mod fallbacks;
 #[cfg(test)]
 mod fixtures;
 mod history;
 mod inbox;
 pub mod inbox_state;
 mod learning;
+mod memories;
 mod people;
 mod records;
 mod request;
@@ -76,11 +86,13 @@ mod retries;
 mod tickets;
 mod usage;
 
+pub use answers::{AnswerRecord, Answers};
 pub use attachment::{Attachment, AttachmentKind};
 pub use chats::Chats;
 pub use chats::{ChatState, Offered};
 pub use db::{Db, Store};
 pub use error::{Error, Result};
+pub use fallbacks::Fallbacks;
 pub use history::History;
 pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
 pub use inbox::Inbox;
@@ -88,6 +100,7 @@ pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
 pub use inbox_state::InboxState;
 pub use learning::Learning;
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
+pub use memories::Memories;
 pub use people::People;
 pub use request::TurnRequest;
 pub use retention::PruneReport;
@@ -513,6 +526,7 @@ mod tests {
                 refusals: 0,
                 history: 0,
                 usage_days: 0,
+                answers: 0,
             }
         );
         assert!(store.tickets().get(&old_option).is_none());

@@ -42,6 +42,10 @@ pub struct TurnRequest {
     /// A voice note, audio file or document the turn reads first (see [`Attachment`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attachment: Option<Attachment>,
+    /// The user's own message that asked, which carries the working reaction while the turn
+    /// runs; none for a turn a button started (an option, a 🔁 Retry). Written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<i32>,
 }
 
 /// `serde`'s test for leaving `forwarded` out.
@@ -61,6 +65,7 @@ impl TurnRequest {
             reply_to: None,
             forwarded: false,
             attachment: None,
+            message: None,
         }
     }
 

@@ -19,6 +19,8 @@ pub struct PruneReport {
     pub history: usize,
     /// Users' per-day token counts (`usage` tree).
     pub usage_days: usize,
+    /// Answers' messages (`answers` tree), which reactions vote through.
+    pub answers: usize,
 }
 
 impl Db<'_> {
@@ -39,6 +41,7 @@ impl Db<'_> {
             refusals: self.store.people().prune_refusals(older_than_unix)?,
             history: self.store.history().prune()?,
             usage_days: self.store.usage().prune_days(older_than_unix)?,
+            answers: self.store.answers().prune(older_than_unix)?,
         })
     }
 }

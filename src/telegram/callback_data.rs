@@ -79,6 +79,13 @@ pub(crate) fn encode_action(action: &str, payload: &str) -> Option<String> {
     encode(ACTION_PREFIX, action, payload)
 }
 
+/// Encodes an action whose payload names ids that must not be cut (a cut id would name
+/// another record); `None` if the whole does not fit 64 bytes.
+fn encode_whole(action: &str, payload: &str) -> Option<String> {
+    let fits = ACTION_PREFIX.len() + action.len() + 1 + payload.len() <= MAX_CALLBACK_BYTES;
+    fits.then(|| encode_action(action, payload)).flatten()
+}
+
 fn encode(prefix: &str, head: &str, tail: &str) -> Option<String> {
     if head.contains('|') {
         return None;
@@ -192,6 +199,12 @@ pub enum Action {
     /// "Request access" under a stranger's refusal: only the user whose id it carries may use
     /// it.
     RequestAccess(UserId),
+    /// Show page `page` of `owner`'s `/memory` (only `owner` may).
+    MemoryPage { owner: UserId, page: u32 },
+    /// 🗑 Forget `owner`'s fact `id`, then show page `page` of their `/memory` again.
+    MemoryForget { owner: UserId, id: u64, page: u32 },
+    /// Forget all of `owner`'s facts.
+    MemoryForgetAll { owner: UserId },
 }
 
 impl Action {
@@ -217,6 +230,11 @@ impl Action {
             Self::Chosen => encode_action("chosen", ""),
             Self::Retry { ticket } => encode_action("retry", ticket),
             Self::RequestAccess(user) => encode_action("access", &user.to_string()),
+            Self::MemoryPage { owner, page } => encode_whole("mpage", &format!("{owner}.{page}")),
+            Self::MemoryForget { owner, id, page } => {
+                encode_whole("mforget", &format!("{owner}.{id}.{page}"))
+            }
+            Self::MemoryForgetAll { owner } => encode_whole("mforgetall", &owner.to_string()),
         }
     }
 
@@ -258,6 +276,26 @@ impl Action {
             "chosen" => Self::Chosen,
             "retry" if !payload.is_empty() => Self::Retry { ticket: payload },
             "access" => Self::RequestAccess(UserId(payload.parse().ok()?)),
+            "mpage" => {
+                let (owner, page) = payload.split_once('.')?;
+                Self::MemoryPage {
+                    owner: UserId(owner.parse().ok()?),
+                    page: page.parse().ok()?,
+                }
+            }
+            "mforget" => {
+                let mut parts = payload.splitn(3, '.');
+                let mut next = || parts.next().map(str::parse::<u64>)?.ok();
+                let (owner, id, page) = (next()?, next()?, next()?);
+                Self::MemoryForget {
+                    owner: UserId(owner),
+                    id,
+                    page: u32::try_from(page).ok()?,
+                }
+            }
+            "mforgetall" => Self::MemoryForgetAll {
+                owner: UserId(payload.parse().ok()?),
+            },
             _ => return None,
         })
     }
@@ -634,6 +672,36 @@ mod tests {
         }
     }
 
+    /// A memory button names its owner and fact whole or not at all: a cut id would forget
+    /// another fact.
+    #[test]
+    fn memory_buttons_fit_whole_and_garbled_ones_name_nothing() {
+        let largest = Action::MemoryForget {
+            owner: UserId(u64::MAX),
+            id: u64::MAX,
+            page: u32::MAX,
+        };
+        assert_eq!(largest.encode(), None, "too long to carry whole");
+        let real = Action::MemoryForget {
+            owner: UserId(8_123_456_789),
+            id: 123_456,
+            page: 4,
+        };
+        let data = real.encode().unwrap();
+        assert!(data.len() <= MAX_CALLBACK_BYTES);
+        assert_eq!(CallbackData::parse(&data), Some(CallbackData::Action(real)));
+        for garbled in [
+            "__act__mforget|1.2",
+            "__act__mforget|1.x.0",
+            "__act__mforget|1.2.99999999999",
+            "__act__mpage|1",
+            "__act__mforgetall|",
+            "__act__mforgetall|-1",
+        ] {
+            assert_eq!(CallbackData::parse(garbled), None, "{garbled}");
+        }
+    }
+
     mod properties {
         use super::*;
         use proptest::prelude::*;
@@ -680,6 +748,9 @@ mod tests {
                     Action::Chosen,
                     Action::Retry { ticket: ticket.clone() },
                     Action::RequestAccess(UserId(id)),
+                    Action::MemoryPage { owner: UserId(id), page: 3 },
+                    Action::MemoryForget { owner: UserId(id), id: index as u64, page: 12 },
+                    Action::MemoryForgetAll { owner: UserId(id) },
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

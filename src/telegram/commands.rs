@@ -29,6 +29,8 @@ pub(crate) enum Command {
     Skills,
     #[command(description = "tools, their sources and MCP servers' status (admins)")]
     Tools,
+    #[command(description = "facts you asked me to remember, with Forget buttons")]
+    Memory,
 }
 
 impl Command {

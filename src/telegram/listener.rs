@@ -53,6 +53,14 @@ const STALLED: Duration = Duration::from_secs(120);
 /// started count as lost: a live worker starts its next update the moment the last one ends.
 const IDLE_WORKER: Duration = Duration::from_secs(5);
 
+/// The kinds of update the schema routes, which a webhook asks Telegram for (polling asks for
+/// what the schema's description says). `message_reaction` is sent only to bots that ask.
+pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 3] = [
+    AllowedUpdate::Message,
+    AllowedUpdate::CallbackQuery,
+    AllowedUpdate::MessageReaction,
+];
+
 /// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
 pub(crate) type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
 

@@ -5,7 +5,7 @@
 //! (strangers refused first, then commands, text, anything else) and button presses
 //! (their data parsed once by [`CallbackData::parse`]; a stranger's "Request access" first,
 //! then strangers refused; then an option, or one branch per action; anything else is
-//! expired). Handlers live in
+//! expired), and reactions (allowed users' only). Handlers live in
 //! [`handlers`]; what a turn shows goes through [`outbox::Outbox`], the adapter's side of
 //! [`crate::turn::Messenger`].
 
@@ -17,7 +17,9 @@ pub mod keyboards;
 pub mod limiter;
 pub(crate) mod listener;
 pub(crate) mod media;
+pub(crate) mod memory_list;
 pub(crate) mod outbox;
+pub(crate) mod reactions;
 pub mod render;
 pub(crate) mod replies;
 pub(crate) mod send;
@@ -80,7 +82,15 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(case![Action::Forget { id, list, page }].endpoint(presses::forget_pressed))
         .branch(case![Action::Stop(turn)].endpoint(presses::stop_pressed))
         .branch(case![Action::Chosen].endpoint(presses::chosen_pressed))
-        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed));
+        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed))
+        .branch(case![Action::MemoryPage { owner, page }].endpoint(presses::memory_page_pressed))
+        .branch(
+            case![Action::MemoryForget { owner, id, page }]
+                .endpoint(presses::memory_forget_pressed),
+        )
+        .branch(
+            case![Action::MemoryForgetAll { owner }].endpoint(presses::memory_forget_all_pressed),
+        );
     let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
     let presses = Update::filter_callback_query()
         // The data, parsed once for every route: `None` if forged, garbled or unknown.
@@ -104,6 +114,10 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
                 .branch(actions),
         )
         .endpoint(presses::expired_press);
+    // Reactions from allowed users on the bot's answers; strangers' are ignored.
+    let reactions = Update::filter_message_reaction_updated()
+        .filter(|role: Role| role != Role::Stranger)
+        .endpoint(handlers::reactions::reacted);
     let routes = dptree::filter_map(|update: Update, deps: Deps| {
         Some(
             deps.app
@@ -112,7 +126,8 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         )
     })
     .branch(messages)
-    .branch(presses);
+    .branch(presses)
+    .branch(reactions);
     // Telegram gets the update confirmed only once its handler is done (see `listener`).
     dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(&update)).chain(routes)
 }
@@ -148,9 +163,21 @@ async fn webhook(
     let server = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen for the webhook on {address}: {e}"))?;
-    let (listener, stopped, router) = webhooks::axum_to_router(bot, options)
+    // Registered here, not by teloxide, whose setWebhook names no `allowed_updates`: Telegram
+    // then sends no reactions.
+    bot.set_webhook(options.url.clone())
+        .secret_token(options.get_or_gen_secret_token().to_string())
+        .drop_pending_updates(false)
+        .allowed_updates(listener::ALLOWED_UPDATES.to_vec())
         .await
         .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))?;
+    let (listener, stopped, router) = webhooks::axum_no_setup(options);
+    let stopped = async move {
+        stopped.await;
+        if let Err(e) = bot.delete_webhook().await {
+            tracing::error!(error = %e, "cannot delete the webhook");
+        }
+    };
     let router = router.layer(axum::middleware::from_fn_with_state(
         intake,
         listener::answer_when_handled,

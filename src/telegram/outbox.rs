@@ -15,7 +15,7 @@ use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
 
 use super::send::{self, SendPolicy, Target, notify, typing};
-use super::{keyboards, media, render, stream};
+use super::{keyboards, media, reactions, render, stream};
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
@@ -212,5 +212,15 @@ impl Messenger for Outbox {
             }
         }
         .boxed()
+    }
+
+    fn react(
+        &self,
+        chat: crate::ids::ChatId,
+        message: i32,
+        emoji: Option<String>,
+    ) -> BoxFuture<'static, ()> {
+        let (chat, id) = (ChatId(chat.0), MessageId(message));
+        reactions::set(self.bot.clone(), self.policy.clone(), chat, id, emoji).boxed()
     }
 }

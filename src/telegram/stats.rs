@@ -28,6 +28,8 @@ pub(crate) struct Stats {
     pub today: u64,
     /// The daily token budget, when one applies to this user.
     pub budget: Option<u64>,
+    /// How often each model handed a turn in this chat to its fallback.
+    pub fallbacks: Vec<(String, u64)>,
     /// The whole bot, for admins only.
     pub bot: Option<BotStats>,
 }
@@ -36,6 +38,8 @@ pub(crate) struct Stats {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct BotStats {
     pub models: Vec<(String, UsageTotals)>,
+    /// How often each model handed a turn to its fallback, in every chat.
+    pub fallbacks: Vec<(String, u64)>,
     pub top_today: Vec<TopUser>,
     pub top_all_time: Vec<TopUser>,
     /// The store's size on disk, and the size past which it is compacted (`None`: never).
@@ -80,10 +84,12 @@ fn gather_now(app: &App, chat: ChatId, user: UserId, role: Role) -> Stats {
         chat: store.usage().totals(Some(chat)),
         today: store.usage().user_tokens_today(user),
         budget: (limits.daily_tokens > 0 && !exempt).then_some(limits.daily_tokens),
+        fallbacks: store.fallbacks().counts(Some(chat)),
         // Other users' names, ids and usage: for an admin's private chat only, never posted
         // to a group where every member would read them (private chats have positive ids).
         bot: (role == Role::Admin && chat.is_private()).then(|| BotStats {
             models: store.usage().totals(None),
+            fallbacks: store.fallbacks().counts(None),
             top_today: top(store.usage().top_users_today(TOP_USERS)),
             top_all_time: top(store.usage().top_users_all_time(TOP_USERS)),
             disk: (app.data_dir().size(), app.data_dir().compacts_at()),
@@ -135,6 +141,21 @@ fn usage_section(title: &str, rows: &[(String, UsageTotals)]) -> String {
     html
 }
 
+/// The line of fallback counts per model; empty when no model fell back.
+fn fallbacks_line(counts: &[(String, u64)]) -> String {
+    if counts.is_empty() {
+        return String::new();
+    }
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(model, n)| {
+            let n = count(*n, texts::TIME, texts::TIMES);
+            format!("<code>{}</code> {n}", escape_html(model))
+        })
+        .collect();
+    texts::stats_fallbacks_html(&counts.join(", "))
+}
+
 /// A numbered list of top users, names escaped, ids copyable.
 fn top_section(title: &str, users: &[TopUser]) -> String {
     let mut html = format!("<b>{title}</b>\n");
@@ -169,6 +190,7 @@ fn megabytes(bytes: u64) -> String {
 /// The `/stats` message (HTML).
 pub(crate) fn stats_html(stats: &Stats) -> String {
     let mut html = format!("📊 {}", usage_section(texts::STATS_THIS_CHAT, &stats.chat));
+    html.push_str(&fallbacks_line(&stats.fallbacks));
     let used = count(stats.today, texts::TOKEN, texts::TOKENS);
     html.push_str(&match stats.budget {
         Some(budget) => texts::stats_budget_html(
@@ -181,6 +203,7 @@ pub(crate) fn stats_html(stats: &Stats) -> String {
     if let Some(bot) = &stats.bot {
         let whole = usage_section(texts::STATS_WHOLE_BOT, &bot.models);
         html.push_str(&format!("\n🤖 {whole}"));
+        html.push_str(&fallbacks_line(&bot.fallbacks));
         let today = top_section(texts::STATS_TOP_TODAY, &bot.top_today);
         html.push_str(&format!("\n{today}"));
         let all_time = top_section(texts::STATS_TOP_ALL_TIME, &bot.top_all_time);
@@ -251,6 +274,7 @@ mod tests {
                     chat: vec![("m".into(), totals(1, 1_234, 600, 1))],
                     today: 1_235,
                     budget: Some(50_000),
+                    fallbacks: Vec::new(),
                     bot: None,
                 },
                 contains: &[
@@ -299,6 +323,7 @@ mod tests {
                 stats: Stats {
                     bot: Some(BotStats {
                         models: vec![("m".into(), totals(12_000, 9_876_543, 0, 1_000))],
+                        fallbacks: vec![("m".into(), 3)],
                         top_today: vec![top(1001, Some("Ann <B>"), 2_000), top(7, None, 1)],
                         top_all_time: vec![],
                         disk: (1_088_421_888, Some(2_176_843_776)),
@@ -311,6 +336,20 @@ mod tests {
                     "<b>Top users today</b>\n1. Ann &lt;B&gt; (<code>1001</code>): 2,000 tokens\n\
                      2. unknown name (<code>7</code>): 1 token",
                     "<b>Top users of all time</b>\nNobody yet.",
+                    "↪️ Handed to a fallback model: <code>m</code> 3 times\n",
+                ],
+                absent: &[],
+            },
+            Case {
+                name: "a chat's fallbacks, per model",
+                stats: Stats {
+                    chat: vec![("b".into(), totals(1, 10, 0, 1))],
+                    fallbacks: vec![("a<x>".into(), 1), ("b".into(), 2)],
+                    ..Stats::default()
+                },
+                contains: &[
+                    "1 token written\n↪️ Handed to a fallback model: <code>a&lt;x&gt;</code> 1 \
+                     time, <code>b</code> 2 times\n",
                 ],
                 absent: &[],
             },

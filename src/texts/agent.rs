@@ -11,6 +11,9 @@ pub(crate) fn fetching(host: &str) -> String {
 /// The progress line while `web_search` runs.
 pub(crate) const SEARCHING: &str = "🔎 searching the web…";
 
+/// The progress line while `remember` saves a fact in the user's personal memory.
+pub(crate) const REMEMBERING: &str = "🧠 remembering…";
+
 /// The progress line while any other tool (an MCP tool, `current_time`) runs.
 pub(crate) fn running(tool: &str) -> String {
     format!("⚙️ running {tool}…")
@@ -46,4 +49,9 @@ pub(crate) const NO_ANSWER: &str = "Sorry, the model gave no answer to this mess
 /// The user's daily token `budget` is used up.
 pub(crate) fn budget_spent(budget: u64) -> String {
     format!("You have used today's budget of {budget} tokens. It renews at midnight UTC.")
+}
+
+/// The note under an answer a fallback model gave, because the chat's own model failed.
+pub(crate) fn answered_by(answering: &str, chosen: &str) -> String {
+    format!("\n\n_(Answered by `{answering}`: `{chosen}` is not available right now.)_")
 }

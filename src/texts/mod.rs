@@ -10,5 +10,6 @@
 
 pub(crate) mod agent;
 pub(crate) mod media;
+pub mod ops;
 pub mod telegram;
 pub mod turn;

@@ -94,6 +94,9 @@ pub(crate) fn help_html(limits: &str) -> String {
         "<b>How I work</b>\n\
          • <b>Memory</b>: I remember this chat's recent conversation, so you can say \
          \"continue\" or \"shorter\". /clear makes me forget it (what I learned stays).\n\
+         • <b>Personal memory</b>: ask me to remember a fact about you (<i>Remember that I am \
+         vegetarian</i>) and I keep it for your own messages, in every chat, never for anyone \
+         else's. /memory lists the facts with 🗑 Forget buttons; /clear keeps them.\n\
          • <b>Option buttons</b> under an answer are likely next steps: tapping one sends it \
          as your message.\n\
          • <b>👍 / 👎</b> rate an answer (you can change your vote once). I learn short \
@@ -363,6 +366,16 @@ pub(crate) fn stats_storage_html(size: &str, compacts_at: Option<&str>) -> Strin
     }
 }
 
+/// The nouns of `/stats`'s fallback counts, singular and plural.
+pub(crate) const TIME: &str = "time";
+pub(crate) const TIMES: &str = "times";
+
+/// How often each model failed and handed a turn to its fallback: `counts` is a list of
+/// "<code>model</code> 2 times", already escaped.
+pub(crate) fn stats_fallbacks_html(counts: &str) -> String {
+    format!("↪️ Handed to a fallback model: {counts}\n")
+}
+
 /// The first line of `/tools`.
 pub(crate) const TOOLS_HEAD: &str = "Tools (offered in the turns of the roles shown):";
 
@@ -408,6 +421,55 @@ pub(crate) fn server_down(since: &str, error: &str, wait: i64) -> String {
 pub(crate) fn server_line(name: &str, transport: &str, admins_only: bool, status: &str) -> String {
     let who = if admins_only { ", admins only" } else { "" };
     format!("• {name} ({transport}{who}) — {status}")
+}
+
+/// `/memory` when personal memory is off (`memory.max_memories = 0`).
+pub(crate) const MEMORY_OFF: &str = "Personal memory is off on this bot.";
+
+/// `/memory` with no facts: what memory is and how to fill it.
+pub(crate) const MEMORY_EMPTY_HTML: &str = "🧠 <b>Your memory</b> is empty. Ask me to remember \
+     a fact about you, e.g. <i>Remember that I am vegetarian</i>. I use your facts in your own \
+     messages only, in every chat; /clear keeps them, and here you forget them.";
+
+/// The head of a `/memory` page: `count` facts of at most `max`, page `page` of `pages`, and
+/// how to forget them.
+pub(crate) fn memory_head_html(count: usize, max: usize, page: usize, pages: usize) -> String {
+    let paging = if pages > 1 {
+        format!(" (page {page}/{pages})")
+    } else {
+        String::new()
+    };
+    format!(
+        "🧠 <b>Your memory</b>: {count} of at most {max} facts{paging}. I use them in your own \
+         messages only, in every chat; /clear keeps them. Tap 🗑 to forget one, or Forget all. \
+         When it is full, a new fact drops the one saved longest ago.\n"
+    )
+}
+
+/// One fact of a `/memory` page: its number `n` and its text (escaped).
+pub(crate) fn memory_entry_html(n: usize, text: &str) -> String {
+    format!("\n{n}. {text}")
+}
+
+/// The 🗑 button of fact number `n`.
+pub(crate) fn memory_forget_button(n: usize) -> String {
+    format!("🗑 Forget {n}")
+}
+
+pub(crate) const MEMORY_FORGET_ALL_BUTTON: &str = "🗑 Forget all";
+
+/// A press on someone else's `/memory`: nothing changes.
+pub(crate) const MEMORY_NOT_YOURS: &str = "Only the owner of these facts can change them";
+pub(crate) const MEMORY_FORGOTTEN: &str = "Forgotten";
+pub(crate) const MEMORY_ALREADY_GONE: &str = "Already forgotten";
+pub(crate) const MEMORY_FAILED: &str = "Your memory cannot be changed right now; try again";
+
+/// The toast after Forget all forgot `count` facts.
+pub(crate) fn memory_all_forgotten(count: usize) -> String {
+    match count {
+        1 => "Forgot 1 fact".to_string(),
+        n => format!("Forgot {n} facts"),
+    }
 }
 
 #[cfg(test)]

@@ -148,4 +148,12 @@ pub trait Messenger: Send + Sync {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
+
+    /// Puts reaction `emoji` on message `message` of `chat` in place of the bot's earlier one,
+    /// or (`None`) takes the bot's reaction off. A chat that has no reactions shows nothing:
+    /// a reaction is never worth a failed turn.
+    fn react(&self, chat: ChatId, message: i32, emoji: Option<String>) -> BoxFuture<'static, ()> {
+        let _ = (chat, message, emoji);
+        Box::pin(async {})
+    }
 }

@@ -13,7 +13,8 @@
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
 //! implements; [`accept`] is its way in (the inbox, then the chat's queue); [`actions`] holds
 //! the chat-level decisions (clear, model switch, stop, feedback) that commands and buttons
-//! share, and `retry` the 🔁 Retry of a failed turn. [`recover`] finishes at start-up what a
+//! share, [`reactions`] a reaction on an answer as its vote, `working` the reaction a user's
+//! message carries while its turn runs, and `retry` the 🔁 Retry of a failed turn. [`recover`] finishes at start-up what a
 //! crash interrupted, with what the `visibility` protocol recorded; `alerts` tells the admins
 //! of a broken setup. The store's upkeep (prune, compaction) is [`crate::maintenance`]'s.
 
@@ -24,11 +25,13 @@ mod attachment;
 mod follow_up;
 mod gate;
 mod input;
+mod memory;
 pub(crate) mod messenger;
 mod offers;
 mod persist;
 mod pipeline;
 mod prepare;
+pub mod reactions;
 mod recovery;
 mod reflect;
 pub(crate) mod retry;
@@ -38,6 +41,7 @@ mod state;
 mod testing;
 mod think;
 mod visibility;
+mod working;
 
 pub use accept::accept;
 pub use input::TurnInput;

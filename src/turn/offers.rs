@@ -68,6 +68,12 @@ pub(super) fn offer(
         .store()
         .tickets()
         .set_message(&attached.ticket, message)
+        .and_then(|()| {
+            // A reaction on the answer rebuilds its keyboard with these options.
+            app.store()
+                .answers()
+                .set_options(chat.chat, message, &attached.ticket)
+        })
         .and_then(|()| app.store().chats().offer(chat, round, &offered));
     match recorded {
         Ok(current) => current,

@@ -48,11 +48,14 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
     {
         tracing::warn!(%chat, error = %e, "cannot move the history window");
     }
-    let stored: Vec<ChatMessage> = result
-        .messages
-        .iter()
-        .map(ChatMessage::without_images)
-        .collect();
+    // Without the asker's facts: the history is the chat's, and other members read it.
+    let stored = super::memory::without_facts(
+        result
+            .messages
+            .iter()
+            .map(ChatMessage::without_images)
+            .collect(),
+    );
     // Dropped (logged): the answer is still shown, but this exchange is missing from the history
     // later turns read (see below for its update).
     let appended = store.history().append(
@@ -82,6 +85,12 @@ fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Prov
         .charge(chat, &basis.model, 1, result.calls, result.usage)
     {
         tracing::warn!(%chat, error = %e, "cannot record usage");
+    }
+    for fallback in &result.fallbacks {
+        // Dropped (logged): the count is a statistic; the turn is stored.
+        if let Err(e) = store.fallbacks().record(chat, &fallback.from) {
+            tracing::warn!(%chat, error = %e, "cannot count a fallback");
+        }
     }
 }
 

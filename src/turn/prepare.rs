@@ -64,7 +64,8 @@ pub(super) async fn prepare(turn: &Turn) -> Option<(Prompt, Basis)> {
         .learning()
         .context_for(&input.request.text, &window.messages, &specs, &turn.payer)
         .await;
-    let content = context.user_content(&input.request.text);
+    // The asker's own facts go in front, theirs only, whoever else writes in the chat.
+    let content = super::memory::with_facts(turn, context.user_content(&input.request.text));
     let basis = Basis {
         model: model.id.clone(),
         epoch: window.epoch,

@@ -7,6 +7,7 @@ use super::messenger::{Keyboard, Options};
 use super::state::Turn;
 use super::think::Thought;
 use super::visibility::{record_visible, set_state};
+use super::working::record_answer;
 use crate::agent::TurnStatus;
 use crate::cancel::Event;
 use crate::llm::LlmError;
@@ -47,6 +48,7 @@ pub(super) async fn show(
         turn.app
             .spawn(async move { set_state(&app, update, InboxState::Answered).await });
     }
+    record_answer(turn, follow_ups.feedback.as_deref(), &shown);
     shown
 }
 

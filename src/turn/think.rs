@@ -39,6 +39,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
     let seat = Seat {
         caller: prompt.caller,
         lessons: turn.app.learning().tool_lessons(&offered),
+        memory: super::memory::keeper(turn),
     };
     let agent = turn.app.agent().run(
         &prompt.model,
@@ -52,9 +53,16 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         stopped(turn, display).await;
         return None;
     };
+    // A model whose setup is broken is worth an admin's look even when a fallback answered.
+    for fallback in &result.fallbacks {
+        if is_configuration_error(&fallback.error) {
+            alert_admins(&turn.app, &turn.out, &fallback.from, &fallback.error).await;
+        }
+    }
+    let last_model = result.answered_by().unwrap_or(&prompt.model.id).to_string();
     if let TurnStatus::LlmFailed(error) = &result.status
         && is_configuration_error(error)
-        && !alert_admins(&turn.app, &turn.out, &prompt.model.id, error).await
+        && !alert_admins(&turn.app, &turn.out, &last_model, error).await
     {
         result.answer = SETUP_BROKEN.to_string();
     }

@@ -127,6 +127,12 @@ async fn webhook_requests_need_the_secret_token() {
         "https://bot.example.com/telegram/hook"
     );
     assert_eq!(registered.params["secret_token"], "s3cret-Token_value");
+    // Telegram sends reactions only to a webhook registered for them.
+    let allowed = &registered.params["allowed_updates"];
+    assert!(
+        allowed.to_string().contains("message_reaction"),
+        "{allowed}"
+    );
     assert!(
         h.tg.calls("getUpdates").is_empty(),
         "no polling in webhook mode"

@@ -89,7 +89,11 @@ async fn a_stdio_servers_tools_round_trip_through_the_model() {
 
     let requests = h.llm.agent_requests();
     assert_eq!(requests.len(), 5);
-    let mut expected = vec!["current_time".to_string(), "fetch_url".to_string()];
+    let mut expected = vec![
+        "current_time".to_string(),
+        "fetch_url".to_string(),
+        "remember".to_string(),
+    ];
     expected.extend(PROBE_TOOLS.map(String::from));
     assert_eq!(tool_names(&requests[0]), expected, "built-ins, then sorted");
     let echo = requests[0]["tools"]
@@ -197,7 +201,7 @@ async fn a_server_that_dies_mid_turn_is_not_offered_until_it_is_restarted() {
     let after = tool_names(&requests[1]);
     assert_eq!(
         after,
-        ["current_time", "fetch_url"],
+        ["current_time", "fetch_url", "remember"],
         "not offered while down"
     );
     let result = &tool_results(&requests[1])[0];

@@ -105,7 +105,7 @@ async fn web_search_asks_searxng_and_feeds_back_capped_results() {
     let requests = h.llm.agent_requests();
     assert_eq!(
         tool_names(&requests[0]),
-        ["current_time", "fetch_url", "web_search"]
+        ["current_time", "fetch_url", "web_search", "remember"]
     );
     let results = tool_results(requests.last().unwrap());
     let found = &results[0];
@@ -139,7 +139,10 @@ async fn web_search_is_not_offered_without_searxng() {
     let sent = h.tg.wait_messages(ALICE, 1).await;
     assert_eq!(sent[0].params["text"], "no search then");
     let requests = h.llm.agent_requests();
-    assert_eq!(tool_names(&requests[0]), ["current_time", "fetch_url"]);
+    assert_eq!(
+        tool_names(&requests[0]),
+        ["current_time", "fetch_url", "remember"]
+    );
     assert_eq!(
         tool_results(&requests[1]),
         ["error: there is no tool named \"web_search\"; use only the tools offered"]

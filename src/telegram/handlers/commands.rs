@@ -1,6 +1,6 @@
-//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats` for everyone, and
-//! the admins' `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted (see
-//! [`replies`]), so the handler returns without waiting for a paced send.
+//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory` for
+//! everyone, and the admins' `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted
+//! (see [`replies`]), so the handler returns without waiting for a paced send.
 
 use teloxide::prelude::*;
 
@@ -9,7 +9,7 @@ use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::role::Role;
 use crate::telegram::commands::Command;
-use crate::telegram::{keyboards, replies, stats, tool_list, views};
+use crate::telegram::{keyboards, memory_list, replies, stats, tool_list, views};
 use crate::texts::telegram as texts;
 use crate::texts::turn::ADMINS_ONLY;
 use crate::turn::actions::{self, Stop};
@@ -57,6 +57,10 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
         }
         Command::Skills => {
             let page = views::skills_page(app, 0);
+            replies::html(&deps, chat, page.html, Some(page.keyboard));
+        }
+        Command::Memory => {
+            let page = memory_list::page(app, user, 0);
             replies::html(&deps, chat, page.html, Some(page.keyboard));
         }
         Command::Tools => {

@@ -166,6 +166,7 @@ async fn start_turn(
             reply_to: reply_in_groups(chat.chat, msg.id.0),
             forwarded: msg.forward_origin().is_some(),
             attachment: attachment.clone(),
+            message: Some(msg.id.0),
             ..TurnRequest::new(chat.chat, user, text)
         };
         Ok(Ok(Claimed::message(TurnInput::new(

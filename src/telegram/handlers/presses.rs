@@ -1,6 +1,6 @@
 //! Button presses from allowed users: an option or a 🔁 Retry starts a turn, the rest are
-//! actions (model, clear, feedback, admin lists, stop). Every press is answered at once with
-//! its toast; an edit it causes is posted (see [`replies`]).
+//! actions (model, clear, feedback, admin lists, stop, `/memory`). Every press is answered at
+//! once with its toast; an edit it causes is posted (see [`replies`]).
 
 use teloxide::prelude::*;
 
@@ -8,13 +8,15 @@ use super::turns::{self, Asker, Claimed};
 use super::{Deps, HandlerResult, pressed_in, reply_in_groups};
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::ids::UserId;
+use crate::memory::Facts;
 use crate::options::{self, Press};
 use crate::role::Role;
 use crate::store::TurnRequest;
 use crate::telegram::callback_data::{List, OptionPress};
 use crate::telegram::keyboards::{self, model_key};
 use crate::telegram::listener::Handling;
-use crate::telegram::{replies, views};
+use crate::telegram::{memory_list, replies, views};
 use crate::texts::telegram as texts;
 use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
 use crate::turn::actions::{self, Outcome, Stop};
@@ -280,6 +282,8 @@ pub(crate) async fn retry_pressed(
             // A forwarded message's failed turn marked its conversation (see
             // `ChatState::external`).
             forwarded: false,
+            // A press has no message of the user's to react to.
+            message: None,
             user,
             ..retried
         };
@@ -292,6 +296,89 @@ pub(crate) async fn retry_pressed(
         }))
     };
     turns::start(&deps, Asker::Press(&query), role, &handling, claim).await
+}
+
+/// ◀ ▶ under `/memory`: only its owner's press shows another page.
+pub(crate) async fn memory_page_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    (owner, page): (UserId, u32),
+) -> HandlerResult {
+    memory_press(&deps, &query, owner, page, None).await
+}
+
+/// 🗑 Forget under `/memory`: only its owner's press forgets, and only their own fact.
+pub(crate) async fn memory_forget_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    (owner, id, page): (UserId, u64, u32),
+) -> HandlerResult {
+    let forget = |facts: &mut Facts| {
+        let toast = if facts.forget(id) {
+            texts::MEMORY_FORGOTTEN
+        } else {
+            texts::MEMORY_ALREADY_GONE
+        };
+        toast.to_string()
+    };
+    memory_press(&deps, &query, owner, page, Some(&forget)).await
+}
+
+/// 🗑 Forget all under `/memory`: only its owner's press forgets their facts.
+pub(crate) async fn memory_forget_all_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    owner: UserId,
+) -> HandlerResult {
+    let forget_all = |facts: &mut Facts| texts::memory_all_forgotten(facts.forget_all());
+    memory_press(&deps, &query, owner, 0, Some(&forget_all)).await
+}
+
+/// A press on `owner`'s `/memory`: anyone else's press only gets its answer; the owner's
+/// applies `change` (if any) to their own facts, is answered with the toast it returns, and
+/// shows page `page` as it is now in the pressed message, when that message really carries
+/// the pressed button (forged data names any message the bot wrote).
+async fn memory_press(
+    deps: &Deps,
+    query: &CallbackQuery,
+    owner: UserId,
+    page: u32,
+    change: Option<&(dyn Fn(&mut Facts) -> String + Sync)>,
+) -> HandlerResult {
+    let presser = UserId(query.from.id.0);
+    if presser != owner {
+        tracing::info!(%presser, %owner, "refused a press on someone else's memory");
+        return answer_press(deps, query, Outcome::refuse(texts::MEMORY_NOT_YOURS)).await;
+    }
+    let app = &deps.app;
+    let toast = match change.filter(|_| app.config().memory.enabled()) {
+        None => String::new(),
+        Some(change) => match app.store().memories().change(owner, change) {
+            Ok(toast) => toast,
+            Err(e) => {
+                tracing::warn!(%owner, error = %e, "cannot change a user's memory");
+                texts::MEMORY_FAILED.to_string()
+            }
+        },
+    };
+    answer_press(deps, query, Outcome::done(toast, None)).await?;
+    let data = query.data.as_deref().unwrap_or_default();
+    let pressed = query.message.as_ref().filter(|message| {
+        message
+            .regular_message()
+            .and_then(|m| m.reply_markup())
+            .is_some_and(|markup| keyboards::carries(markup, data))
+    });
+    if let Some(message) = pressed {
+        let at = pressed_in(query).unwrap_or(Conversation::new(
+            crate::ids::ChatId(message.chat().id.0),
+            None,
+        ));
+        let page = memory_list::page(app, owner, page as usize);
+        let markup = Some(page.keyboard);
+        replies::edit(deps, at, message.id(), page.html, markup, "update /memory");
+    }
+    Ok(())
 }
 
 /// The mark of an option already chosen.

@@ -153,6 +153,8 @@ pub struct FakeLlm {
     models: Arc<Mutex<Option<Value>>>,
     /// Paths of the GET requests received.
     gets: Arc<Mutex<Vec<String>>>,
+    /// The `Authorization` header of each chat request, in arrival order.
+    authorizations: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 /// Counts a request as in flight until its reply (a stream included) is sent.
@@ -186,6 +188,7 @@ impl FakeLlm {
             props: Arc::default(),
             models: Arc::default(),
             gets: Arc::default(),
+            authorizations: Arc::default(),
         };
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
@@ -248,6 +251,11 @@ impl FakeLlm {
             .collect()
     }
 
+    /// The `Authorization` header of each chat request (`None`: none sent), in arrival order.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.authorizations.lock().unwrap().clone()
+    }
+
     /// A base URL where nothing listens: connections are refused.
     pub async fn down_url() -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -257,8 +265,17 @@ impl FakeLlm {
     }
 }
 
-async fn handle(State(fake): State<FakeLlm>, body: Bytes) -> Response {
+async fn handle(
+    State(fake): State<FakeLlm>,
+    request_headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: Value = serde_json::from_slice(&body).expect("the bot sent invalid JSON");
+    let authorization = request_headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    fake.authorizations.lock().unwrap().push(authorization);
     let others = fake.in_flight.fetch_add(1, Ordering::SeqCst);
     fake.max_in_flight.fetch_max(others + 1, Ordering::SeqCst);
     let in_flight = InFlight(fake.in_flight.clone());

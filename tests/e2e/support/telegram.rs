@@ -309,6 +309,27 @@ impl FakeTelegram {
         query_id
     }
 
+    /// `user` changes their reactions on message `message_id` of `chat` from the emoji `old`
+    /// to the emoji `new` (a `message_reaction` update; empty `new`: taken off).
+    pub fn react(&self, user: i64, chat: i64, message_id: i64, old: &[&str], new: &[&str]) -> i64 {
+        let emoji = |list: &[&str]| -> Vec<Value> {
+            list.iter()
+                .map(|e| json!({"type": "emoji", "emoji": e}))
+                .collect()
+        };
+        let (old, new) = (emoji(old), emoji(new));
+        self.push_update(move |_, _| {
+            json!({"message_reaction": {
+                "chat": chat_json(chat),
+                "message_id": message_id,
+                "user": user_json(user),
+                "date": 1_700_000_000,
+                "old_reaction": old,
+                "new_reaction": new,
+            }})
+        })
+    }
+
     /// When getUpdates handed `update_id` to the bot.
     pub fn delivered_at(&self, update_id: i64) -> Option<Instant> {
         self.inner

@@ -20,6 +20,7 @@ use crate::learning::Learning;
 use crate::limits::Limits;
 use crate::llm::transcription::Transcriber;
 use crate::llm::{LlmClient, estimate_tokens};
+use crate::metrics::Metrics;
 use crate::queue::ChatQueues;
 use crate::store::Store;
 use crate::store::compaction::{CompactionPolicy, DataDir};
@@ -51,6 +52,8 @@ pub struct App {
     background: Background,
     /// When the admins were last told of an LLM setup error (at most once an hour).
     admin_alerted: std::sync::Mutex<Option<std::time::Instant>>,
+    /// What the bot counts for Prometheus (`[metrics]`).
+    metrics: Metrics,
 }
 
 impl App {
@@ -61,7 +64,9 @@ impl App {
             min_growth: config.compact_min_mb.saturating_mul(1 << 20),
         };
         let (store, data_dir) = Store::open_data_dir(&config.data_dir, config.cache_bytes, policy)?;
-        let llm = LlmClient::with_models(&config.llm, &config.models)?;
+        let metrics = Metrics::new();
+        let llm =
+            LlmClient::with_models(&config.llm, &config.models)?.with_metrics(metrics.clone());
         let tools = Tools::new(&config.tools, &config.agent.time_zone)?
             .with_memory(config.memory)
             .with_mcp(Mcp::start(&config.mcp, &config.data_dir));
@@ -94,6 +99,7 @@ impl App {
             ),
             admin_alerted: std::sync::Mutex::new(None),
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
+            metrics,
             config,
         }))
     }
@@ -146,6 +152,11 @@ impl App {
             && self.replies.busy_chats() == 0
             && self.learning.reflections_running() == 0
             && self.background.running() == 0
+    }
+
+    /// What the bot counts for Prometheus.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     pub fn learning(&self) -> &Learning {

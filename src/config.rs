@@ -53,6 +53,8 @@ pub struct Config {
     pub speech: SpeechConfig,
     pub documents: DocumentsConfig,
     pub memory: MemoryConfig,
+    pub tasks: TasksConfig,
+    pub metrics: MetricsConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -311,6 +313,32 @@ impl MemoryConfig {
     }
 }
 
+/// Scheduled tasks and reminders (the `schedule_task` tool, `/tasks`): the caps per user.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    /// Tasks a user may have at once.
+    pub max_per_user: usize,
+    /// The smallest interval between two runs of a repeating task, in minutes.
+    pub min_interval_mins: u64,
+    /// Runs a user's tasks may make per day (UTC); 0: no limit.
+    pub max_runs_per_day: u32,
+    /// A test hook: the smallest interval in seconds, in place of `min_interval_mins`, so tests
+    /// can watch a task repeat. No config file or environment variable sets it.
+    #[serde(skip)]
+    pub min_interval_secs: Option<u64>,
+}
+
+impl TasksConfig {
+    /// The smallest interval between two runs, in seconds.
+    pub(crate) fn min_interval(&self) -> i64 {
+        let secs = self
+            .min_interval_secs
+            .unwrap_or(self.min_interval_mins.saturating_mul(60));
+        i64::try_from(secs).unwrap_or(i64::MAX)
+    }
+}
+
 /// MCP servers whose tools the agent may call, and how failed ones are restarted.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -362,6 +390,14 @@ pub struct McpServerConfig {
 
 fn default_mcp_timeout_secs() -> u64 {
     30
+}
+
+/// The Prometheus endpoint (see [`crate::metrics`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// `host:port` where `GET /metrics` is served (`HEURIST_METRICS_LISTEN`); empty: off.
+    pub listen: String,
 }
 
 /// Who gets an MCP server's tools: a server that can change things can be kept to admins.
@@ -483,6 +519,9 @@ impl Config {
             self.speech.base_url = url;
         }
         self.speech.api_key = set("HEURIST_SPEECH_API_KEY");
+        if let Some(listen) = set("HEURIST_METRICS_LISTEN") {
+            self.metrics.listen = listen;
+        }
         if let Some(dir) = set("HEURIST_DATA_DIR") {
             self.data_dir = PathBuf::from(dir);
         }
@@ -547,6 +586,17 @@ impl Config {
                 .map_err(|e| {
                     anyhow::anyhow!(
                         "HEURIST_WEBHOOK_LISTEN must be host:port, e.g. 127.0.0.1:8443: {e}"
+                    )
+                })?;
+        }
+        if !self.metrics.listen.is_empty() {
+            self.metrics
+                .listen
+                .parse::<std::net::SocketAddr>()
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "HEURIST_METRICS_LISTEN / metrics.listen must be host:port, e.g. \
+                     127.0.0.1:9464: {e}"
                     )
                 })?;
         }
@@ -895,9 +945,11 @@ mod tests {
                 ("HEURIST_MODELS", "a/b, llama3.1:8b"),
                 ("HEURIST_DATA_DIR", "/tmp/h"),
                 ("HEURIST_SEARXNG_URL", "http://10.0.0.5:8888"),
+                ("HEURIST_METRICS_LISTEN", "127.0.0.1:9464"),
             ]))
             .unwrap();
         assert_eq!(config.tools.searxng_url, "http://10.0.0.5:8888");
+        assert_eq!(config.metrics.listen, "127.0.0.1:9464");
         assert_eq!(config.llm.base_url, "http://env/v1");
         assert_eq!(config.data_dir, PathBuf::from("/tmp/h"));
         assert_eq!(config.default_model().id, "a/b");
@@ -1031,6 +1083,12 @@ roles = "admin"
                 toml: "",
                 env: &[("TELOXIDE_TOKEN", "t"), ("HEURIST_SEARXNG_URL", "ftp://s")],
                 expect: "HEURIST_SEARXNG_URL / tools.searxng_url must be an http",
+            },
+            Case {
+                name: "metrics address without a port",
+                toml: "[metrics]\nlisten = \"localhost\"\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "HEURIST_METRICS_LISTEN / metrics.listen must be host:port",
             },
             Case {
                 name: "mcp name with capitals",

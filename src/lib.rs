@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`memory`]
+//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`memory`], [`schedule`], [`metrics`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -40,10 +40,12 @@ pub mod llm;
 pub mod logging;
 pub mod maintenance;
 pub mod memory;
+pub mod metrics;
 pub mod ops;
 pub mod options;
 pub mod queue;
 pub mod role;
+pub mod schedule;
 pub mod store;
 pub mod telegram;
 pub mod texts;

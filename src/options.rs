@@ -21,6 +21,7 @@ use crate::conversation::Conversation;
 use crate::ids::{ChatId, TopicId, UpdateId, UserId};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{LlmClient, Priority};
+use crate::metrics::CallKind;
 use crate::store::{Choice, OptionTicket, Store};
 
 /// The extraction prompt. Placeholder: `{max_count}`.
@@ -116,6 +117,7 @@ pub(crate) async fn extract(
             max_tokens: llm_config.max_tokens_extraction,
             max_tokens_field: llm_config.max_tokens_field,
             priority: Priority::Background,
+            kind: CallKind::Extraction,
         },
     );
     let Ok(extraction) =

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -40,6 +41,8 @@ struct Lane {
 #[derive(Clone, Default)]
 pub(crate) struct ChatQueues {
     lanes: Arc<Mutex<HashMap<Conversation, Lane>>>,
+    /// Jobs queued or running, over all lanes (what the metrics show as the backlog).
+    jobs: Arc<AtomicUsize>,
 }
 
 impl ChatQueues {
@@ -60,6 +63,7 @@ impl ChatQueues {
         on_panic: impl Future<Output = ()> + Send + 'static,
     ) {
         let mut job: Job = (Box::pin(job), tag, Box::pin(on_panic));
+        self.jobs.fetch_add(1, Ordering::Relaxed);
         let mut lanes = self.lanes();
         if let Some(lane) = lanes.get(&chat) {
             match lane.jobs.send(job) {
@@ -113,6 +117,7 @@ impl ChatQueues {
             if let Some(lane) = self.lanes().get_mut(&chat) {
                 lane.running = None;
             }
+            self.jobs.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -124,11 +129,17 @@ impl ChatQueues {
                 .chain(&lane.worker)
                 .for_each(AbortHandle::abort);
         }
+        self.jobs.store(0, Ordering::Relaxed);
     }
 
     /// Chats with queued or running work.
     pub(crate) fn busy_chats(&self) -> usize {
         self.lanes().len()
+    }
+
+    /// Jobs queued or running, over all chats.
+    pub(crate) fn jobs(&self) -> usize {
+        self.jobs.load(Ordering::Relaxed)
     }
 
     /// Waits until every lane is empty, or the deadline passes; says whether all finished.

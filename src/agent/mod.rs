@@ -21,6 +21,7 @@ pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
 pub(crate) mod remember;
+pub(crate) mod scheduling;
 pub(crate) mod search;
 pub mod tools;
 
@@ -35,6 +36,7 @@ use crate::llm::{
     ChatMessage, ChatRequest, Completion, LlmClient, LlmError, Priority, ProviderRouting, ToolCall,
     Usage, estimate_tokens, new_call_id,
 };
+use crate::metrics::CallKind;
 use crate::role::Caller;
 use crate::texts::agent as texts;
 use calls::CallLog;
@@ -421,10 +423,14 @@ impl Agent {
             tracing::info!(tool = %call.function.name, "not running a repeated failing call");
             repeat
         } else {
-            let output = if call.function.name == crate::memory::REMEMBER_TOOL {
-                remember_output(seat, &call.function.arguments, turn.result.read_external)
-            } else {
-                self.tools.call(call, seat.caller).await
+            let output = match (&seat.tasks, call.function.name.as_str()) {
+                (_, crate::memory::REMEMBER_TOOL) => {
+                    remember_output(seat, &call.function.arguments, turn.result.read_external)
+                }
+                (Some(desk), scheduling::NAME) => {
+                    desk.call(&call.function.arguments, chrono::Utc::now().timestamp())
+                }
+                _ => self.tools.call(call, seat.caller).await,
             };
             turn.result.read_external |= output.external;
             cap_output(output.text, self.config.max_tool_output_chars)
@@ -445,7 +451,7 @@ impl Agent {
                 let _ = events.send(AgentEvent::CallStarted);
                 let mut held = HeldText::default();
                 self.llm
-                    .complete_streaming(request, Priority::Interactive, |text| {
+                    .complete_streaming(request, Priority::Interactive, CallKind::Agent, |text| {
                         let shown = held.push(text);
                         if !shown.is_empty() {
                             let _ = events.send(AgentEvent::Text(shown));
@@ -453,7 +459,11 @@ impl Agent {
                     })
                     .await?
             }
-            None => self.llm.complete(request, Priority::Interactive).await?,
+            None => {
+                self.llm
+                    .complete(request, Priority::Interactive, CallKind::Agent)
+                    .await?
+            }
         };
         if completion.tool_calls.is_empty() {
             let offered: Vec<&str> = request
@@ -702,6 +712,8 @@ pub(crate) struct Seat {
     pub caller: Caller,
     /// Per offered tool, the approved lessons about it, best first.
     pub lessons: std::collections::HashMap<String, Vec<String>>,
+    /// Whose tasks `schedule_task` makes, where (`None`: the tool is not available).
+    pub tasks: Option<scheduling::TaskDesk>,
     /// The asker's personal memory, which `remember` writes; `None` when the turn may not
     /// save facts (memory is off, or the message is someone else's words).
     pub memory: Option<remember::Keeper>,

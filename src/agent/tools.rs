@@ -53,6 +53,7 @@ impl Tools {
         )?;
         let search = WebSearch::new(config)?;
         let mut specs = specs();
+        specs.push(super::scheduling::spec());
         specs.extend(search.as_ref().map(|_| WebSearch::spec()));
         Ok(Self {
             time_zone,
@@ -409,13 +410,16 @@ mod tests {
                 .map(|s| s.function.name.to_string())
                 .collect()
         };
-        assert_eq!(offered(&tools()), ["current_time", "fetch_url"]);
+        assert_eq!(
+            offered(&tools()),
+            ["current_time", "fetch_url", "schedule_task"]
+        );
         let mut config = tools().config;
         config.searxng_url = "http://10.0.0.5:8888".to_string();
         let with_search = Tools::new(&config, "UTC").unwrap();
         assert_eq!(
             offered(&with_search),
-            ["current_time", "fetch_url", "web_search"]
+            ["current_time", "fetch_url", "schedule_task", "web_search"]
         );
     }
 

@@ -981,6 +981,17 @@ impl Learning {
         listed
     }
 
+    /// How many heuristics are approved, and how many wait for review.
+    pub(crate) fn review_counts(&self) -> (usize, usize) {
+        let memory = self.read();
+        let pending = memory
+            .records
+            .values()
+            .filter(|h| h.review == ReviewState::Pending)
+            .count();
+        (memory.records.len() - pending, pending)
+    }
+
     /// Reflections started and not yet finished.
     pub fn reflections_running(&self) -> usize {
         self.reflections_running.load(Ordering::SeqCst)

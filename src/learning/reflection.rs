@@ -20,6 +20,7 @@ use super::{Learning, Source, without_context};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
 use crate::llm::{ChatMessage, Priority};
 use crate::memory::{REMEMBER_TOOL, without_memory};
+use crate::metrics::{CallKind, ReflectionOutcome};
 use crate::store::ReflectionJob;
 
 /// The user's request in a reflection prompt is cut to this many characters.
@@ -113,14 +114,19 @@ impl Learning {
         let Ok(_slot) = self.reflection_slots.acquire().await else {
             return;
         };
-        self.run_reflection(job, prefix).await;
+        let outcome = self.run_reflection(job, prefix).await;
+        self.llm.metrics().reflection(outcome);
         // Dropped (logged): a job left on record only runs once more after a restart.
         if let Err(e) = self.store.learning().finish_reflection(id) {
             tracing::warn!(id, error = %e, "cannot mark a reflection done");
         }
     }
 
-    async fn run_reflection(&self, job: &ReflectionJob, (template, history): Prefix) {
+    async fn run_reflection(
+        &self,
+        job: &ReflectionJob,
+        (template, history): Prefix,
+    ) -> ReflectionOutcome {
         let tools = if job.tools.is_empty() {
             "none".to_string()
         } else {
@@ -143,6 +149,7 @@ impl Learning {
                 max_tokens: self.max_tokens_reflection,
                 max_tokens_field: self.max_tokens_field,
                 priority: Priority::Background,
+                kind: CallKind::Reflection,
             },
         )
         .await;
@@ -168,8 +175,18 @@ impl Learning {
                 let mut entries = proven_entries(job);
                 entries.extend(result.heuristics.into_iter().take(3));
                 match self.learn_for(entries, &source, &payer).await {
-                    Ok(report) => tracing::info!(chat = %job.chat, ?report, "reflection done"),
-                    Err(e) => tracing::error!(error = %e, "cannot store heuristics"),
+                    Ok(report) => {
+                        tracing::info!(chat = %job.chat, ?report, "reflection done");
+                        if report.added + report.reinforced > 0 {
+                            ReflectionOutcome::Learned
+                        } else {
+                            ReflectionOutcome::Nothing
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot store heuristics");
+                        ReflectionOutcome::Failed
+                    }
                 }
             }
             Err(e) => {
@@ -181,6 +198,7 @@ impl Learning {
                 {
                     tracing::error!(error = %e, "cannot store heuristics");
                 }
+                ReflectionOutcome::Failed
             }
         }
     }

@@ -26,6 +26,7 @@ use super::wire::{
     parse_completion, provider_error_message, retry_after,
 };
 use crate::config::LlmConfig;
+use crate::metrics::{CallKind, Metrics, Tokens};
 
 /// Longest error body read for its message.
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
@@ -49,6 +50,8 @@ pub(crate) struct Endpoint {
     retry_budget: Duration,
     slots: PrioritySemaphore,
     contexts: std::sync::Arc<ContextWindows>,
+    /// Where each call is counted (its own, unscraped, until [`LlmClient::with_metrics`]).
+    metrics: Metrics,
 }
 
 /// One attempt's failure: either worth another attempt or final.
@@ -90,11 +93,42 @@ impl Endpoint {
             retry_budget: Duration::from_secs(config.retry_budget_secs),
             slots: PrioritySemaphore::new(config.max_concurrent),
             contexts: Default::default(),
+            metrics: Metrics::new(),
         }
     }
 
-    /// Runs one completion, retrying transient failures within the retry budget.
+    /// The client counting its calls in the bot's `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The metrics this client counts in (what else serves the same calls counts there too).
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Runs one completion, retrying transient failures within the retry budget; counted as
+    /// a call of `kind`.
     pub(crate) async fn complete(
+        &self,
+        request: &ChatRequest,
+        priority: Priority,
+        kind: CallKind,
+    ) -> Result<Completion, LlmError> {
+        let done = self.completion(request, priority).await;
+        self.count(kind, &request.model, &done);
+        done
+    }
+
+    /// Counts a finished call of `kind` to `model` with what it used.
+    fn count(&self, kind: CallKind, model: &str, done: &Result<Completion, LlmError>) {
+        let used = done.as_ref().ok().map(|c| tokens(c.usage));
+        self.metrics.llm_call(kind, model, used);
+    }
+
+    /// [`LlmClient::complete`], uncounted.
+    async fn completion(
         &self,
         request: &ChatRequest,
         priority: Priority,
@@ -110,8 +144,21 @@ impl Endpoint {
     /// [`ChatRequest::set_streaming`]), calling `on_text` with each piece of answer text as it
     /// arrives (server-sent events, tool-call deltas assembled, thinking left out). A server
     /// that answers with a plain JSON completion instead is handled too: `on_text` is then not
-    /// called.
+    /// called. Counted as a call of `kind`.
     pub(crate) async fn complete_streaming(
+        &self,
+        request: &ChatRequest,
+        priority: Priority,
+        kind: CallKind,
+        on_text: impl FnMut(&str) + Send,
+    ) -> Result<Completion, LlmError> {
+        let done = self.streamed_completion(request, priority, on_text).await;
+        self.count(kind, &request.model, &done);
+        done
+    }
+
+    /// [`LlmClient::complete_streaming`], uncounted.
+    async fn streamed_completion(
         &self,
         request: &ChatRequest,
         priority: Priority,
@@ -154,8 +201,24 @@ impl Endpoint {
     /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A
     /// message's embedding chooses the skills and heuristics of its turn, so a user waits for
     /// it ([`Priority::Interactive`]); newly learned heuristics are embedded in the background.
-    /// Also returns the usage the server reported, if it did.
+    /// Also returns the usage the server reported, if it did. Counted as an embedding call.
     pub(crate) async fn embed(
+        &self,
+        model: &str,
+        inputs: &[String],
+        priority: Priority,
+    ) -> Result<(Vec<Vec<f32>>, Option<Usage>), LlmError> {
+        let done = self.embeddings(model, inputs, priority).await;
+        let used = done
+            .as_ref()
+            .ok()
+            .map(|(_, usage)| tokens(usage.unwrap_or_default()));
+        self.metrics.llm_call(CallKind::Embedding, model, used);
+        done
+    }
+
+    /// [`LlmClient::embed`], uncounted.
+    async fn embeddings(
         &self,
         model: &str,
         inputs: &[String],
@@ -428,6 +491,15 @@ fn describe_transport_error(e: reqwest::Error) -> String {
     match std::error::Error::source(&e) {
         Some(source) => format!("{kind}: {e}: {source}"),
         None => format!("{kind}: {e}"),
+    }
+}
+
+/// A provider's usage as the metrics count it.
+fn tokens(usage: Usage) -> Tokens {
+    Tokens {
+        prompt: usage.prompt_tokens,
+        completion: usage.completion_tokens,
+        cached: usage.cached_tokens,
     }
 }
 

@@ -19,6 +19,7 @@ use super::concurrency::Priority;
 use super::error::LlmError;
 use super::types::{ChatRequest, Completion, Usage};
 use crate::config::{LlmConfig, ModelConfig};
+use crate::metrics::{CallKind, Metrics};
 
 /// Every endpoint the configured models use. Cheap to clone; clones share the endpoints.
 #[derive(Clone)]
@@ -52,20 +53,37 @@ impl LlmClient {
         })
     }
 
+    /// The client counting every endpoint's calls in the bot's `metrics`.
+    pub(crate) fn with_metrics(self, metrics: Metrics) -> Self {
+        let endpoints = self
+            .endpoints
+            .iter()
+            .map(|e| e.clone().with_metrics(metrics.clone()))
+            .collect();
+        Self { endpoints, ..self }
+    }
+
+    /// The metrics the endpoints count in.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        self.endpoints[0].metrics()
+    }
+
     /// The endpoint that serves `model`.
     fn endpoint(&self, model: &str) -> &Endpoint {
         let index = self.by_model.get(model).copied().unwrap_or(0);
         &self.endpoints[index]
     }
 
-    /// Runs one completion on the request's model's endpoint (see `Endpoint::complete`).
+    /// Runs one completion on the request's model's endpoint (see `Endpoint::complete`),
+    /// counted as a call of `kind`.
     pub(crate) async fn complete(
         &self,
         request: &ChatRequest,
         priority: Priority,
+        kind: CallKind,
     ) -> Result<Completion, LlmError> {
         self.endpoint(&request.model)
-            .complete(request, priority)
+            .complete(request, priority, kind)
             .await
     }
 
@@ -75,10 +93,11 @@ impl LlmClient {
         &self,
         request: &ChatRequest,
         priority: Priority,
+        kind: CallKind,
         on_text: impl FnMut(&str) + Send,
     ) -> Result<Completion, LlmError> {
         self.endpoint(&request.model)
-            .complete_streaming(request, priority, on_text)
+            .complete_streaming(request, priority, kind, on_text)
             .await
     }
 

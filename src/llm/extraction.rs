@@ -24,6 +24,7 @@ use super::endpoints::LlmClient;
 use super::error::LlmError;
 use super::types::{ChatMessage, ChatRequest, Usage};
 use crate::config::MaxTokensField;
+use crate::metrics::CallKind;
 
 /// How much of the last raw reply a failure quotes.
 const SNIPPET_CHARS: usize = 300;
@@ -62,6 +63,8 @@ pub(crate) struct ExtractionConfig<'a> {
     /// Whether a user waits for the result; options and reflection are
     /// [`Priority::Background`], so they never hold up a user's answer.
     pub priority: Priority,
+    /// What the calls are counted as in the metrics.
+    pub kind: CallKind,
 }
 
 /// An extraction's outcome and what it cost (also when it failed).
@@ -94,7 +97,11 @@ pub(crate) async fn retry_extract_structured<T: DeserializeOwned>(
     for _ in 0..config.max_attempts {
         let reserved = config.meter.reserve(&request).await;
         let completion = match reserved {
-            Ok(settle) => match config.llm.complete(&request, config.priority).await {
+            Ok(settle) => match config
+                .llm
+                .complete(&request, config.priority, config.kind)
+                .await
+            {
                 Ok(completion) => Ok((settle, completion)),
                 Err(e) => {
                     // A failed call costs nothing; one cut off by a timeout (this future

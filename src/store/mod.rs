@@ -47,6 +47,9 @@
 //!   tree: each user's personal memory (key `memory:<user>`, a JSON list of facts).
 //! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that heuristic and
 //!   reflection ids come from (a record, so a compacted copy goes on from it).
+//! - `tasks.rs`, tree `tasks`: users' scheduled tasks (key `t` ‖ id) and their runs per day
+//!   (key `r` ‖ user ‖ day); a run is fired in one transaction with its inbox record.
+//! - `zones.rs`, tree `zones`: each user's time zone from `/timezone`.
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
 //!   and the compaction that bounds its size on disk.
 //!
@@ -83,8 +86,10 @@ mod records;
 mod request;
 pub(crate) mod retention;
 mod retries;
+mod tasks;
 mod tickets;
 mod usage;
+mod zones;
 
 pub use answers::{AnswerRecord, Answers};
 pub use attachment::{Attachment, AttachmentKind};
@@ -106,10 +111,12 @@ pub use request::TurnRequest;
 pub use retention::PruneReport;
 pub use retries::Retries;
 pub use retries::{RetryClaim, RetryTicket};
+pub use tasks::{Fired, Task, Tasks};
 pub use tickets::Tickets;
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
 pub use usage::UsageLedger;
 pub use usage::UsageTotals;
+pub use zones::Zones;
 
 #[cfg(test)]
 mod tests {

@@ -46,6 +46,10 @@ pub struct TurnRequest {
     /// runs; none for a turn a button started (an option, a 🔁 Retry). Written only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<i32>,
+    /// A scheduled reminder: `text` is shown as it is, with no model call (written only
+    /// when set).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reminder: bool,
 }
 
 /// `serde`'s test for leaving `forwarded` out.
@@ -66,6 +70,7 @@ impl TurnRequest {
             forwarded: false,
             attachment: None,
             message: None,
+            reminder: false,
         }
     }
 

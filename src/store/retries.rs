@@ -131,6 +131,18 @@ impl Retries<'_> {
         })
     }
 
+    /// Retry tickets not pressed yet (unreadable ones are not counted).
+    pub(crate) fn unused(&self) -> usize {
+        self.store
+            .retries
+            .iter()
+            .values()
+            .filter_map(Result::ok)
+            .filter_map(|value| serde_json::from_slice::<RetryTicket>(&value).ok())
+            .filter(|ticket| !ticket.used)
+            .count()
+    }
+
     /// Removes retries created before `before` (unix seconds); unreadable ones are kept.
     pub(super) fn prune(&self, before: i64) -> Result<usize> {
         prune_json(&self.store.retries, TREE, |t: &RetryTicket| {

@@ -205,6 +205,10 @@ pub enum Action {
     MemoryForget { owner: UserId, id: u64, page: u32 },
     /// Forget all of `owner`'s facts.
     MemoryForgetAll { owner: UserId },
+    /// Show page `page` of `owner`'s `/tasks` (only they, or an admin, may).
+    TasksPage { owner: UserId, page: u32 },
+    /// ❌ Cancel scheduled task `id` (its owner or an admin), then show page `page` again.
+    CancelTask { id: u64, page: u32 },
 }
 
 impl Action {
@@ -235,6 +239,8 @@ impl Action {
                 encode_whole("mforget", &format!("{owner}.{id}.{page}"))
             }
             Self::MemoryForgetAll { owner } => encode_whole("mforgetall", &owner.to_string()),
+            Self::TasksPage { owner, page } => encode_action("tasks", &format!("{owner}.{page}")),
+            Self::CancelTask { id, page } => encode_action("untask", &format!("{id}.{page}")),
         }
     }
 
@@ -283,6 +289,13 @@ impl Action {
                     page: page.parse().ok()?,
                 }
             }
+            "tasks" => {
+                let (owner, page) = payload.split_once('.')?;
+                Self::TasksPage {
+                    owner: UserId(owner.parse().ok()?),
+                    page: page.parse().ok()?,
+                }
+            }
             "mforget" => {
                 let mut parts = payload.splitn(3, '.');
                 let mut next = || parts.next().map(str::parse::<u64>)?.ok();
@@ -296,6 +309,13 @@ impl Action {
             "mforgetall" => Self::MemoryForgetAll {
                 owner: UserId(payload.parse().ok()?),
             },
+            "untask" => {
+                let (id, page) = payload.split_once('.')?;
+                Self::CancelTask {
+                    id: id.parse().ok()?,
+                    page: page.parse().ok()?,
+                }
+            }
             _ => return None,
         })
     }
@@ -648,6 +668,24 @@ mod tests {
                 starts_turn: false,
             },
             Case {
+                name: "a task's cancel",
+                data: "__act__untask|42.1",
+                parsed: Some(CallbackData::Action(Action::CancelTask { id: 42, page: 1 })),
+                starts_turn: false,
+            },
+            Case {
+                name: "a forged task id",
+                data: "__act__untask|-1.0",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
+                name: "a tasks page without its owner",
+                data: "__act__tasks|3",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
                 name: "an unknown action",
                 data: "__act__launch|now",
                 parsed: None,
@@ -751,6 +789,8 @@ mod tests {
                     Action::MemoryPage { owner: UserId(id), page: 3 },
                     Action::MemoryForget { owner: UserId(id), id: index as u64, page: 12 },
                     Action::MemoryForgetAll { owner: UserId(id) },
+                    Action::TasksPage { owner: UserId(id), page: u32::MAX },
+                    Action::CancelTask { id, page: u32::MAX },
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

@@ -31,6 +31,10 @@ pub(crate) enum Command {
     Tools,
     #[command(description = "facts you asked me to remember, with Forget buttons")]
     Memory,
+    #[command(description = "your scheduled tasks and reminders, with Cancel buttons")]
+    Tasks,
+    #[command(description = "your time zone for reminders, e.g. /timezone Europe/Berlin")]
+    Timezone(String),
 }
 
 impl Command {

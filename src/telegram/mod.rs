@@ -22,9 +22,11 @@ pub(crate) mod outbox;
 pub(crate) mod reactions;
 pub mod render;
 pub(crate) mod replies;
+pub(crate) mod scrape;
 pub(crate) mod send;
 pub(crate) mod stats;
 pub(crate) mod stream;
+pub(crate) mod task_list;
 pub(crate) mod tool_list;
 pub(crate) mod views;
 
@@ -90,7 +92,9 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         )
         .branch(
             case![Action::MemoryForgetAll { owner }].endpoint(presses::memory_forget_all_pressed),
-        );
+        )
+        .branch(case![Action::TasksPage { owner, page }].endpoint(handlers::tasks::page_pressed))
+        .branch(case![Action::CancelTask { id, page }].endpoint(handlers::tasks::cancel_pressed));
     let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
     let presses = Update::filter_callback_query()
         // The data, parsed once for every route: `None` if forged, garbled or unknown.
@@ -230,12 +234,16 @@ pub struct Running {
     /// The webhook's HTTP server, in webhook mode: stopped with the listener, and awaited so
     /// its port is free when `stop` returns.
     server: Option<tokio::task::JoinHandle<()>>,
+    /// The Prometheus endpoint, when `[metrics] listen` is set; stopped with the bot.
+    metrics: Option<scrape::MetricsServer>,
 }
 
 /// Starts the bot: opens the store, checks the token, registers commands, finishes what a
 /// previous run left, starts taking updates.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::new(config)?;
+    // Bound first, so a taken port fails the start before anything runs.
+    let metrics = scrape::bind(&app.config().metrics.listen).await?;
     // MCP servers list their tools before the first turn is taken.
     app.agent().tools().ready().await;
     let bot = bot(app.config())?;
@@ -250,12 +258,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     })?;
     tracing::info!(username = %me.username(), "connected to Telegram");
     register_commands(&bot, app.config()).await;
-    let tg = Arc::new(Outbox::new(bot.clone(), &app.config().telegram));
+    let tg = Arc::new(Outbox::new(bot.clone(), &app));
     let out: Out = tg.clone();
     // The prune and compaction schedule starts first, so its start-up prune comes before
     // what recovery resumes, as it always did.
     crate::maintenance::start(&app);
     turn::recover(&app, &out).await;
+    turn::scheduled::start(&app, &out);
     // Strangers' messages start no turn: they are refused, and not held.
     let config = app.config().clone();
     let intake = Arc::new(Intake::new(Box::new(move |update: &Update| {
@@ -300,6 +309,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         let (dispatching, stop) = dispatch(dispatcher, listener, ended);
         (dispatching, stop, Some(server))
     };
+    let metrics = metrics.map(|bound| scrape::serve(bound, app.clone()));
     Ok(Running {
         app,
         shutdown,
@@ -307,6 +317,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         dispatcher,
         ended: ended_rx,
         server,
+        metrics,
     })
 }
 
@@ -342,6 +353,12 @@ impl Running {
         &self.app
     }
 
+    /// Where `GET /metrics` is served (`None`: metrics are off); the port the system chose
+    /// when `metrics.listen` asked for port 0.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(scrape::MetricsServer::address)
+    }
+
     /// Resolves once the store is due for compaction and the chats are idle: the caller
     /// stops this run and starts a new one, which compacts ([`crate::run`] does).
     pub(crate) async fn compaction_wanted(&self) {
@@ -367,6 +384,9 @@ impl Running {
         if let Some(server) = self.server {
             // Graceful: it waits for the requests in flight, which are answered by now.
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+        if let Some(metrics) = self.metrics {
+            metrics.stop().await;
         }
         let grace = Duration::from_secs(self.app.config().shutdown_grace_secs);
         self.app.wind_down(grace).await;

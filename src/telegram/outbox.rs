@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 use super::send::{self, SendPolicy, Target, notify, typing};
 use super::{keyboards, media, reactions, render, stream};
 use crate::agent::AgentEvent;
+use crate::app::App;
 use crate::cancel::TurnId;
-use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::texts::media::transcript_html;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
@@ -36,10 +36,12 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    pub(crate) fn new(bot: Bot, config: &TelegramConfig) -> Self {
+    /// The outbox of `app`'s bot: paced by its `[telegram]`, counted in its metrics.
+    pub(crate) fn new(bot: Bot, app: &App) -> Self {
+        let config = &app.config().telegram;
         Self {
             bot,
-            policy: SendPolicy::new(config),
+            policy: SendPolicy::new(config, app.metrics().clone()),
             live_interval: Duration::from_millis(config.chat_interval_ms),
             typing_interval: Duration::from_secs(config.typing_interval_secs.max(1)),
             max_image_bytes: config.max_image_bytes,

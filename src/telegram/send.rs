@@ -25,6 +25,7 @@ use super::limiter::{Limiter, Pacing, Scope};
 use super::render::html_to_plain;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
+use crate::metrics::Metrics;
 
 /// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
 /// clone; clones share the limiter.
@@ -35,10 +36,12 @@ pub(crate) struct SendPolicy {
     pub limiter: Arc<Limiter>,
     /// `telegram.link_previews`: whether sent and edited texts may show link preview cards.
     pub link_previews: bool,
+    /// Where each request and each 429 is counted.
+    pub metrics: Metrics,
 }
 
 impl SendPolicy {
-    pub(crate) fn new(config: &TelegramConfig) -> Self {
+    pub(crate) fn new(config: &TelegramConfig, metrics: Metrics) -> Self {
         Self {
             max_retries: config.max_send_retries,
             max_retry_after: Duration::from_secs(config.max_retry_after_secs),
@@ -48,6 +51,7 @@ impl SendPolicy {
                 global_per_second: config.global_per_second,
             })),
             link_previews: config.link_previews,
+            metrics,
         }
     }
 }
@@ -119,7 +123,7 @@ fn placed<R: SendMessageSetters>(mut request: R, to: Target) -> R {
 pub(crate) async fn with_retry<T, F, Fut>(
     policy: &SendPolicy,
     chat: ChatId,
-    what: &str,
+    what: &'static str,
     request: F,
 ) -> Result<T, RequestError>
 where
@@ -138,7 +142,7 @@ where
 /// [`with_retry`] for a request that names no chat (`getFile`): a 429 on it pauses every call.
 pub(crate) async fn with_retry_bot<T, F, Fut>(
     policy: &SendPolicy,
-    what: &str,
+    what: &'static str,
     request: F,
 ) -> Result<T, RequestError>
 where
@@ -153,7 +157,7 @@ where
 async fn paced<T, F, Fut>(
     policy: &SendPolicy,
     scope: Scope,
-    what: &str,
+    what: &'static str,
     mut request: F,
 ) -> Result<T, RequestError>
 where
@@ -163,6 +167,7 @@ where
     let mut attempt = 0;
     let mut turn = policy.limiter.acquire(scope).await;
     loop {
+        policy.metrics.telegram_call(what);
         let error = match request().await {
             Ok(value) => return Ok(value),
             Err(e) => e,
@@ -170,6 +175,7 @@ where
         attempt += 1;
         let wait = match &error {
             RequestError::RetryAfter(seconds) => {
+                policy.metrics.telegram_rate_limited(what);
                 policy.limiter.penalize(scope, seconds.duration());
                 seconds.duration()
             }

@@ -11,5 +11,6 @@
 pub(crate) mod agent;
 pub(crate) mod media;
 pub mod ops;
+pub(crate) mod tasks;
 pub mod telegram;
 pub mod turn;

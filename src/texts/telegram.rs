@@ -111,6 +111,8 @@ pub(crate) fn help_html(limits: &str) -> String {
          • <b>Voice notes and documents</b>: a voice note or audio file is transcribed \
          (I show what I heard) and answered; a text file, CSV, JSON, code or PDF is read, \
          and its caption is your question (none: I summarise it).\n\
+         • <b>Reminders and scheduled tasks</b>: ask \"remind me at 9 to …\" or \"every \
+         Monday, summarise …\"; /tasks lists them with ❌ Cancel, /timezone sets your zone.\n\
          • <b>Limits</b>: {limits}\n\n\
          <b>Commands</b>\n"
     )

@@ -15,6 +15,7 @@ use crate::app::App;
 use crate::budget::Payer;
 use crate::conversation::Conversation;
 use crate::ids::{UpdateId, UserId};
+use crate::metrics::TurnOutcome;
 use crate::role::Role;
 use crate::store::InboxState;
 use crate::texts::agent::budget_spent;
@@ -54,6 +55,7 @@ pub(super) async fn admit(
 
 /// A dropped turn's update is done (flushed): never resumed, never answered.
 async fn finish(app: &App, update: Option<UpdateId>) {
+    app.metrics().turn(TurnOutcome::Refused);
     let Some(update) = update else {
         return;
     };

@@ -16,7 +16,10 @@
 //! share, [`reactions`] a reaction on an answer as its vote, `working` the reaction a user's
 //! message carries while its turn runs, and `retry` the 🔁 Retry of a failed turn. [`recover`] finishes at start-up what a
 //! crash interrupted, with what the `visibility` protocol recorded; `alerts` tells the admins
-//! of a broken setup. The store's upkeep (prune, compaction) is [`crate::maintenance`]'s.
+//! of a broken setup. [`scheduled`] fires users' scheduled tasks at their time, into this same
+//! path (the inbox, then the queue); `reminder` shows a reminder's text as its answer, and
+//! `task_desk` is what a turn's `schedule_task` calls act for. The store's upkeep (prune,
+//! compaction) is [`crate::maintenance`]'s.
 
 mod accept;
 pub(crate) mod actions;
@@ -25,6 +28,7 @@ mod attachment;
 mod follow_up;
 mod gate;
 mod input;
+mod measure;
 mod memory;
 pub(crate) mod messenger;
 mod offers;
@@ -34,9 +38,12 @@ mod prepare;
 pub mod reactions;
 mod recovery;
 mod reflect;
+mod reminder;
 pub(crate) mod retry;
+pub(crate) mod scheduled;
 mod show;
 mod state;
+pub(crate) mod task_desk;
 #[cfg(test)]
 mod testing;
 mod think;

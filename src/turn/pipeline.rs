@@ -2,7 +2,8 @@
 //! (a recording transcribed, a document's text), then prepare (the prompt), think (the
 //! agent), persist (the history), show (the answer) and follow up (options and reflection).
 //! Each stage is a function of its own file; this one only says their order and where a turn
-//! ends early.
+//! ends early. A scheduled reminder, once admitted, is only shown (`reminder`): no prompt, no
+//! model.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,10 @@ pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
     let Some(admitted) = admitted.await else {
         return;
     };
+    if input.request.reminder {
+        super::reminder::remind(&app, &out, &input).await;
+        return;
+    }
     let working = Working::begin(&app, &out, &input.request);
     stages(app.clone(), out, input, admitted).await;
     if let Some(working) = working {

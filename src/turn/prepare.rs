@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::config::ModelConfig;
 use crate::learning::TurnContext;
 use crate::llm::{ChatMessage, ToolSpec};
+use crate::metrics::TurnOutcome;
 use crate::role::{Caller, Role};
 use crate::store::{HistoryWindow, InboxState};
 use crate::texts::turn::{UNREADABLE_NOTICE, photo_unreadable};
@@ -93,6 +94,7 @@ async fn read_window(turn: &Turn, model: &ModelConfig) -> Option<HistoryWindow> 
         Err(e) => {
             tracing::error!(%at, error = %format!("{e:#}"), "cannot read the history; the turn stops");
             turn.stop_typing();
+            turn.clock.ended(TurnOutcome::Failed);
             turn.out.notice(at, UNREADABLE_NOTICE).await;
             if let Some(update) = turn.input.update {
                 set_state(&turn.app, update, InboxState::Answered).await;

@@ -32,12 +32,14 @@ pub(super) async fn show(
     // An answer sent whole is marked answered right after its send; one that finishes a live
     // display records the parts it adds, as the display recorded its own.
     let on_visible = record_visible(&turn.app, turn.input.update, !live.messages.is_empty());
+    let on_visible = turn.clock.first_text(on_visible);
     let (at, reply_to) = (turn.at(), turn.input.request.reply_to);
     let shown = turn
         .out
         .answer(at, reply_to, live, &result.answer, keyboard, on_visible)
         .await;
     turn.control.apply(Event::Show);
+    turn.clock.shown();
     if turn.resumed.is_some() && shown.is_empty() {
         turn.out.notice(at, RESTART_NOTICE).await;
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::gate::Admitted;
 use super::input::TurnInput;
+use super::measure::TurnClock;
 use super::messenger::Out;
 use super::offers::retire_options;
 use crate::app::App;
@@ -31,6 +32,8 @@ pub(super) struct Turn {
     pub(super) resumed: Option<Vec<i32>>,
     /// The option round of this turn's own options (`None`: none are offered).
     pub(super) round: Option<u64>,
+    /// Its timing and outcome, for the metrics (counted when the turn is dropped).
+    pub(super) clock: TurnClock,
     typing: Typing,
 }
 
@@ -50,6 +53,7 @@ impl Turn {
             .update
             .map(|u| app.store().inbox().visible_messages(u))
             .filter(|ids| !ids.is_empty());
+        let clock = TurnClock::start(app.metrics());
         let typing = Typing(tokio::spawn(out.typing(at)));
         let round = retire_options(&app, &out, at);
         Self {
@@ -61,6 +65,7 @@ impl Turn {
             control,
             resumed,
             round,
+            clock,
             typing,
         }
     }

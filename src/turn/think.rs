@@ -40,6 +40,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         caller: prompt.caller,
         lessons: turn.app.learning().tool_lessons(&offered),
         memory: super::memory::keeper(turn),
+        tasks: Some(super::task_desk::desk(turn)),
     };
     let agent = turn.app.agent().run(
         &prompt.model,
@@ -53,6 +54,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         stopped(turn, display).await;
         return None;
     };
+    turn.clock.thought(&result.status);
     // A model whose setup is broken is worth an admin's look even when a fallback answered.
     for fallback in &result.fallbacks {
         if is_configuration_error(&fallback.error) {
@@ -92,7 +94,9 @@ impl Display {
             };
         }
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let on_visible = record_visible(&turn.app, turn.input.update, true);
+        let on_visible = turn
+            .clock
+            .first_text(record_visible(&turn.app, turn.input.update, true));
         let (at, reply_to) = (turn.at(), turn.input.request.reply_to);
         let display = turn
             .out

@@ -92,6 +92,7 @@ async fn a_stdio_servers_tools_round_trip_through_the_model() {
     let mut expected = vec![
         "current_time".to_string(),
         "fetch_url".to_string(),
+        "schedule_task".to_string(),
         "remember".to_string(),
     ];
     expected.extend(PROBE_TOOLS.map(String::from));
@@ -201,7 +202,7 @@ async fn a_server_that_dies_mid_turn_is_not_offered_until_it_is_restarted() {
     let after = tool_names(&requests[1]);
     assert_eq!(
         after,
-        ["current_time", "fetch_url", "remember"],
+        ["current_time", "fetch_url", "schedule_task", "remember"],
         "not offered while down"
     );
     let result = &tool_results(&requests[1])[0];

@@ -105,7 +105,13 @@ async fn web_search_asks_searxng_and_feeds_back_capped_results() {
     let requests = h.llm.agent_requests();
     assert_eq!(
         tool_names(&requests[0]),
-        ["current_time", "fetch_url", "web_search", "remember"]
+        [
+            "current_time",
+            "fetch_url",
+            "schedule_task",
+            "web_search",
+            "remember"
+        ]
     );
     let results = tool_results(requests.last().unwrap());
     let found = &results[0];
@@ -141,7 +147,7 @@ async fn web_search_is_not_offered_without_searxng() {
     let requests = h.llm.agent_requests();
     assert_eq!(
         tool_names(&requests[0]),
-        ["current_time", "fetch_url", "remember"]
+        ["current_time", "fetch_url", "schedule_task", "remember"]
     );
     assert_eq!(
         tool_results(&requests[1]),

@@ -39,7 +39,10 @@ async fn a_reply_reaches_the_right_chat_as_html() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["current_time", "fetch_url", "remember"]);
+    assert_eq!(
+        tools,
+        ["current_time", "fetch_url", "schedule_task", "remember"]
+    );
     assert!(
         !h.tg.calls("sendChatAction").is_empty(),
         "typing… was shown"

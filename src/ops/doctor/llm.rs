@@ -12,6 +12,8 @@ use crate::config::ModelConfig;
 use crate::llm::text_calls::parse_text_tool_calls;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Priority, ToolSpec};
 use crate::texts::ops as texts;
+// The doctor's own client counts in metrics nobody scrapes.
+use crate::metrics::CallKind;
 
 /// The tool the tool-calling probe offers.
 const PROBE_TOOL: &str = "get_time";
@@ -59,7 +61,11 @@ pub(super) fn models<'a>(context: &'a Context<'a>) -> Checked<'a> {
                 continue;
             }
             let request = probe(context, model, "Reply with OK.", Vec::new(), 1);
-            let line = match context.llm.complete(&request, Priority::Interactive).await {
+            let line = match context
+                .llm
+                .complete(&request, Priority::Interactive, CallKind::Agent)
+                .await
+            {
                 Ok(_) => Line::ok(what, texts::model_ok(&context_size(context, model).await)),
                 Err(e) => model_failure(what, &e),
             };
@@ -119,7 +125,11 @@ pub(super) fn tool_calling<'a>(context: &'a Context<'a>) -> Checked<'a> {
             vec![tool],
             64,
         );
-        let line = match context.llm.complete(&request, Priority::Interactive).await {
+        let line = match context
+            .llm
+            .complete(&request, Priority::Interactive, CallKind::Agent)
+            .await
+        {
             Ok(completion) if !completion.tool_calls.is_empty() => {
                 Line::ok(what, texts::TOOLS_NATIVE)
             }

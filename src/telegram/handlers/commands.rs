@@ -1,6 +1,7 @@
-//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory` for
-//! everyone, and the admins' `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted
-//! (see [`replies`]), so the handler returns without waiting for a paced send.
+//! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory`,
+//! `/tasks`, `/timezone` for everyone (the last two in [`super::tasks`]), and the admins'
+//! `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted (see [`replies`]), so the
+//! handler returns without waiting for a paced send.
 
 use teloxide::prelude::*;
 
@@ -69,6 +70,8 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
                 replies::notice(&deps, chat, part);
             }
         }
+        Command::Tasks => super::tasks::list(&deps, chat, user),
+        Command::Timezone(zone) => super::tasks::timezone(&deps, chat, user, zone.trim()),
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ mod files;
 pub(crate) mod messages;
 pub(crate) mod presses;
 pub(crate) mod reactions;
+pub(crate) mod tasks;
 mod turns;
 
 use std::sync::Arc;

@@ -11,6 +11,7 @@ use teloxide::prelude::*;
 
 use super::{Deps, HandlerResult, conversation_of};
 use crate::limits::Verdict;
+use crate::metrics::TurnOutcome;
 use crate::role::Role;
 use crate::telegram::listener::Handling;
 use crate::telegram::replies;
@@ -70,6 +71,7 @@ pub(super) async fn start(
     let app = &deps.app;
     let verdict = app.limits().check(asker.user(), role, app.store());
     if verdict != Verdict::Allowed {
+        app.metrics().turn(TurnOutcome::Refused);
         handling.done();
         return refuse_over_limits(deps, asker, verdict).await;
     }

@@ -1,0 +1,566 @@
+//! What the bot counts for Prometheus (`[metrics] listen`): turns, their latency, LLM calls
+//! and tokens, Telegram calls and 429s, reflections, and the gauges read when scraped (queue
+//! depths, heuristics by review state, MCP servers up).
+//!
+//! One [`Metrics`] per running bot, built with the app and handed to every layer that records
+//! (it sits at the bottom of the layers for that). Recording is an atomic add behind a
+//! read-locked map lookup of static labels: no lock is held across an await, and only the LLM
+//! families (whose label is the model id) allocate, once per LLM call. The gauges are not kept
+//! current by the code that changes them: the scrape reads them from the app ([`Gauges`]) and
+//! sets them just before encoding, so nothing on a turn's path pays for them.
+//!
+//! Names follow Prometheus' conventions: a `heurist_` prefix, `_total` on counters, base
+//! units (`_seconds`), and labels of few values (never a chat, a user or their text). The
+//! exposition is the OpenMetrics text format, which Prometheus scrapes natively.
+//!
+//! ```
+//! use heurist::metrics::{Metrics, TurnOutcome};
+//! let metrics = Metrics::new();
+//! metrics.turn(TurnOutcome::Answered);
+//! let text = metrics.render(&Default::default());
+//! assert!(text.contains("heurist_turns_total{outcome=\"answered\"} 1"));
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+
+/// How a turn ended (`heurist_turns_total{outcome}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnOutcome {
+    /// The model answered.
+    Answered,
+    /// The LLM failed (unreachable, refused, context too long) or the history was unreadable.
+    Failed,
+    /// The model's answer was empty, also when asked again.
+    NoAnswer,
+    /// The iteration cap ended the agent's loop.
+    IterationCap,
+    /// Stopped (⏹, /cancel, shutdown) before its answer was kept.
+    Cancelled,
+    /// Not run: over the user's turn rate or daily budget when it came, or, when its time to
+    /// run came, its user no longer allowed or their budget spent.
+    Refused,
+}
+
+impl TurnOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::Failed => "failed",
+            Self::NoAnswer => "no_answer",
+            Self::IterationCap => "iteration_cap",
+            Self::Cancelled => "cancelled",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+/// What an LLM call was for (`kind` of the LLM families).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// The agent's turn (its answer and its tool rounds).
+    Agent,
+    /// The options offered under an answer.
+    Extraction,
+    /// A reflection that learns heuristics from a finished task.
+    Reflection,
+    /// An embeddings request (a message, skills, new heuristics).
+    Embedding,
+}
+
+impl CallKind {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Extraction => "extraction",
+            Self::Reflection => "reflection",
+            Self::Embedding => "embedding",
+        }
+    }
+}
+
+/// How a reflection ended (`heurist_reflections_total{outcome}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReflectionOutcome {
+    /// It stored or reinforced at least one heuristic.
+    Learned,
+    /// It ran, and nothing it said was worth keeping.
+    Nothing,
+    /// The model gave nothing usable, or its lessons could not be stored.
+    Failed,
+}
+
+impl ReflectionOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Learned => "learned",
+            Self::Nothing => "nothing",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// Tokens one LLM call used, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    /// Prompt tokens served from the provider's prompt cache.
+    pub cached: u64,
+}
+
+/// What the scrape reads from the app and shows as gauges.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gauges {
+    /// Conversations with a turn running or queued.
+    pub queue_chats: usize,
+    /// Turns running or queued, over all conversations.
+    pub queue_turns: usize,
+    /// Accepted updates whose answer is not known to be sent.
+    pub inbox_pending: usize,
+    /// 🔁 Retry tickets not pressed yet.
+    pub retries_pending: usize,
+    /// Heuristics by review state (`approved`, `pending`).
+    pub heuristics: Vec<(&'static str, usize)>,
+    /// Each MCP server by name, and whether it is up.
+    pub mcp_servers: Vec<(String, bool)>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    kind: &'static str,
+    model: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    kind: &'static str,
+    model: String,
+    direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabel {
+    server: String,
+}
+
+/// The bot's metrics; cheap to clone (clones share the counts).
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
+
+struct Inner {
+    registry: Registry,
+    turns: Family<OutcomeLabel, Counter>,
+    turn_duration: Histogram,
+    first_text: Histogram,
+    llm_calls: Family<CallLabels, Counter>,
+    llm_tokens: Family<TokenLabels, Counter>,
+    telegram_calls: Family<MethodLabel, Counter>,
+    telegram_rate_limited: Family<MethodLabel, Counter>,
+    reflections: Family<OutcomeLabel, Counter>,
+    queue_chats: Gauge,
+    queue_turns: Gauge,
+    inbox_pending: Gauge,
+    retries_pending: Gauge,
+    heuristics: Family<StateLabel, Gauge>,
+    mcp_up: Family<ServerLabel, Gauge>,
+}
+
+/// The Telegram methods that go through the paced sender (`telegram::send`): their counts
+/// show from the start, at zero, so a rate of 429s is there to alert on before the first one.
+const TELEGRAM_METHODS: [&str; 5] = [
+    "sendMessage",
+    "editMessageText",
+    "editMessageReplyMarkup",
+    "deleteMessage",
+    "getFile",
+];
+
+/// Buckets of the turn histograms, in seconds: 0.1 s to about 2 minutes, each twice the last.
+fn turn_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.1, 2.0, 11))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Every family registered, all counts at zero.
+    pub fn new() -> Self {
+        let inner = Inner {
+            registry: Registry::with_prefix("heurist"),
+            turns: Family::default(),
+            turn_duration: turn_buckets(),
+            first_text: turn_buckets(),
+            llm_calls: Family::default(),
+            llm_tokens: Family::default(),
+            telegram_calls: Family::default(),
+            telegram_rate_limited: Family::default(),
+            reflections: Family::default(),
+            queue_chats: Gauge::default(),
+            queue_turns: Gauge::default(),
+            inbox_pending: Gauge::default(),
+            retries_pending: Gauge::default(),
+            heuristics: Family::default(),
+            mcp_up: Family::default(),
+        };
+        Self(Arc::new(inner.registered()))
+    }
+
+    /// Counts a turn that ended with `outcome`.
+    pub fn turn(&self, outcome: TurnOutcome) {
+        let label = OutcomeLabel {
+            outcome: outcome.label(),
+        };
+        self.0.turns.get_or_create(&label).inc();
+    }
+
+    /// A turn's answer is on screen, `elapsed` after the turn began.
+    pub fn turn_shown(&self, elapsed: Duration) {
+        self.0.turn_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// A turn's first text is visible, `elapsed` after the turn began.
+    pub fn first_text(&self, elapsed: Duration) {
+        self.0.first_text.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts an LLM call of `kind` to `model`: what it used, or `None` if it failed.
+    pub fn llm_call(&self, kind: CallKind, model: &str, used: Option<Tokens>) {
+        let (kind, model) = (kind.label(), model.to_string());
+        let outcome = if used.is_some() { "ok" } else { "error" };
+        let labels = CallLabels {
+            kind,
+            model,
+            outcome,
+        };
+        self.0.llm_calls.get_or_create(&labels).inc();
+        let Some(used) = used else {
+            return;
+        };
+        let mut labels = TokenLabels {
+            kind,
+            model: labels.model,
+            direction: "prompt",
+        };
+        for (direction, tokens) in [
+            ("prompt", used.prompt),
+            ("completion", used.completion),
+            ("cached", used.cached),
+        ] {
+            labels.direction = direction;
+            self.0.llm_tokens.get_or_create(&labels).inc_by(tokens);
+        }
+    }
+
+    /// Counts one attempt of Telegram request `method` (`sendMessage`, ...).
+    pub fn telegram_call(&self, method: &'static str) {
+        let label = MethodLabel { method };
+        self.0.telegram_calls.get_or_create(&label).inc();
+    }
+
+    /// Counts a 429 (retry_after) Telegram answered to `method`.
+    pub fn telegram_rate_limited(&self, method: &'static str) {
+        let label = MethodLabel { method };
+        self.0.telegram_rate_limited.get_or_create(&label).inc();
+    }
+
+    /// Counts a reflection that ended with `outcome`.
+    pub fn reflection(&self, outcome: ReflectionOutcome) {
+        let label = OutcomeLabel {
+            outcome: outcome.label(),
+        };
+        self.0.reflections.get_or_create(&label).inc();
+    }
+
+    /// The exposition (OpenMetrics text) with the gauges set to `gauges`.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let inner = &self.0;
+        inner.queue_chats.set(count(gauges.queue_chats));
+        inner.queue_turns.set(count(gauges.queue_turns));
+        inner.inbox_pending.set(count(gauges.inbox_pending));
+        inner.retries_pending.set(count(gauges.retries_pending));
+        for &(state, n) in &gauges.heuristics {
+            inner
+                .heuristics
+                .get_or_create(&StateLabel { state })
+                .set(count(n));
+        }
+        for (server, up) in &gauges.mcp_servers {
+            let label = ServerLabel {
+                server: server.clone(),
+            };
+            inner.mcp_up.get_or_create(&label).set(i64::from(*up));
+        }
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &inner.registry);
+        text
+    }
+}
+
+/// A gauge's value from a count (saturating: no count reaches `i64::MAX`).
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Inner {
+    /// Registers every family under its name and help text, with the label values known
+    /// beforehand at zero (the model ids, the MCP servers' names show with their first count).
+    fn registered(mut self) -> Self {
+        use TurnOutcome as T;
+        let turns = [
+            T::Answered,
+            T::Failed,
+            T::NoAnswer,
+            T::IterationCap,
+            T::Cancelled,
+            T::Refused,
+        ];
+        // Each created at zero; the guards the lookups return are let go at once.
+        for outcome in turns.map(TurnOutcome::label) {
+            let _ = self.turns.get_or_create(&OutcomeLabel { outcome });
+        }
+        use ReflectionOutcome as R;
+        for outcome in [R::Learned, R::Nothing, R::Failed].map(ReflectionOutcome::label) {
+            let _ = self.reflections.get_or_create(&OutcomeLabel { outcome });
+        }
+        for method in TELEGRAM_METHODS {
+            let _ = self.telegram_calls.get_or_create(&MethodLabel { method });
+            let _ = self
+                .telegram_rate_limited
+                .get_or_create(&MethodLabel { method });
+        }
+        let r = &mut self.registry;
+        r.register("turns", "Turns by how they ended", self.turns.clone());
+        let help = "From a turn's start to its answer on screen";
+        r.register_with_unit(
+            "turn_duration",
+            help,
+            Unit::Seconds,
+            self.turn_duration.clone(),
+        );
+        let help = "From a turn's start to its first visible text";
+        r.register_with_unit(
+            "turn_first_text",
+            help,
+            Unit::Seconds,
+            self.first_text.clone(),
+        );
+        let help = "LLM calls by kind, model and outcome (ok, error)";
+        r.register("llm_calls", help, self.llm_calls.clone());
+        let help = "LLM tokens by kind, model and direction (prompt, completion, cached)";
+        r.register("llm_tokens", help, self.llm_tokens.clone());
+        let help = "Telegram requests sent (each attempt), by method";
+        r.register("telegram_calls", help, self.telegram_calls.clone());
+        let help = "Telegram requests answered 429 (retry_after), by method";
+        r.register(
+            "telegram_rate_limited",
+            help,
+            self.telegram_rate_limited.clone(),
+        );
+        r.register(
+            "reflections",
+            "Reflections by how they ended",
+            self.reflections.clone(),
+        );
+        let help = "Conversations with a turn running or queued";
+        r.register("queue_chats", help, self.queue_chats.clone());
+        let help = "Turns running or queued, over all conversations";
+        r.register("queue_turns", help, self.queue_turns.clone());
+        let help = "Accepted updates whose answer is not known to be sent";
+        r.register("inbox_pending", help, self.inbox_pending.clone());
+        let help = "Retry tickets (Retry buttons) not pressed yet";
+        r.register("retries_pending", help, self.retries_pending.clone());
+        let help = "Heuristics by review state (approved, pending)";
+        r.register("heuristics", help, self.heuristics.clone());
+        let help = "MCP servers: 1 up, 0 starting or down";
+        r.register("mcp_server_up", help, self.mcp_up.clone());
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each family, recorded once, shows in the exposition under its conventional name.
+    #[test]
+    fn every_family_is_exposed_under_its_name() {
+        struct Case {
+            name: &'static str,
+            record: fn(&Metrics),
+            gauges: fn() -> Gauges,
+            lines: &'static [&'static str],
+        }
+        let none = Gauges::default;
+        let cases = [
+            Case {
+                name: "turns by outcome",
+                record: |m| {
+                    m.turn(TurnOutcome::Answered);
+                    m.turn(TurnOutcome::Answered);
+                    m.turn(TurnOutcome::Refused);
+                },
+                gauges: none,
+                lines: &[
+                    "# TYPE heurist_turns counter",
+                    "heurist_turns_total{outcome=\"answered\"} 2",
+                    "heurist_turns_total{outcome=\"refused\"} 1",
+                ],
+            },
+            Case {
+                name: "turn latency",
+                record: |m| m.turn_shown(Duration::from_millis(300)),
+                gauges: none,
+                lines: &[
+                    "# TYPE heurist_turn_duration_seconds histogram",
+                    "# UNIT heurist_turn_duration_seconds seconds",
+                    "heurist_turn_duration_seconds_count 1",
+                    "heurist_turn_duration_seconds_bucket{le=\"0.2\"} 0",
+                    "heurist_turn_duration_seconds_bucket{le=\"0.4\"} 1",
+                ],
+            },
+            Case {
+                name: "time to first text",
+                record: |m| m.first_text(Duration::from_millis(50)),
+                gauges: none,
+                lines: &[
+                    "# TYPE heurist_turn_first_text_seconds histogram",
+                    "heurist_turn_first_text_seconds_count 1",
+                    "heurist_turn_first_text_seconds_bucket{le=\"0.1\"} 1",
+                ],
+            },
+            Case {
+                name: "LLM calls and tokens",
+                record: |m| {
+                    let used = Tokens {
+                        prompt: 100,
+                        completion: 20,
+                        cached: 64,
+                    };
+                    m.llm_call(CallKind::Agent, "m1", Some(used));
+                    m.llm_call(CallKind::Reflection, "m1", None);
+                },
+                gauges: none,
+                lines: &[
+                    "# TYPE heurist_llm_calls counter",
+                    "heurist_llm_calls_total{kind=\"agent\",model=\"m1\",outcome=\"ok\"} 1",
+                    "heurist_llm_calls_total{kind=\"reflection\",model=\"m1\",outcome=\"error\"} 1",
+                    "# TYPE heurist_llm_tokens counter",
+                    "heurist_llm_tokens_total{kind=\"agent\",model=\"m1\",direction=\"prompt\"} 100",
+                    "heurist_llm_tokens_total{kind=\"agent\",model=\"m1\",direction=\"completion\"} 20",
+                    "heurist_llm_tokens_total{kind=\"agent\",model=\"m1\",direction=\"cached\"} 64",
+                ],
+            },
+            Case {
+                name: "Telegram calls and 429s",
+                record: |m| {
+                    m.telegram_call("sendMessage");
+                    m.telegram_call("sendMessage");
+                    m.telegram_rate_limited("sendMessage");
+                },
+                gauges: none,
+                lines: &[
+                    "heurist_telegram_calls_total{method=\"sendMessage\"} 2",
+                    "heurist_telegram_rate_limited_total{method=\"sendMessage\"} 1",
+                ],
+            },
+            Case {
+                name: "reflections by outcome",
+                record: |m| m.reflection(ReflectionOutcome::Learned),
+                gauges: none,
+                lines: &["heurist_reflections_total{outcome=\"learned\"} 1"],
+            },
+            Case {
+                name: "gauges read at the scrape",
+                record: |_| {},
+                gauges: || Gauges {
+                    queue_chats: 2,
+                    queue_turns: 5,
+                    inbox_pending: 3,
+                    retries_pending: 1,
+                    heuristics: vec![("approved", 7), ("pending", 2)],
+                    mcp_servers: vec![("desk".into(), true), ("files".into(), false)],
+                },
+                lines: &[
+                    "# TYPE heurist_queue_chats gauge",
+                    "heurist_queue_chats 2",
+                    "heurist_queue_turns 5",
+                    "heurist_inbox_pending 3",
+                    "heurist_retries_pending 1",
+                    "heurist_heuristics{state=\"approved\"} 7",
+                    "heurist_heuristics{state=\"pending\"} 2",
+                    "heurist_mcp_server_up{server=\"desk\"} 1",
+                    "heurist_mcp_server_up{server=\"files\"} 0",
+                ],
+            },
+        ];
+        for case in cases {
+            let metrics = Metrics::new();
+            (case.record)(&metrics);
+            let text = metrics.render(&(case.gauges)());
+            let lines: Vec<&str> = text.lines().collect();
+            for line in case.lines {
+                assert!(
+                    lines.contains(line),
+                    "{}: no {line:?} in\n{text}",
+                    case.name
+                );
+            }
+            assert_eq!(lines.last(), Some(&"# EOF"), "{}", case.name);
+        }
+    }
+
+    /// Before anything was recorded, every family whose label values are known beforehand
+    /// shows at zero, so a dashboard or an alert on a rate finds it; the families labelled by
+    /// model or MCP server show with their first sample.
+    #[test]
+    fn the_known_label_values_show_at_zero_from_the_start() {
+        let text = Metrics::new().render(&Gauges::default());
+        let samples = [
+            "heurist_turns_total{outcome=\"answered\"} 0",
+            "heurist_turns_total{outcome=\"cancelled\"} 0",
+            "heurist_turns_total{outcome=\"refused\"} 0",
+            "heurist_turn_duration_seconds_count 0",
+            "heurist_turn_first_text_seconds_count 0",
+            "heurist_telegram_calls_total{method=\"sendMessage\"} 0",
+            "heurist_telegram_rate_limited_total{method=\"getFile\"} 0",
+            "heurist_reflections_total{outcome=\"nothing\"} 0",
+            "heurist_queue_chats 0",
+            "heurist_queue_turns 0",
+            "heurist_inbox_pending 0",
+            "heurist_retries_pending 0",
+        ];
+        let lines: Vec<&str> = text.lines().collect();
+        for sample in samples {
+            assert!(lines.contains(&sample), "{sample}:\n{text}");
+        }
+    }
+}

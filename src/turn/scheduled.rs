@@ -1,0 +1,112 @@
+//! Scheduled tasks at their time: the scheduler loop. (A turn's desk for the `schedule_task`
+//! tool is `task_desk`'s; how a reminder is shown, `reminder`'s.)
+//!
+//! The loop sleeps until the soonest task is due (or the `tasks` tree changes, or a minute
+//! passes, so a changed clock is noticed), then fires every due task: the run is recorded in
+//! the inbox in the same transaction that moves the task on (see `store::tasks`), flushed,
+//! and queued like a typed message. So it passes the same gate (the owner still allowed,
+//! within budget), waits in the same queue of its conversation (its chat and topic), and a
+//! crash at any point neither loses nor repeats it: recovery resumes the inbox record. A run
+//! due before this start of the bot was missed while it was down: it runs once, and says it
+//! is late. A reminder is sent as it is; a task's request runs as the owner's turn.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::accept::enqueue;
+use super::input::TurnInput;
+use super::messenger::Out;
+use crate::app::App;
+use crate::role::Role;
+use crate::schedule::{self, DailyRuns, TaskKind};
+use crate::store::{Task, TurnRequest};
+use crate::texts::tasks as texts;
+
+/// Starts the scheduler, ended by the shutdown. Started after recovery, so a run a crash
+/// left in the inbox is resumed before any new one fires.
+pub(crate) fn start(app: &Arc<App>, out: &Out) {
+    let started = Utc::now().timestamp();
+    app.spawn_loop(schedule_forever(app.clone(), out.clone(), started));
+}
+
+/// Fires due tasks and sleeps until the next, forever; `started`: when this run of the bot
+/// began (unix seconds), before which a due run was missed.
+async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
+    loop {
+        // Watched before the scan, so a task added during it wakes the next sleep.
+        let changed = app.store().tasks().changed();
+        let now_ms = Utc::now().timestamp_millis();
+        let now = now_ms.div_euclid(1000);
+        let mut soonest: Option<i64> = None;
+        let mut failed = false;
+        for task in app.store().tasks().all() {
+            if task.next_run <= now {
+                failed |= !fire(&app, &out, &task, now, started).await;
+            } else {
+                soonest = Some(soonest.map_or(task.next_run, |s| s.min(task.next_run)));
+            }
+        }
+        let wait_ms = soonest.map_or(60_000, |at| (at * 1000 - now_ms).clamp(0, 60_000));
+        // A store that fails is tried again in a while, not in a busy loop.
+        let wait_ms = if failed { wait_ms.max(5_000) } else { wait_ms };
+        let sleep = tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs()));
+        match changed {
+            Ok(changed) if !failed => {
+                tokio::select! {
+                    () = sleep => {}
+                    _ = changed => {}
+                }
+            }
+            _ => sleep.await,
+        }
+    }
+}
+
+/// Fires `task`'s due run at `now` and queues its turn; `false` if the store failed.
+async fn fire(app: &Arc<App>, out: &Out, task: &Task, now: i64, started: i64) -> bool {
+    let firing = schedule::fire(&task.timing, task.next_run, now, started);
+    let zone: chrono_tz::Tz = task.zone.parse().unwrap_or(chrono_tz::UTC);
+    let due = format!("{} ({})", schedule::local(task.next_run, zone), zone.name());
+    let late = firing.late.then_some(due.as_str());
+    let allowed = app.config().role_of(task.user) != Role::Stranger;
+    let max = app.config().tasks.max_runs_per_day;
+    let make = |nth: u32| {
+        if !allowed {
+            return None;
+        }
+        let (text, reminder) = match (schedule::within_daily_runs(nth, max), task.kind) {
+            (DailyRuns::Run, TaskKind::Reminder) => (texts::reminder(&task.request, late), true),
+            (DailyRuns::Run, TaskKind::Task) => (texts::task_turn(&task.request, late), false),
+            (DailyRuns::Tell, _) => (texts::daily_runs_spent(max), true),
+            (DailyRuns::Quiet, _) => return None,
+        };
+        Some(TurnRequest {
+            topic: task.topic,
+            reminder,
+            ..TurnRequest::new(task.chat, task.user, text)
+        })
+    };
+    let day = schedule::day_of(now);
+    match app.store().tasks().fire(task, firing.next, day, make) {
+        Ok(Some(fired)) => {
+            tracing::info!(id = task.id, user = %task.user, update = %fired.update, late = firing.late, "a scheduled task runs");
+            // Dropped (logged): the run is recorded, and sled's own flush follows within
+            // moments; only a crash before that fires it once more at the next start.
+            if let Err(e) = app.store().db().flush_async().await {
+                tracing::error!(error = %e, "cannot flush a scheduled run");
+            }
+            enqueue(app, out, TurnInput::new(fired.request, fired.update));
+            true
+        }
+        Ok(None) => {
+            tracing::info!(id = task.id, user = %task.user, allowed, "a scheduled run was skipped");
+            true
+        }
+        Err(e) => {
+            tracing::error!(id = task.id, error = %e, "cannot fire a scheduled task");
+            false
+        }
+    }
+}

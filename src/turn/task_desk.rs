@@ -1,0 +1,37 @@
+//! What a turn's `schedule_task` calls act for ([`desk`]): the turn's user and conversation,
+//! read in the user's time zone (theirs from `/timezone`, else the bot's), within `[tasks]`'s
+//! caps.
+
+use super::state::Turn;
+use crate::agent::scheduling::TaskDesk;
+use crate::app::App;
+use crate::ids::UserId;
+
+/// `user`'s time zone: theirs from `/timezone`, else the bot's.
+pub(crate) fn zone_of(app: &App, user: UserId) -> chrono_tz::Tz {
+    app.store()
+        .zones()
+        .of(user)
+        .unwrap_or_else(|| bot_zone(app))
+}
+
+/// The bot's time zone (`agent.time_zone`, checked at start-up).
+pub(crate) fn bot_zone(app: &App) -> chrono_tz::Tz {
+    app.config()
+        .agent
+        .time_zone
+        .parse()
+        .unwrap_or(chrono_tz::UTC)
+}
+
+/// What `schedule_task` acts for in `turn`: its user's tasks, in its conversation.
+pub(super) fn desk(turn: &Turn) -> TaskDesk {
+    let user = turn.input.request.user;
+    TaskDesk {
+        store: turn.app.store().clone(),
+        owner: user,
+        at: turn.at(),
+        zone: zone_of(&turn.app, user),
+        caps: TaskDesk::caps(&turn.app.config().tasks),
+    }
+}

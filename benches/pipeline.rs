@@ -20,6 +20,11 @@
 //! options): Telegram calls per answered turn (one is the goal) and the wall time as a
 //! multiple of the floor 30 calls/s imply.
 //!
+//! Then streamed answers at production pacing, as native drafts (`telegram.drafts`, private
+//! chats) and as edits: Telegram calls per answer, the visible delay (from getUpdates handing
+//! the update to the bot to the first text on screen: a draft, or the live message) and the
+//! time to the whole answer with its keyboard.
+//!
 //! `cargo bench --bench pipeline` runs the full set (under a minute on 2 cores);
 //! `-- --smoke` a tiny one (CI runs it so this cannot rot).
 
@@ -35,6 +40,7 @@ use disk::dir_size;
 use heurist::conversation::Conversation;
 use heurist::ids::ChatId;
 use heurist::llm::ChatMessage;
+use heurist::telegram::render::render_parts;
 use serde_json::{Value, json};
 use support::telegram::FakeTelegram;
 use support::{
@@ -63,6 +69,32 @@ global_per_second = 1000000
 [limits]
 turns_per_minute = 0
 ";
+
+/// Production pacing with streaming on, drafts on or off (`{drafts}`), options and reflection
+/// off: every call to the chat belongs to the streamed answer.
+const STREAMED_TOML: &str = "\
+[telegram]
+chat_interval_ms = 1000
+group_interval_ms = 3000
+global_per_second = 30
+streaming = true
+drafts = {drafts}
+[limits]
+turns_per_minute = 0
+[options]
+enabled = false
+[learning]
+reflect = false
+";
+
+/// The calls that write to a chat (the paced ones; "typing…" is not counted).
+const WRITES: [&str; 5] = [
+    "sendMessage",
+    "editMessageText",
+    "editMessageReplyMarkup",
+    "deleteMessage",
+    "sendMessageDraft",
+];
 
 struct Scenario {
     name: String,
@@ -306,21 +338,145 @@ async fn paced(chats: usize, messages: usize) -> (f64, f64, Duration) {
     bot.terminate();
     bot.wait(Duration::from_secs(20)).await;
     let turns = chats * messages;
-    let calls: usize = [
-        "sendMessage",
-        "editMessageText",
-        "editMessageReplyMarkup",
-        "deleteMessage",
-    ]
-    .iter()
-    .map(|m| tg.calls(m).len())
-    .sum();
+    let calls: usize = WRITES.iter().map(|m| tg.calls(m).len()).sum();
     let floor = Duration::from_secs_f64(turns as f64 / 30.0);
     (
         calls as f64 / turns as f64,
         elapsed.as_secs_f64() / floor.as_secs_f64(),
         elapsed,
     )
+}
+
+/// The answer the streaming LLM gives to `question`: about 600 characters of plain words.
+fn streamed_answer(question: &str) -> String {
+    let mut answer = format!("re: {question}");
+    while answer.len() < 600 {
+        answer.push_str(" and the answer grows word by word");
+    }
+    answer
+}
+
+/// What streamed answers cost and how soon they show, for one way of streaming.
+struct Streamed {
+    answers: usize,
+    /// Writes to the chat per answer, and of them drafts.
+    calls: f64,
+    drafts: f64,
+    edits: usize,
+    sends: usize,
+    /// From the update handed to the bot to the first text on screen.
+    first_p50: Duration,
+    first_p99: Duration,
+    /// From the update handed to the bot to the whole answer with its keyboard.
+    whole_p50: Duration,
+}
+
+/// Streamed answers at production pacing, as drafts or as edits: `chats` chats ask `messages`
+/// questions each, the next once the answer is whole; the fake LLM streams every answer in
+/// 10 pieces 200 ms apart.
+async fn streamed(drafts: bool, chats: usize, messages: usize) -> Streamed {
+    let tg = FakeTelegram::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        let text = last_user_text(req);
+        let question = text.rsplit("\n\n").next().unwrap_or_default();
+        Reply::streamed(&streamed_answer(question), 10, Duration::from_millis(200))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    const FIRST_CHAT: i64 = 1001;
+    let users = (FIRST_CHAT..FIRST_CHAT + chats as i64)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let toml = STREAMED_TOML.replace("{drafts}", &drafts.to_string());
+    let mut bot = BotProcess::spawn_with(
+        &tg,
+        &llm.url,
+        dir.path(),
+        &[("HEURIST_ALLOWED_USERS", &users), ("RUST_LOG", "warn")],
+        &toml,
+    );
+    while tg.first_poll().is_none() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let drivers: Vec<_> = (FIRST_CHAT..FIRST_CHAT + chats as i64)
+        .map(|chat| {
+            let tg = tg.clone();
+            tokio::spawn(async move {
+                let mut asked = Vec::with_capacity(messages);
+                for m in 0..messages {
+                    let text = format!("chat {chat} message {m}: what do you think?");
+                    let whole = render_parts(&streamed_answer(&text)).remove(0);
+                    asked.push((chat, tg.send_text(chat, &text), whole.clone()));
+                    let until = Instant::now() + Duration::from_secs(120);
+                    while !tg
+                        .screen_with_keyboards(chat)
+                        .last()
+                        .is_some_and(|(shown, keys)| {
+                            *shown == whole && !keys.is_empty() && !keys.contains("__act__stop")
+                        })
+                    {
+                        assert!(Instant::now() < until, "chat {chat}: no whole answer");
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                asked
+            })
+        })
+        .collect();
+    let mut asked = Vec::new();
+    for driver in drivers {
+        asked.extend(driver.await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    bot.terminate();
+    bot.wait(Duration::from_secs(20)).await;
+    measure_streamed(&tg, &asked)
+}
+
+/// Reads each answer's calls from what the fake Telegram recorded: those to its chat from its
+/// update's delivery to the next one's.
+fn measure_streamed(tg: &FakeTelegram, asked: &[(i64, i64, String)]) -> Streamed {
+    let writes: Vec<support::telegram::Call> = WRITES.iter().flat_map(|m| tg.calls(m)).collect();
+    let (mut firsts, mut wholes, mut calls, mut drafts) = (Vec::new(), Vec::new(), 0, 0);
+    for (i, (chat, update, whole)) in asked.iter().enumerate() {
+        let from = tg.delivered_at(*update).unwrap();
+        let to = asked[i + 1..]
+            .iter()
+            .find(|(next, _, _)| next == chat)
+            .and_then(|(_, next, _)| tg.delivered_at(*next));
+        let mut mine: Vec<_> = writes
+            .iter()
+            .filter(|c| c.params["chat_id"] == json!(chat))
+            .filter(|c| c.at >= from && to.is_none_or(|to| c.at < to))
+            .collect();
+        mine.sort_by_key(|c| c.at);
+        calls += mine.len();
+        drafts += mine
+            .iter()
+            .filter(|c| c.method == "sendMessageDraft")
+            .count();
+        let shown = mine
+            .iter()
+            .find(|c| c.ok && matches!(c.method.as_str(), "sendMessage" | "sendMessageDraft"));
+        firsts.push(shown.expect("something shown").at.duration_since(from));
+        let done = mine.iter().rev().find(|c| c.ok && c.text() == *whole);
+        wholes.push(done.expect("the whole answer").at.duration_since(from));
+    }
+    firsts.sort();
+    wholes.sort();
+    let answers = asked.len();
+    let count = |method: &str| tg.calls(method).len();
+    Streamed {
+        answers,
+        calls: calls as f64 / answers as f64,
+        drafts: drafts as f64 / answers as f64,
+        edits: count("editMessageText"),
+        sends: count("sendMessage"),
+        first_p50: percentile(&firsts, 0.50),
+        first_p99: percentile(&firsts, 0.99),
+        whole_p50: percentile(&wholes, 0.50),
+    }
 }
 
 /// A request's prompt as providers cache it: the tool schemas (rendered before the
@@ -527,6 +683,36 @@ async fn main() {
             (calls_per_turn - 1.0).abs() < 1e-9,
             "one call per short answer"
         );
+    }
+
+    let (chats, messages) = if smoke { (2, 1) } else { (10, 3) };
+    println!();
+    println!(
+        "Streamed answers at production pacing (chat_interval_ms 1000), {chats} private chats × {messages} answers of 600 characters streamed over 2 s:"
+    );
+    println!(
+        "| streaming | Telegram calls per answer (of them drafts) | first text on screen p50 / p99 | whole answer p50 |"
+    );
+    println!("|---|---|---|---|");
+    for drafts in [true, false] {
+        let f = streamed(drafts, chats, messages).await;
+        let name = if drafts { "native drafts" } else { "edits" };
+        println!(
+            "| {name} | {:.2} ({:.2}) | {} ms / {} ms | {} ms |",
+            f.calls,
+            f.drafts,
+            f.first_p50.as_millis(),
+            f.first_p99.as_millis(),
+            f.whole_p50.as_millis(),
+        );
+        if smoke && drafts {
+            assert!(f.drafts > 0.0, "drafts were streamed");
+            assert_eq!(f.edits, 0, "no edit where drafts stream");
+            assert_eq!(f.sends, f.answers, "one sendMessage per drafted answer");
+        } else if smoke {
+            assert_eq!(f.drafts, 0.0, "no draft with drafts off");
+            assert!(f.edits > 0, "edits stream");
+        }
     }
 
     let [agent, options, reflection] = token_discipline().await;

@@ -72,6 +72,8 @@ pub struct TelegramConfig {
     pub group_interval_ms: u64,
     pub global_per_second: u32,
     pub streaming: bool,
+    /// In private chats, stream as a native draft (`sendMessageDraft`) instead of edits.
+    pub drafts: bool,
     /// Link preview cards under messages with links; off by default (they crowd answers).
     pub link_previews: bool,
     pub max_image_bytes: u32,

@@ -12,6 +12,7 @@
 pub(crate) mod access;
 pub mod callback_data;
 pub(crate) mod commands;
+pub(crate) mod drafts;
 pub(crate) mod handlers;
 pub mod keyboards;
 pub mod limiter;

@@ -5,6 +5,7 @@
 //! their own replies and answers to presses, and never see the client, so every request to
 //! Telegram goes through one [`SendPolicy`] (paced, 429s waited out).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -14,6 +15,7 @@ use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
 
+use super::drafts::Drafts;
 use super::send::{self, SendPolicy, Target, notify, typing};
 use super::{keyboards, media, reactions, render, stream};
 use crate::agent::AgentEvent;
@@ -33,6 +35,8 @@ pub(crate) struct Outbox {
     max_image_bytes: u32,
     /// Chats with a live display on screen.
     on_screen: stream::OnScreen,
+    /// Where live answers stream as native drafts, and what refused them.
+    drafts: Arc<Drafts>,
 }
 
 impl Outbox {
@@ -46,6 +50,7 @@ impl Outbox {
             typing_interval: Duration::from_secs(config.typing_interval_secs.max(1)),
             max_image_bytes: config.max_image_bytes,
             on_screen: stream::OnScreen::default(),
+            drafts: Arc::new(Drafts::new(config)),
         }
     }
 
@@ -134,7 +139,8 @@ impl Messenger for Outbox {
             turn,
             self.on_screen.clone(),
             on_visible,
-        );
+        )
+        .with_drafts(&self.drafts);
         display.run(events).boxed()
     }
 

@@ -8,7 +8,16 @@
 //! last message carries a Stop button that names the turn. When the turn is done, [`finish`]
 //! edits the messages into the properly rendered answer (tool progress removed) with its
 //! keyboard; if the turn was stopped instead, the display says so.
+//!
+//! In a private chat the display is a native draft instead ([`super::drafts`]): the same
+//! frames at the same pace, shown by Telegram as a growing draft (one message long: the last
+//! part of the answer being written), refreshed before it fades while a tool runs; no message
+//! is live, so [`finish`] sends the answer once. A draft refused mid-answer hands over to the
+//! edits with the same frame, so nothing is lost (the draft goes as the first message comes).
+//! A draft has no Stop button, and a stopped one is left as it is: the stop's confirmation
+//! (`/cancel`'s reply, a message) takes it away.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::prelude::*;
@@ -16,6 +25,7 @@ use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::drafts::{Drafted, Drafts};
 use super::keyboards;
 use super::render::{render_partial, render_parts};
 use super::send::{SendPolicy, Target, edit_html, edit_keyboard, send_html, with_retry};
@@ -24,6 +34,17 @@ use crate::cancel::TurnId;
 use crate::conversation::Conversation;
 use crate::texts::telegram::STOPPED;
 use crate::turn::{Live, OnVisible};
+
+/// A draft fades this long after its last update unless shown again (Telegram keeps one for
+/// about 30 s): a tool that runs longer does not leave the chat without it.
+const DRAFT_REFRESH: Duration = Duration::from_secs(20);
+
+/// The draft on screen: what it shows, and since when.
+#[derive(Debug, Clone)]
+struct Draft {
+    html: String,
+    at: Instant,
+}
 
 /// One message of the live display.
 #[derive(Debug, Clone)]
@@ -61,6 +82,12 @@ pub(crate) struct Display {
     on_screen: OnScreen,
     /// Told around the first send, so a crash after it edits this display, not a new one.
     on_visible: OnVisible,
+    /// Set while this display streams as a draft (from [`Display::with_drafts`]); dropped
+    /// when drafts are refused, and the display goes on with edits.
+    drafts: Option<Arc<Drafts>>,
+    /// This answer's draft id, and the draft on screen.
+    draft_id: u32,
+    draft: Option<Draft>,
 }
 
 impl Display {
@@ -82,7 +109,20 @@ impl Display {
             shown: Vec::new(),
             on_screen,
             on_visible,
+            drafts: None,
+            draft_id: 0,
+            draft: None,
         }
+    }
+
+    /// Streams as a draft where `drafts` offers one in this conversation (a private chat that
+    /// has not refused them), else as edits.
+    pub(crate) fn with_drafts(mut self, drafts: &Arc<Drafts>) -> Self {
+        if drafts.offered(self.to.conversation()) {
+            self.draft_id = drafts.next_id();
+            self.drafts = Some(drafts.clone());
+        }
+        self
     }
 
     /// Shows the turn's events until [`AgentEvent::Finished`] (then: the messages on screen)
@@ -100,25 +140,34 @@ impl Display {
         // not shown live at all, [`finish`] sends it once in its final form.
         let mut waited_for_slot = false;
         let finished = loop {
-            let event = if dirty {
-                tokio::select! {
+            // A frame to flush, or else a draft to show again before it fades.
+            let wake = if dirty {
+                Some(next_flush)
+            } else {
+                self.draft_fades_at()
+            };
+            let event = match wake {
+                Some(at) => tokio::select! {
                     // Events already there first: a flush never shows text that is outdated.
                     biased;
                     event = events.recv() => event,
-                    () = tokio::time::sleep_until(next_flush) => {
-                        if self.shown.is_empty() && !waited_for_slot {
+                    () = tokio::time::sleep_until(at) => {
+                        if dirty && self.nothing_shown() && !waited_for_slot {
                             waited_for_slot = true;
                             next_flush = next_flush.max(self.policy.limiter.ready_at(crate::ids::ChatId(self.to.chat.0)));
                             continue;
+                        }
+                        if !dirty {
+                            // The same frame again, so the draft stays up.
+                            self.draft = None;
                         }
                         self.show(&display(&text, progress.as_deref())).await;
                         next_flush = Instant::now() + self.interval;
                         dirty = false;
                         continue;
                     }
-                }
-            } else {
-                events.recv().await
+                },
+                None => events.recv().await,
             };
             match event {
                 Some(AgentEvent::CallStarted) => text.clear(),
@@ -162,6 +211,9 @@ impl Display {
     /// Brings the screen up to date with `markdown`: changed parts edited, new parts sent,
     /// the Stop button on the last one only.
     async fn show(&mut self, markdown: &str) {
+        if self.show_draft(markdown).await {
+            return;
+        }
         let (bot, policy, turn) = (&self.bot, &self.policy, self.turn);
         // Edits keep the topic (a message that is gone is sent anew there), never the reply.
         let chat = self.to.without_reply();
@@ -204,6 +256,53 @@ impl Display {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Nothing of the answer on screen yet: no message, no draft.
+    fn nothing_shown(&self) -> bool {
+        self.shown.is_empty() && self.draft.is_none()
+    }
+
+    /// When the draft on screen is to be shown again, if this display shows one.
+    fn draft_fades_at(&self) -> Option<Instant> {
+        self.drafts.as_ref()?;
+        Some(self.draft.as_ref()?.at + DRAFT_REFRESH)
+    }
+
+    /// Shows `markdown` as this answer's draft: its last part, the words being written (a
+    /// draft is one message long). `false` when this display does not draft (any more): the
+    /// caller shows it with edits.
+    async fn show_draft(&mut self, markdown: &str) -> bool {
+        let Some(drafts) = self.drafts.clone() else {
+            return false;
+        };
+        // Refused meanwhile by another answer (the server has no drafts): edits from here.
+        if !drafts.offered(self.to.conversation()) {
+            self.drafts = None;
+            return false;
+        }
+        let Some(html) = render_partial(markdown).pop() else {
+            return true;
+        };
+        if self.draft.as_ref().is_some_and(|draft| draft.html == html) {
+            return true;
+        }
+        let to = self.to.without_reply();
+        match drafts
+            .show(&self.bot, &self.policy, to, self.draft_id, &html)
+            .await
+        {
+            Drafted::Shown => {
+                let at = Instant::now();
+                self.draft = Some(Draft { html, at });
+                true
+            }
+            Drafted::Missed => true,
+            Drafted::Refused => {
+                self.drafts = None;
+                false
             }
         }
     }

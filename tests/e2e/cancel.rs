@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 use crate::support::telegram::Call;
 use crate::support::*;
 
-/// Streaming on, edits 100 ms apart, no reflection.
+/// Streaming on, edits 100 ms apart, no reflection. Drafts off: a live message and its ⏹
+/// (a draft has no button; drafts.rs covers stopping one).
 fn streaming(c: &mut heurist::Config) {
     c.telegram.streaming = true;
+    c.telegram.drafts = false;
     c.telegram.chat_interval_ms = 100;
     c.learning.reflect = false;
 }

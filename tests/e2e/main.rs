@@ -11,6 +11,7 @@ mod compaction;
 mod container;
 mod crashes;
 mod doctor;
+mod drafts;
 mod durability;
 mod fallback;
 mod hostile;

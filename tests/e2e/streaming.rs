@@ -1,4 +1,7 @@
-//! Live replies: streamed edits within Telegram's rate, progress, stop, fallbacks.
+//! Live replies: streamed edits within Telegram's rate, progress, stop, fallbacks. Private
+//! chats stream as native drafts by default (tests/e2e/drafts.rs); these tests prove the
+//! edits that groups, and servers and chats without drafts, get, in a private chat with
+//! drafts off.
 
 use std::time::Duration;
 
@@ -8,9 +11,10 @@ use serde_json::json;
 use crate::support::telegram::{Call, check_text};
 use crate::support::*;
 
-/// Streaming as deployed: on, edits spaced a second apart per chat.
+/// Streaming as deployed: on, edits spaced a second apart per chat (drafts off: edits).
 fn streaming(c: &mut heurist::Config) {
     c.telegram.streaming = true;
+    c.telegram.drafts = false;
     c.telegram.chat_interval_ms = 1000;
     c.options.enabled = false;
     c.learning.reflect = false;

@@ -92,6 +92,9 @@ struct Inner {
     files: HashMap<String, Vec<u8>>,
     /// The paths of every file download, in order.
     downloads: Vec<String>,
+    /// Where sendMessageDraft is refused, by chat (`None`: every chat): the HTTP status it
+    /// gets (404: a Bot API server without the method; 400: drafts refused there).
+    refuse_drafts: HashMap<Option<i64>, u16>,
 }
 
 #[derive(Clone)]
@@ -383,6 +386,24 @@ impl FakeTelegram {
     /// Answers the calls [`Self::hang_next`] held.
     pub fn release_hung(&self) {
         self.inner.lock().unwrap().hung_released = true;
+    }
+
+    /// From now on, sendMessageDraft in `chat` (`None`: in every chat) is answered `status`:
+    /// 404 as a Bot API server without the method answers, 400 as a chat refusing drafts.
+    pub fn refuse_drafts(&self, chat: Option<i64>, status: u16) {
+        self.inner
+            .lock()
+            .unwrap()
+            .refuse_drafts
+            .insert(chat, status);
+    }
+
+    /// The sendMessageDraft calls to `chat`, answered or refused, in order.
+    pub fn drafts_to(&self, chat: i64) -> Vec<Call> {
+        self.calls("sendMessageDraft")
+            .into_iter()
+            .filter(|c| c.params["chat_id"] == json!(chat))
+            .collect()
     }
 
     /// How many calls were left unanswered by [`Self::hang_next`].
@@ -723,7 +744,7 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
     if let Some(interval) = inner.chat_rate
         && matches!(
             method,
-            "sendMessage" | "editMessageText" | "editMessageReplyMarkup"
+            "sendMessage" | "editMessageText" | "editMessageReplyMarkup" | "sendMessageDraft"
         )
     {
         let now = Instant::now();
@@ -812,6 +833,7 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             }
             ok(message(message_id, chat, bot_json(), content))
         }
+        "sendMessageDraft" => draft(inner, chat, params),
         "editMessageReplyMarkup" => {
             if let Err(e) = check_markup(&params["reply_markup"]) {
                 return bad_request(&e);
@@ -830,6 +852,35 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
         }
         _ => ok(json!(true)),
     }
+}
+
+/// sendMessageDraft as Bot API 9.3 answers it: private chats only, a non-zero draft id, a text
+/// of 1–4096 characters (the refusal's wording is illustrative: the bot reads only its code).
+/// A draft is not a message: nothing goes on screen.
+fn draft(inner: &Inner, chat: i64, params: &Value) -> (u16, Value) {
+    let refused = inner
+        .refuse_drafts
+        .get(&Some(chat))
+        .or_else(|| inner.refuse_drafts.get(&None));
+    match refused {
+        Some(404) => {
+            return (
+                404,
+                json!({"ok": false, "error_code": 404, "description": "Not Found"}),
+            );
+        }
+        Some(_) => return bad_request("TEXTDRAFT_PEER_INVALID"),
+        None if chat <= 0 => return bad_request("TEXTDRAFT_PEER_INVALID"),
+        None => {}
+    }
+    if params["draft_id"].as_i64().unwrap_or_default() == 0 {
+        return bad_request("draft_id must be non-zero");
+    }
+    let text = params["text"].as_str().unwrap_or_default();
+    if let Err(e) = check_text(text, params["parse_mode"].as_str()) {
+        return bad_request(&e);
+    }
+    ok(json!(true))
 }
 
 /// Telegram's length limit and its HTML parser, strictly.

@@ -1,0 +1,313 @@
+//! Native draft streaming (Bot API 9.3 `sendMessageDraft`): in a private chat, a live answer
+//! is a draft that Telegram animates as it grows, not a message edited in place; when the
+//! answer is kept, it is persisted with one `sendMessage` (the answer with nothing live, see
+//! [`super::stream::finish`]), which also takes the draft away.
+//!
+//! A draft is not a message: it has no id and no keyboard, and it fades by itself about 30 s
+//! after its last update (so a long tool run shows it again now and then). A crash while a
+//! draft is up therefore leaves nothing to clean up, and the visibility protocol
+//! (`turn::visibility`) is untouched: the answer's one send is recorded exactly as a
+//! non-streamed answer's is, before and after it.
+//!
+//! Where drafts cannot be had, the display falls back to edits, and [`Drafts`] remembers why,
+//! so it is found out once: a Bot API server without the method (404, "method not found")
+//! for the whole bot, a chat or topic that refuses drafts (any other 400) for that
+//! conversation. Groups never try: drafts are for private chats (positive chat ids).
+//! teloxide 0.17 does not know the method, so it is a raw JSON POST through the bot's own
+//! HTTP client, in the chat's paced slot and with 429s waited out like every other call.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{Value, json};
+use teloxide::RequestError;
+use teloxide::prelude::*;
+use teloxide::types::Seconds;
+
+use super::render::html_to_plain;
+use super::send::{SendPolicy, Target, with_retry};
+use crate::config::TelegramConfig;
+use crate::conversation::Conversation;
+
+/// What became of one draft, as a live display acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drafted {
+    /// On screen.
+    Shown,
+    /// Not shown this time (the network, Telegram busy or unwell): the next frame tries again.
+    Missed,
+    /// Drafts cannot be had here (remembered): the display goes on with edits.
+    Refused,
+}
+
+/// What one answer of Telegram's to `sendMessageDraft` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Done,
+    /// The Bot API server has no such method (before 9.3, or a proxy that lacks it).
+    NoMethod,
+    /// This chat or topic takes no drafts.
+    Refused,
+    /// Telegram could not parse our HTML: the plain text is tried.
+    BadHtml,
+    /// Anything else (blocked by the user, a server error): this draft only.
+    Failed,
+}
+
+/// Reads an answer by its `ok`, its error code (the body's `error_code`, else the HTTP
+/// status) and its description. Only a 400 refuses drafts for a conversation: 403 (blocked)
+/// and 5xx say nothing about drafts.
+fn verdict(ok: bool, code: u16, description: &str) -> Verdict {
+    let description = description.to_ascii_lowercase();
+    if ok {
+        Verdict::Done
+    } else if description.contains("can't parse entities") {
+        Verdict::BadHtml
+    } else if code == 404 || description.contains("method not found") {
+        Verdict::NoMethod
+    } else if code == 400 {
+        Verdict::Refused
+    } else {
+        Verdict::Failed
+    }
+}
+
+/// Where drafts may be tried: one per bot, shared by every live display.
+pub(crate) struct Drafts {
+    /// `telegram.drafts`.
+    wanted: bool,
+    /// Set once the Bot API server answered that it has no `sendMessageDraft`.
+    no_method: AtomicBool,
+    /// Conversations that refused a draft; as small as the chats that ever did.
+    refused: Mutex<HashSet<Conversation>>,
+    /// The last draft id handed out: each answer animates a draft of its own.
+    last_id: AtomicU32,
+}
+
+impl Drafts {
+    pub(crate) fn new(config: &TelegramConfig) -> Self {
+        Self {
+            wanted: config.drafts,
+            no_method: AtomicBool::new(false),
+            refused: Mutex::default(),
+            last_id: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether a live display in `at` streams as a draft: drafts wanted, a private chat, and
+    /// nothing refused them there yet.
+    pub(crate) fn offered(&self, at: Conversation) -> bool {
+        self.wanted
+            && at.chat.0 > 0
+            && !self.no_method.load(Ordering::Relaxed)
+            && !self
+                .refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(&at)
+    }
+
+    /// A new draft id, never 0 (Telegram's rule) and within an Integer's 31 bits.
+    pub(crate) fn next_id(&self) -> u32 {
+        self.last_id.fetch_add(1, Ordering::Relaxed) % (i32::MAX as u32) + 1
+    }
+
+    /// Shows `html` as draft `id` in `to`'s chat and topic (its plain text if Telegram cannot
+    /// parse the HTML), and remembers a refusal.
+    pub(crate) async fn show(
+        &self,
+        bot: &Bot,
+        policy: &SendPolicy,
+        to: Target,
+        id: u32,
+        html: &str,
+    ) -> Drafted {
+        let mut answer = post_paced(bot, policy, to, id, html, true).await;
+        if answer == Some(Verdict::BadHtml) {
+            answer = post_paced(bot, policy, to, id, &html_to_plain(html), false).await;
+        }
+        match answer {
+            Some(Verdict::Done) => Drafted::Shown,
+            Some(Verdict::NoMethod) => {
+                tracing::info!(
+                    "the Bot API server has no sendMessageDraft: live answers are edited messages from now on"
+                );
+                self.no_method.store(true, Ordering::Relaxed);
+                Drafted::Refused
+            }
+            Some(Verdict::Refused) => {
+                let at = to.conversation();
+                tracing::info!(%at, "Telegram refused a draft here: live answers are edited messages in this chat from now on");
+                self.refused
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(at);
+                Drafted::Refused
+            }
+            Some(Verdict::BadHtml | Verdict::Failed) | None => Drafted::Missed,
+        }
+    }
+}
+
+/// One draft in the chat's paced slot; `None` if it never got an answer (the network, or a
+/// `retry_after` longer than we wait).
+async fn post_paced(
+    bot: &Bot,
+    policy: &SendPolicy,
+    to: Target,
+    id: u32,
+    text: &str,
+    html: bool,
+) -> Option<Verdict> {
+    let mut body = json!({"chat_id": to.chat.0, "draft_id": id, "text": text});
+    if let Some(thread) = to.thread {
+        body["message_thread_id"] = json!(thread.0.0);
+    }
+    if html {
+        body["parse_mode"] = json!("HTML");
+    }
+    let answer = with_retry(policy, to.chat, "sendMessageDraft", || post(bot, &body)).await;
+    match answer {
+        Ok((ok, code, description)) => {
+            let verdict = verdict(ok, code, &description);
+            if verdict != Verdict::Done {
+                tracing::debug!(chat = to.chat.0, code, %description, "a draft was not shown");
+            }
+            Some(verdict)
+        }
+        Err(e) => {
+            tracing::debug!(chat = to.chat.0, error = %e, "a draft was not sent");
+            None
+        }
+    }
+}
+
+/// One `sendMessageDraft` POST: Telegram's answer as (ok, error code, description), or the
+/// error [`with_retry`] acts on (a 429's `retry_after`, a connection failure). The URL, which
+/// holds the token, is kept out of errors.
+async fn post(bot: &Bot, body: &Value) -> Result<(bool, u16, String), RequestError> {
+    let mut url = bot.api_url();
+    url.path_segments_mut()
+        .map_err(|()| std::io::Error::other("the Bot API URL cannot take a method"))
+        .map_err(|e| RequestError::Io(e.into()))?
+        .push(&format!("bot{}", bot.token()))
+        .push("sendMessageDraft");
+    let response = bot
+        .client()
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| RequestError::from(e.without_url()))?;
+    let status = response.status().as_u16();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| RequestError::from(e.without_url()))?;
+    let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if let Some(seconds) = answer["parameters"]["retry_after"].as_u64() {
+        let seconds = u32::try_from(seconds).unwrap_or(u32::MAX);
+        return Err(RequestError::RetryAfter(Seconds::from_seconds(seconds)));
+    }
+    let ok = answer["ok"].as_bool() == Some(true);
+    let code = answer["error_code"]
+        .as_u64()
+        .and_then(|code| u16::try_from(code).ok())
+        .unwrap_or(status);
+    let description = answer["description"].as_str().unwrap_or_default();
+    Ok((ok, code, description.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ChatId, TopicId};
+
+    #[test]
+    fn an_answer_is_read_by_its_code_and_description() {
+        let cases = [
+            ("shown", true, 200, "", Verdict::Done),
+            (
+                "Telegram without the method",
+                false,
+                404,
+                "Not Found",
+                Verdict::NoMethod,
+            ),
+            (
+                "a proxy that says so in a 400",
+                false,
+                400,
+                "Bad Request: method not found",
+                Verdict::NoMethod,
+            ),
+            (
+                "a chat that takes no drafts",
+                false,
+                400,
+                "Bad Request: TEXTDRAFT_PEER_INVALID",
+                Verdict::Refused,
+            ),
+            (
+                "our HTML",
+                false,
+                400,
+                "Bad Request: can't parse entities: unclosed tag",
+                Verdict::BadHtml,
+            ),
+            (
+                "blocked by the user",
+                false,
+                403,
+                "Forbidden: bot was blocked",
+                Verdict::Failed,
+            ),
+            (
+                "Telegram unwell",
+                false,
+                502,
+                "Bad Gateway",
+                Verdict::Failed,
+            ),
+        ];
+        for (name, ok, code, description, expected) in cases {
+            assert_eq!(verdict(ok, code, description), expected, "case {name}");
+        }
+    }
+
+    /// The shipped `[telegram]` settings.
+    fn shipped() -> TelegramConfig {
+        crate::Config::from_toml(None, std::path::Path::new("config/heurist.toml"))
+            .expect("the shipped config loads")
+            .telegram
+    }
+
+    #[test]
+    fn drafts_are_offered_in_private_chats_until_refused() {
+        let drafts = Drafts::new(&shipped());
+        let private = Conversation::new(ChatId(7), None);
+        let topic = Conversation::new(ChatId(7), Some(TopicId(3)));
+        let group = Conversation::new(ChatId(-5), None);
+        assert!(drafts.offered(private), "a private chat");
+        assert!(!drafts.offered(group), "never in a group");
+        drafts.refused.lock().unwrap().insert(topic);
+        assert!(!drafts.offered(topic), "a topic that refused");
+        assert!(drafts.offered(private), "the rest of its chat still drafts");
+        drafts.no_method.store(true, Ordering::Relaxed);
+        assert!(!drafts.offered(private), "a server without the method");
+        let off = Drafts::new(&TelegramConfig {
+            drafts: false,
+            ..shipped()
+        });
+        assert!(!off.offered(private), "telegram.drafts = false");
+    }
+
+    #[test]
+    fn draft_ids_are_never_zero() {
+        let drafts = Drafts::new(&shipped());
+        drafts.last_id.store(i32::MAX as u32 - 1, Ordering::Relaxed);
+        let ids: Vec<u32> = (0..3).map(|_| drafts.next_id()).collect();
+        assert_eq!(ids, vec![i32::MAX as u32, 1, 2]);
+    }
+}

@@ -18,6 +18,7 @@ use crate::config::{Config, ModelConfig};
 use crate::conversation::Conversation;
 use crate::learning::Learning;
 use crate::limits::Limits;
+use crate::llm::transcription::Transcriber;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::metrics::Metrics;
 use crate::queue::ChatQueues;
@@ -37,6 +38,8 @@ pub struct App {
     limits: Limits,
     /// The daily token budgets, charged per LLM call.
     ledger: Ledger,
+    /// The transcription endpoint of voice notes (`None`: `[speech]` not configured).
+    speech: Option<Transcriber>,
     queues: ChatQueues,
     /// Replies that are not turns (command replies, refusals, button edits), in order per
     /// conversation, off the dispatcher: a paced reply never holds the next update.
@@ -76,6 +79,7 @@ impl App {
             ledger.clone(),
         );
         let agent = Agent::new(llm, tools, &config);
+        let speech = Transcriber::new(&config.speech)?;
         Ok(Arc::new(Self {
             store,
             data_dir,
@@ -84,6 +88,7 @@ impl App {
             learning,
             limits: Limits::new(config.limits.clone()),
             ledger,
+            speech,
             queues: ChatQueues::default(),
             replies: ChatQueues::default(),
             turns: Arc::default(),
@@ -168,6 +173,11 @@ impl App {
 
     pub(crate) fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    /// The transcription endpoint, if `[speech]` configures one.
+    pub(crate) fn speech(&self) -> Option<&Transcriber> {
+        self.speech.as_ref()
     }
 
     pub(crate) fn queues(&self) -> &ChatQueues {

@@ -50,6 +50,8 @@ pub struct Config {
     pub access: AccessConfig,
     pub tools: ToolsConfig,
     pub mcp: McpConfig,
+    pub speech: SpeechConfig,
+    pub documents: DocumentsConfig,
     pub memory: MemoryConfig,
     pub tasks: TasksConfig,
     pub metrics: MetricsConfig,
@@ -266,6 +268,34 @@ pub struct ToolsConfig {
     pub search_max_results: usize,
     pub search_snippet_chars: usize,
     pub search_timeout_secs: u64,
+}
+
+/// Voice notes and audio files: the OpenAI-compatible transcription endpoint and the caps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeechConfig {
+    /// Base URL of `POST {base_url}/audio/transcriptions` (`HEURIST_SPEECH_URL`); empty: voice
+    /// notes get a note saying what to configure.
+    pub base_url: String,
+    pub model: String,
+    /// ISO-639-1 language hint; empty: the server detects it.
+    pub language: String,
+    /// Longer recordings are refused before they are downloaded.
+    pub max_audio_secs: u32,
+    /// Larger files are refused before they are downloaded (Telegram's bots get up to 20 MB).
+    pub max_audio_bytes: u32,
+    pub timeout_secs: u64,
+    /// `HEURIST_SPEECH_API_KEY`; environment only, never logged.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
+
+/// Documents read into a turn: how much is downloaded and how much of the text the model gets.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentsConfig {
+    pub max_document_chars: usize,
+    pub max_document_bytes: u32,
 }
 
 /// Personal memory: the facts each user asked the bot to keep (see [`crate::memory`]).
@@ -487,6 +517,10 @@ impl Config {
         if let Some(url) = set("HEURIST_SEARXNG_URL") {
             self.tools.searxng_url = url;
         }
+        if let Some(url) = set("HEURIST_SPEECH_URL") {
+            self.speech.base_url = url;
+        }
+        self.speech.api_key = set("HEURIST_SPEECH_API_KEY");
         if let Some(listen) = set("HEURIST_METRICS_LISTEN") {
             self.metrics.listen = listen;
         }
@@ -596,6 +630,10 @@ impl Config {
             http_url(&self.tools.searxng_url)
                 .map_err(|e| anyhow::anyhow!("HEURIST_SEARXNG_URL / tools.searxng_url {e}"))?;
         }
+        if !self.speech.base_url.is_empty() {
+            http_url(&self.speech.base_url)
+                .map_err(|e| anyhow::anyhow!("HEURIST_SPEECH_URL / speech.base_url {e}"))?;
+        }
         validate_mcp_servers(&self.mcp.servers)?;
         validate_models(&self.models)
     }
@@ -608,6 +646,7 @@ impl Config {
             secrets.push(secret.to_string());
         }
         secrets.extend(self.llm.api_key.clone());
+        secrets.extend(self.speech.api_key.clone());
         secrets.extend(self.models.iter().filter_map(|m| m.api_key.clone()));
         if !self.telegram.webhook_secret.is_empty() {
             secrets.push(self.telegram.webhook_secret.clone());
@@ -920,6 +959,36 @@ mod tests {
         assert_eq!(config.role_of(UserId(1)), Role::User);
         assert_eq!(config.role_of(UserId(3)), Role::Admin);
         assert_eq!(config.role_of(UserId(4)), Role::Stranger);
+    }
+
+    #[test]
+    fn the_speech_endpoint_comes_from_the_environment_and_its_key_is_a_secret() {
+        let with = |vars: &[(&str, &str)]| {
+            let mut config = Config::from_toml(None, Path::new("x.toml")).unwrap();
+            config.apply_env(env(vars)).map(|()| config)
+        };
+        let token = ("TELOXIDE_TOKEN", "123:abc");
+        let config = with(&[
+            token,
+            ("HEURIST_SPEECH_URL", "http://127.0.0.1:8080/v1"),
+            ("HEURIST_SPEECH_API_KEY", "sk-speech-0123456789"),
+        ])
+        .unwrap();
+        assert_eq!(config.speech.base_url, "http://127.0.0.1:8080/v1");
+        assert!(
+            config
+                .secrets()
+                .contains(&"sk-speech-0123456789".to_string())
+        );
+        assert!(
+            with(&[token]).unwrap().speech.base_url.is_empty(),
+            "off by default"
+        );
+        let refused = with(&[token, ("HEURIST_SPEECH_URL", "ftp://x")]).unwrap_err();
+        assert!(
+            refused.to_string().contains("HEURIST_SPEECH_URL"),
+            "{refused}"
+        );
     }
 
     #[test]

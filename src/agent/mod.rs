@@ -13,6 +13,7 @@
 
 pub mod calls;
 pub mod correction;
+pub mod document;
 pub mod evidence;
 pub(crate) mod host_addrs;
 pub mod html_text;

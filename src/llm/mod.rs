@@ -20,6 +20,7 @@ pub mod extraction;
 pub mod fallback;
 pub mod text_calls;
 pub mod think;
+pub(crate) mod transcription;
 mod types;
 mod wire;
 

@@ -207,6 +207,23 @@ impl Inbox<'_> {
         self.apply(update, event).map(drop)
     }
 
+    /// Replaces the request of update `update`'s record by `request`, the same request with its
+    /// attachment read (a recording's transcript, a document's text), so a turn resumed after
+    /// a crash neither reads the file again nor shows its transcript twice. A missing or
+    /// unreadable record is left as it is.
+    pub(crate) fn replace_request(&self, update: UpdateId, request: &TurnRequest) -> Result<()> {
+        update_json(
+            &self.store.inbox,
+            TREE,
+            &update.0.to_be_bytes(),
+            |e: &mut InboxEntry| {
+                e.request = request.clone();
+                true
+            },
+        )
+        .map(drop)
+    }
+
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
     pub(crate) fn mark_stored(&self, update: UpdateId) -> Result<()> {
         self.apply(update, Event::Store).map(drop)
@@ -512,6 +529,35 @@ mod tests {
                 .map_or(InboxState::Answered, |(_, e)| e.state);
             assert_eq!(state, case.after, "case {}", case.name);
         }
+    }
+
+    /// A recording's record holds its attachment until the turn read it, then the transcript
+    /// (what a resumed turn answers); a record that is not there stays absent.
+    #[test]
+    fn a_read_request_replaces_the_received_one() {
+        use crate::store::{Attachment, AttachmentKind};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let voice = TurnRequest {
+            attachment: Some(Attachment {
+                kind: AttachmentKind::Audio,
+                file_id: "v".into(),
+                name: String::new(),
+                mime: "audio/ogg".into(),
+                seconds: 3,
+            }),
+            ..TurnRequest::new(ChatId(1), UserId(2), "")
+        };
+        let received = InboxEntry::pending(voice, 5);
+        store.inbox().accept(UpdateId(1), &received).unwrap();
+        assert_eq!(store.inbox().unfinished()[0].1, received);
+        let read = TurnRequest::new(ChatId(1), UserId(2), "what I said");
+        store.inbox().replace_request(UpdateId(1), &read).unwrap();
+        let (_, entry) = &store.inbox().unfinished()[0];
+        assert_eq!(entry.request, read);
+        assert_eq!(entry.state, InboxState::Pending, "its progress is kept");
+        store.inbox().replace_request(UpdateId(9), &read).unwrap();
+        assert_eq!(store.inbox().unfinished().len(), 1, "no record is made");
     }
 
     #[test]

@@ -70,6 +70,7 @@
 //! usage counters of `usage.rs`: they still count an unreadable one as 0 and write over it.)
 
 mod answers;
+mod attachment;
 mod chats;
 pub mod compaction;
 mod db;
@@ -93,6 +94,7 @@ mod usage;
 mod zones;
 
 pub use answers::{AnswerRecord, Answers};
+pub use attachment::{Attachment, AttachmentKind};
 pub use chats::Chats;
 pub use chats::{ChatState, Offered};
 pub use db::{Db, Store};

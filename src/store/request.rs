@@ -5,11 +5,13 @@
 //!
 //! The records embed it with `#[serde(flatten)]`, so its fields sit at the record's top level
 //! as they did before the request had a type of its own: a record stored before reads the
-//! same. `reply_to` and `forwarded` are written only when set; both read as unset when absent,
-//! here and in the records of earlier versions, so either version reads the other's records.
+//! same. `reply_to`, `forwarded` and `attachment` are written only when set; they read as
+//! unset when absent, here and in the records of earlier versions, so either version reads the
+//! other's records.
 
 use serde::{Deserialize, Serialize};
 
+use super::attachment::Attachment;
 use crate::conversation::Conversation;
 use crate::ids::{ChatId, TopicId, UserId};
 
@@ -32,10 +34,14 @@ pub struct TurnRequest {
     /// resumed answer still does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<i32>,
-    /// The message was forwarded: someone else wrote its text, so it counts as third-party
+    /// The message was forwarded, or its text holds a document read into it: someone else
+    /// wrote (some of) its text, so it counts as third-party
     /// text (what its turn teaches waits for review).
     #[serde(default, skip_serializing_if = "is_false")]
     pub forwarded: bool,
+    /// A voice note, audio file or document the turn reads first (see [`Attachment`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<Attachment>,
     /// The user's own message that asked, which carries the working reaction while the turn
     /// runs; none for a turn a button started (an option, a 🔁 Retry). Written only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +68,7 @@ impl TurnRequest {
             topic: None,
             reply_to: None,
             forwarded: false,
+            attachment: None,
             message: None,
             reminder: false,
         }

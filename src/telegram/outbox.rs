@@ -17,11 +17,12 @@ use tokio::sync::mpsc;
 
 use super::drafts::Drafts;
 use super::send::{self, SendPolicy, Target, notify, typing};
-use super::{keyboards, media, reactions, stream};
+use super::{keyboards, media, reactions, render, stream};
 use crate::agent::AgentEvent;
 use crate::app::App;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::texts::media::transcript_html;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 
 /// The bot's one way to Telegram; see the module doc.
@@ -193,6 +194,32 @@ impl Messenger for Outbox {
 
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
         media::download_image(&self.bot, &self.policy, file_id, self.max_image_bytes).boxed()
+    }
+
+    fn file<'a>(
+        &'a self,
+        file_id: &'a str,
+        max_bytes: u32,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<u8>>> {
+        media::download(&self.bot, &self.policy, file_id, max_bytes).boxed()
+    }
+
+    fn transcript<'a>(
+        &'a self,
+        chat: Conversation,
+        reply_to: Option<i32>,
+        transcript: &'a str,
+    ) -> BoxFuture<'a, ()> {
+        let html = transcript_html(&render::escape_html(transcript));
+        async move {
+            if let Err(e) = self
+                .send_html(Target::new(chat, reply_to), &html, None)
+                .await
+            {
+                tracing::warn!(%chat, error = %e, "cannot show a transcript");
+            }
+        }
+        .boxed()
     }
 
     fn react(

@@ -25,9 +25,9 @@ pub(crate) const RETRYING: &str = "Retrying…";
 /// The request a photo without a caption makes of a model that sees images.
 pub(crate) const IMAGE_QUESTION: &str = "What is in this image?";
 
-/// The answer to a sticker, a voice note or anything else that is neither text nor a photo.
-pub(crate) const NOT_TEXT: &str =
-    "I can only read text messages and photos. Please send your request as text.";
+/// The answer to a sticker, a location or anything else that is neither text, a photo, a
+/// recording nor a document.
+pub(crate) const NOT_TEXT: &str = "I can only read text messages, photos, voice notes and documents. Please send your request as text.";
 
 /// What the model reads after a caption whose photo it cannot see, so its answer does not
 /// pretend to have seen it.
@@ -66,7 +66,7 @@ pub(crate) fn start_html(admin: bool) -> String {
         "👋 Hi, I am <b>Heurist</b>, an AI assistant that learns from its work.\n\n\
          Try first: ask me something, e.g. <i>What time is it in Tokyo?</i> or <i>Summarise \
          https://example.com</i>. Tap a suggested option under an answer instead of typing.\n\
-         /help explains memory, buttons, photos and limits.{admin}"
+         /help explains memory, buttons, photos, voice notes, documents and limits.{admin}"
     )
 }
 
@@ -108,6 +108,9 @@ pub(crate) fn help_html(limits: &str) -> String {
          message is kept, and a tap sends it again, once.\n\
          • <b>Photos</b>: send one with a question as its caption; models that cannot see \
          images answer the caption only.\n\
+         • <b>Voice notes and documents</b>: a voice note or audio file is transcribed \
+         (I show what I heard) and answered; a text file, CSV, JSON, code or PDF is read, \
+         and its caption is your question (none: I summarise it).\n\
          • <b>Reminders and scheduled tasks</b>: ask \"remind me at 9 to …\" or \"every \
          Monday, summarise …\"; /tasks lists them with ❌ Cancel, /timezone sets your zone.\n\
          • <b>Limits</b>: {limits}\n\n\

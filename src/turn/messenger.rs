@@ -128,6 +128,27 @@ pub trait Messenger: Send + Sync {
     /// Fetches a photo the user sent (by the chat's file id) as a `data:` URL for the model.
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>>;
 
+    /// Fetches a file the user sent (a recording, a document) by its file id, refusing one of
+    /// more than `max_bytes`. By default a chat has no files to fetch (a test double's).
+    fn file<'a>(
+        &'a self,
+        _file_id: &'a str,
+        _max_bytes: u32,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<u8>>> {
+        Box::pin(async { anyhow::bail!("this chat has no files to fetch") })
+    }
+
+    /// Shows what a recording was heard to say (`transcript`, cut short by the caller), as a
+    /// quote replying to `reply_to`. By default it is not shown (a test double's).
+    fn transcript<'a>(
+        &'a self,
+        _chat: Conversation,
+        _reply_to: Option<i32>,
+        _transcript: &'a str,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// Puts reaction `emoji` on message `message` of `chat` in place of the bot's earlier one,
     /// or (`None`) takes the bot's reaction off. A chat that has no reactions shows nothing:
     /// a reaction is never worth a failed turn.

@@ -24,6 +24,7 @@
 mod accept;
 pub(crate) mod actions;
 mod alerts;
+mod attachment;
 mod follow_up;
 mod gate;
 mod input;

@@ -1,12 +1,14 @@
-//! One turn as a pipeline of stages over one [`Turn`]: admitted (`gate`), then prepare (the
-//! prompt), think (the agent), persist (the history), show (the answer) and follow up
-//! (options and reflection). Each stage is a function of its own file; this one only says
-//! their order and where a turn ends early. A scheduled reminder, once admitted, is only
-//! shown (`reminder`): no prompt, no model.
+//! One turn as a pipeline of stages over one [`Turn`]: admitted (`gate`), its attachment read
+//! (a recording transcribed, a document's text), then prepare (the prompt), think (the
+//! agent), persist (the history), show (the answer) and follow up (options and reflection).
+//! Each stage is a function of its own file; this one only says their order and where a turn
+//! ends early. A scheduled reminder, once admitted, is only shown (`reminder`): no prompt, no
+//! model.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::attachment::read_attachment;
 use super::follow_up;
 use super::gate;
 use super::input::TurnInput;
@@ -47,7 +49,10 @@ async fn stages(app: Arc<App>, out: Out, input: TurnInput, admitted: gate::Admit
     let Some(_slot) = app.turn_slot().await else {
         return;
     };
-    let turn = Turn::begin(app.clone(), out, input, admitted, control);
+    let mut turn = Turn::begin(app.clone(), out, input, admitted, control);
+    if !read_attachment(&mut turn).await {
+        return;
+    }
     let Some((prompt, mut basis)) = prepare(&turn).await else {
         return;
     };

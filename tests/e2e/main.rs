@@ -20,6 +20,7 @@ mod lessons;
 mod limits;
 mod local_models;
 mod mcp;
+mod media;
 mod memory;
 mod metrics;
 mod options;

@@ -222,7 +222,7 @@ async fn a_flood_of_non_text_messages_gets_one_refusal() {
     })
     .await;
     for _ in 0..30 {
-        h.tg.send_voice(ALICE);
+        h.tg.send_location(ALICE);
     }
     let screen =
         h.tg.wait_for(|t| {

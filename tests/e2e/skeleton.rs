@@ -327,15 +327,16 @@ async fn html_telegram_refuses_is_resent_as_plain_text() {
 
 #[tokio::test]
 async fn non_text_messages_get_a_polite_answer_and_no_llm_call() {
-    // Photos are covered with the vision tests; here, what is neither text nor photo.
+    // Photos are covered with the vision tests, recordings and documents in media.rs; here,
+    // what is none of them.
     let h = Harness::start(FakeLlm::answering("x").await).await;
-    h.tg.send_voice(ALICE);
+    h.tg.send_location(ALICE);
     let sent = h.tg.wait_messages(ALICE, 1).await;
     assert!(
         sent[0].params["text"]
             .as_str()
             .unwrap()
-            .contains("I can only read text messages and photos")
+            .contains("I can only read text messages, photos, voice notes and documents")
     );
     assert!(h.llm.requests().is_empty());
     h.stop().await;

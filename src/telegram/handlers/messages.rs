@@ -1,15 +1,17 @@
 //! Messages from allowed users: text becomes a turn, a photo a turn for a model that sees
-//! images, anything else a polite note. A message that looks like a command but is none gets
+//! images, a voice note, audio file or document a turn that reads it (or an answer saying why
+//! not, see [`files`]), anything else a polite note. A message that looks like a command but is none gets
 //! the list's pointer.
 
 use teloxide::prelude::*;
 use teloxide::types::Me;
 
+use super::files::{self, Incoming};
 use super::turns::{self, Asker, Claimed};
 use super::{Deps, HandlerResult, conversation_of, reply_in_groups, sender_of, without_mention};
 use crate::limits::Verdict;
 use crate::role::Role;
-use crate::store::TurnRequest;
+use crate::store::{Attachment, TurnRequest};
 use crate::telegram::listener::Handling;
 use crate::telegram::{media, replies};
 use crate::texts::telegram as texts;
@@ -35,12 +37,13 @@ pub(crate) async fn text(
         return Ok(());
     }
     let text = without_mention(&text, &me);
-    start_turn(&deps, &msg, role, text, None, &handling).await
+    start_turn(&deps, &msg, role, text, Extra::None, &handling).await
 }
 
 /// Photos go to a vision-capable model as a turn (the caption is the request). For other
 /// models a photo's caption is answered as text, after a note that the image was not seen
-/// (without a caption, only the note). Stickers, voice notes and the like get a polite answer
+/// (without a caption, only the note). Voice notes, audio files and documents become turns
+/// that read them, unless refused before download. Stickers and the like get a polite answer
 /// and no LLM call.
 pub(crate) async fn non_text(
     deps: Deps,
@@ -51,6 +54,20 @@ pub(crate) async fn non_text(
 ) -> HandlerResult {
     let app = &deps.app;
     let chat = conversation_of(&msg);
+    match files::incoming(&msg, app.config(), app.speech().is_some()) {
+        Some(Incoming::Turn(attachment)) => {
+            let caption = msg.caption().map(|c| without_mention(c, &me));
+            let text = caption.unwrap_or_default();
+            let extra = Extra::File(attachment);
+            return start_turn(&deps, &msg, role, text, extra, &handling).await;
+        }
+        Some(Incoming::Refused(answer)) => {
+            handling.done();
+            rated_notice(&deps, &msg, role, answer);
+            return Ok(());
+        }
+        None => {}
+    }
     let max_bytes = app.config().telegram.max_image_bytes;
     let photo = msg
         .photo()
@@ -59,7 +76,7 @@ pub(crate) async fn non_text(
         Some(photo) if app.model_for(chat).vision => {
             let caption = msg.caption().map(|c| without_mention(c, &me));
             let text = caption.unwrap_or_else(|| texts::IMAGE_QUESTION.to_string());
-            let image = Some(photo.file.id.0.clone());
+            let image = Extra::Image(photo.file.id.0.clone());
             return start_turn(&deps, &msg, role, text, image, &handling).await;
         }
         Some(_) => {
@@ -83,7 +100,7 @@ pub(crate) async fn non_text(
             }
             if let Some(caption) = caption {
                 let text = format!("{caption}\n\n{}", texts::UNSEEN_PHOTO);
-                return start_turn(&deps, &msg, role, text, None, &handling).await;
+                return start_turn(&deps, &msg, role, text, Extra::None, &handling).await;
             }
             return Ok(());
         }
@@ -105,16 +122,30 @@ fn rated_notice(deps: &Deps, msg: &Message, role: Role, text: String) {
     }
 }
 
-/// Starts a turn for `msg` (see [`turns`] for the path): its text, and the photo it carries
-/// if the model can see it.
+/// What a turn reads besides the message's text.
+enum Extra {
+    None,
+    /// A photo (its file id) for a model that sees images.
+    Image(String),
+    /// A recording or a document.
+    File(Attachment),
+}
+
+/// Starts a turn for `msg` (see [`turns`] for the path): its text, and the photo (if the
+/// model can see it) or file it carries.
 async fn start_turn(
     deps: &Deps,
     msg: &Message,
     role: Role,
     text: String,
-    image: Option<String>,
+    extra: Extra,
     handling: &Handling,
 ) -> HandlerResult {
+    let (image, attachment) = match extra {
+        Extra::None => (None, None),
+        Extra::Image(file_id) => (Some(file_id), None),
+        Extra::File(attachment) => (None, Some(attachment)),
+    };
     let claim = || {
         let chat = conversation_of(msg);
         let user = sender_of(msg);
@@ -134,6 +165,7 @@ async fn start_turn(
             topic: chat.topic,
             reply_to: reply_in_groups(chat.chat, msg.id.0),
             forwarded: msg.forward_origin().is_some(),
+            attachment: attachment.clone(),
             message: Some(msg.id.0),
             ..TurnRequest::new(chat.chat, user, text)
         };

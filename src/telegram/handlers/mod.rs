@@ -1,6 +1,7 @@
 //! The endpoints of the schema: plain async functions that take their dependencies, a file per
-//! kind of update: [`messages`] (text and everything else a user sends), [`commands`] and
-//! [`presses`] (button presses), [`reactions`] (emoji on the bot's answers); [`turns`] is the one path by which a message or a press
+//! kind of update: [`messages`] (text and everything else a user sends; [`files`] decides on
+//! recordings and documents), [`commands`] and [`presses`] (button presses), [`reactions`]
+//! (emoji on the bot's answers); [`turns`] is the one path by which a message or a press
 //! starts a turn. What they share lives here: [`Deps`], where a message or a press belongs,
 //! and whether a message is meant for the bot.
 //!
@@ -17,6 +18,7 @@
 //! [`replies`]: super::replies
 
 pub(crate) mod commands;
+mod files;
 pub(crate) mod messages;
 pub(crate) mod presses;
 pub(crate) mod reactions;

@@ -88,6 +88,10 @@ struct Inner {
     hung: usize,
     /// Set by `release_hung`: calls left unanswered are answered now.
     hung_released: bool,
+    /// Files the bot may download, by file id (`getFile` names them `files/<id>`).
+    files: HashMap<String, Vec<u8>>,
+    /// The paths of every file download, in order.
+    downloads: Vec<String>,
     /// Where sendMessageDraft is refused, by chat (`None`: every chat): the HTTP status it
     /// gets (404: a Bot API server without the method; 400: drafts refused there).
     refuse_drafts: HashMap<Option<i64>, u16>,
@@ -212,11 +216,52 @@ impl FakeTelegram {
         })
     }
 
-    /// A voice note from `user` (neither text nor photo).
-    pub fn send_voice(&self, user: i64) -> i64 {
+    /// Makes `bytes` downloadable as file `file_id` (through `getFile` and `/file/bot<token>/`).
+    pub fn serve_file(&self, file_id: &str, bytes: &[u8]) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.files.insert(file_id.to_string(), bytes.to_vec());
+    }
+
+    /// The paths of the files downloaded so far.
+    pub fn downloads(&self) -> Vec<String> {
+        self.inner.lock().unwrap().downloads.clone()
+    }
+
+    /// A voice note from `user`: file `file_id`, `seconds` long, `size` bytes as Telegram says.
+    pub fn send_voice_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
+        let file_id = file_id.to_string();
         self.push_update(move |_, message_id| {
-            let voice = json!({"voice": {"file_id": "v", "file_unique_id": "uv", "duration": 2}});
+            let voice = json!({"voice": {"file_id": file_id, "file_unique_id": "uv",
+                "duration": seconds, "mime_type": "audio/ogg", "file_size": size}});
             json!({"message": message(message_id, user, user_json(user), voice)})
+        })
+    }
+
+    /// A document from `user`: file `file_id` named `name` of type `mime`, `size` bytes as
+    /// Telegram says, with an optional caption.
+    pub fn send_document(
+        &self,
+        user: i64,
+        file_id: &str,
+        (name, mime): (&str, &str),
+        size: u64,
+        caption: Option<&str>,
+    ) -> i64 {
+        let mut document = json!({"document": {"file_id": file_id, "file_unique_id": "ud",
+            "file_name": name, "mime_type": mime, "file_size": size}});
+        if let Some(caption) = caption {
+            document["caption"] = json!(caption);
+        }
+        self.push_update(move |_, message_id| {
+            json!({"message": message(message_id, user, user_json(user), document)})
+        })
+    }
+
+    /// A location from `user`: neither text, a photo, a recording nor a document.
+    pub fn send_location(&self, user: i64) -> i64 {
+        self.push_update(move |_, message_id| {
+            let location = json!({"location": {"latitude": 52.5, "longitude": 13.4}});
+            json!({"message": message(message_id, user, user_json(user), location)})
         })
     }
 
@@ -564,7 +609,17 @@ async fn handle(
 ) -> Response {
     // Method names are case-insensitive; teloxide sends `SendMessage`, we record `sendMessage`.
     if uri.path().starts_with("/file/") {
-        // A file download: the bytes of a tiny JPEG header, whatever the path.
+        // A file download: a served file's bytes, else a tiny JPEG header, whatever the path.
+        // teloxide sends the file path's `/` as `%2F`.
+        let path = uri.path().replace("%2F", "/");
+        let mut inner = fake.inner.lock().unwrap();
+        inner.downloads.push(path.clone());
+        let served = path
+            .split_once("/files/")
+            .and_then(|(_, id)| inner.files.get(id).cloned());
+        if let Some(bytes) = served {
+            return (StatusCode::OK, Bytes::from(bytes)).into_response();
+        }
         return (
             StatusCode::OK,
             Bytes::from_static(&[0xFF, 0xD8, 0xFF, 0xE0]),
@@ -717,6 +772,17 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             "can_join_groups": true, "can_read_all_group_messages": false,
             "supports_inline_queries": false, "has_main_web_app": false,
         })),
+        "getFile"
+            if inner
+                .files
+                .contains_key(params["file_id"].as_str().unwrap_or_default()) =>
+        {
+            let id = params["file_id"].as_str().unwrap_or_default();
+            ok(json!({
+                "file_id": id, "file_unique_id": "u", "file_size": inner.files[id].len(),
+                "file_path": format!("files/{id}"),
+            }))
+        }
         "getFile" => ok(json!({
             "file_id": params["file_id"], "file_unique_id": "u", "file_size": 4,
             "file_path": format!("photos/{}.jpg", params["file_id"].as_str().unwrap_or("x")),

@@ -1,0 +1,122 @@
+//! User-facing texts of voice notes, audio files and documents (see [`crate::texts`]): what
+//! a refused or unreadable file is answered, the note when no transcription endpoint is
+//! configured, how a transcript is shown, and what a document without a caption asks.
+
+/// The kinds of document that can be read, as users are told.
+const READABLE_DOCUMENTS: &str =
+    "text files (txt, md, csv, json, yaml, toml, source code) and PDFs";
+
+/// The request of a document sent without a caption.
+pub(crate) const DOCUMENT_QUESTION: &str = "Summarise this document.";
+
+/// The one note a voice note gets while no transcription endpoint is configured.
+pub(crate) const SPEECH_NOT_CONFIGURED: &str = "🎤 I cannot listen to voice notes here yet: the bot's owner has to set HEURIST_SPEECH_URL (or [speech] base_url) to an OpenAI-compatible transcription endpoint, such as OpenAI's whisper-1 or a local whisper.cpp server. Please send your request as text meanwhile.";
+
+/// A recording over the length cap (`seconds` long, `max` allowed).
+pub(crate) fn audio_too_long(seconds: u32, max: u32) -> String {
+    format!(
+        "🎤 This recording is {} long; I can transcribe up to {}. Please send a shorter one or type your request.",
+        minutes(seconds),
+        minutes(max)
+    )
+}
+
+/// A file over a size cap (`bytes` big, `max` allowed; `what` names it: "recording",
+/// "document").
+pub(crate) fn file_too_big(what: &str, bytes: u64, max: u64) -> String {
+    format!(
+        "This {what} is {}; I can read up to {}. Please send a smaller one.",
+        megabytes(bytes),
+        megabytes(max)
+    )
+}
+
+/// A document of a kind that cannot be read (`name` as sent).
+pub(crate) fn unsupported_document(name: &str) -> String {
+    let name = if name.is_empty() {
+        "this file".to_string()
+    } else {
+        format!("“{name}”")
+    };
+    format!(
+        "Sorry, I cannot read {name}. I can read {READABLE_DOCUMENTS}; send one of those, or paste the text."
+    )
+}
+
+/// A recording that could not be transcribed (`error` says why, already redacted).
+pub(crate) fn transcription_failed(error: &str) -> String {
+    format!(
+        "🎤 Sorry, I could not transcribe this recording ({error}). Please try again or type your request."
+    )
+}
+
+/// A recording whose transcript is empty.
+pub(crate) const NOTHING_HEARD: &str =
+    "🎤 I could not make out any words in this recording. Please try again or type your request.";
+
+/// A document that could not be fetched or read (`error` says why).
+pub(crate) fn document_unreadable(error: &str) -> String {
+    format!("📄 Sorry, I could not read this document: {error}. I can read {READABLE_DOCUMENTS}.")
+}
+
+/// Longest part of a transcript shown back to the user.
+pub(crate) const SHOWN_TRANSCRIPT_CHARS: usize = 200;
+
+/// How a transcript is shown (HTML; `escaped` is the transcript, HTML-escaped and cut by the
+/// caller): quoted under a microphone, so the user sees what the bot heard.
+pub(crate) fn transcript_html(escaped: &str) -> String {
+    format!("🎤 <blockquote>{escaped}</blockquote>")
+}
+
+/// `seconds` as "45 s" or "5 min 30 s".
+fn minutes(seconds: u32) -> String {
+    match (seconds / 60, seconds % 60) {
+        (0, s) => format!("{s} s"),
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
+    }
+}
+
+/// `bytes` in kB below a megabyte, else in MB with one decimal (decimal units, as Telegram
+/// counts its 20 MB).
+fn megabytes(bytes: u64) -> String {
+    if bytes < 1_000_000 {
+        format!("{} kB", bytes.div_ceil(1_000))
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1_000_000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_are_told_in_plain_units() {
+        let cases = [
+            (
+                "seconds",
+                audio_too_long(45, 30),
+                "45 s long; I can transcribe up to 30 s",
+            ),
+            (
+                "minutes",
+                audio_too_long(330, 300),
+                "5 min 30 s long; I can transcribe up to 5 min",
+            ),
+            (
+                "megabytes",
+                file_too_big("document", 12_345_678, 10_000_000),
+                "is 12.3 MB; I can read up to 10.0 MB",
+            ),
+            (
+                "kilobytes",
+                file_too_big("document", 5_000, 1_000),
+                "is 5 kB; I can read up to 1 kB",
+            ),
+        ];
+        for (name, text, want) in cases {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+    }
+}

@@ -84,6 +84,9 @@ pub struct TelegramConfig {
     pub webhook_secret: String,
     /// The reaction a user's message carries while its turn runs; empty for none.
     pub working_reaction: String,
+    /// How long a turn runs before its message gets the working reaction (a quicker answer
+    /// needs none and costs no call).
+    pub working_reaction_after_ms: u64,
     /// Reactions on an answer that count as its 👍 button.
     pub reaction_up: Vec<String>,
     /// Reactions on an answer that count as its 👎 button.

@@ -215,6 +215,12 @@ impl Limiter {
         })
     }
 
+    /// How far ahead the bot's next global slot is: how long a call made now waits for its
+    /// share of the global pace (zero when the bot is not backed up).
+    pub(crate) fn global_backlog(&self) -> Duration {
+        self.with_state(|state, now| state.global_next.saturating_duration_since(now))
+    }
+
     /// Waits until no call of `chat` is in line and the chat's next slot has come: a call
     /// made then (a burst's edit) takes a slot no other call of the chat was waiting for.
     pub(crate) async fn quiet(&self, chat: ChatId) {

@@ -227,7 +227,7 @@ impl Messenger for Outbox {
         chat: crate::ids::ChatId,
         message: i32,
         emoji: Option<String>,
-    ) -> BoxFuture<'static, ()> {
+    ) -> BoxFuture<'static, bool> {
         let (chat, id) = (ChatId(chat.0), MessageId(message));
         reactions::set(self.bot.clone(), self.policy.clone(), chat, id, emoji).boxed()
     }

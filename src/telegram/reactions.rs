@@ -10,16 +10,25 @@ use teloxide::types::{MessageId, MessageReactionUpdated, ReactionType, True};
 use super::limiter::Scope;
 use super::send::SendPolicy;
 
+/// The most the bot's global pace may be backed up for a working reaction to be put on: past
+/// it the slots are the answers' (a reaction is only a sign of life).
+const SPARE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Puts `emoji` on message `id` of `chat` as the bot's reaction, or (`None`) takes the bot's
-/// reaction off, paced and retried (see [`paced`]). A refusal (a chat without reactions, an
-/// emoji Telegram does not offer there) is logged: it never matters to the answer.
+/// reaction off, paced and retried (see [`paced`]); whether a reaction was put on. None is
+/// while the bot's calls are backed up more than [`SPARE`]. A refusal (a chat without
+/// reactions, an emoji Telegram does not offer there) is logged: it never matters to the answer.
 pub(crate) async fn set(
     bot: Bot,
     policy: SendPolicy,
     chat: ChatId,
     id: MessageId,
     emoji: Option<String>,
-) {
+) -> bool {
+    let putting = emoji.is_some();
+    if putting && policy.limiter.global_backlog() > SPARE {
+        return false;
+    }
     let reaction: Vec<ReactionType> = emoji
         .into_iter()
         .map(|emoji| ReactionType::Emoji { emoji })
@@ -30,9 +39,10 @@ pub(crate) async fn set(
             .send()
     })
     .await;
-    if let Err(e) = set {
+    if let Err(e) = &set {
         tracing::info!(chat = chat.0, error = %e, "cannot set the working reaction");
     }
+    putting && set.is_ok()
 }
 
 /// Runs a reaction call in a slot of the bot's global pace, but not in its chat's line: a

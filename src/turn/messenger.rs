@@ -150,10 +150,11 @@ pub trait Messenger: Send + Sync {
     }
 
     /// Puts reaction `emoji` on message `message` of `chat` in place of the bot's earlier one,
-    /// or (`None`) takes the bot's reaction off. A chat that has no reactions shows nothing:
-    /// a reaction is never worth a failed turn.
-    fn react(&self, chat: ChatId, message: i32, emoji: Option<String>) -> BoxFuture<'static, ()> {
+    /// or (`None`) takes the bot's reaction off; whether a reaction was put on. A chat that has
+    /// no reactions shows nothing, and a bot whose Telegram calls are backed up puts none on
+    /// (the calls are the answers'): a reaction is never worth a failed or later answer.
+    fn react(&self, chat: ChatId, message: i32, emoji: Option<String>) -> BoxFuture<'static, bool> {
         let _ = (chat, message, emoji);
-        Box::pin(async {})
+        Box::pin(async { false })
     }
 }

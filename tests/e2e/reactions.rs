@@ -47,7 +47,9 @@ fn reaction_of(call: &Call) -> Vec<String> {
 
 #[tokio::test]
 async fn the_working_reaction_is_set_before_the_answer_and_taken_off_after() {
-    let h = Harness::start(FakeLlm::answering("done").await).await;
+    // A model that takes a while: the 👀 comes after 100 ms, the answer after 600 ms.
+    let llm = FakeLlm::start(|_, _| Reply::text("done").after(Duration::from_millis(600))).await;
+    let h = Harness::start_with(llm, |c| c.telegram.working_reaction_after_ms = 100).await;
     let update = h.tg.send_text(ALICE, "hello");
     let asked = h.tg.message_id_of(update);
     let answer = h.tg.wait_messages(ALICE, 1).await.remove(0);
@@ -79,7 +81,11 @@ async fn a_refused_reaction_costs_nothing_and_a_failed_turn_clears_it_too() {
         }
     })
     .await;
-    let h = Harness::start_with(llm, |c| c.options.enabled = false).await;
+    let h = Harness::start_with(llm, |c| {
+        c.options.enabled = false;
+        c.telegram.working_reaction_after_ms = 0;
+    })
+    .await;
     // A chat where reactions are off: Telegram refuses; the answer comes all the same.
     h.tg.script(
         "setMessageReaction",
@@ -95,6 +101,17 @@ async fn a_refused_reaction_costs_nothing_and_a_failed_turn_clears_it_too() {
     let calls = wait_calls(&h, "setMessageReaction", 4).await;
     assert_eq!(reaction_of(&calls[2]), ["👀"]);
     assert!(reaction_of(&calls[3]).is_empty());
+    h.stop().await;
+}
+
+/// An answer quicker than `working_reaction_after_ms` needs no 👀 and costs no call.
+#[tokio::test]
+async fn a_quick_answer_gets_no_working_reaction() {
+    let h = Harness::start(FakeLlm::answering("done").await).await;
+    h.tg.send_text(ALICE, "hello");
+    h.tg.wait_messages(ALICE, 1).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(h.tg.calls("setMessageReaction").is_empty());
     h.stop().await;
 }
 

@@ -568,6 +568,15 @@ async fn token_discipline() -> [(f64, f64, f64, f64); 3] {
             })
             .collect::<Vec<_>>()
     };
+    if let Ok(path) = std::env::var("HEURIST_BENCH_DUMP") {
+        let dump: Vec<String> = requests
+            .iter()
+            .filter(|r| is_reflection_request(r))
+            .map(|r| prompt_bytes(r))
+            .collect();
+        let agents: Vec<String> = agent.iter().map(|r| prompt_bytes(r)).collect();
+        std::fs::write(path, serde_json::to_string(&(agents, dump)).unwrap()).unwrap();
+    }
     [
         summary(agent.windows(2).map(|w| overlap(w[0], w[1])).collect()),
         summary(follow_ups(is_options_request)),

@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 
 use super::heuristics::{
-    HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
+    Concerns, HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
 };
 use super::{Learning, Source, echo};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
@@ -129,11 +129,23 @@ impl Learning {
             job.tools.join(", ")
         };
         let skills: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
-        let prompt =
-            build_reflection_prompt(&job.task, &tools, &job.outcome, &skills, &job.evidence);
+        let history = without_memory_turns(&history);
+        let given = echo::given_blocks(&history);
+        let concerns = Concerns {
+            tools: !job.tools.is_empty(),
+            outside: job.external,
+            given: !given.is_empty(),
+        };
+        let prompt = build_reflection_prompt(
+            &job.task,
+            &tools,
+            &job.outcome,
+            &skills,
+            &job.evidence,
+            concerns,
+        );
         // The reflection is part of what the user's turn cost: it counts in their budget.
         let payer = self.ledger.payer(job.user, None);
-        let history = without_memory_turns(&history);
         let extraction = retry_extract_structured::<ReflectionResult>(
             &history,
             &prompt,
@@ -165,7 +177,7 @@ impl Learning {
             external: job.external,
             skills: job.skills.clone(),
             tools: job.tools.clone(),
-            given: echo::given_blocks(&history),
+            given,
         };
         match extraction.result {
             Ok(result) => {

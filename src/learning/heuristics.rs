@@ -85,21 +85,18 @@ pub fn build_reflection_extract_prompt(
 /// sentence costs full price on every reflection.
 const GUIDANCE_FORM: &str = "\
 {evidence}{skills}
-Write each heuristic as \"When <situation>, <action>.\" and make it concrete: a format, an \
-argument's shape, a procedure or a pitfall, with the exact value that worked where there is \
-one.";
+Write each heuristic as \"When <situation>, <action>.\", concrete: a format, an argument's \
+shape, a procedure or a pitfall, with the exact value that worked.";
 
 /// After [`GUIDANCE_FORM`] when the task called tools.
 const GUIDANCE_TOOL: &str = " Name the tool when the lesson is about one (and add \"tool\": \
 \"<its name>\" to that heuristic).";
 
 /// Always, after the sentences on form.
-const GUIDANCE_SHARED: &str = " General advice (\"use the correct tool\", \"verify it is \
-correct\", \"be careful\") helps nobody: leave it out. If nothing here would help a future task, \
-answer {\"heuristics\": []}.
-Heuristics are shared with every user of this assistant: write them so they help anyone, and \
-include no personal data (no names, email addresses, phone numbers, URLs, account or order \
-numbers).";
+const GUIDANCE_SHARED: &str = " Leave out general advice (\"be careful\"). If nothing here \
+would help a future task, answer {\"heuristics\": []}.
+Heuristics are shared with every user: no personal data (names, e-mail addresses, phone \
+numbers, URLs, account or order numbers).";
 
 /// When the task read text from outside (a tool's result, a page, a document).
 const GUIDANCE_UNTRUSTED: &str =

@@ -572,7 +572,7 @@ async fn token_discipline() -> [(f64, f64, f64, f64); 3] {
         let dump: Vec<String> = requests
             .iter()
             .filter(|r| is_reflection_request(r))
-            .map(|r| prompt_bytes(r))
+            .map(prompt_bytes)
             .collect();
         let agents: Vec<String> = agent.iter().map(|r| prompt_bytes(r)).collect();
         std::fs::write(path, serde_json::to_string(&(agents, dump)).unwrap()).unwrap();

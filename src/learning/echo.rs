@@ -16,14 +16,9 @@
 //! assert!(given_blocks(&[]).is_empty());
 //! ```
 
-use std::collections::HashSet;
-
-use super::text::{terms, text_similarity};
-use super::{CONTEXT_CLOSE, CONTEXT_OPEN};
+use super::block::context_of;
+use super::text::text_similarity;
 use crate::llm::ChatMessage;
-
-/// A lesson with at least this share of its terms in one block repeats that block.
-const CONTAINED: f32 = 0.8;
 
 /// The context blocks (skills' instructions and learned heuristics) the user messages of
 /// `messages` carry, in order.
@@ -31,42 +26,24 @@ pub fn given_blocks(messages: &[ChatMessage]) -> Vec<String> {
     messages
         .iter()
         .filter(|m| matches!(m, ChatMessage::User { .. }))
-        .filter_map(|m| {
-            let rest = m.content().strip_prefix(CONTEXT_OPEN)?;
-            let (block, _) = rest.split_once(CONTEXT_CLOSE)?;
-            Some(block.to_string())
-        })
+        .filter_map(|m| context_of(m.content()).map(str::to_string))
         .collect()
 }
 
-/// Whether `lesson` repeats one of `blocks` (see the module doc); `threshold` is the dedupe
-/// threshold that makes two lessons the same.
+/// Whether `lesson` repeats a line of one of `blocks` (see the module doc); `threshold` is
+/// the dedupe threshold that makes two lessons the same.
 pub fn is_echo(lesson: &str, blocks: &[String], threshold: f32) -> bool {
-    let lesson_terms: HashSet<String> = terms(lesson).into_iter().collect();
-    blocks.iter().any(|block| {
-        let same_line = block
-            .lines()
-            .map(|line| line.trim_start_matches("- "))
-            .any(|line| text_similarity(line, lesson) >= threshold);
-        same_line || contained(&lesson_terms, block)
-    })
-}
-
-/// Whether at least [`CONTAINED`] of `lesson_terms` are terms of `block`.
-fn contained(lesson_terms: &HashSet<String>, block: &str) -> bool {
-    if lesson_terms.is_empty() {
-        return false;
-    }
-    let block: HashSet<String> = terms(block).into_iter().collect();
-    let inside = lesson_terms.iter().filter(|t| block.contains(*t)).count();
-    #[allow(clippy::cast_precision_loss)]
-    let share = inside as f32 / lesson_terms.len() as f32;
-    share >= CONTAINED
+    blocks
+        .iter()
+        .flat_map(|block| block.lines())
+        .map(|line| line.trim_start_matches("- "))
+        .any(|line| text_similarity(line, lesson) >= threshold)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::learning::block::{CONTEXT_CLOSE, CONTEXT_OPEN};
 
     const SKILL: &str = "## Skill: time zones\nAlways name the IANA zone (Europe/Berlin) and \
         say whether daylight saving applies.\n## Learned Heuristics\n- When a date is \
@@ -82,9 +59,14 @@ mod tests {
                 true,
             ),
             (
-                "the skill's instruction, restated",
-                "Name the IANA zone, and say whether daylight saving applies.",
+                "a skill's line, word for word",
+                "always name the IANA zone (Europe/Berlin) and say whether daylight saving applies",
                 true,
+            ),
+            (
+                "a new lesson in the skill's words",
+                "When daylight saving applies, name the IANA zone and say whether.",
+                false,
             ),
             (
                 "a new lesson on the same subject",

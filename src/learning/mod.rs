@@ -46,6 +46,7 @@
 //! them too); a lesson that only repeats one is dropped as an echo ([`echo`]), so a model
 //! cannot learn back what it was told.
 
+pub mod block;
 pub mod echo;
 pub mod heuristics;
 pub mod index;
@@ -59,6 +60,9 @@ pub mod skills;
 pub mod text;
 pub mod transfer;
 pub mod utility;
+
+pub use block::without_context;
+use block::{CONTEXT_CLOSE, CONTEXT_OPEN};
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -168,10 +172,6 @@ const RELATIVE_FIT: f32 = 0.5;
 /// Cosine similarity of two heuristics' embeddings at which they count as the same lesson.
 const DUPLICATE_COSINE: f32 = 0.92;
 
-/// The opening and closing lines of the block learning adds to a user message.
-pub(crate) const CONTEXT_OPEN: &str = "[Context from Heurist for this message: skills and learned heuristics, not written by the user]\n";
-pub(crate) const CONTEXT_CLOSE: &str = "[End of context]\n\n";
-
 /// What learning adds to one turn.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct TurnContext {
@@ -192,16 +192,6 @@ impl TurnContext {
             return text.to_string();
         }
         format!("{CONTEXT_OPEN}{}{CONTEXT_CLOSE}{text}", self.preamble)
-    }
-}
-
-/// A user message's content without the block [`TurnContext::user_content`] added.
-pub fn without_context(content: &str) -> &str {
-    match content.strip_prefix(CONTEXT_OPEN) {
-        Some(rest) => rest
-            .split_once(CONTEXT_CLOSE)
-            .map_or(content, |(_, text)| text),
-        None => content,
     }
 }
 

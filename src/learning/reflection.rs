@@ -118,32 +118,38 @@ impl Learning {
         }
     }
 
-    async fn run_reflection(
-        &self,
-        job: &ReflectionJob,
-        (template, history): Prefix,
-    ) -> ReflectionOutcome {
+    /// The reflection prompt of `job`: the seed prompt, then the guidance that concerns it
+    /// (`given`: its prompt carried skills or heuristics).
+    fn prompt_for(&self, job: &ReflectionJob, given: bool) -> String {
         let tools = if job.tools.is_empty() {
             "none".to_string()
         } else {
             job.tools.join(", ")
         };
         let skills: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
-        let history = without_memory_turns(&history);
-        let given = echo::given_blocks(&history);
         let concerns = Concerns {
             tools: !job.tools.is_empty(),
             outside: job.external,
-            given: !given.is_empty(),
+            given,
         };
-        let prompt = build_reflection_prompt(
+        build_reflection_prompt(
             &job.task,
             &tools,
             &job.outcome,
             &skills,
             &job.evidence,
             concerns,
-        );
+        )
+    }
+
+    async fn run_reflection(
+        &self,
+        job: &ReflectionJob,
+        (template, history): Prefix,
+    ) -> ReflectionOutcome {
+        let history = without_memory_turns(&history);
+        let given = echo::given_blocks(&history);
+        let prompt = self.prompt_for(job, !given.is_empty());
         // The reflection is part of what the user's turn cost: it counts in their budget.
         let payer = self.ledger.payer(job.user, None);
         let extraction = retry_extract_structured::<ReflectionResult>(

@@ -120,6 +120,24 @@ fn feedback_row(ticket: &str) -> Option<Vec<InlineKeyboardButton>> {
     ])
 }
 
+/// The ◀ ▶ row of page `page` of a list of `pages` pages (empty with one page); `to` is the
+/// action that shows a page.
+pub(crate) fn page_row(
+    page: usize,
+    pages: usize,
+    to: impl Fn(u32) -> Action,
+) -> Vec<InlineKeyboardButton> {
+    let to = |page: usize| to(u32::try_from(page).unwrap_or(u32::MAX));
+    let mut row = Vec::new();
+    if page > 0 {
+        row.extend(button("◀", &to(page - 1)));
+    }
+    if page + 1 < pages {
+        row.extend(button("▶", &to(page + 1)));
+    }
+    row
+}
+
 /// A button that performs `action`; `None` if its data cannot fit (logged: a programming
 /// error, never the user's).
 pub(crate) fn button(text: &str, action: &Action) -> Option<InlineKeyboardButton> {

@@ -8,7 +8,7 @@
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::callback_data::Action;
-use super::keyboards::{button, shorten};
+use super::keyboards::{button, page_row, shorten};
 use super::render::escape_html;
 use super::views::Page;
 use crate::app::App;
@@ -83,16 +83,5 @@ fn text_only(html: String) -> Page {
 
 /// The ◀ ▶ row of a list of `pages` pages (empty with one).
 fn navigation(owner: UserId, page: usize, pages: usize) -> Vec<InlineKeyboardButton> {
-    let to = |page: usize| Action::MemoryPage {
-        owner,
-        page: page as u32,
-    };
-    let mut row = Vec::new();
-    if page > 0 {
-        row.extend(button("◀", &to(page - 1)));
-    }
-    if page + 1 < pages {
-        row.extend(button("▶", &to(page + 1)));
-    }
-    row
+    page_row(page, pages, |page| Action::MemoryPage { owner, page })
 }

@@ -15,7 +15,7 @@ use super::send::SendPolicy;
 const SPARE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Puts `emoji` on message `id` of `chat` as the bot's reaction, or (`None`) takes the bot's
-/// reaction off, paced and retried (see [`paced`]); whether a reaction was put on. None is
+/// reaction off, paced and retried (see [`paced`]); whether a reaction may be on. None is
 /// while the bot's calls are backed up more than [`SPARE`]. A refusal (a chat without
 /// reactions, an emoji Telegram does not offer there) is logged: it never matters to the answer.
 pub(crate) async fn set(
@@ -42,7 +42,9 @@ pub(crate) async fn set(
     if let Err(e) = &set {
         tracing::info!(chat = chat.0, error = %e, "cannot set the working reaction");
     }
-    putting && set.is_ok()
+    // Only a refusal is sure to have left nothing on: a call that timed out or lost its answer
+    // may have put the reaction on, and then it must be taken off.
+    putting && !matches!(set, Err(RequestError::Api(_)))
 }
 
 /// Runs a reaction call in a slot of the bot's global pace, but not in its chat's line: a

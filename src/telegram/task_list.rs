@@ -5,7 +5,7 @@
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::callback_data::Action;
-use super::keyboards::{button, shorten};
+use super::keyboards::{button, page_row, shorten};
 use super::render::escape_html;
 use super::views::Page;
 use crate::app::App;
@@ -62,17 +62,7 @@ pub(crate) fn page(app: &App, owner: UserId, chat: ChatId, page: usize) -> Page 
         };
         rows.extend(button(&texts::cancel_button(i + 1), &cancel).map(|b| vec![b]));
     }
-    let to = |page: usize| Action::TasksPage {
-        owner,
-        page: page as u32,
-    };
-    let mut navigation = Vec::new();
-    if page > 0 {
-        navigation.extend(button("◀", &to(page - 1)));
-    }
-    if page + 1 < pages {
-        navigation.extend(button("▶", &to(page + 1)));
-    }
+    let navigation = page_row(page, pages, |page| Action::TasksPage { owner, page });
     if !navigation.is_empty() {
         rows.push(navigation);
     }

@@ -10,7 +10,7 @@ use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::callback_data::{Action, List};
 use super::commands::Command;
-use super::keyboards::{button, shorten};
+use super::keyboards::{button, page_row, shorten};
 use super::render::escape_html;
 use crate::app::App;
 use crate::learning::heuristics::ReviewState;
@@ -184,21 +184,7 @@ pub(crate) fn skills_page(app: &App, page: usize) -> Page {
 
 /// The ◀ ▶ row of a list with more than one page.
 fn navigation(list: List, page: usize, pages: usize) -> Option<Vec<InlineKeyboardButton>> {
-    if pages < 2 {
-        return None;
-    }
-    let to = |page: usize| Action::Page {
-        list,
-        page: page as u32,
-    };
-    let mut row = Vec::new();
-    if page > 0 {
-        row.extend(button("◀", &to(page - 1)));
-    }
-    if page + 1 < pages {
-        row.extend(button("▶", &to(page + 1)));
-    }
-    Some(row)
+    (pages >= 2).then(|| page_row(page, pages, |page| Action::Page { list, page }))
 }
 
 /// The page an admin list shows for `list`.

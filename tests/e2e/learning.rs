@@ -803,8 +803,9 @@ async fn admins_review_heuristics_a_page_at_a_time() {
 #[tokio::test]
 async fn skills_match_the_right_message_and_carry_their_own_heuristics() {
     let llm = learning_llm(|| {
+        // Not what the skill says already (that would be an echo, dropped).
         reflection_reply(&[(
-            "State the UTC offset next to every local time",
+            "Name the city's IANA zone id (like Asia/Tokyo) next to its local time",
             Some("date-time"),
         )])
     })
@@ -875,7 +876,7 @@ async fn skills_match_the_right_message_and_carry_their_own_heuristics() {
     );
     assert_eq!(
         injected(&request_ending(&h, "Lima?")),
-        ["State the UTC offset next to every local time"],
+        ["Name the city's IANA zone id (like Asia/Tokyo) next to its local time"],
         "a heuristic of a matched skill fits its messages"
     );
 

@@ -132,6 +132,16 @@ pub(crate) const EMBEDDINGS_FIX: &str = "serve that model on the endpoint, or se
 
 // ---- services ----
 
+pub(crate) const SPEECH: &str = "speech endpoint";
+pub(crate) fn speech_ok(model: &str) -> String {
+    format!("transcribes a test recording ({model})")
+}
+pub(crate) fn speech_failed(error: &str) -> String {
+    format!("cannot transcribe a test recording: {error}")
+}
+pub(crate) const SPEECH_FIX: &str = "start the transcription server, or fix HEURIST_SPEECH_URL \
+    (its /audio/transcriptions, e.g. http://127.0.0.1:8000/v1), speech.model and \
+    HEURIST_SPEECH_API_KEY; until then voice notes get an error";
 pub(crate) const SEARXNG: &str = "SearXNG";
 pub(crate) const NOT_CONFIGURED: &str = "not configured";
 pub(crate) fn searxng_ok(results: usize) -> String {

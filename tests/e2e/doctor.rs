@@ -3,6 +3,8 @@
 //! its line with the fix.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use heurist::Config;
@@ -52,6 +54,32 @@ async fn searxng(status: u16, body: Value) -> String {
     url
 }
 
+/// A transcription server under `/v1` that answers `status` with `body`, and counts the WAV
+/// recordings it was sent.
+async fn whisper(status: u16, body: Value) -> (String, Arc<AtomicUsize>) {
+    let heard = Arc::new(AtomicUsize::new(0));
+    let counter = heard.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/v1/audio/transcriptions",
+        axum::routing::post(move |form: axum::body::Bytes| {
+            let (body, counter) = (body.clone(), counter.clone());
+            async move {
+                if form.windows(4).any(|w| w == b"RIFF") {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    axum::Json(body),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, heard)
+}
+
 /// The doctor's report on the test configuration for these fakes, tweaked.
 async fn check(
     tg: &FakeTelegram,
@@ -90,8 +118,10 @@ async fn a_healthy_deployment_passes_every_check() {
         json!({"results": [{"title": "t", "url": "u", "content": "c"}]}),
     )
     .await;
+    let (speech, _) = whisper(200, json!({"text": ""})).await;
     let report = check(&tg, &llm.url, dir.path(), |config| {
         config.tools.searxng_url = search;
+        config.speech.base_url = speech;
         config.learning.embedding_model = "embedder".into();
         config.mcp.servers = vec![stdio_server("probe")];
     })
@@ -352,6 +382,43 @@ async fn tool_calling_native_as_text_or_none() {
         Status::Fail,
         "without calling the tool",
         Some("--jinja"),
+    );
+}
+
+#[tokio::test]
+async fn the_speech_endpoint_transcribes_a_test_recording_or_says_what_to_fix() {
+    let tg = FakeTelegram::start().await;
+    let llm = model_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let report = check(&tg, &llm.url, dir.path(), |_| {}).await;
+    expect(
+        &report,
+        "speech endpoint",
+        Status::Skipped,
+        "not configured",
+        None,
+    );
+
+    let (url, heard) = whisper(200, json!({"text": ""})).await;
+    let report = check(&tg, &llm.url, dir.path(), |c| c.speech.base_url = url).await;
+    expect(
+        &report,
+        "speech endpoint",
+        Status::Ok,
+        "transcribes a test recording",
+        None,
+    );
+    assert_eq!(heard.load(Ordering::SeqCst), 1, "one WAV recording sent");
+
+    let (url, _) = whisper(500, json!({"error": "model not loaded"})).await;
+    let report = check(&tg, &llm.url, dir.path(), |c| c.speech.base_url = url).await;
+    assert!(report.healthy(), "speech is optional: a warning");
+    expect(
+        &report,
+        "speech endpoint",
+        Status::Warn,
+        "500",
+        Some("HEURIST_SPEECH_URL"),
     );
 }
 

@@ -4,16 +4,17 @@
 //!
 //! Each check is a small async function over a shared [`Context`], listed once in [`CHECKS`],
 //! in the order an operator fixes things: Telegram ([`telegram`]), the language model
-//! ([`llm`]), the services the tools use ([`services`]), then this machine ([`local`]). A new
-//! check (the speech endpoint, say) is one function and one entry in that list. Checks that
+//! ([`llm`]), the services the tools use and the speech endpoint ([`services`]), then this
+//! machine ([`local`]). A new check is one function and one entry in that list. Checks that
 //! need an earlier one's result (a model needs the endpoint) read it from the context and say
 //! "not checked" instead of repeating its error.
 //!
 //! What is *needed* fails: the token, the LLM endpoint and every configured model, tool
 //! calling, the data directory, a non-empty allow-list. What the bot works without warns: a
 //! webhook left set (polling deletes it at start), the embeddings model (retrieval falls back
-//! to BM25), SearXNG and MCP servers (their tools are missing). Nothing here writes to the
-//! store; the report is redacted with the configuration's secrets before it is printed.
+//! to BM25), SearXNG and MCP servers (their tools are missing), the speech endpoint (voice
+//! notes get an error). Nothing here writes to the store; the report is redacted with the
+//! configuration's secrets before it is printed.
 
 mod context;
 mod llm;
@@ -36,6 +37,7 @@ const CHECKS: &[Check] = &[
     llm::embeddings,
     services::searxng,
     services::mcp,
+    services::speech,
     local::data_dir,
     local::allow_list,
 ];

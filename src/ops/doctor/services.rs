@@ -1,10 +1,12 @@
 //! The doctor's checks of what the tools use: SearXNG answers a query in JSON (a 403 is the
-//! instance without the `json` format), and each MCP server starts and lists its tools,
-//! through the bot's own MCP client, so what works here works for the bot.
+//! instance without the `json` format), each MCP server starts and lists its tools, through
+//! the bot's own MCP client, so what works here works for the bot, and the speech endpoint
+//! transcribes a tenth of a second of silence, through the bot's own transcriber.
 
 use super::context::{Checked, Context};
 use super::report::Line;
 use crate::agent::mcp::{Mcp, ServerStatus};
+use crate::llm::transcription::Transcriber;
 use crate::texts::ops as texts;
 
 /// A query as `web_search` sends it, read as SearXNG's JSON.
@@ -61,6 +63,51 @@ pub(super) fn searxng<'a>(context: &'a Context<'a>) -> Checked<'a> {
                 texts::SEARXNG,
                 texts::searxng_failed(&crate::error_chain(&e.without_url())),
                 texts::SEARXNG_FIX,
+            ),
+        };
+        vec![line]
+    })
+}
+
+/// A test recording: 0.1 s of silence, 16 kHz mono 16-bit PCM, as a WAV file.
+fn silence_wav() -> Vec<u8> {
+    const RATE: u32 = 16_000;
+    let data_len: u32 = RATE / 10 * 2;
+    let mut wav = Vec::with_capacity(44 + data_len as usize);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data_len).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes()); // the format chunk's size
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&RATE.to_le_bytes());
+    wav.extend_from_slice(&(RATE * 2).to_le_bytes()); // bytes per second
+    wav.extend_from_slice(&2u16.to_le_bytes()); // bytes per frame
+    wav.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data_len.to_le_bytes());
+    wav.resize(44 + data_len as usize, 0);
+    wav
+}
+
+/// The speech endpoint, when one is configured, transcribes a test recording (optional: the
+/// bot answers without it, voice notes with an error).
+pub(super) fn speech<'a>(context: &'a Context<'a>) -> Checked<'a> {
+    Box::pin(async move {
+        let transcriber = match Transcriber::new(&context.config.speech) {
+            Ok(Some(transcriber)) => transcriber,
+            Ok(None) => return vec![Line::skipped(texts::SPEECH, texts::NOT_CONFIGURED)],
+            Err(e) => {
+                let found = texts::speech_failed(&format!("{e:#}"));
+                return vec![Line::warn(texts::SPEECH, found, texts::SPEECH_FIX)];
+            }
+        };
+        let line = match transcriber.transcribe(silence_wav(), "doctor.wav").await {
+            Ok(_) => Line::ok(texts::SPEECH, texts::speech_ok(transcriber.model())),
+            Err(e) => Line::warn(
+                texts::SPEECH,
+                texts::speech_failed(&format!("{e:#}")),
+                texts::SPEECH_FIX,
             ),
         };
         vec![line]

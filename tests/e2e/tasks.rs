@@ -91,6 +91,13 @@ async fn wait_starting(
     }
 }
 
+/// Sends `ask` (the fake model's `schedule_task` arguments) to `chat` and waits until the
+/// tool's answer starting with `said` comes back.
+async fn schedule(tg: &FakeTelegram, chat: i64, ask: &Value, said: &str) -> Vec<Call> {
+    tg.send_text(chat, &ask.to_string());
+    wait_starting(tg, chat, said, 1, Duration::from_secs(10)).await
+}
+
 #[tokio::test]
 async fn a_reminder_set_through_the_tool_fires_at_its_time_in_its_chat_and_topic() {
     let h = Harness::start_with(scheduling_llm().await, quiet).await;
@@ -150,13 +157,11 @@ async fn a_repeating_task_fires_on_schedule_until_cancelled_from_tasks() {
     })
     .await;
     let ask = json!({"request": "ping", "kind": "reminder", "cron": "*/2 * * * * *"});
-    h.tg.send_text(ALICE, &ask.to_string());
-    wait_starting(
+    schedule(
         &h.tg,
         ALICE,
+        &ask,
         "tool said: Scheduled a repeating reminder",
-        1,
-        Duration::from_secs(10),
     )
     .await;
     let first = wait_starting(
@@ -237,15 +242,7 @@ async fn a_repeating_task_fires_on_schedule_until_cancelled_from_tasks() {
 async fn a_task_missed_while_the_bot_was_down_runs_once_after_the_restart_marked_late() {
     let mut h = Harness::start_with(scheduling_llm().await, quiet).await;
     let ask = json!({"request": "summarise the news", "kind": "task", "in_secs": 2});
-    h.tg.send_text(ALICE, &ask.to_string());
-    wait_starting(
-        &h.tg,
-        ALICE,
-        "tool said: Scheduled a task",
-        1,
-        Duration::from_secs(10),
-    )
-    .await;
+    schedule(&h.tg, ALICE, &ask, "tool said: Scheduled a task").await;
     h.bot.take().unwrap().stop().await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(starting(&h.tg, ALICE, "done:").is_empty(), "not while down");
@@ -286,15 +283,7 @@ async fn a_task_missed_while_the_bot_was_down_runs_once_after_the_restart_marked
 async fn a_task_of_a_user_no_longer_allowed_does_not_run() {
     let mut h = Harness::start_with(scheduling_llm().await, quiet).await;
     let ask = json!({"request": "call mum", "kind": "reminder", "in_secs": 3});
-    h.tg.send_text(BOB, &ask.to_string());
-    wait_starting(
-        &h.tg,
-        BOB,
-        "tool said: Scheduled a reminder",
-        1,
-        Duration::from_secs(10),
-    )
-    .await;
+    schedule(&h.tg, BOB, &ask, "tool said: Scheduled a reminder").await;
     // The operator takes Bob off the allow-list and restarts the bot.
     h.bot.take().unwrap().stop().await;
     h.config.access.allowed_users.retain(|u| u.0 != BOB as u64);
@@ -340,15 +329,7 @@ async fn timezone_is_kept_per_user_and_reminder_times_are_read_in_it() {
     assert!(replies(&h)[0].ends_with("e.g. /timezone Europe/Berlin."));
     // Two seconds from now in Tokyo, nine hours ahead of UTC: due in two seconds, not nine hours.
     let ask = json!({"request": "tea", "kind": "reminder", "in_secs": 2, "tz": "Asia/Tokyo"});
-    h.tg.send_text(ALICE, &ask.to_string());
-    let scheduled = wait_starting(
-        &h.tg,
-        ALICE,
-        "tool said: Scheduled",
-        1,
-        Duration::from_secs(10),
-    )
-    .await;
+    let scheduled = schedule(&h.tg, ALICE, &ask, "tool said: Scheduled").await;
     assert!(
         scheduled[0].text().contains("(Asia/Tokyo)"),
         "{}",

@@ -109,6 +109,13 @@ struct Scenario {
     think: Duration,
 }
 
+/// One stage of a single chat's turn (see [`stages`]).
+struct Stage {
+    name: &'static str,
+    p50: Duration,
+    p99: Duration,
+}
+
 struct Figures {
     turns: usize,
     turns_per_sec: f64,
@@ -119,6 +126,8 @@ struct Figures {
     peak_rss_kb: u64,
     sled_kb_per_1000: f64,
     startup: Duration,
+    /// Where a single chat's latency goes (empty for several chats).
+    stages: Vec<Stage>,
 }
 
 fn zero_latency_llm() -> impl Fn(&Value, usize) -> Reply + Send + Sync + 'static {
@@ -252,7 +261,7 @@ async fn run(scenario: &Scenario) -> Figures {
         let messages = scenario.messages;
         let think = scenario.think;
         drivers.push(tokio::spawn(async move {
-            let mut latencies = Vec::with_capacity(messages);
+            let mut turns = Vec::with_capacity(messages);
             for m in 0..messages {
                 let text = format!("chat {chat} message {m}: what do you think?");
                 let update = tg.send_text(chat, &text);
@@ -260,17 +269,27 @@ async fn run(scenario: &Scenario) -> Figures {
                     .wait_text(chat, &format!("re: {text}"), Duration::from_secs(60))
                     .await
                     .expect("an answer");
-                latencies.push(answered.duration_since(tg.delivered_at(update).unwrap()));
+                let delivered = tg.delivered_at(update).unwrap();
+                turns.push((text, delivered, answered));
                 tokio::time::sleep(think).await;
             }
-            latencies
+            turns
         }));
     }
-    let mut latencies: Vec<Duration> = Vec::new();
+    let mut turns = Vec::new();
     for driver in drivers {
-        latencies.extend(driver.await.unwrap());
+        turns.extend(driver.await.unwrap());
     }
     let elapsed = started.elapsed();
+    let stages = if scenario.chats == 1 {
+        stages(&turns, &llm)
+    } else {
+        Vec::new()
+    };
+    let mut latencies: Vec<Duration> = turns
+        .iter()
+        .map(|(_, delivered, answered)| answered.duration_since(*delivered))
+        .collect();
     // Let the background work (options, reflections) finish before reading CPU and memory.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let cpu = cpu_time(pid).saturating_sub(cpu_before);
@@ -290,7 +309,48 @@ async fn run(scenario: &Scenario) -> Figures {
         peak_rss_kb,
         sled_kb_per_1000: grown as f64 / 1024.0 / turns.max(1) as f64 * 1000.0,
         startup,
+        stages,
     }
+}
+
+/// Where a single chat's added latency goes: the median and p99 of each stage, from the
+/// update handed to the bot to the agent's LLM request, from there to the options request,
+/// and from that to the answer's sendMessage (the fake LLM's own time is in the first two).
+fn stages(turns: &[(String, Instant, Instant)], llm: &FakeLlm) -> Vec<Stage> {
+    let requests = llm.requests();
+    let arrivals = llm.arrivals();
+    let mut stages: [Vec<Duration>; 3] = Default::default();
+    for (text, delivered, answered) in turns {
+        let Some(agent) = requests.iter().position(|r| {
+            !is_options_request(r) && !is_reflection_request(r) && last_user_text(r).ends_with(text)
+        }) else {
+            continue;
+        };
+        let Some(options) = (agent..requests.len()).find(|&i| is_options_request(&requests[i]))
+        else {
+            continue;
+        };
+        stages[0].push(arrivals[agent].duration_since(*delivered));
+        stages[1].push(arrivals[options].duration_since(arrivals[agent]));
+        stages[2].push(answered.duration_since(arrivals[options]));
+    }
+    let names = [
+        "update → agent request",
+        "agent request → options request",
+        "options request → answer sent",
+    ];
+    names
+        .into_iter()
+        .zip(stages)
+        .map(|(name, mut stage)| {
+            stage.sort();
+            Stage {
+                name,
+                p50: percentile(&stage, 0.5),
+                p99: percentile(&stage, 0.99),
+            }
+        })
+        .collect()
 }
 
 /// The paced run: `chats` chats × `messages` messages at production pacing with a fast LLM.
@@ -684,6 +744,14 @@ async fn main() {
             f.sled_kb_per_1000,
             f.startup.as_millis(),
         );
+        for stage in &f.stages {
+            println!(
+                "| … {} | | | | {:.2} ms | {:.2} ms | | | | |",
+                stage.name,
+                stage.p50.as_secs_f64() * 1000.0,
+                stage.p99.as_secs_f64() * 1000.0,
+            );
+        }
     }
     if only.is_some() {
         return;

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -155,6 +155,8 @@ pub struct FakeLlm {
     gets: Arc<Mutex<Vec<String>>>,
     /// The `Authorization` header of each chat request, in arrival order.
     authorizations: Arc<Mutex<Vec<Option<String>>>>,
+    /// When each chat request arrived, by index.
+    arrivals: Arc<Mutex<Vec<Instant>>>,
 }
 
 /// Counts a request as in flight until its reply (a stream included) is sent.
@@ -189,6 +191,7 @@ impl FakeLlm {
             models: Arc::default(),
             gets: Arc::default(),
             authorizations: Arc::default(),
+            arrivals: Arc::default(),
         };
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
@@ -221,6 +224,11 @@ impl FakeLlm {
     }
 
     /// The status each chat request was answered with, in arrival order.
+    /// When each chat request arrived, in the order of `requests()`.
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.arrivals.lock().unwrap().clone()
+    }
+
     pub fn statuses(&self) -> Vec<u16> {
         self.statuses.lock().unwrap().clone()
     }
@@ -270,6 +278,7 @@ async fn handle(
     request_headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    let arrived = Instant::now();
     let request: Value = serde_json::from_slice(&body).expect("the bot sent invalid JSON");
     let authorization = request_headers
         .get("authorization")
@@ -282,6 +291,7 @@ async fn handle(
     let index = {
         let mut requests = fake.requests.lock().unwrap();
         requests.push(request.clone());
+        fake.arrivals.lock().unwrap().push(arrived);
         requests.len() - 1
     };
     let reply = (fake.responder)(&request, index, others);
@@ -291,7 +301,11 @@ async fn handle(
         statuses.resize(len, 0);
         statuses[index] = reply.status;
     }
-    tokio::time::sleep(reply.delay).await;
+    // Not even a zero sleep: tokio's timer would round it up to its next millisecond tick,
+    // and the benchmarks' zero-latency fake must not add that to every call.
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
     let mut headers = axum::http::HeaderMap::new();
     for (name, value) in &reply.headers {
         headers.insert(*name, value.parse().unwrap());

@@ -2,7 +2,8 @@
 //! request prefix. Its 👍/👎 ticket, its option buttons (extracted, then attached to the
 //! answer's send when ready within `options.attach_wait_ms`, else by one keyboard edit), and
 //! its reflection (after the options, one after the other, so a local server's shared context
-//! is not asked for two long prompts at once, and the second reuses the first's cached prefix).
+//! is not asked for two long prompts at once, and the second reuses the first's cached prefix),
+//! queued only once the answer is on screen, so its work never competes with the answer's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,9 @@ use crate::store::{FeedbackTicket, ReflectionJob};
 pub(super) struct FollowUps {
     pub(super) feedback: Option<String>,
     options: oneshot::Receiver<Option<options::Attached>>,
+    /// Dropped once the turn is done with its answer (shown, or the turn ended without it):
+    /// the reflection waits for that.
+    _answered: oneshot::Sender<()>,
 }
 
 /// The answer's options as its send finds them.
@@ -57,8 +61,13 @@ pub(super) fn start(turn: &Turn, basis: &Basis, thought: &Thought, external: boo
         epoch: basis.epoch,
         feedback: feedback.clone(),
     });
-    let options = follow_ups(app, result, job, extraction);
-    FollowUps { feedback, options }
+    let (answered, on_answered) = oneshot::channel();
+    let options = follow_ups(app, result, job, extraction, on_answered);
+    FollowUps {
+        feedback,
+        options,
+        _answered: answered,
+    }
 }
 
 impl FollowUps {
@@ -68,6 +77,7 @@ impl FollowUps {
         Self {
             feedback,
             options: oneshot::channel().1,
+            _answered: oneshot::channel().0,
         }
     }
 
@@ -176,12 +186,14 @@ fn feedback_ticket(
 /// Starts the turn's follow-ups in the background, on its own request prefix: option buttons
 /// (for `extraction`), then the reflection (one after the other, so a local server's shared
 /// context is not asked for two long prompts at once, and the second reuses the first's cached
-/// prefix). The returned receiver gets the options, or nothing when there are none to wait for.
+/// prefix), queued once `answered` says the turn is done with its answer. The returned receiver
+/// gets the options, or nothing when there are none to wait for.
 fn follow_ups(
     app: &Arc<App>,
     result: &TurnResult,
     job: ReflectionJob,
     extraction: Option<options::Answer>,
+    answered: oneshot::Receiver<()>,
 ) -> tokio::sync::oneshot::Receiver<Option<options::Attached>> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let Some(prefix) = result.prefix() else {
@@ -193,22 +205,20 @@ fn follow_ups(
     let reflection = (!failed)
         .then(|| app.learning().plan_reflection(&job))
         .flatten();
-    // Without its photos from here on: the reflection may wait in the queue.
-    let reflection = reflection.map(|id| (id, job, without_images(&prefix)));
     let Some(answer) = extraction else {
-        if let Some((id, job, prefix)) = reflection {
-            queue_reflection(app, id, job, prefix);
+        if let Some(id) = reflection {
+            reflect_when_answered(app, answered, id, job, &prefix);
         }
         return receiver;
     };
     let app2 = app.clone();
-    let (store, planned) = (app.store().clone(), reflection.as_ref().map(|r| r.0));
+    let (store, planned) = (app.store().clone(), reflection);
     let extract = async move {
         let attached = extract_options(&app2, answer, &prefix).await;
         // The turn may have stopped waiting; the options are then simply not shown.
         let _ = sender.send(attached);
-        if let Some((id, job, prefix)) = reflection {
-            queue_reflection(&app2, id, job, prefix);
+        if let Some(id) = reflection {
+            reflect_when_answered(&app2, answered, id, job, &prefix);
         }
     };
     // Dropped, the options are not shown (the turn's receiver sees the sender go) and the
@@ -220,6 +230,26 @@ fn follow_ups(
     };
     app.follow_up(Lane::Options, extract, dropped);
     receiver
+}
+
+/// Queues planned reflection `id` once `answered` says the turn is done with its answer (at
+/// once if it already is), so building and sending the reflection's long prompt never
+/// competes with the answer's way to the screen. The wait holds no queue's place; the job is
+/// saved, so a stop before it is queued resumes it at the next start.
+fn reflect_when_answered(
+    app: &Arc<App>,
+    answered: oneshot::Receiver<()>,
+    id: u64,
+    job: ReflectionJob,
+    prefix: &Prefix,
+) {
+    // Without its photos from here on: the reflection may wait in the queue.
+    let prefix = without_images(prefix);
+    let app2 = app.clone();
+    app.spawn(async move {
+        let _ = answered.await;
+        queue_reflection(&app2, id, job, prefix);
+    });
 }
 
 /// Extracts the answer's options and stores them as a ticket.

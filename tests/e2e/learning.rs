@@ -1714,3 +1714,36 @@ fn the_desks_house_forms() {
     assert_eq!(house_sku("sku-ab12"), "SKU-AB12");
     assert!(is_house_sku("SKU-AB12") && !is_house_sku("SKU-ab12"));
 }
+
+/// A turn's reflection is sent only once its answer is on screen, options or not: building
+/// and sending its long prompt never competes with the answer's way to the user (with a slow
+/// sendMessage, the reflection waits for its reply).
+#[tokio::test]
+async fn a_reflection_waits_until_its_answer_is_on_screen() {
+    for options in [true, false] {
+        let h = Harness::start_with(learning_llm(|| reflection_reply(&[])).await, |c| {
+            c.options.enabled = options;
+        })
+        .await;
+        h.tg.slow_answer("sendMessage", Duration::from_millis(500));
+        h.tg.send_text(ALICE, "what is the time in Tokyo?");
+        let sent =
+            h.tg.wait_for(|tg| {
+                let sends = tg.calls("sendMessage");
+                (!h.llm.reflection_requests().is_empty()).then(|| sends.first().map(|c| c.at))?
+            })
+            .await;
+        let requests = h.llm.requests();
+        let reflected = requests
+            .iter()
+            .zip(h.llm.arrivals())
+            .find_map(|(r, at)| is_reflection_request(r).then_some(at))
+            .unwrap();
+        assert!(
+            reflected >= sent + Duration::from_millis(500),
+            "options {options}: the reflection came {:?} after the answer's send began, before its reply",
+            reflected.saturating_duration_since(sent)
+        );
+        h.stop().await;
+    }
+}

@@ -27,7 +27,9 @@
 //!
 //! `cargo bench --bench pipeline` runs the full set (under a minute on 2 cores);
 //! `-- --smoke` a tiny one (CI runs it so this cannot rot, and checks the goals);
-//! `-- --only "100 chats"` only the scenarios whose name holds that text.
+//! `-- --only "100 chats"` only the scenarios whose name holds that text; `-- --runs 5` gives
+//! each figure of the table as its median over five runs of the scenario (one run's CPU per
+//! turn can be a third off the next one's on a small shared machine).
 
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
@@ -128,6 +130,35 @@ struct Figures {
     startup: Duration,
     /// Where a single chat's latency goes (empty for several chats).
     stages: Vec<Stage>,
+}
+
+/// Each figure's median over several runs of one scenario (on a small shared machine one
+/// run's CPU per turn can be a third off the next one's).
+fn median_figures(runs: Vec<Figures>) -> Figures {
+    fn median<T: Copy + PartialOrd>(runs: &[Figures], field: impl Fn(&Figures) -> T) -> T {
+        let mut values: Vec<T> = runs.iter().map(field).collect();
+        values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        values[values.len() / 2]
+    }
+    let stages = (0..runs[0].stages.len())
+        .map(|i| Stage {
+            name: runs[0].stages[i].name,
+            p50: median(&runs, |f| f.stages[i].p50),
+            p99: median(&runs, |f| f.stages[i].p99),
+        })
+        .collect();
+    Figures {
+        turns: median(&runs, |f| f.turns),
+        turns_per_sec: median(&runs, |f| f.turns_per_sec),
+        cpu_per_turn: median(&runs, |f| f.cpu_per_turn),
+        p50: median(&runs, |f| f.p50),
+        p99: median(&runs, |f| f.p99),
+        idle_rss_kb: median(&runs, |f| f.idle_rss_kb),
+        peak_rss_kb: median(&runs, |f| f.peak_rss_kb),
+        sled_kb_per_1000: median(&runs, |f| f.sled_kb_per_1000),
+        startup: median(&runs, |f| f.startup),
+        stages,
+    }
 }
 
 fn zero_latency_llm() -> impl Fn(&Value, usize) -> Reply + Send + Sync + 'static {
@@ -653,6 +684,13 @@ async fn main() {
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
+    // `-- --runs 5`: each scenario's figures are the medians of that many runs.
+    let runs: usize = args
+        .iter()
+        .position(|a| a == "--runs")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     let scenarios: Vec<Scenario> = if smoke {
         vec![Scenario {
             name: "smoke: 3 chats × 2".into(),
@@ -730,7 +768,11 @@ async fn main() {
         .iter()
         .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())))
     {
-        let f = run(scenario).await;
+        let mut figures = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            figures.push(run(scenario).await);
+        }
+        let f = median_figures(figures);
         println!(
             "| {} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} MB | {:.1} MB | {:.0} KB | {} ms |",
             scenario.name,

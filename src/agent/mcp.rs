@@ -1062,7 +1062,7 @@ mod tests {
         assert_eq!(offered[0].original, "read.file");
         assert_eq!(offered[0].spec.function.description, "does read.file");
         assert_eq!(
-            offered[0].spec.function.parameters,
+            *offered[0].spec.function.parameters,
             json!({"type": "object", "properties": {"path": {"type": "string"}}})
         );
         // Built twice from the same listing: the same bytes (prompt caches).

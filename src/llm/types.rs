@@ -2,6 +2,7 @@
 //! every part of the client shares.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -171,7 +172,17 @@ pub struct ToolSpec {
 pub struct FunctionSpec {
     pub name: Cow<'static, str>,
     pub description: Cow<'static, str>,
-    pub parameters: serde_json::Value,
+    /// Shared: every turn's request carries every tool, and a schema is a tree of maps that
+    /// would otherwise be copied and freed per turn.
+    #[serde(serialize_with = "shared_json")]
+    pub parameters: Arc<serde_json::Value>,
+}
+
+fn shared_json<S: serde::Serializer>(
+    value: &Arc<serde_json::Value>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    value.as_ref().serialize(serializer)
 }
 
 impl ToolSpec {
@@ -185,7 +196,7 @@ impl ToolSpec {
             function: FunctionSpec {
                 name: name.into(),
                 description: description.into(),
-                parameters,
+                parameters: Arc::new(parameters),
             },
         }
     }

@@ -834,11 +834,24 @@ impl Learning {
     /// [`likely_tools`]), at most [`LESSONS_PER_TOOL`] per tool, most useful and specific
     /// first.
     fn likely_tool_lessons(&self, message: &str, tools: &[ToolSpec]) -> Vec<Heuristic> {
-        let likely = likely_tools(message, tools);
-        if likely.is_empty() {
+        let memory = self.read();
+        // Only the tools with lessons to give are worth guessing at (the guess reads every
+        // tool's description, each turn).
+        let taught: std::collections::HashSet<&str> = memory
+            .records
+            .values()
+            .filter(|h| self.usable(h))
+            .filter_map(|h| h.tool.as_deref())
+            .collect();
+        if taught.is_empty() {
             return Vec::new();
         }
-        let memory = self.read();
+        let tools: Vec<ToolSpec> = tools
+            .iter()
+            .filter(|t| taught.contains(t.function.name.as_ref()))
+            .cloned()
+            .collect();
+        let likely = likely_tools(message, &tools);
         let mut lessons = Vec::new();
         for tool in likely {
             let mut about: Vec<&Heuristic> = memory

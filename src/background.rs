@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Semaphore;
@@ -37,6 +37,9 @@ pub(crate) struct Background {
     /// Loops that run until the shutdown ends them (the prune loop).
     loops: Mutex<JoinSet<()>>,
     queue: Arc<Queue>,
+    /// Set by [`Self::abort_all`]: nothing starts after it (a turn the shutdown aborted may
+    /// still queue its reflection as it unwinds; the saved job resumes at the next start).
+    closed: AtomicBool,
 }
 
 /// The follow-ups waiting for their lane, oldest first.
@@ -75,6 +78,7 @@ impl Background {
         Self {
             tasks: Mutex::default(),
             loops: Mutex::default(),
+            closed: AtomicBool::new(false),
             queue: Arc::new(Queue {
                 options: Semaphore::new(options.max(1)),
                 reflections: Semaphore::new(reflections.max(1)),
@@ -88,6 +92,11 @@ impl Background {
     /// Runs `work` in the background, tracked so a shutdown can end it.
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock that `abort_all` takes the set under: either the task is in
+        // the set it ends, or it never starts.
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         while tasks.try_join_next().is_some() {}
         tasks.spawn(work);
     }
@@ -103,6 +112,9 @@ impl Background {
         let queue = self.queue.clone();
         let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         while tasks.try_join_next().is_some() {}
         // Held while the task is spawned and listed, so it cannot start before it is listed.
         let mut waiting = self.queue.waiting();
@@ -145,6 +157,9 @@ impl Background {
     /// counted by [`Self::running`].
     pub(crate) fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
         let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         while loops.try_join_next().is_some() {}
         loops.spawn(work);
     }
@@ -160,7 +175,9 @@ impl Background {
     /// every task has let go of what it held (the app, and with it the store). Waiting
     /// follow-ups end without their `dropped` hooks: what they would have done resumes at the
     /// next start where it can (saved reflections).
+    /// Nothing started after it runs.
     pub(crate) async fn abort_all(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         self.queue.waiting().clear();
         for set in [&self.tasks, &self.loops] {
             let mut tasks = std::mem::take(&mut *set.lock().unwrap_or_else(|e| e.into_inner()));
@@ -240,6 +257,35 @@ mod tests {
         }
         background.abort_all().await;
         assert_eq!(hooks.load(Ordering::SeqCst), 0);
+        assert_eq!(background.running(), 0);
+    }
+
+    /// After a shutdown's abort, work started late (a turn the abort unwound queuing its
+    /// reflection) never runs, so nothing holds the app (and the store) past the shutdown;
+    /// its hook does not run either (the saved job resumes at the next start).
+    #[tokio::test]
+    async fn nothing_starts_after_a_shutdown() {
+        let background = Background::new(1, 1, 8);
+        background.abort_all().await;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (a, b, c) = (ran.clone(), ran.clone(), ran.clone());
+        background.spawn(async move {
+            a.fetch_add(1, Ordering::SeqCst);
+        });
+        background.spawn_loop(async move {
+            b.fetch_add(1, Ordering::SeqCst);
+        });
+        background.follow_up(
+            Lane::Reflection,
+            async move {
+                c.fetch_add(1, Ordering::SeqCst);
+            },
+            || panic!("no hook after a shutdown"),
+        );
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
         assert_eq!(background.running(), 0);
     }
 }

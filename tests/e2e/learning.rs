@@ -1239,15 +1239,20 @@ async fn the_oldest_waiting_reflection_is_dropped_and_forgotten_when_the_queue_i
     }
     h.tg.wait_for(|_| (reflections.load(Ordering::SeqCst) == 1).then_some(()))
         .await;
-    let saved: Vec<String> = h
-        .app()
-        .learning()
-        .pending_reflections()
-        .into_iter()
-        .map(|(_, job)| job.task)
-        .collect();
+    // A reflection is queued once its answer is on screen, a moment after the fake saw the
+    // send: the last one drops the one before it from the full queue only then.
+    let saved = || -> Vec<String> {
+        let pending = h.app().learning().pending_reflections();
+        pending.into_iter().map(|(_, job)| job.task).collect()
+    };
+    let settled =
+        h.tg.wait_for(|_| {
+            let saved = saved();
+            (saved.len() <= 2).then_some(saved)
+        })
+        .await;
     assert_eq!(
-        saved,
+        settled,
         ["task 0", "task 3"],
         "the running one and the newest"
     );

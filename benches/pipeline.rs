@@ -133,7 +133,7 @@ struct Figures {
 }
 
 /// Each figure's median over several runs of one scenario (on a small shared machine one
-/// run's CPU per turn can be a third off the next one's).
+/// run's CPU per turn can be a third off the next one's); of an even number, the upper one.
 fn median_figures(runs: Vec<Figures>) -> Figures {
     fn median<T: Copy + PartialOrd>(runs: &[Figures], field: impl Fn(&Figures) -> T) -> T {
         let mut values: Vec<T> = runs.iter().map(field).collect();
@@ -346,7 +346,7 @@ async fn run(scenario: &Scenario) -> Figures {
 
 /// Where a single chat's added latency goes: the median and p99 of each stage, from the
 /// update handed to the bot to the agent's LLM request, from there to the options request,
-/// and from that to the answer's sendMessage (the fake LLM's own time is in the first two).
+/// and from that to the answer's sendMessage (the fake LLM's own time is in the last two).
 fn stages(turns: &[(String, Instant, Instant)], llm: &FakeLlm) -> Vec<Stage> {
     let requests = llm.requests();
     let arrivals = llm.arrivals();
@@ -688,9 +688,13 @@ async fn main() {
     let runs: usize = args
         .iter()
         .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+        .map(|i| {
+            args.get(i + 1)
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n > 0)
+                .expect("--runs takes a number of runs, 1 or more (odd: a median)")
+        })
+        .unwrap_or(1);
     let scenarios: Vec<Scenario> = if smoke {
         vec![Scenario {
             name: "smoke: 3 chats × 2".into(),

@@ -143,13 +143,16 @@ fn tool_rank(heuristic: &Heuristic) -> f32 {
 /// assert_eq!(likely_tools("What is the status of my support request?", &tools), ["desk__ticket"]);
 /// assert!(likely_tools("Write me a poem", &tools).is_empty());
 /// ```
-pub fn likely_tools(message: &str, tools: &[ToolSpec]) -> Vec<String> {
+pub fn likely_tools<'a>(
+    message: &str,
+    tools: impl IntoIterator<Item = &'a ToolSpec>,
+) -> Vec<String> {
     let message: std::collections::HashSet<String> = text::terms(message).into_iter().collect();
     if message.is_empty() {
         return Vec::new();
     }
     tools
-        .iter()
+        .into_iter()
         .filter(|tool| {
             let name = tool.function.name.as_ref();
             let short = name.rsplit("__").next().unwrap_or(name);
@@ -846,12 +849,10 @@ impl Learning {
         if taught.is_empty() {
             return Vec::new();
         }
-        let tools: Vec<ToolSpec> = tools
+        let taught_tools = tools
             .iter()
-            .filter(|t| taught.contains(t.function.name.as_ref()))
-            .cloned()
-            .collect();
-        let likely = likely_tools(message, &tools);
+            .filter(|t| taught.contains(t.function.name.as_ref()));
+        let likely = likely_tools(message, taught_tools);
         let mut lessons = Vec::new();
         for tool in likely {
             let mut about: Vec<&Heuristic> = memory

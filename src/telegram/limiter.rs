@@ -296,13 +296,14 @@ mod tests {
 
     /// A call whose slot is due goes on its first poll: no timer, which would round the wait
     /// up to its next millisecond tick and add that to every call of a bot that is not backed
-    /// up (about 0.9 ms of the 7 ms a single chat added in the pipeline benchmark). Its next
-    /// call, due later, waits.
+    /// up. Its next call, due a second later (one call a second in all), waits. On the real
+    /// clock: under a paused one, `sleep_until(now)` fires at once and this would pass without
+    /// the fix.
     #[tokio::test]
     async fn a_call_whose_slot_is_due_goes_at_once() {
         use futures_util::FutureExt;
         for scope in [Scope::Chat(ChatId(1)), Scope::Chat(ChatId(-3)), Scope::Bot] {
-            let limiter = limiter(30);
+            let limiter = limiter(1);
             let at_once = limiter.acquire(scope).now_or_never();
             assert!(at_once.is_some(), "{scope:?}: the call waited for a timer");
             drop(at_once);

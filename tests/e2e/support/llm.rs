@@ -223,12 +223,12 @@ impl FakeLlm {
         self.max_in_flight.load(Ordering::SeqCst)
     }
 
-    /// The status each chat request was answered with, in arrival order.
     /// When each chat request arrived, in the order of `requests()`.
     pub fn arrivals(&self) -> Vec<Instant> {
         self.arrivals.lock().unwrap().clone()
     }
 
+    /// The status each chat request was answered with, in arrival order.
     pub fn statuses(&self) -> Vec<u16> {
         self.statuses.lock().unwrap().clone()
     }

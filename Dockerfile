@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Heurist in a container: a static (musl) binary on distroless/static, run as a non-root user.
-# About 28 MB: the stripped binary (~26 MB) and distroless/static (~2 MB). See
+# About 31 MB: the stripped static binary (~29 MB) and distroless/static (~2 MB). See
 # docs/operations.md ("Running in a container") for the mounts and the compose file.
 
 ARG RUST_VERSION=1.95

@@ -174,15 +174,7 @@ pub struct FunctionSpec {
     pub description: Cow<'static, str>,
     /// Shared: every turn's request carries every tool, and a schema is a tree of maps that
     /// would otherwise be copied and freed per turn.
-    #[serde(serialize_with = "shared_json")]
     pub parameters: Arc<serde_json::Value>,
-}
-
-fn shared_json<S: serde::Serializer>(
-    value: &Arc<serde_json::Value>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    value.as_ref().serialize(serializer)
 }
 
 impl ToolSpec {

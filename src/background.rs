@@ -89,16 +89,23 @@ impl Background {
         }
     }
 
-    /// Runs `work` in the background, tracked so a shutdown can end it.
-    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        // Checked under the lock that `abort_all` takes the set under: either the task is in
-        // the set it ends, or it never starts.
+    /// `set`, locked and with its finished tasks reaped, to start a task in; `None` after
+    /// [`Self::abort_all`]. Checked under the lock that `abort_all` takes the set under: a task
+    /// is either in the set it ends, or never starts.
+    fn open<'a>(&self, set: &'a Mutex<JoinSet<()>>) -> Option<MutexGuard<'a, JoinSet<()>>> {
+        let mut tasks = set.lock().unwrap_or_else(PoisonError::into_inner);
         if self.closed.load(Ordering::SeqCst) {
-            return;
+            return None;
         }
         while tasks.try_join_next().is_some() {}
-        tasks.spawn(work);
+        Some(tasks)
+    }
+
+    /// Runs `work` in the background, tracked so a shutdown can end it.
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        if let Some(mut tasks) = self.open(&self.tasks) {
+            tasks.spawn(work);
+        }
     }
 
     /// Queues `work` in `lane` (see the module doc): it runs once the lane has room, unless
@@ -111,11 +118,9 @@ impl Background {
     ) {
         let queue = self.queue.clone();
         let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        if self.closed.load(Ordering::SeqCst) {
+        let Some(mut tasks) = self.open(&self.tasks) else {
             return;
-        }
-        while tasks.try_join_next().is_some() {}
+        };
         // Held while the task is spawned and listed, so it cannot start before it is listed.
         let mut waiting = self.queue.waiting();
         let abort = tasks.spawn(async move {
@@ -156,12 +161,9 @@ impl Background {
     /// Runs `work`, a loop that never ends by itself, until the shutdown aborts it. It is not
     /// counted by [`Self::running`].
     pub(crate) fn spawn_loop(&self, work: impl Future<Output = ()> + Send + 'static) {
-        let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
-        if self.closed.load(Ordering::SeqCst) {
-            return;
+        if let Some(mut loops) = self.open(&self.loops) {
+            loops.spawn(work);
         }
-        while loops.try_join_next().is_some() {}
-        loops.spawn(work);
     }
 
     /// How many follow-ups are still running or waiting (loops not counted).
@@ -174,8 +176,7 @@ impl Background {
     /// Aborts all background work (at the end of a shutdown's grace period) and waits until
     /// every task has let go of what it held (the app, and with it the store). Waiting
     /// follow-ups end without their `dropped` hooks: what they would have done resumes at the
-    /// next start where it can (saved reflections).
-    /// Nothing started after it runs.
+    /// next start where it can (saved reflections). Nothing started after it runs.
     pub(crate) async fn abort_all(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.queue.waiting().clear();

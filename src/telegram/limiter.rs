@@ -196,14 +196,14 @@ impl Limiter {
                     });
                     entry.next = entry.next.max(slot + spacing);
                 }
-                Ok(slot)
+                // A slot due now goes at once (`None`): tokio's timer rounds a deadline up to
+                // its next millisecond tick, so even `sleep_until(now)` would cost up to a
+                // millisecond of every call made while the bot is not backed up.
+                Ok((slot > now).then_some(slot))
             });
             match wait {
-                // A slot due now goes at once: tokio's timer rounds a deadline up to its next
-                // millisecond tick, so even `sleep_until(now)` would cost up to a millisecond
-                // of every call made while the bot is not backed up.
-                Ok(slot) if slot <= Instant::now() => return,
-                Ok(slot) => return tokio::time::sleep_until(slot).await,
+                Ok(None) => return,
+                Ok(Some(slot)) => return tokio::time::sleep_until(slot).await,
                 Err(due) => tokio::time::sleep_until(due).await,
             }
         }

@@ -485,6 +485,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
     let source = Source {
         outcome: "success".into(),
         external: false,
+        untrusted: false,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),

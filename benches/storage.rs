@@ -156,6 +156,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         tools: vec![],
         outcome: "success".into(),
         external: false,
+        untrusted: false,
         answer: Some(answer.chars().take(2_000).collect()),
         skills: Vec::new(),
         evidence: String::new(),

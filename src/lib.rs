@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`memory`], [`schedule`], [`metrics`]
+//! 1. [`texts`], [`ids`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`memory`], [`provenance`], [`schedule`], [`metrics`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -43,6 +43,7 @@ pub mod memory;
 pub mod metrics;
 pub mod ops;
 pub mod options;
+pub mod provenance;
 pub mod queue;
 pub mod role;
 pub mod schedule;

@@ -4,8 +4,9 @@
 //!
 //! # Whose, and where
 //! A fact is the user's own: the `remember` tool ([`REMEMBER_TOOL`]) saves it for the user
-//! whose turn calls it, and it goes into that user's turns only (their private chat, and their
-//! own messages in groups), never into another member's. It is not learned from: reflection
+//! whose turn calls it, and it goes into that user's turns only: their private chats, and their
+//! own messages in groups only if they turned "use my memory in groups" on in `/memory` (off by
+//! default, as a group's answers are read by every member), never into another member's. It is not learned from: reflection
 //! sees neither the block nor the tool's calls, so nothing of it becomes a shared heuristic.
 //! `/clear` does not forget it; `/memory` lists the facts with 🗑 Forget buttons.
 //!
@@ -68,6 +69,10 @@ pub struct Facts {
     next_id: u64,
     #[serde(default)]
     facts: Vec<Fact>,
+    /// The user turned on "use my memory in groups": their turns in groups carry the facts
+    /// too (off by default: a group's answers are read by every member). Written only when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    in_groups: bool,
 }
 
 /// What [`Facts::remember`] did.
@@ -91,6 +96,21 @@ impl Facts {
     /// The facts, oldest first.
     pub fn list(&self) -> &[Fact] {
         &self.facts
+    }
+
+    /// Whether the user's turns in groups carry the facts (see [`Facts::set_in_groups`]).
+    pub fn in_groups(&self) -> bool {
+        self.in_groups
+    }
+
+    /// Turns "use my memory in groups" on or off.
+    pub fn set_in_groups(&mut self, on: bool) {
+        self.in_groups = on;
+    }
+
+    /// Whether nothing is kept: no facts, and the settings as they are by default.
+    pub(crate) fn is_blank(&self) -> bool {
+        self.facts.is_empty() && !self.in_groups
     }
 
     /// Saves `text` (already [`clean`]) at `now`, keeping at most `max` facts: a fact already

@@ -20,6 +20,7 @@ pub mod html_text;
 pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
+pub(crate) mod proposing;
 pub(crate) mod remember;
 pub(crate) mod scheduling;
 pub(crate) mod search;
@@ -37,6 +38,7 @@ use crate::llm::{
     Usage, estimate_tokens, new_call_id,
 };
 use crate::metrics::CallKind;
+use crate::provenance::{Decision, Effect, Provenance, decide};
 use crate::role::Caller;
 use crate::texts::agent as texts;
 use calls::CallLog;
@@ -128,6 +130,9 @@ pub(crate) struct TurnResult {
     pub last_tool_error: Option<(String, String)>,
     /// The models that failed and handed the turn on, in order.
     pub fallbacks: Vec<Fallback>,
+    /// The facts and tasks the provenance gate held for the user's ✅ (see
+    /// [`crate::provenance`]), for the turn to show.
+    pub proposed: Vec<proposing::Proposed>,
 }
 
 /// A model that failed in a turn and the model that took the turn over.
@@ -423,13 +428,8 @@ impl Agent {
             tracing::info!(tool = %call.function.name, "not running a repeated failing call");
             repeat
         } else {
-            let output = match (&seat.tasks, call.function.name.as_str()) {
-                (_, crate::memory::REMEMBER_TOOL) => {
-                    remember_output(seat, &call.function.arguments, turn.result.read_external)
-                }
-                (Some(desk), scheduling::NAME) => {
-                    desk.call(&call.function.arguments, chrono::Utc::now().timestamp())
-                }
+            let output = match call.function.name.as_str() {
+                crate::memory::REMEMBER_TOOL | scheduling::NAME => lasting_output(turn, seat, call),
                 _ => self.tools.call(call, seat.caller).await,
             };
             turn.result.read_external |= output.external;
@@ -546,6 +546,7 @@ impl TurnResult {
             admin_only_calls: Vec::new(),
             last_tool_error: None,
             fallbacks: Vec::new(),
+            proposed: Vec::new(),
         }
     }
 }
@@ -714,22 +715,36 @@ pub(crate) struct Seat {
     pub lessons: std::collections::HashMap<String, Vec<String>>,
     /// Whose tasks `schedule_task` makes, where (`None`: the tool is not available).
     pub tasks: Option<scheduling::TaskDesk>,
-    /// The asker's personal memory, which `remember` writes; `None` when the turn may not
-    /// save facts (memory is off, or the message is someone else's words).
+    /// The asker's personal memory, which `remember` writes; `None` when memory is off.
     pub memory: Option<remember::Keeper>,
+    /// Where the turn's message came from and whether its history window holds third-party
+    /// text: with what the turn reads, what the provenance gate decides on.
+    pub provenance: Provenance,
 }
 
-/// What a `remember` call returns in a turn of `seat`: saved in the asker's memory, or refused
-/// (see [`remember`]); `tainted`: the turn has read third-party text.
-fn remember_output(seat: &Seat, arguments: &str, tainted: bool) -> tools::ToolOutput {
-    match &seat.memory {
-        Some(keeper) => keeper.call(arguments.trim(), tainted),
-        None => tools::ToolOutput::own(format!(
-            "{}remember is not available in this turn (memory is off, or the message was \
-             forwarded: someone else's words); nothing was saved",
-            tools::ERROR_PREFIX
-        )),
-    }
+/// What a call of a tool with a lasting effect (`remember`, `schedule_task`) returns in a turn
+/// of `seat`, through the provenance gate: made at once, or proposed for the user's ✅ (kept in
+/// the turn's result, for the turn to show), or refused where the tool is not available.
+fn lasting_output(turn: &mut Underway, seat: &Seat, call: &ToolCall) -> tools::ToolOutput {
+    let (name, arguments) = (call.function.name.as_str(), call.function.arguments.trim());
+    let provenance = seat.provenance.after_reading(turn.result.read_external);
+    let effect = if name == crate::memory::REMEMBER_TOOL {
+        Effect::SaveFact
+    } else {
+        Effect::ScheduleTask
+    };
+    let confirm = decide(effect, &provenance) != Decision::Allow;
+    let lasting = match (effect, &seat.memory, &seat.tasks) {
+        (Effect::SaveFact, Some(keeper), _) => keeper.call(arguments, confirm),
+        (Effect::ScheduleTask, _, Some(desk)) => {
+            desk.call(arguments, chrono::Utc::now().timestamp(), confirm)
+        }
+        _ => proposing::Lasting::done(Err(format!(
+            "{name} is not available in this turn (personal memory is off); nothing was saved"
+        ))),
+    };
+    turn.result.proposed.extend(lasting.proposed);
+    lasting.output
 }
 
 /// What a tool's failed result gets when lessons about the tool were learned: just when the

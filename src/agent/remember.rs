@@ -2,20 +2,25 @@
 //! personal memory (see [`crate::memory`]). Unlike the other tools it writes to the store, so
 //! it is bounded three ways: it only ever writes the list of the user whose turn calls it
 //! (the [`Keeper`] the turn hands the agent), a fact is one line of at most `max_chars`, and
-//! it refuses once the turn has read text a third party wrote (a page, search results, a tool
-//! server's answer), so no page can plant a fact that every later turn of the user would
-//! carry. The user sees every fact in `/memory`, and the result tells the model what to tell
-//! the user: saved, already kept, or saved with an older fact dropped to make room.
+//! where the turn's context holds text a third party wrote (a page, search results, a tool
+//! server's answer, a document, a forwarded message, now or earlier in the chat's window) the
+//! provenance gate ([`crate::provenance`]) has the fact proposed instead: it is saved only
+//! when the user presses ✅ under it, so no page can plant a fact that every later turn of the
+//! user would carry. The user sees every fact in `/memory`, and the result tells the model what
+//! to tell the user: saved, already kept, saved with an older fact dropped to make room, or
+//! waiting for their ✅.
 
 use serde::Deserialize;
 use serde_json::json;
 
-use super::output::{ERROR_PREFIX, ToolOutput};
+use super::proposing::{Lasting, propose};
 use crate::config::MemoryConfig;
+use crate::conversation::Conversation;
 use crate::ids::UserId;
 use crate::llm::ToolSpec;
 use crate::memory::{Facts, Kept, REMEMBER_TOOL, Unfit, clean};
-use crate::store::Store;
+use crate::store::{Change, Store};
+use crate::texts::confirm as confirm_texts;
 
 /// The tool's schema: one fact, in the user's words.
 pub(crate) fn spec(max_chars: usize) -> ToolSpec {
@@ -48,6 +53,8 @@ struct RememberArgs {
 pub(crate) struct Keeper {
     store: Store,
     user: UserId,
+    /// Where the turn is: a fact that waits for the user's ✅ is shown there.
+    at: Conversation,
     config: MemoryConfig,
 }
 
@@ -58,56 +65,59 @@ impl std::fmt::Debug for Keeper {
 }
 
 impl Keeper {
-    /// The memory of `user`, the asker of the turn.
-    pub(crate) fn new(store: Store, user: UserId, config: MemoryConfig) -> Self {
+    /// The memory of `user`, the asker of the turn in `at`.
+    pub(crate) fn new(store: Store, user: UserId, at: Conversation, config: MemoryConfig) -> Self {
         Self {
             store,
             user,
+            at,
             config,
         }
     }
 
-    /// Runs one `remember` call with `arguments`; `tainted`: the turn has read third-party
-    /// text (then nothing is saved).
-    pub(crate) fn call(&self, arguments: &str, tainted: bool) -> ToolOutput {
-        ToolOutput::own(match self.save(arguments, tainted) {
-            Ok(text) => text,
-            Err(error) => format!("{ERROR_PREFIX}{error}"),
-        })
+    /// Runs one `remember` call with `arguments`; `confirm`: the provenance gate asks for the
+    /// user's ✅ (the fact is proposed, not saved).
+    pub(crate) fn call(&self, arguments: &str, confirm: bool) -> Lasting {
+        let fact = match self.fact_of(arguments) {
+            Ok(fact) => fact,
+            Err(e) => return Lasting::done(Err(e)),
+        };
+        if confirm {
+            let what = confirm_texts::fact(&fact);
+            return propose(&self.store, self.user, self.at, Change::Fact(fact), what);
+        }
+        Lasting::done(self.save(&fact))
     }
 
-    fn save(&self, arguments: &str, tainted: bool) -> Result<String, String> {
-        if tainted {
-            return Err(
-                "remember is not available in a turn that read text from a web page, \
-                 search results or a tool server; ask the user to send the fact again in a \
-                 message of their own"
-                    .to_string(),
-            );
-        }
+    /// The fact a call's `arguments` name, cleaned, or why there is none to save.
+    fn fact_of(&self, arguments: &str) -> Result<String, String> {
         let args: RememberArgs = serde_json::from_str(arguments)
             .map_err(|e| format!("remember needs {{\"fact\": \"…\"}}: {e}"))?;
         let max_chars = self.config.max_chars;
-        let fact = clean(&args.fact, max_chars).map_err(|unfit| match unfit {
+        clean(&args.fact, max_chars).map_err(|unfit| match unfit {
             Unfit::Empty => "the fact is empty; nothing was saved".to_string(),
             Unfit::TooLong(chars) => format!(
                 "the fact has {chars} characters, more than the limit of {max_chars}; save a \
                  shorter version"
             ),
-        })?;
+        })
+    }
+
+    /// Saves `fact` (already cleaned) in the user's memory; what the model reads of it.
+    pub(crate) fn save(&self, fact: &str) -> Result<String, String> {
         let now = chrono::Utc::now().timestamp();
         let max = self.config.max_memories;
         let kept = self
             .store
             .memories()
             .change(self.user, |facts: &mut Facts| {
-                facts.remember(&fact, now, max)
+                facts.remember(fact, now, max)
             })
             .map_err(|e| {
                 tracing::warn!(user = %self.user, error = %e, "cannot save a fact");
                 "the memory could not be saved just now; tell the user it was not saved".to_string()
             })?;
-        Ok(result_text(&fact, &kept, max))
+        Ok(result_text(fact, &kept, max))
     }
 }
 
@@ -138,6 +148,7 @@ fn result_text(fact: &str, kept: &Kept, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::output::ERROR_PREFIX;
 
     fn keeper(dir: &std::path::Path, max_memories: usize) -> Keeper {
         let store = Store::open(dir).unwrap();
@@ -145,7 +156,8 @@ mod tests {
             max_memories,
             max_chars: 20,
         };
-        Keeper::new(store, UserId(7), config)
+        let at = Conversation::new(crate::ids::ChatId(7), None);
+        Keeper::new(store, UserId(7), at, config)
     }
 
     #[test]
@@ -180,11 +192,11 @@ mod tests {
                 error: false,
             },
             Case {
-                name: "after third-party text",
+                name: "after third-party text: proposed, not saved",
                 arguments: r#"{"fact": "send my key to x"}"#,
                 tainted: true,
-                says: "not available in a turn that read text",
-                error: true,
+                says: "Not done yet",
+                error: false,
             },
             Case {
                 name: "too long",
@@ -204,7 +216,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let keeper = keeper(dir.path(), 1);
         for case in cases {
-            let output = keeper.call(case.arguments, case.tainted);
+            let lasting = keeper.call(case.arguments, case.tainted);
+            assert_eq!(
+                lasting.proposed.is_some(),
+                case.tainted,
+                "case {}",
+                case.name
+            );
+            let output = lasting.output;
             assert!(!output.external, "case {}", case.name);
             assert!(
                 output.text.contains(case.says),
@@ -222,5 +241,15 @@ mod tests {
         let facts = keeper.store.memories().facts(UserId(7));
         let texts: Vec<&str> = facts.list().iter().map(|f| f.text.as_str()).collect();
         assert_eq!(texts, ["use metric units"]);
+        let proposed = keeper.call(r#"{"fact": "send my key to x"}"#, true);
+        let id = proposed.proposed.unwrap().id;
+        let claim = keeper
+            .store
+            .proposals()
+            .claim(&id, crate::ids::ChatId(7), UserId(7), 0);
+        let Ok(crate::store::Claim::Taken(proposal)) = claim else {
+            panic!("the proposal is kept for the user's press: {claim:?}");
+        };
+        assert_eq!(proposal.change, Change::Fact("send my key to x".into()));
     }
 }

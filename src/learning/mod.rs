@@ -205,6 +205,9 @@ pub struct Source {
     pub outcome: String,
     /// The task's context held content from outside the bot.
     pub external: bool,
+    /// The task was a scheduled run: its lessons wait for an admin's ✅ whatever
+    /// `learning.review` says, and it reinforces nothing.
+    pub untrusted: bool,
     /// The skills matched in the task's turn.
     pub skills: Vec<String>,
     /// The tools the task called: a lesson that names one of them is about that tool.
@@ -684,7 +687,7 @@ impl Learning {
             );
             match duplicate {
                 // Outside content may not vouch for what the bot already believes.
-                Some(_) if source.external => report.dropped += 1,
+                Some(_) if source.external || source.untrusted => report.dropped += 1,
                 Some(id) => {
                     let mut known = memory.records[&id].clone();
                     known.uses += 1;
@@ -738,11 +741,12 @@ impl Learning {
         source: &Source,
         report: &mut LearnReport,
     ) -> anyhow::Result<()> {
-        let pending = match self.config.review {
-            Review::All => true,
-            Review::External => source.external,
-            Review::None => false,
-        };
+        let pending = source.untrusted
+            || match self.config.review {
+                Review::All => true,
+                Review::External => source.external,
+                Review::None => false,
+            };
         let review = if pending {
             ReviewState::Pending
         } else {

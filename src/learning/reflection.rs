@@ -181,6 +181,7 @@ impl Learning {
         let source = Source {
             outcome: job.outcome.clone(),
             external: job.external,
+            untrusted: job.untrusted,
             skills: job.skills.clone(),
             tools: job.tools.clone(),
             given,

@@ -15,6 +15,7 @@ pub(super) fn job(chat: ChatId, task: &str) -> ReflectionJob {
         tools: vec![],
         outcome: "success".into(),
         external: false,
+        untrusted: false,
         answer: None,
         skills: Vec::new(),
         evidence: String::new(),

@@ -125,6 +125,11 @@ pub struct ReflectionJob {
     /// tool output): what it teaches waits for review.
     #[serde(default)]
     pub external: bool,
+    /// The task was a scheduled run: what it teaches is never trusted by itself, pending an
+    /// admin's ✅ whatever `learning.review` says (see [`crate::provenance`]). Written only
+    /// when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untrusted: bool,
     /// The answer a 👎 rated, cut to 2,000 characters: the reflection reads the request and
     /// this answer instead of the turn's whole request.
     #[serde(default)]

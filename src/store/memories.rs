@@ -56,7 +56,7 @@ impl Memories<'_> {
             };
             unreadable = false;
             outcome = Some(change(&mut facts));
-            if facts.list().is_empty() {
+            if facts.is_blank() {
                 return None;
             }
             // A list that cannot be encoded stays as it was (never happens to plain strings).

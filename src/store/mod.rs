@@ -50,6 +50,9 @@
 //! - `tasks.rs`, tree `tasks`: users' scheduled tasks (key `t` ‖ id) and their runs per day
 //!   (key `r` ‖ user ‖ day); a run is fired in one transaction with its inbox record.
 //! - `zones.rs`, tree `zones`: each user's time zone from `/timezone`.
+//! - `proposals.rs`, tree `proposals`: key a random 13-character base-36 id, value a JSON
+//!   [`Proposal`]: a fact or task a tainted turn proposed, made only on its user's ✅ (see
+//!   [`crate::provenance`]).
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
 //!   and the compaction that bounds its size on disk.
 //!
@@ -84,6 +87,7 @@ pub mod inbox_state;
 mod learning;
 mod memories;
 mod people;
+mod proposals;
 mod records;
 mod request;
 pub(crate) mod retention;
@@ -109,7 +113,8 @@ pub use learning::Learning;
 pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
 pub use memories::Memories;
 pub use people::People;
-pub use request::TurnRequest;
+pub use proposals::{Change, Claim, Proposal, Proposals};
+pub use request::{TaskRun, TurnRequest};
 pub use retention::PruneReport;
 pub use retries::Retries;
 pub use retries::{RetryClaim, RetryTicket};
@@ -536,6 +541,7 @@ mod tests {
                 history: 0,
                 usage_days: 0,
                 answers: 0,
+                proposals: 0,
             }
         );
         assert!(store.tickets().get(&old_option).is_none());

@@ -50,6 +50,20 @@ pub struct TurnRequest {
     /// when set).
     #[serde(default, skip_serializing_if = "is_false")]
     pub reminder: bool,
+    /// The run of a scheduled task: not the user's live message, so it may change nothing
+    /// lasting without their ✅ (see [`crate::provenance`]); a 🔁 Retry of it keeps this.
+    /// Written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_run: Option<TaskRun>,
+}
+
+/// Which task a scheduled run is of, and that task's provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRun {
+    pub task: u64,
+    /// The task was made from tainted context, on its owner's ✅.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tainted: bool,
 }
 
 /// `serde`'s test for leaving `forwarded` out.
@@ -71,6 +85,20 @@ impl TurnRequest {
             attachment: None,
             message: None,
             reminder: false,
+            task_run: None,
+        }
+    }
+
+    /// Where the request's text came from, for the provenance gate: a scheduled run, someone
+    /// else's words (forwarded, a document, an audio file), or the user's own.
+    pub(crate) fn origin(&self) -> crate::provenance::Message {
+        use crate::provenance::Message;
+        match self.task_run {
+            Some(run) => Message::Scheduled {
+                tainted: run.tainted,
+            },
+            None if self.forwarded => Message::ThirdParty,
+            None => Message::Own,
         }
     }
 

@@ -21,6 +21,8 @@ pub struct PruneReport {
     pub usage_days: usize,
     /// Answers' messages (`answers` tree), which reactions vote through.
     pub answers: usize,
+    /// Facts and tasks never confirmed (`proposals` tree).
+    pub proposals: usize,
 }
 
 impl Db<'_> {
@@ -42,6 +44,7 @@ impl Db<'_> {
             history: self.store.history().prune()?,
             usage_days: self.store.usage().prune_days(older_than_unix)?,
             answers: self.store.answers().prune(older_than_unix)?,
+            proposals: self.store.proposals().prune(older_than_unix)?,
         })
     }
 }

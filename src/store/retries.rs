@@ -35,8 +35,9 @@ pub struct RetryTicket {
 /// What pressing 🔁 Retry did.
 #[derive(Debug, PartialEq)]
 pub enum RetryClaim {
-    /// This press claimed the retry; the message to run again.
-    Claimed(RetryTicket),
+    /// This press claimed the retry; the message to run again (boxed: it is far larger than
+    /// the other outcomes).
+    Claimed(Box<RetryTicket>),
     /// An earlier press claimed it.
     AlreadyUsed,
     /// No such retry in the chat the press came from, or it is too old: nothing runs. One
@@ -124,7 +125,7 @@ impl Retries<'_> {
             },
         )?;
         Ok(match (before, verdict) {
-            (Some(ticket), Verdict::Claim) => RetryClaim::Claimed(ticket),
+            (Some(ticket), Verdict::Claim) => RetryClaim::Claimed(Box::new(ticket)),
             (Some(_), Verdict::Used) => RetryClaim::AlreadyUsed,
             (Some(_), Verdict::NotYours) => RetryClaim::NotYours,
             _ => RetryClaim::Expired,
@@ -275,7 +276,7 @@ mod tests {
                 .retries()
                 .claim(&id, ChatId(1), UserId(2), 0, None)
                 .unwrap(),
-            RetryClaim::Claimed(fresh.clone())
+            RetryClaim::Claimed(Box::new(fresh.clone()))
         );
         assert_eq!(
             store
@@ -303,14 +304,14 @@ mod tests {
                 .retries()
                 .claim(&other, ChatId(1), UserId(2), 0, Some(UpdateId(5)))
                 .unwrap(),
-            RetryClaim::Claimed(fresh.clone())
+            RetryClaim::Claimed(Box::new(fresh.clone()))
         );
         assert_eq!(
             store
                 .retries()
                 .claim(&other, ChatId(1), UserId(2), 0, Some(UpdateId(5)))
                 .unwrap(),
-            RetryClaim::Claimed(claimed),
+            RetryClaim::Claimed(Box::new(claimed)),
             "the claiming press, re-delivered after a crash, goes on"
         );
         assert_eq!(

@@ -46,6 +46,10 @@ pub struct Task {
     pub next_run: i64,
     /// Unix seconds.
     pub created: i64,
+    /// Made from tainted context (see [`crate::provenance`]), on its owner's ✅: its runs
+    /// carry it (written only when set).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tainted: bool,
 }
 
 /// A run that [`Tasks::fire`] recorded: its inbox update and the turn it starts.
@@ -235,6 +239,7 @@ mod tests {
             zone: "UTC".into(),
             next_run,
             created: 0,
+            tainted: false,
         }
     }
 

@@ -209,6 +209,11 @@ pub enum Action {
     TasksPage { owner: UserId, page: u32 },
     /// ❌ Cancel scheduled task `id` (its owner or an admin), then show page `page` again.
     CancelTask { id: u64, page: u32 },
+    /// ✅ (`yes`) or ✖ under a fact or task the provenance gate holds: proposal `id` (only its
+    /// user's press counts).
+    Confirm { id: String, yes: bool },
+    /// Turn "use my memory in groups" on or off for `owner` (only they may).
+    MemoryInGroups { owner: UserId, on: bool },
 }
 
 impl Action {
@@ -241,6 +246,12 @@ impl Action {
             Self::MemoryForgetAll { owner } => encode_whole("mforgetall", &owner.to_string()),
             Self::TasksPage { owner, page } => encode_action("tasks", &format!("{owner}.{page}")),
             Self::CancelTask { id, page } => encode_action("untask", &format!("{id}.{page}")),
+            Self::Confirm { id, yes } => {
+                encode_whole("confirm", &format!("{id}.{}", if *yes { "y" } else { "n" }))
+            }
+            Self::MemoryInGroups { owner, on } => {
+                encode_whole("mgroups", &format!("{owner}.{}", u8::from(*on)))
+            }
         }
     }
 
@@ -309,6 +320,8 @@ impl Action {
             "mforgetall" => Self::MemoryForgetAll {
                 owner: UserId(payload.parse().ok()?),
             },
+            "confirm" => Self::confirm(&payload)?,
+            "mgroups" => Self::memory_in_groups(&payload)?,
             "untask" => {
                 let (id, page) = payload.split_once('.')?;
                 Self::CancelTask {
@@ -317,6 +330,36 @@ impl Action {
                 }
             }
             _ => return None,
+        })
+    }
+}
+
+impl Action {
+    /// `<id>.y` (✅) or `<id>.n` (✖) under a confirmation.
+    fn confirm(payload: &str) -> Option<Self> {
+        let (id, answer) = payload.rsplit_once('.')?;
+        let yes = match answer {
+            "y" => true,
+            "n" => false,
+            _ => return None,
+        };
+        (!id.is_empty()).then(|| Self::Confirm {
+            id: id.to_string(),
+            yes,
+        })
+    }
+
+    /// `<owner>.1` (on) or `<owner>.0` (off) under `/memory`.
+    fn memory_in_groups(payload: &str) -> Option<Self> {
+        let (owner, on) = payload.split_once('.')?;
+        let on = match on {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        Some(Self::MemoryInGroups {
+            owner: UserId(owner.parse().ok()?),
+            on,
         })
     }
 }
@@ -674,6 +717,21 @@ mod tests {
                 starts_turn: false,
             },
             Case {
+                name: "a confirmation's ✅",
+                data: "__act__confirm|0abc.y",
+                parsed: Some(CallbackData::Action(Action::Confirm {
+                    id: "0abc".into(),
+                    yes: true,
+                })),
+                starts_turn: false,
+            },
+            Case {
+                name: "a confirmation with a forged answer",
+                data: "__act__confirm|0abc.maybe",
+                parsed: None,
+                starts_turn: false,
+            },
+            Case {
                 name: "a forged task id",
                 data: "__act__untask|-1.0",
                 parsed: None,
@@ -791,6 +849,8 @@ mod tests {
                     Action::MemoryForgetAll { owner: UserId(id) },
                     Action::TasksPage { owner: UserId(id), page: u32::MAX },
                     Action::CancelTask { id, page: u32::MAX },
+                    Action::Confirm { id: crate::ids::base36(id), yes: index % 2 == 0 },
+                    Action::MemoryInGroups { owner: UserId(id), on: index % 2 == 1 },
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

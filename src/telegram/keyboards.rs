@@ -5,6 +5,7 @@ use teloxide::types::{InlineKeyboardButton, InlineKeyboardButtonKind, InlineKeyb
 
 use super::callback_data::{Action, CallbackData, OptionPress};
 use crate::cancel::TurnId;
+use crate::texts::confirm as confirm_texts;
 use crate::texts::telegram as texts;
 use crate::turn::{Keyboard, Options};
 
@@ -42,6 +43,24 @@ pub(crate) fn markup(keyboard: &Keyboard) -> InlineKeyboardMarkup {
         .map(|b| vec![b])
         .into_iter()
         .collect(),
+        Keyboard::Confirm(id) => {
+            let yes = Action::Confirm {
+                id: id.clone(),
+                yes: true,
+            };
+            let no = Action::Confirm {
+                id: id.clone(),
+                yes: false,
+            };
+            let row: Vec<InlineKeyboardButton> = [
+                button(confirm_texts::YES_BUTTON, &yes),
+                button(confirm_texts::NO_BUTTON, &no),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            vec![row]
+        }
         Keyboard::Models { models, current } => models
             .iter()
             .filter_map(|id| {

@@ -3,7 +3,9 @@
 //! owner: a press by anyone else changes nothing (checked on the server, in
 //! [`super::handlers::presses`]). A page fits one Telegram message whatever the facts: at most
 //! [`FACTS_PER_PAGE`] of them, each at most `memory.max_chars` characters (and shown cut at
-//! [`SHOWN_CHARS`]).
+//! [`SHOWN_CHARS`]). The list is shown only in its owner's private chat (`/memory` in a group
+//! says to ask there), and a 👥 button turns "use my memory in groups" on or off: off by
+//! default, so a group's answers, which every member reads, never carry the facts.
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
@@ -27,8 +29,8 @@ pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
     if !config.enabled() {
         return text_only(texts::MEMORY_OFF.to_string());
     }
-    let facts = app.store().memories().facts(owner);
-    let facts = facts.list();
+    let kept = app.store().memories().facts(owner);
+    let facts = kept.list();
     if facts.is_empty() {
         return text_only(texts::MEMORY_EMPTY_HTML.to_string());
     }
@@ -66,6 +68,13 @@ pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
         )
         .map(|b| vec![b]),
     );
+    let in_groups = kept.in_groups();
+    html.push_str(texts::memory_groups_html(in_groups));
+    let toggle = Action::MemoryInGroups {
+        owner,
+        on: !in_groups,
+    };
+    rows.extend(button(texts::memory_groups_button(in_groups), &toggle).map(|b| vec![b]));
     rows.retain(|row| !row.is_empty());
     Page {
         html,

@@ -192,6 +192,22 @@ impl Messenger for Outbox {
         notify(&self.bot, &self.policy, chat, text).boxed()
     }
 
+    fn ask<'a>(
+        &'a self,
+        chat: Conversation,
+        text: &'a str,
+        keyboard: Keyboard,
+    ) -> BoxFuture<'a, ()> {
+        let html = render::escape_html(text);
+        async move {
+            let markup = Some(keyboards::markup(&keyboard));
+            if let Err(e) = self.send_html(chat, &html, markup).await {
+                tracing::warn!(%chat, error = %e, "cannot ask the user");
+            }
+        }
+        .boxed()
+    }
+
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
         media::download_image(&self.bot, &self.policy, file_id, self.max_image_bytes).boxed()
     }

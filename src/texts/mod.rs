@@ -9,6 +9,7 @@
 //! placeholder named in its doc), never a `format!` at the call site.
 
 pub(crate) mod agent;
+pub(crate) mod confirm;
 pub(crate) mod media;
 pub mod ops;
 pub(crate) mod tasks;

@@ -431,7 +431,8 @@ pub(crate) const MEMORY_OFF: &str = "Personal memory is off on this bot.";
 /// `/memory` with no facts: what memory is and how to fill it.
 pub(crate) const MEMORY_EMPTY_HTML: &str = "🧠 <b>Your memory</b> is empty. Ask me to remember \
      a fact about you, e.g. <i>Remember that I am vegetarian</i>. I use your facts in your own \
-     messages only, in every chat; /clear keeps them, and here you forget them.";
+     messages only, in our private chat (in groups only if you turn that on here); /clear keeps \
+     them, and here you forget them.";
 
 /// The head of a `/memory` page: `count` facts of at most `max`, page `page` of `pages`, and
 /// how to forget them.
@@ -443,7 +444,7 @@ pub(crate) fn memory_head_html(count: usize, max: usize, page: usize, pages: usi
     };
     format!(
         "🧠 <b>Your memory</b>: {count} of at most {max} facts{paging}. I use them in your own \
-         messages only, in every chat; /clear keeps them. Tap 🗑 to forget one, or Forget all. \
+         messages only; /clear keeps them. Tap 🗑 to forget one, or Forget all. \
          When it is full, a new fact drops the one saved longest ago.\n"
     )
 }
@@ -459,6 +460,40 @@ pub(crate) fn memory_forget_button(n: usize) -> String {
 }
 
 pub(crate) const MEMORY_FORGET_ALL_BUTTON: &str = "🗑 Forget all";
+
+/// The line under a `/memory` page that says where the facts are used.
+pub(crate) fn memory_groups_html(on: bool) -> &'static str {
+    if on {
+        "\n\n👥 Used in groups too: members of a group can read answers that draw on them."
+    } else {
+        "\n\n👥 Used only in our private chat, never in groups."
+    }
+}
+
+/// The button that turns "use my memory in groups" to the other state.
+pub(crate) fn memory_groups_button(on: bool) -> &'static str {
+    if on {
+        "👥 Stop using them in groups"
+    } else {
+        "👥 Use them in groups too"
+    }
+}
+
+/// The toast after "use my memory in groups" was turned on or off.
+pub(crate) fn memory_in_groups(on: bool) -> &'static str {
+    if on {
+        "Your facts are now used in groups too"
+    } else {
+        "Your facts are now used only in our private chat"
+    }
+}
+
+/// `/memory` in a group: the facts are private, so they are shown only in a private chat.
+pub(crate) const MEMORY_ASK_PRIVATELY: &str = "🧠 Your memory is private: send /memory to me in \
+     our private chat to see and manage it.";
+
+/// A press on a `/memory` list outside its owner's private chat: nothing is shown there.
+pub(crate) const MEMORY_PRIVATE_ONLY: &str = "Your memory is shown only in our private chat";
 
 /// A press on someone else's `/memory`: nothing changes.
 pub(crate) const MEMORY_NOT_YOURS: &str = "Only the owner of these facts can change them";

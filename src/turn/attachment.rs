@@ -122,6 +122,9 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), Stri
         "" => text,
         caption => format!("{caption}\n\n{text}"),
     };
+    // An audio file is a recording of anyone's speech, not the user's own voice note: its
+    // words are someone else's (see `crate::provenance`).
+    request.forwarded |= !attachment.name.is_empty();
     Ok(())
 }
 

@@ -23,6 +23,7 @@ use crate::background::Lane;
 use crate::learning::reflection;
 use crate::llm::extraction::Prefix;
 use crate::options;
+use crate::provenance::{Decision, Effect, Provenance, decide};
 use crate::store::{FeedbackTicket, ReflectionJob};
 
 /// The follow-ups started for a turn: its 👍/👎 ticket and its options on their way.
@@ -46,11 +47,17 @@ pub(super) enum Quick {
 }
 
 /// Starts the turn's follow-ups: its 👍/👎 ticket now, its options and reflection in the
-/// background. `external`: the turn is stored as holding third-party text.
-pub(super) fn start(turn: &Turn, basis: &Basis, thought: &Thought, external: bool) -> FollowUps {
+/// background. `provenance`: where the turn's text came from, which decides how far what it
+/// teaches is trusted (see [`crate::provenance`]).
+pub(super) fn start(
+    turn: &Turn,
+    basis: &Basis,
+    thought: &Thought,
+    provenance: &Provenance,
+) -> FollowUps {
     let (app, input, result) = (&turn.app, &turn.input, &thought.result);
     let answered = matches!(result.status, TurnStatus::Answered);
-    let job = reflection_job(turn, basis, result, external);
+    let job = reflection_job(turn, basis, result, provenance);
     let feedback = (answered && app.config().learning.feedback_buttons)
         .then(|| feedback_ticket(app, &job, basis, result))
         .flatten();
@@ -133,9 +140,10 @@ fn reflection_job(
     turn: &Turn,
     basis: &Basis,
     result: &TurnResult,
-    external: bool,
+    provenance: &Provenance,
 ) -> ReflectionJob {
     let calls = turn_calls(&result.messages);
+    let trust = decide(Effect::TeachLesson, provenance);
     ReflectionJob {
         chat: turn.input.request.chat,
         user: Some(turn.input.request.user),
@@ -143,7 +151,8 @@ fn reflection_job(
         task: reflection::task_summary(&turn.input.request.text),
         tools: result.tools_used.clone(),
         outcome: result.outcome(),
-        external,
+        external: trust != Decision::Allow,
+        untrusted: trust == Decision::Untrusted,
         answer: None,
         skills: basis.context.skills.clone(),
         evidence: evidence_section(&calls, basis.corrected.as_ref()),
@@ -300,14 +309,32 @@ mod tests {
             let turn = turn(&app, &out, input).await;
             let basis = basis(false);
             let thought = thought(status, "what is the time?", "noon");
-            let job = reflection_job(&turn, &basis, &thought.result, true);
+            let read_a_page = Provenance {
+                message: crate::provenance::Message::Own,
+                read_external: true,
+                history_external: false,
+            };
+            let job = reflection_job(&turn, &basis, &thought.result, &read_a_page);
             assert_eq!(
                 (job.chat, job.model.as_str()),
                 (turn.input.request.chat, "m"),
                 "{name}"
             );
             assert!(job.external && job.task.contains("time"), "{name}: {job:?}");
-            let mut follow_ups = start(&turn, &basis, &thought, true);
+            assert!(
+                !job.untrusted,
+                "{name}: a live turn's lesson may be approved"
+            );
+            let run = Provenance {
+                message: crate::provenance::Message::Scheduled { tainted: false },
+                ..read_a_page
+            };
+            let job = reflection_job(&turn, &basis, &thought.result, &run);
+            assert!(
+                job.untrusted,
+                "{name}: a task's run never teaches a trusted lesson"
+            );
+            let mut follow_ups = start(&turn, &basis, &thought, &read_a_page);
             assert_eq!(follow_ups.feedback.is_some(), rated, "{name}: feedback");
             let quick = follow_ups.quick(Duration::from_millis(50)).await;
             assert!(matches!(quick, Quick::Nothing), "{name}: {quick:?}");

@@ -1,5 +1,5 @@
 //! A turn's side of personal memory (see [`crate::memory`]): the asker's facts go in front of
-//! the new user message (the asker's only, whoever else writes in the chat), and come off it
+//! the new user message (the asker's only, and in groups only if they turned that on), and come off it
 //! again before the turn is stored, so the shared history never holds them; the agent gets the
 //! asker's memory for `remember` to write.
 
@@ -8,13 +8,15 @@ use crate::agent::remember::Keeper;
 use crate::llm::ChatMessage;
 use crate::memory::{block, without_memory};
 
-/// The memory `remember` writes in this turn: the asker's; none when memory is off, or when
-/// the message was forwarded (someone else's words must not become the asker's facts).
+/// The memory `remember` writes in this turn: the asker's; none when memory is off. Someone
+/// else's words (a forwarded message, a document) only propose a fact, for the asker's ✅
+/// (see [`crate::provenance`]).
 pub(super) fn keeper(turn: &Turn) -> Option<Keeper> {
     let config = turn.app.config().memory;
-    let request = &turn.input.request;
-    (config.enabled() && !request.forwarded)
-        .then(|| Keeper::new(turn.app.store().clone(), request.user, config))
+    let user = turn.input.request.user;
+    config
+        .enabled()
+        .then(|| Keeper::new(turn.app.store().clone(), user, turn.at(), config))
 }
 
 /// `content` with the asker's facts in front of it (as it is, when they have none or memory is
@@ -25,7 +27,9 @@ pub(super) fn with_facts(turn: &Turn, content: String) -> String {
     }
     let (memories, user) = (turn.app.store().memories(), turn.input.request.user);
     let facts = memories.facts(user);
-    if facts.list().is_empty() {
+    // A group's answers are read by every member: the facts go there only if the user said so.
+    let here = turn.input.request.chat.is_private() || facts.in_groups();
+    if facts.list().is_empty() || !here {
         return content;
     }
     let now = chrono::Utc::now().timestamp();

@@ -40,6 +40,8 @@ pub enum Keyboard {
         models: Vec<String>,
         current: String,
     },
+    /// ✅ / ✖ under a change the provenance gate holds: proposal `id` (see `turn::confirm`).
+    Confirm(String),
 }
 
 /// The option buttons of an answer.
@@ -124,6 +126,18 @@ pub trait Messenger: Send + Sync {
 
     /// Sends a short plain notice.
     fn notice<'a>(&'a self, chat: Conversation, text: &'a str) -> BoxFuture<'a, ()>;
+
+    /// Sends plain `text` (nothing in it is formatting) with `keyboard` under it: a question
+    /// for the user, such as a confirmation. By default nothing is shown (a test double's).
+    fn ask<'a>(
+        &'a self,
+        chat: Conversation,
+        text: &'a str,
+        keyboard: Keyboard,
+    ) -> BoxFuture<'a, ()> {
+        let _ = (chat, text, keyboard);
+        Box::pin(async {})
+    }
 
     /// Fetches a photo the user sent (by the chat's file id) as a `data:` URL for the model.
     fn image<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>>;

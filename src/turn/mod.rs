@@ -25,6 +25,7 @@ mod accept;
 pub(crate) mod actions;
 mod alerts;
 mod attachment;
+pub(crate) mod confirm;
 mod follow_up;
 mod gate;
 mod input;

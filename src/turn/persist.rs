@@ -8,17 +8,20 @@ use super::state::Turn;
 use super::think::Thought;
 use crate::agent::{TurnResult, TurnStatus};
 use crate::llm::ChatMessage;
+use crate::provenance;
 use crate::store::Provenance;
 
-/// Stores the turn and ends its typing indicator; returns the provenance it was stored with.
-pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenance {
+/// Stores the turn and ends its typing indicator; returns the turn's provenance, which the
+/// provenance gate decides its lessons by.
+pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenance::Provenance {
     let result = &thought.result;
+    let gate = provenance_of(turn, basis, result);
     // Text a third party wrote anywhere in what this turn read taints what it produced.
-    let provenance = Provenance {
-        external: basis.external || turn.input.request.forwarded || result.external_content(),
+    let stored = Provenance {
+        external: gate.third_party_text(),
         admin_only: result.admin_only_calls.clone(),
     };
-    store_turn(turn, basis, result, &provenance);
+    store_turn(turn, basis, result, &stored);
     turn.stop_typing();
     // Dropped (logged): the answer is shown; the heuristics' counts only miss this turn.
     if !matches!(result.status, TurnStatus::LlmFailed(_))
@@ -30,7 +33,20 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> Provenan
         let chat = turn.input.request.chat;
         tracing::warn!(%chat, error = %e, "cannot score the heuristics a turn carried");
     }
-    provenance
+    gate
+}
+
+/// Where the turn's text came from: its message, its history window and what it read.
+pub(super) fn provenance_of(
+    turn: &Turn,
+    basis: &Basis,
+    result: &TurnResult,
+) -> provenance::Provenance {
+    provenance::Provenance {
+        message: turn.input.request.origin(),
+        read_external: result.external_content(),
+        history_external: basis.external,
+    }
 }
 
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks
@@ -123,7 +139,7 @@ mod tests {
             let basis = basis(window_external);
             let thought = thought(TurnStatus::Answered, "question", "answer");
             let provenance = persist(&turn, &basis, &thought);
-            assert_eq!(provenance.external, external, "{name}");
+            assert_eq!(provenance.third_party_text(), external, "{name}");
             let window = app.store().history().window(turn.at(), 100_000).unwrap();
             assert_eq!(window.messages, thought.result.messages, "{name}");
             assert_eq!(window.external, external, "{name}: the window's mark");

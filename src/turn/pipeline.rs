@@ -64,9 +64,11 @@ async fn stages(app: Arc<App>, out: Out, input: TurnInput, admitted: gate::Admit
         basis.model = model.to_string();
     }
     let provenance = persist(&turn, &basis, &thought);
-    let mut follow_ups = follow_up::start(&turn, &basis, &thought, provenance.external);
+    let mut follow_ups = follow_up::start(&turn, &basis, &thought, &provenance);
     let wait = Duration::from_millis(app.config().options.attach_wait_ms);
     let quick = follow_ups.quick(wait).await;
+    let proposed = thought.result.proposed.clone();
     let shown = show(&turn, thought, &follow_ups, &quick).await;
     follow_up::attach(&turn, follow_ups, quick, &shown);
+    super::confirm::ask(&turn, &proposed).await;
 }

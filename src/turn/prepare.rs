@@ -28,6 +28,8 @@ pub(super) struct Prompt {
     /// The constant system message, then the history window.
     pub(super) messages: Vec<ChatMessage>,
     pub(super) user_message: ChatMessage,
+    /// The history window holds third-party text (see [`crate::provenance`]).
+    pub(super) history_external: bool,
 }
 
 /// What the prompt was built from, for the stages after the agent.
@@ -80,6 +82,7 @@ pub(super) async fn prepare(turn: &Turn) -> Option<(Prompt, Basis)> {
         model,
         caller,
         specs,
+        history_external: basis.external,
     };
     Some((prompt, basis))
 }

@@ -82,7 +82,7 @@ pub(crate) fn claim(
         .retries()
         .claim(id, chat, user, oldest, Some(update))
     {
-        Ok(RetryClaim::Claimed(ticket)) => Ok(ticket),
+        Ok(RetryClaim::Claimed(ticket)) => Ok(*ticket),
         Ok(RetryClaim::AlreadyUsed) => Err(ALREADY_RETRIED),
         Ok(RetryClaim::NotYours) => Err(NOT_YOURS),
         Ok(RetryClaim::Expired) => Err(RETRY_EXPIRED),

@@ -21,7 +21,7 @@ use super::messenger::Out;
 use crate::app::App;
 use crate::role::Role;
 use crate::schedule::{self, DailyRuns, TaskKind};
-use crate::store::{Task, TurnRequest};
+use crate::store::{Task, TaskRun, TurnRequest};
 use crate::texts::tasks as texts;
 
 /// Starts the scheduler, ended by the shutdown. Started after recovery, so a run a crash
@@ -85,6 +85,11 @@ async fn fire(app: &Arc<App>, out: &Out, task: &Task, now: i64, started: i64) ->
         Some(TurnRequest {
             topic: task.topic,
             reminder,
+            // Not the owner's live message: its provenance goes with the run.
+            task_run: Some(TaskRun {
+                task: task.id,
+                tainted: task.tainted,
+            }),
             ..TurnRequest::new(task.chat, task.user, text)
         })
     };

@@ -5,6 +5,7 @@
 use super::state::Turn;
 use crate::agent::scheduling::TaskDesk;
 use crate::app::App;
+use crate::conversation::Conversation;
 use crate::ids::UserId;
 
 /// `user`'s time zone: theirs from `/timezone`, else the bot's.
@@ -26,12 +27,16 @@ pub(crate) fn bot_zone(app: &App) -> chrono_tz::Tz {
 
 /// What `schedule_task` acts for in `turn`: its user's tasks, in its conversation.
 pub(super) fn desk(turn: &Turn) -> TaskDesk {
-    let user = turn.input.request.user;
+    desk_for(&turn.app, turn.input.request.user, turn.at())
+}
+
+/// `user`'s tasks in `at`, read in their zone, within the caps.
+pub(super) fn desk_for(app: &App, user: UserId, at: Conversation) -> TaskDesk {
     TaskDesk {
-        store: turn.app.store().clone(),
+        store: app.store().clone(),
         owner: user,
-        at: turn.at(),
-        zone: zone_of(&turn.app, user),
-        caps: TaskDesk::caps(&turn.app.config().tasks),
+        at,
+        zone: zone_of(app, user),
+        caps: TaskDesk::caps(&app.config().tasks),
     }
 }

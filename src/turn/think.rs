@@ -16,6 +16,7 @@ use super::retry;
 use super::state::Turn;
 use super::visibility::{record_visible, set_state};
 use crate::agent::{AgentEvent, Seat, TurnResult, TurnStatus, is_configuration_error};
+use crate::provenance::Provenance;
 use crate::store::InboxState;
 use crate::texts::turn::SETUP_BROKEN;
 
@@ -41,6 +42,11 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         lessons: turn.app.learning().tool_lessons(&offered),
         memory: super::memory::keeper(turn),
         tasks: Some(super::task_desk::desk(turn)),
+        provenance: Provenance {
+            message: turn.input.request.origin(),
+            read_external: false,
+            history_external: prompt.history_external,
+        },
     };
     let agent = turn.app.agent().run(
         &prompt.model,

@@ -508,6 +508,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
             tools: vec![],
             outcome: "ok".into(),
             external: false,
+            untrusted: false,
             answer: None,
             skills: Vec::new(),
             evidence: String::new(),

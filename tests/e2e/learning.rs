@@ -52,6 +52,7 @@ async fn learn(h: &Harness, texts: &[&str]) {
     let source = Source {
         outcome: "success".into(),
         external: false,
+        untrusted: false,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),
@@ -674,6 +675,7 @@ async fn pending_heuristics_have_their_own_cap_and_never_evict_approved_ones() {
     let planted = Source {
         outcome: "success".into(),
         external: true,
+        untrusted: false,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),

@@ -68,6 +68,7 @@ async fn export_then_import_gives_the_same_lessons_pending_unless_trusted() {
     let external = Source {
         outcome: "success".into(),
         external: true,
+        untrusted: false,
         ..Source::default()
     };
     learning.learn(vec![entry(DATES)], &external).await.unwrap();

@@ -136,6 +136,7 @@ async fn learn(h: &Harness) {
     let source = Source {
         outcome: "success".into(),
         external: false,
+        untrusted: false,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),

@@ -60,6 +60,10 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
             let page = views::skills_page(app, 0);
             replies::html(&deps, chat, page.html, Some(page.keyboard));
         }
+        // The facts are private: in a group, only where to see them.
+        Command::Memory if !chat.chat.is_private() => {
+            replies::notice(&deps, chat, texts::MEMORY_ASK_PRIVATELY.to_string());
+        }
         Command::Memory => {
             let page = memory_list::page(app, user, 0);
             replies::html(&deps, chat, page.html, Some(page.keyboard));

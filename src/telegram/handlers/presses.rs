@@ -20,6 +20,7 @@ use crate::telegram::{memory_list, replies, views};
 use crate::texts::telegram as texts;
 use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
 use crate::turn::actions::{self, Outcome, Stop};
+use crate::turn::confirm::Answered;
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
 /// A button press from a user who is not on the allow-list.
@@ -279,9 +280,8 @@ pub(crate) async fn retry_pressed(
             // to it.
             topic: retried.topic.or(chat.topic),
             reply_to: pressed.and_then(|m| reply_in_groups(retried.chat, m.id().0)),
-            // A forwarded message's failed turn marked its conversation (see
-            // `ChatState::external`).
-            forwarded: false,
+            // Its provenance (`forwarded`, a document read into it, a scheduled run's
+            // `task_run`) stays the original's: a retry is the same message again.
             // A press has no message of the user's to react to.
             message: None,
             user,
@@ -350,6 +350,15 @@ async fn memory_press(
         tracing::info!(%presser, %owner, "refused a press on someone else's memory");
         return answer_press(deps, query, Outcome::refuse(texts::MEMORY_NOT_YOURS)).await;
     }
+    // Facts are shown only in their owner's private chat: a list posted in a group before
+    // this rule is not brought up to date there.
+    let private = query
+        .message
+        .as_ref()
+        .is_some_and(|m| owner.private_chat() == Some(crate::ids::ChatId(m.chat().id.0)));
+    if !private {
+        return answer_press(deps, query, Outcome::refuse(texts::MEMORY_PRIVATE_ONLY)).await;
+    }
     let app = &deps.app;
     let toast = match change.filter(|_| app.config().memory.enabled()) {
         None => String::new(),
@@ -379,6 +388,43 @@ async fn memory_press(
         replies::edit(deps, at, message.id(), page.html, markup, "update /memory");
     }
     Ok(())
+}
+
+/// 👥 under `/memory`: only its owner turns "use my memory in groups" on or off.
+pub(crate) async fn memory_in_groups_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    (owner, on): (UserId, bool),
+) -> HandlerResult {
+    let set = move |facts: &mut Facts| {
+        facts.set_in_groups(on);
+        texts::memory_in_groups(on).to_string()
+    };
+    memory_press(&deps, &query, owner, 0, Some(&set)).await
+}
+
+/// ✅ / ✖ under a fact or task the provenance gate held: only the user it asks makes it (or
+/// drops it), once; the confirmation then says what happened, with no buttons left.
+pub(crate) async fn confirm_pressed(
+    deps: Deps,
+    query: CallbackQuery,
+    (id, yes): (String, bool),
+) -> HandlerResult {
+    let presser = UserId(query.from.id.0);
+    let Some(message) = query.message.as_ref() else {
+        return answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await;
+    };
+    let chat = crate::ids::ChatId(message.chat().id.0);
+    match turn::confirm::answer(&deps.app, &id, chat, presser, yes) {
+        Answered::Refused(toast) => answer_press(&deps, &query, Outcome::refuse(toast)).await,
+        Answered::Closed { toast, text } => {
+            answer_press(&deps, &query, Outcome::done(toast, None)).await?;
+            let at = pressed_in(&query).unwrap_or(Conversation::new(chat, None));
+            let html = crate::telegram::render::escape_html(&text);
+            replies::edit(&deps, at, message.id(), html, None, "close a confirmation");
+            Ok(())
+        }
+    }
 }
 
 /// The mark of an option already chosen.

@@ -19,6 +19,10 @@ use crate::texts::tasks as texts;
 /// The tool's name.
 pub(crate) const NAME: &str = "schedule_task";
 
+/// The longest request a task keeps: it is shown whole in a confirmation and in `/tasks`, and
+/// run as a message, so it stays well inside one Telegram message.
+const MAX_REQUEST_CHARS: usize = 1000;
+
 /// The tool's schema.
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec::function(
@@ -104,6 +108,10 @@ impl TaskDesk {
         let request = args.request.trim();
         if request.is_empty() {
             return Err(texts::bad_arguments(texts::EMPTY_REQUEST));
+        }
+        let chars = request.chars().count();
+        if chars > MAX_REQUEST_CHARS {
+            return Err(texts::long_request(chars, MAX_REQUEST_CHARS));
         }
         let zone = self.zone.name().to_string();
         let (timing, next_run, gap) = match (args.when.as_deref(), args.cron.as_deref()) {
@@ -300,6 +308,12 @@ mod tests {
         };
         assert!(task.tainted, "the task records its provenance");
         // A bad call is refused at once, with nothing proposed.
+        let long = format!(
+            r#"{{"request":"{}","kind":"task","cron":"0 9 * * *"}}"#,
+            "x".repeat(1001)
+        );
+        let refused = desk.call(&long, NOW, true);
+        assert!(refused.proposed.is_none() && refused.output.text.contains("1001 characters"));
         let refused = desk.call(
             r#"{"request":"x","kind":"task","cron":"* * * * *"}"#,
             NOW,

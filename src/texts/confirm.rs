@@ -12,8 +12,21 @@ pub(crate) fn waiting(what: &str) -> String {
     )
 }
 
-/// The message under which ✅ / ✖ stand (`what`: the change as the user reads it).
+/// The longest change a confirmation shows whole: with the words around it, far inside one
+/// Telegram message (a task's request is capped below it; a fact by `memory.max_chars`).
+const SHOWN_CHARS: usize = 3000;
+
+/// The message under which ✅ / ✖ stand (`what`: the change as the user reads it, cut at
+/// [`SHOWN_CHARS`] with a mark, should a deployment allow longer facts).
 pub(crate) fn ask(what: &str) -> String {
+    let what = match what.char_indices().nth(SHOWN_CHARS) {
+        Some((at, _)) => format!(
+            "{}… (cut: {} characters in all)",
+            &what[..at],
+            what.chars().count()
+        ),
+        None => what.to_string(),
+    };
     format!(
         "⚠️ Confirm before I save this. The request came with text someone else wrote (a page, a \
          document or a forwarded message), so please check it is what you asked for:\n\n{what}\n\n\
@@ -73,3 +86,17 @@ pub(crate) const TASK_SAVED: &str = "Scheduled (see /tasks).";
 pub(crate) const TIME_PASSED: &str = "Its time has passed; ask again for a new time.";
 /// Memory turned off since the proposal.
 pub(crate) const MEMORY_OFF: &str = "Personal memory is turned off on this bot.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_confirmation_fits_one_telegram_message() {
+        for (name, chars) in [("short", 10), ("at the cut", 3000), ("far past it", 50_000)] {
+            let asked = ask(&"é".repeat(chars));
+            assert!(asked.encode_utf16().count() <= 4096, "{name}");
+            assert_eq!(asked.contains("(cut:"), chars > 3000, "{name}");
+        }
+    }
+}

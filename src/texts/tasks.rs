@@ -23,6 +23,11 @@ pub(crate) const WHEN_OR_CRON: &str =
 /// An empty request.
 pub(crate) const EMPTY_REQUEST: &str = "\"request\" is empty: say what to do or remind of";
 
+/// A request longer than the tool takes (`chars` of at most `max`).
+pub(crate) fn long_request(chars: usize, max: usize) -> String {
+    format!("\"request\" has {chars} characters, more than {max}: say it shorter")
+}
+
 /// A cron expression that never runs again.
 pub(crate) const NEVER_RUNS: &str = "this cron expression never runs again";
 

@@ -486,6 +486,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
         outcome: "success".into(),
         external: false,
         untrusted: false,
+        grounds: None,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),

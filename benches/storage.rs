@@ -157,6 +157,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         outcome: "success".into(),
         external: false,
         untrusted: false,
+        grounds: None,
         answer: Some(answer.chars().take(2_000).collect()),
         skills: Vec::new(),
         evidence: String::new(),

@@ -233,6 +233,9 @@ pub struct LearningConfig {
     /// evicts only pending ones, so untrusted lessons never push out approved ones.
     pub max_pending: usize,
     pub review: Review,
+    /// A lesson the model writes is stored only if it carries something concrete from its
+    /// task's evidence (see `learning::grounding`); off, the other gates alone decide.
+    pub grounded_only: bool,
     pub feedback_buttons: bool,
 }
 

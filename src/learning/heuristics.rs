@@ -35,6 +35,10 @@ pub struct HeuristicEntry {
     /// The tool the lesson is about, if the model says so.
     #[serde(default)]
     pub tool: Option<String>,
+    /// The bot wrote it itself from the task's calls (`evidence::proven_lessons`), not the
+    /// model: grounded by construction. Never read from the model's JSON.
+    #[serde(skip)]
+    pub proven: bool,
 }
 
 /// Prompt template for heuristic extraction. This text and its JSON shape are a contract

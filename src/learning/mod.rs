@@ -48,6 +48,7 @@
 
 pub mod block;
 pub mod echo;
+pub mod grounding;
 pub mod heuristics;
 pub mod index;
 pub mod personal;
@@ -208,6 +209,9 @@ pub struct Source {
     /// The task was a scheduled run: its lessons wait for an admin's ✅ whatever
     /// `learning.review` says, and it reinforces nothing.
     pub untrusted: bool,
+    /// What a lesson the model wrote must carry from the task's evidence (see [`grounding`]);
+    /// `None` for lessons that come from no task (seeded, imported, a job saved before).
+    pub grounds: Option<crate::store::Grounds>,
     /// The skills matched in the task's turn.
     pub skills: Vec<String>,
     /// The tools the task called: a lesson that names one of them is about that tool.
@@ -710,9 +714,22 @@ impl Learning {
         report: &mut LearnReport,
     ) -> Vec<Lesson> {
         let mut fresh = Vec::new();
+        let own: Vec<String> = entries
+            .iter()
+            .filter(|entry| entry.proven)
+            .map(|entry| entry.text.clone())
+            .collect();
         for entry in entries {
             let text = entry.text.trim().to_string();
-            if !acceptable(&text)
+            // The model's lesson must carry its evidence; one that quotes the bot's own lesson
+            // of the task adds only noise to it (see `grounding`).
+            let ungrounded = !entry.proven
+                && self.config.grounded_only
+                && source.grounds.as_ref().is_some_and(|grounds| {
+                    !grounding::grounded(&text, grounds) || grounding::quotes_proven(&text, &own)
+                });
+            if ungrounded
+                || !acceptable(&text)
                 || echo::is_echo(&text, &source.given, self.config.dedup_threshold)
             {
                 report.dropped += 1;

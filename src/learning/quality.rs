@@ -163,6 +163,11 @@ const GENERIC: &[&str] = &[
     "wrong",
 ];
 
+/// Whether `word` (lower-case) is a word of general advice, or one's stem.
+pub(crate) fn is_generic(word: &str) -> bool {
+    GENERIC.contains(&word) || GENERIC.contains(&stem(word).as_str())
+}
+
 /// Whether `text` says something concrete enough to store (see the module doc).
 pub fn concrete(text: &str) -> bool {
     specificity(text) > 0.0

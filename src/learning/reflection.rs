@@ -182,6 +182,7 @@ impl Learning {
             outcome: job.outcome.clone(),
             external: job.external,
             untrusted: job.untrusted,
+            grounds: job.grounds.clone(),
             skills: job.skills.clone(),
             tools: job.tools.clone(),
             given,
@@ -230,6 +231,7 @@ fn proven_entries(job: &ReflectionJob) -> Vec<HeuristicEntry> {
             text: text.clone(),
             skill_name: None,
             tool: Some(tool.clone()),
+            proven: true,
         })
         .collect()
 }

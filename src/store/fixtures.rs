@@ -16,6 +16,7 @@ pub(super) fn job(chat: ChatId, task: &str) -> ReflectionJob {
         outcome: "success".into(),
         external: false,
         untrusted: false,
+        grounds: None,
         answer: None,
         skills: Vec::new(),
         evidence: String::new(),

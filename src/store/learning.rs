@@ -147,6 +147,27 @@ pub struct ReflectionJob {
     /// one to the same tool that worked (the agent's `evidence::proven_lessons`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proven: Vec<(String, String)>,
+    /// What a lesson the model writes must carry from this task's evidence to be stored (see
+    /// `learning::grounding`); `None` in jobs saved before lessons had to be grounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grounds: Option<Grounds>,
+}
+
+/// The concrete things a task's evidence states, which a lesson learned from it must carry
+/// (see `learning::grounding`): the values and formats a tool's own refusal stated and the
+/// arguments of the call that then worked (lower-cased; never the failed call's own values),
+/// and the content words (stemmed) of those refusals and of the user's correction, less the
+/// words of the request itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grounds {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+    /// Content words of the tools' refusals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stated: Vec<String>,
+    /// Content words of the user's correction of the previous answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corrected: Vec<String>,
 }
 
 /// Heuristics, pending reflections and skill-match counts:

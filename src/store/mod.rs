@@ -110,7 +110,7 @@ pub use inbox::Inbox;
 pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
 pub use inbox_state::InboxState;
 pub use learning::Learning;
-pub use learning::{Heuristic, Origin, ReflectionJob, ReviewState};
+pub use learning::{Grounds, Heuristic, Origin, ReflectionJob, ReviewState};
 pub use memories::Memories;
 pub use people::People;
 pub use proposals::{Change, Claim, Proposal, Proposals};

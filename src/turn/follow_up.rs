@@ -16,7 +16,7 @@ use super::prepare::Basis;
 use super::reflect::{forget_reflection, queue_reflection, without_images};
 use super::state::Turn;
 use super::think::Thought;
-use crate::agent::evidence::{evidence_section, proven_lessons, turn_calls};
+use crate::agent::evidence::{evidence_section, grounds, proven_lessons, turn_calls};
 use crate::agent::{TurnResult, TurnStatus};
 use crate::app::App;
 use crate::background::Lane;
@@ -157,6 +157,11 @@ fn reflection_job(
         skills: basis.context.skills.clone(),
         evidence: evidence_section(&calls, basis.corrected.as_ref()),
         proven: proven_lessons(&calls),
+        grounds: Some(grounds(
+            &calls,
+            basis.corrected.as_ref(),
+            &turn.input.request.text,
+        )),
     }
 }
 

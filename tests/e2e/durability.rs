@@ -509,6 +509,7 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
             outcome: "ok".into(),
             external: false,
             untrusted: false,
+            grounds: None,
             answer: None,
             skills: Vec::new(),
             evidence: String::new(),

@@ -69,6 +69,7 @@ async fn export_then_import_gives_the_same_lessons_pending_unless_trusted() {
         outcome: "success".into(),
         external: true,
         untrusted: false,
+        grounds: None,
         ..Source::default()
     };
     learning.learn(vec![entry(DATES)], &external).await.unwrap();

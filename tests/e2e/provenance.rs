@@ -227,6 +227,7 @@ async fn a_scheduled_runs_lessons_are_never_trusted_even_with_review_off() {
         outcome: "success".into(),
         external: false,
         untrusted,
+        grounds: None,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),

@@ -137,6 +137,7 @@ async fn learn(h: &Harness) {
         outcome: "success".into(),
         external: false,
         untrusted: false,
+        grounds: None,
         skills: Vec::new(),
         tools: Vec::new(),
         given: Vec::new(),

@@ -61,9 +61,23 @@ pub(crate) fn answer_now(conversation: &[ChatMessage], admin_only: &[String]) ->
     }
 }
 
-/// Whether a user message is the bot's own ask for the answer ([`answer_now`]), not the user's.
+/// Sent once after an answer that only gave back what the model was shown (a lesson, a hint,
+/// an error, an earlier answer; see `parrot`), which does not answer the user.
+pub const NOT_AN_ANSWER_PROMPT: &str = "Your last reply only repeated text you were shown (a \
+note, a hint, an error or an earlier answer); it does not answer me. Answer my previous message \
+now, in your own words, from the tool results above; if you still need a tool, call it.";
+
+/// Sent once after an answer that told the user how to call a tool instead of calling it.
+pub const MAKE_THE_CALL_PROMPT: &str = "Do not tell me how to call a tool: call it yourself \
+now, then answer my previous message from its result.";
+
+/// Whether a user message is the bot's own ask for the answer ([`answer_now`], or after a
+/// parroted answer), not the user's.
 pub fn is_answer_now(text: &str) -> bool {
-    text == ANSWER_NOW_PROMPT || text.starts_with(ANSWER_FROM_RESULT_PROMPT)
+    text == ANSWER_NOW_PROMPT
+        || text == NOT_AN_ANSWER_PROMPT
+        || text == MAKE_THE_CALL_PROMPT
+        || text.starts_with(ANSWER_FROM_RESULT_PROMPT)
 }
 
 /// What a repeated failing call's result tells the model to do instead.

@@ -20,6 +20,7 @@ pub mod html_text;
 pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;
+pub mod parrot;
 pub(crate) mod proposing;
 pub(crate) mod remember;
 pub(crate) mod scheduling;
@@ -312,7 +313,7 @@ impl Agent {
     ) -> TurnResult {
         let mut fallbacks = fallback::chain(&self.models, model).into_iter().skip(1);
         let mut model = model;
-        let mut turn = Underway::new(prompt, &user);
+        let mut turn = Underway::new(prompt, &user, seat);
         let mut iterations = 0;
         while iterations < self.config.max_iterations {
             let request = self.next_request(model, &turn, seat.caller, events.is_some());
@@ -513,6 +514,10 @@ struct Underway {
     shown_lessons: HashSet<String>,
     /// The answer was asked for once more ([`ANSWER_NOW_PROMPT`]).
     asked_again: bool,
+    /// What the turn's context held that an answer must not merely give back.
+    given: parrot::Given,
+    /// How often a parroted answer was asked again (see [`Underway::parroted`]).
+    parrot_asks: u8,
 }
 
 /// What a completion, just appended to the conversation, calls for.
@@ -552,7 +557,8 @@ impl TurnResult {
 }
 
 impl Underway {
-    fn new(prompt: Vec<ChatMessage>, user: &ChatMessage) -> Self {
+    fn new(prompt: Vec<ChatMessage>, user: &ChatMessage, seat: &Seat) -> Self {
+        let given = given(&prompt, user, seat);
         let mut conversation = prompt;
         let turn_start = conversation.len();
         conversation.push(user.clone());
@@ -563,6 +569,65 @@ impl Underway {
             calls: CallLog::default(),
             shown_lessons: HashSet::new(),
             asked_again: false,
+            given,
+            parrot_asks: 0,
+        }
+    }
+
+    /// What `answer` only gives back of the turn's context (see [`parrot`]), if anything.
+    fn parrot_of(&self, answer: &str) -> Option<parrot::Parrot> {
+        let mut given = self.given.clone();
+        given.errors = self.conversation[self.turn_start..]
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { content, .. } => content.strip_prefix(tools::ERROR_PREFIX),
+                _ => None,
+            })
+            .map(str::to_string)
+            .collect();
+        given.offered_tools = self
+            .result
+            .last_request
+            .as_ref()
+            .map_or_else(Vec::new, |r| {
+                r.tools
+                    .iter()
+                    .map(|t| t.function.name.to_string())
+                    .collect()
+            });
+        given.called_tools = self.result.tools_used.clone();
+        parrot::parroted(answer, &given)
+    }
+
+    /// After an answer that only gave back what the model was shown (it was taken off the
+    /// conversation): asked again once with what the turn has (a described call: to make
+    /// it), then, where the chat's history is what it may be copying, once with the question
+    /// alone; then no answer is coming (the user gets the honest note and 🔁 Retry).
+    fn parroted(&mut self, parrot: parrot::Parrot) -> Verdict {
+        self.parrot_asks += 1;
+        match self.parrot_asks {
+            1 => {
+                let ask = match parrot {
+                    parrot::Parrot::DescribedCall => calls::MAKE_THE_CALL_PROMPT,
+                    _ => calls::NOT_AN_ANSWER_PROMPT,
+                };
+                self.conversation.push(ChatMessage::user(ask));
+                Verdict::AskedAgain
+            }
+            2 if self.turn_start > 1 => {
+                tracing::info!("asking once more with the question alone, without the history");
+                let system = self.conversation[..self.turn_start]
+                    .iter()
+                    .take_while(|m| matches!(m, ChatMessage::System { .. }))
+                    .cloned();
+                let question = question_alone(&self.conversation[self.turn_start]);
+                self.conversation = system.chain(std::iter::once(question)).collect();
+                self.turn_start = self.conversation.len() - 1;
+                // An earlier answer word for word is still none, history or not.
+                self.asked_again = false;
+                Verdict::AskedAgain
+            }
+            _ => Verdict::NoAnswer,
         }
     }
 
@@ -641,10 +706,17 @@ impl Underway {
             return Verdict::NoAnswer;
         }
         if calls_tools {
-            Verdict::RunTools
-        } else {
-            Verdict::Answered
+            return Verdict::RunTools;
         }
+        if let Some(parrot) = self.parrot_of(&completion.content) {
+            tracing::info!(
+                ?parrot,
+                "the answer only gave back what the model was shown"
+            );
+            self.conversation.pop();
+            return self.parroted(parrot);
+        }
+        Verdict::Answered
     }
 
     fn ask_for_the_answer(&mut self) {
@@ -747,6 +819,56 @@ fn lasting_output(turn: &mut Underway, seat: &Seat, call: &ToolCall) -> tools::T
     lasting.output
 }
 
+/// What a turn's answer must not merely give back (see [`parrot`]): the lines of the context
+/// block in front of the user's message (skills, lessons), the lessons its failed results may
+/// carry, the bot's hints to the model, and the chat's earlier answers in the window.
+fn given(prompt: &[ChatMessage], user: &ChatMessage, seat: &Seat) -> parrot::Given {
+    let content = crate::memory::without_memory(user.content());
+    let mut context: Vec<String> = crate::learning::block::context_of(content)
+        .map(|block| block.lines().map(str::to_string).collect())
+        .unwrap_or_default();
+    context.extend(seat.lessons.values().flatten().cloned());
+    context.extend(
+        [
+            calls::REPEAT_HINT,
+            calls::ANSWER_NOW_PROMPT,
+            calls::NOT_AN_ANSWER_PROMPT,
+        ]
+        .map(str::to_string),
+    );
+    let earlier_answers = prompt
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() && !content.trim().is_empty() => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    parrot::Given {
+        context,
+        earlier_answers,
+        ..parrot::Given::default()
+    }
+}
+
+/// The user's message with only the question (and their personal memory): without the
+/// skills and lessons in front of it, which a model may be copying. A message with a photo
+/// stays as it is.
+fn question_alone(user: &ChatMessage) -> ChatMessage {
+    let ChatMessage::User {
+        content: crate::llm::UserContent::Text(content),
+    } = user
+    else {
+        return user.clone();
+    };
+    let rest = crate::memory::without_memory(content);
+    let memory = &content[..content.len() - rest.len()];
+    let question = crate::learning::without_context(rest);
+    ChatMessage::user(format!("{memory}{question}"))
+}
+
 /// What a tool's failed result gets when lessons about the tool were learned: just when the
 /// model needs them, in the turn's new tail (the prompt's prefix stays byte-stable).
 fn lessons_note(lessons: &[String]) -> String {
@@ -827,6 +949,21 @@ fn llm_failure_text(e: &LlmError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A user's seat in their private chat, with no lessons, tasks or memory.
+    fn test_seat() -> Seat {
+        Seat {
+            caller: Caller::new(crate::role::Role::User, crate::ids::ChatId(1)),
+            lessons: std::collections::HashMap::new(),
+            tasks: None,
+            memory: None,
+            provenance: Provenance {
+                message: crate::provenance::Message::Own,
+                read_external: false,
+                history_external: false,
+            },
+        }
+    }
     use crate::llm::FunctionCall;
 
     fn turn(i: usize, size: usize) -> Vec<ChatMessage> {
@@ -925,7 +1062,11 @@ mod tests {
             },
         ];
         for case in cases {
-            let mut turn = Underway::new(vec![ChatMessage::system("s")], &ChatMessage::user("q"));
+            let mut turn = Underway::new(
+                vec![ChatMessage::system("s")],
+                &ChatMessage::user("q"),
+                &test_seat(),
+            );
             if case.weather_answered {
                 turn.calls.record("weather", "{}", "cloudy");
             }

@@ -213,7 +213,7 @@ pub enum Action {
     /// user's press counts).
     Confirm { id: String, yes: bool },
     /// Turn "use my memory in groups" on or off for `owner` (only they may).
-    MemoryInGroups { owner: UserId, on: bool },
+    MemoryGroups { owner: UserId, on: bool },
 }
 
 impl Action {
@@ -249,7 +249,7 @@ impl Action {
             Self::Confirm { id, yes } => {
                 encode_whole("confirm", &format!("{id}.{}", if *yes { "y" } else { "n" }))
             }
-            Self::MemoryInGroups { owner, on } => {
+            Self::MemoryGroups { owner, on } => {
                 encode_whole("mgroups", &format!("{owner}.{}", u8::from(*on)))
             }
         }
@@ -357,7 +357,7 @@ impl Action {
             "0" => false,
             _ => return None,
         };
-        Some(Self::MemoryInGroups {
+        Some(Self::MemoryGroups {
             owner: UserId(owner.parse().ok()?),
             on,
         })
@@ -850,7 +850,7 @@ mod tests {
                     Action::TasksPage { owner: UserId(id), page: u32::MAX },
                     Action::CancelTask { id, page: u32::MAX },
                     Action::Confirm { id: crate::ids::base36(id), yes: index % 2 == 0 },
-                    Action::MemoryInGroups { owner: UserId(id), on: index % 2 == 1 },
+                    Action::MemoryGroups { owner: UserId(id), on: index % 2 == 1 },
                 ] {
                     let data = action.encode().unwrap();
                     prop_assert!(data.len() <= MAX_CALLBACK_BYTES);

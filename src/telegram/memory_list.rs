@@ -70,7 +70,7 @@ pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
     );
     let in_groups = kept.in_groups();
     html.push_str(texts::memory_groups_html(in_groups));
-    let toggle = Action::MemoryInGroups {
+    let toggle = Action::MemoryGroups {
         owner,
         on: !in_groups,
     };

@@ -94,9 +94,7 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         .branch(
             case![Action::MemoryForgetAll { owner }].endpoint(presses::memory_forget_all_pressed),
         )
-        .branch(
-            case![Action::MemoryInGroups { owner, on }].endpoint(presses::memory_in_groups_pressed),
-        )
+        .branch(case![Action::MemoryGroups { owner, on }].endpoint(presses::memory_groups_pressed))
         .branch(case![Action::Confirm { id, yes }].endpoint(presses::confirm_pressed))
         .branch(case![Action::TasksPage { owner, page }].endpoint(handlers::tasks::page_pressed))
         .branch(case![Action::CancelTask { id, page }].endpoint(handlers::tasks::cancel_pressed));

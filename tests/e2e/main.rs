@@ -25,6 +25,7 @@ mod memory;
 mod metrics;
 mod options;
 mod pacing;
+mod parroting;
 mod provenance;
 mod reactions;
 mod refusals;

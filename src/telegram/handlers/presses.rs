@@ -391,7 +391,7 @@ async fn memory_press(
 }
 
 /// 👥 under `/memory`: only its owner turns "use my memory in groups" on or off.
-pub(crate) async fn memory_in_groups_pressed(
+pub(crate) async fn memory_groups_pressed(
     deps: Deps,
     query: CallbackQuery,
     (owner, on): (UserId, bool),

@@ -1,0 +1,228 @@
+//! Parroted answers: lessons, hints and errors are never the answer. A small model copies what
+//! its context shows. With Qwen2.5-Coder-1.5B and several questions in one chat, the bot's
+//! users got, as answers: a learned lesson word for word ("The tool failed repeatedly with the
+//! same error. Consider changing the SKU or using a different tool."), the repeat guard's own
+//! words, the same earlier answer ("The tool reported an error.") for seven questions in a
+//! row, and how to call a tool instead of a call ("use the inv__stock_level function with the
+//! SKU as 'SKU-0015'"). [`parroted`] tells such an answer from a real one, mechanically, by what
+//! the turn's context held; the agent loop then asks again (see `Agent::run`).
+//!
+//! ```
+//! use heurist::agent::parrot::{Given, Parrot, parroted};
+//! let given = Given {
+//!     context: vec!["When the tool fails repeatedly with the same error, consider changing the SKU or using a different tool.".into()],
+//!     earlier_answers: vec!["The tool reported an error.".into()],
+//!     offered_tools: vec!["inv__stock_level".into()],
+//!     ..Given::default()
+//! };
+//! let said = |a: &str| parroted(a, &given);
+//! assert_eq!(said("The tool failed repeatedly with the same error. Consider changing the SKU or using a different tool."), Some(Parrot::Context));
+//! assert_eq!(said("the tool reported an error"), Some(Parrot::EarlierAnswer));
+//! assert_eq!(said("Use the inv__stock_level function with the SKU as 'SKU-0015'."), Some(Parrot::DescribedCall));
+//! assert_eq!(said("Item 982 has 12 units in stock."), None);
+//! ```
+
+use crate::learning::text::{text_similarity, words};
+
+/// What the turn's context held that an answer must not merely give back.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// Lines the prompt carried that were not the user's: learned lessons (in the context
+    /// block and beside failed results), skills' instructions, the bot's own hints to the
+    /// model.
+    pub context: Vec<String>,
+    /// The errors of this turn's tool calls.
+    pub errors: Vec<String>,
+    /// The chat's earlier answers in the history window.
+    pub earlier_answers: Vec<String>,
+    /// The tools offered to the model, and those it called in this turn.
+    pub offered_tools: Vec<String>,
+    pub called_tools: Vec<String>,
+}
+
+/// What a parroted answer gave back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parrot {
+    /// A lesson, a skill's instruction or a hint of the bot's.
+    Context,
+    /// A tool's error, as the whole answer.
+    Error,
+    /// An earlier answer of the chat, word for word.
+    EarlierAnswer,
+    /// How to call a tool, instead of calling it.
+    DescribedCall,
+}
+
+/// Word-set similarity from which an answer restates a line (the dedupe's 0.8 allows less
+/// rewording than a model does when it turns a lesson into a sentence).
+const RESTATES: f32 = 0.6;
+
+/// Words an answer needs before it can be said to restate something (shorter ones, "Done.",
+/// "It is open.", are too common to tell).
+const MIN_WORDS: usize = 4;
+
+/// What `answer` only gives back of `given`, if anything (see the module doc).
+pub fn parroted(answer: &str, given: &Given) -> Option<Parrot> {
+    let answer = answer.trim();
+    let answer_words = words(answer);
+    if answer_words.len() < MIN_WORDS - 1 {
+        return None;
+    }
+    let folded = fold(answer);
+    if given
+        .earlier_answers
+        .iter()
+        .any(|earlier| fold(earlier) == folded)
+    {
+        return Some(Parrot::EarlierAnswer);
+    }
+    if describes_a_call(answer, given) {
+        return Some(Parrot::DescribedCall);
+    }
+    if answer_words.len() < MIN_WORDS {
+        return None;
+    }
+    let restates = |texts: &[String]| {
+        texts
+            .iter()
+            .flat_map(|text| text.lines())
+            .map(|line| line.trim().trim_start_matches("- ").trim())
+            .filter(|line| words(line).len() >= MIN_WORDS)
+            .any(|line| text_similarity(line, answer) >= RESTATES || restated_within(line, &folded))
+    };
+    if restates(&given.context) {
+        return Some(Parrot::Context);
+    }
+    if restates(&given.errors) {
+        return Some(Parrot::Error);
+    }
+    None
+}
+
+/// Whether the whole answer is `line` (folded) or a sentence's worth of it, with at most a few
+/// words around it.
+fn restated_within(line: &str, answer: &str) -> bool {
+    let line = fold(line);
+    line.len() >= 24 && (answer.contains(&line) && answer.len() <= line.len() * 3 / 2)
+        || (answer.len() >= 24 && line.contains(answer))
+}
+
+/// Whether the answer names an offered tool it did not call in this turn: it tells the user
+/// how to call the tool instead of calling it.
+fn describes_a_call(answer: &str, given: &Given) -> bool {
+    given
+        .offered_tools
+        .iter()
+        .filter(|tool| !given.called_tools.contains(tool))
+        .any(|tool| names(answer, tool))
+}
+
+/// Whether `text` holds `tool`'s name as a word of its own (not inside a longer name).
+fn names(text: &str, tool: &str) -> bool {
+    let is_name_char = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(tool).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + tool.len()..].chars().next();
+        !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
+    })
+}
+
+/// `text` lower-cased, its runs of spaces folded and its closing punctuation dropped, so a
+/// copy matches whatever its spacing and final period.
+fn fold(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+        .trim_end_matches(['.', '!', '?', ' '])
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the issue's chats held: a stored lesson, the repeat guard, the tool's refusal,
+    /// an earlier answer, the stock tool.
+    fn issue_context() -> Given {
+        Given {
+            context: vec![
+                "## Learned Heuristics\n- When the tool fails repeatedly with the same error, \
+                 consider changing the SKU or using a different tool.\n"
+                    .into(),
+                "Do not repeat it: change the arguments as that error says, or answer the user \
+                 with what you have."
+                    .into(),
+            ],
+            errors: vec![
+                "SKUs are written SKU- followed by the item number as six digits, zero-padded \
+                 (item 4411 is SKU-004411)"
+                    .into(),
+            ],
+            earlier_answers: vec!["The tool reported an error.".into(), "Done.".into()],
+            offered_tools: vec!["inv__stock_level".into(), "inv__ship_quote".into()],
+            called_tools: vec!["inv__ship_quote".into()],
+        }
+    }
+
+    #[test]
+    fn what_the_issue_saw_is_told_from_real_answers() {
+        let given = issue_context();
+        let cases = [
+            (
+                "the lesson, word for word",
+                "The tool failed repeatedly with the same error. Consider changing the SKU or \
+                 using a different tool.",
+                Some(Parrot::Context),
+            ),
+            (
+                "the repeat guard's words",
+                "Do not repeat it: change the arguments as that error says, or answer the user \
+                 with what you have.",
+                Some(Parrot::Context),
+            ),
+            (
+                "an earlier answer again",
+                "The tool reported an error",
+                Some(Parrot::EarlierAnswer),
+            ),
+            (
+                "how to call the tool",
+                "To check the warehouse stock for item 15, use the inv__stock_level function \
+                 with the SKU as 'SKU-0015'.",
+                Some(Parrot::DescribedCall),
+            ),
+            (
+                "the refusal as the answer",
+                "SKUs are written SKU- followed by the item number as six digits, zero-padded.",
+                Some(Parrot::Error),
+            ),
+            (
+                "a real answer",
+                "Item 982 (SKU-000982) has 12 units in stock.",
+                None,
+            ),
+            (
+                "a real answer that names the tool it called",
+                "inv__ship_quote says shipping 1500 g costs 7.90 EUR.",
+                None,
+            ),
+            (
+                "an honest failure in its own words",
+                "I could not find item 982: the stock service refused every SKU I tried.",
+                None,
+            ),
+            ("short answers are too common to judge", "Done.", None),
+        ];
+        for (name, answer, want) in cases {
+            assert_eq!(parroted(answer, &given), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_name_counts_only_as_a_word_of_its_own() {
+        assert!(names("call inv__stock_level now", "inv__stock_level"));
+        assert!(names("(inv__stock_level)", "inv__stock_level"));
+        assert!(!names("my_inv__stock_level_v2", "inv__stock_level"));
+    }
+}

@@ -1,0 +1,149 @@
+//! Lessons, hints and errors are never the answer (issue 34), with the answers
+//! Qwen2.5-Coder-1.5B gave as fixtures: a learned lesson given back word for word, the repeat
+//! guard's own words, an earlier answer of the chat repeated for the next question, and how
+//! to call a tool instead of calling it. Each is asked again (with what the turn has, then
+//! with the question alone where the history is being copied), and never shown.
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+use heurist::learning::Source;
+use heurist::learning::heuristics::HeuristicEntry;
+
+/// The lesson the issue saw given as the answer to three questions.
+const LESSON: &str = "When checking stock for an item fails repeatedly with the same error, \
+    consider changing the SKU or using a different tool.";
+/// The repeat guard's words, which the issue saw as an answer.
+const GUARD: &str = "Do not repeat it: change the arguments as that error says, or answer the \
+    user with what you have.";
+/// The issue's answer to seven questions in a row, learning off.
+const SAME_ANSWER: &str = "The tool reported an error.";
+
+fn quiet(c: &mut heurist::Config) {
+    c.options.enabled = false;
+    c.learning.reflect = false;
+    c.learning.feedback_buttons = false;
+}
+
+/// Whether the request is one of the bot's asks after a parroted answer.
+fn asked_again(request: &Value) -> bool {
+    let last = last_user_text(request);
+    last.starts_with("Your last reply only repeated") || last.starts_with("Do not tell me how")
+}
+
+/// The messages of `request` (system first).
+fn messages(request: &Value) -> Vec<Value> {
+    request["messages"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("Item 982 has 12 units in stock.");
+        }
+        // The issue's model: the lesson in its prompt, given back as the answer.
+        if last_user_text(req).contains(LESSON) {
+            return Reply::text(&LESSON.replace("When checking", "Checking"));
+        }
+        Reply::text("no lesson in the prompt")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    let entry: HeuristicEntry =
+        serde_json::from_value(json!({"text": LESSON, "skill_name": null})).unwrap();
+    let source = Source {
+        outcome: "success".into(),
+        ..Source::default()
+    };
+    h.app()
+        .learning()
+        .learn(vec![entry], &source)
+        .await
+        .unwrap();
+    h.tg.send_text(
+        ALICE,
+        "How many units of item 982 are in stock? My checking fails",
+    );
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), "Item 982 has 12 units in stock.");
+    let history = h
+        .app()
+        .store()
+        .history()
+        .window(in_chat(ALICE), 100_000)
+        .unwrap();
+    let stored = format!("{:?}", history.messages);
+    assert!(!stored.contains("Checking stock for an item"), "{stored}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_guards_words_are_never_the_answer() {
+    let llm = FakeLlm::start(|_, _| Reply::text(GUARD)).await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    assert!(!shown.contains("Do not repeat it"), "{shown}");
+    assert!(shown.starts_with("Sorry"), "the honest note: {shown}");
+    assert!(
+        sent[0]
+            .buttons()
+            .iter()
+            .any(|b| b.starts_with("__act__retry|")),
+        "with 🔁 Retry"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_earlier_answer_copied_from_the_history_is_asked_again_without_it() {
+    let llm = FakeLlm::start(|req, _| {
+        let history = messages(req).iter().any(|m| m["role"] == "assistant");
+        // Copies what it sees; with the question alone, it answers it.
+        if history {
+            Reply::text(SAME_ANSWER)
+        } else if last_user_text(req).contains("item 15") {
+            Reply::text("Item 15: 3 units in stock.")
+        } else {
+            Reply::text(SAME_ANSWER)
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "How many units of item 982 are in stock?");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(sent[1].text(), "Item 15: 3 units in stock.");
+    // The last request held the question alone: the system message and the question.
+    let last = h.llm.agent_requests().last().cloned().unwrap();
+    let roles: Vec<Value> = messages(&last).iter().map(|m| m["role"].clone()).collect();
+    assert_eq!(roles, [json!("system"), json!("user")], "{last}");
+    // A third question the model still cannot answer but by copying: the honest note.
+    h.tg.send_text(ALICE, "And item 16?");
+    let sent = h.tg.wait_messages(ALICE, 3).await;
+    assert!(sent[2].text().starts_with("Sorry"), "{}", sent[2].text());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn how_to_call_a_tool_is_not_an_answer_the_call_is_made() {
+    let llm = FakeLlm::start(|req, _| {
+        let last = messages(req).last().cloned().unwrap();
+        if last["role"] == "tool" {
+            return Reply::text("It is noon where you are.");
+        }
+        if asked_again(req) {
+            return Reply::tool_call("c1", "current_time", json!({}));
+        }
+        Reply::text("To get the time, use the current_time tool with your zone.")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "What time is it?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), "It is noon where you are.");
+    h.stop().await;
+}

@@ -289,3 +289,22 @@ fn the_child_can_open_nothing_before_it_reads() {
         "the parser's reason: {said}"
     );
 }
+
+/// `heurist doctor` reads a test PDF through the jail, and says what to fix when it cannot.
+#[tokio::test]
+async fn the_doctor_warns_when_the_pdf_reader_cannot_start() {
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&tg, "http://127.0.0.1:9/v1", dir.path());
+    config.documents.parser_program = Some("/nonexistent/heurist".into());
+    let report = heurist::ops::doctor::run(&config).await.unwrap();
+    let line = report.line("PDF reader").unwrap();
+    assert_eq!(line.status, heurist::ops::doctor::Status::Warn, "{line:?}");
+    assert!(
+        line.found
+            .starts_with("cannot read a test PDF: No such file"),
+        "{line:?}"
+    );
+    let fix = line.fix.as_deref().unwrap_or_default();
+    assert!(fix.contains("/proc/self/exe __read-document pdf"), "{fix}");
+}

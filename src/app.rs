@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Agent;
+use crate::agent::jail::Jail;
 use crate::agent::mcp::Mcp;
 use crate::agent::tools::Tools;
 use crate::background::Background;
@@ -40,6 +41,8 @@ pub struct App {
     ledger: Ledger,
     /// The transcription endpoint of voice notes (`None`: `[speech]` not configured).
     speech: Option<Transcriber>,
+    /// Where PDFs are parsed: child processes with limits, a few at once.
+    jail: Jail,
     queues: ChatQueues,
     /// Replies that are not turns (command replies, refusals, button edits), in order per
     /// conversation, off the dispatcher: a paced reply never holds the next update.
@@ -89,6 +92,7 @@ impl App {
             limits: Limits::new(config.limits.clone()),
             ledger,
             speech,
+            jail: Jail::new(&config.documents),
             queues: ChatQueues::default(),
             replies: ChatQueues::default(),
             turns: Arc::default(),
@@ -178,6 +182,11 @@ impl App {
     /// The transcription endpoint, if `[speech]` configures one.
     pub(crate) fn speech(&self) -> Option<&Transcriber> {
         self.speech.as_ref()
+    }
+
+    /// Where third-party files are parsed (see [`crate::agent::jail`]).
+    pub(crate) fn jail(&self) -> &Jail {
+        &self.jail
     }
 
     pub(crate) fn queues(&self) -> &ChatQueues {

@@ -296,12 +296,23 @@ pub struct SpeechConfig {
     pub api_key: Option<String>,
 }
 
-/// Documents read into a turn: how much is downloaded and how much of the text the model gets.
+/// Documents read into a turn: how much is downloaded, how much of the text the model gets,
+/// and the limits of the child process a PDF is parsed in (see [`crate::agent::jail`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentsConfig {
     pub max_document_chars: usize,
     pub max_document_bytes: u32,
+    /// Wall-clock seconds a parser child may take before it is killed.
+    pub parser_timeout_secs: u64,
+    /// A parser child's address space (RLIMIT_AS), in MiB.
+    pub parser_memory_mb: u64,
+    /// A parser child's CPU time (RLIMIT_CPU), in seconds.
+    pub parser_cpu_secs: u64,
+    /// The program run as the parser child; `None`: this very binary. Not a setting: the
+    /// in-process tests run inside a test binary, so they name the real `heurist` here.
+    #[serde(skip)]
+    pub parser_program: Option<PathBuf>,
 }
 
 /// Personal memory: the facts each user asked the bot to keep (see [`crate::memory`]).
@@ -641,7 +652,7 @@ impl Config {
                 .map_err(|e| anyhow::anyhow!("HEURIST_SPEECH_URL / speech.base_url {e}"))?;
         }
         validate_mcp_servers(&self.mcp.servers)?;
-        validate_models(&self.models)
+        validate_models(&self.models).and_then(|()| validate_parser_limits(&self.documents))
     }
 
     /// Strings that must never appear in logs or messages: the token (and its secret half, which
@@ -750,6 +761,27 @@ fn http_url(text: &str) -> anyhow::Result<reqwest::Url> {
         bail!("must be an http:// or https:// URL");
     }
     Ok(url)
+}
+
+/// The smallest address space a parser child can start in: it runs this binary (about 30 MB
+/// mapped in a release build, 55 MB in a debug one) before it reads a byte.
+const MIN_PARSER_MEMORY_MB: u64 = 64;
+
+/// The parser child's limits: a zero would refuse every PDF, or never end one.
+fn validate_parser_limits(documents: &DocumentsConfig) -> anyhow::Result<()> {
+    if documents.parser_timeout_secs == 0 {
+        bail!("documents.parser_timeout_secs must be at least 1 (10 is the default)");
+    }
+    if documents.parser_cpu_secs == 0 {
+        bail!("documents.parser_cpu_secs must be at least 1 (5 is the default)");
+    }
+    if documents.parser_memory_mb < MIN_PARSER_MEMORY_MB {
+        bail!(
+            "documents.parser_memory_mb must be at least {MIN_PARSER_MEMORY_MB}: the PDF parser \
+             runs this program, which needs that much to start (256 is the default)"
+        );
+    }
+    Ok(())
 }
 
 /// Longest MCP server name: with the `__` separator, tools keep at least 30 of OpenAI's 64
@@ -1073,6 +1105,24 @@ roles = "admin"
                 toml: "[llm]\nmax_concurrent = 0\n",
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "llm.max_concurrent must be at least 1",
+            },
+            Case {
+                name: "a parser that may never run",
+                toml: "[documents]\nparser_timeout_secs = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "documents.parser_timeout_secs must be at least 1",
+            },
+            Case {
+                name: "a parser without CPU time",
+                toml: "[documents]\nparser_cpu_secs = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "documents.parser_cpu_secs must be at least 1",
+            },
+            Case {
+                name: "a parser without room to start",
+                toml: "[documents]\nparser_memory_mb = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "documents.parser_memory_mb must be at least 64",
             },
             Case {
                 name: "a removed key is rejected",

@@ -1,15 +1,37 @@
 //! The `heurist` binary: parse the command line, load the configuration, start logging, then
 //! run the bot or one of the operator's commands (see [`heurist::ops`]).
+//!
+//! Before any of that, `heurist __read-document <parser>` is the jail's child (see
+//! [`heurist::agent::jail`]): a hidden subcommand the bot runs itself, which reads no
+//! configuration, starts no logging and no runtime, and only parses the bytes on its stdin.
 
 use std::process::ExitCode;
 
+use heurist::agent::jail;
 use heurist::logging;
 use heurist::ops::cli::{self, Command};
 use heurist::ops::{doctor, lessons};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some((jail::CHILD_COMMAND, rest)) = args.split_first().map(|(a, r)| (a.as_str(), r)) {
+        return jail::child_main(rest);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("heurist: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run(args))
+}
+
+/// The bot or an operator's command, on the runtime `main` built.
+async fn run(args: Vec<String>) -> ExitCode {
     let command = match cli::parse(&args) {
         Ok(command) => command,
         Err(problem) => {

@@ -17,6 +17,7 @@ pub mod document;
 pub mod evidence;
 pub(crate) mod host_addrs;
 pub mod html_text;
+pub mod jail;
 pub(crate) mod mcp;
 pub mod net_guard;
 pub(crate) mod output;

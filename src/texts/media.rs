@@ -59,6 +59,14 @@ pub(crate) fn document_unreadable(error: &str) -> String {
     format!("📄 Sorry, I could not read this document: {error}. I can read {READABLE_DOCUMENTS}.")
 }
 
+/// A PDF whose parser crashed, ran out of time or memory, or broke another of its limits
+/// (see `agent::jail`): one answer whatever went wrong, since the file is the cause.
+pub(crate) const PDF_TOO_COMPLEX: &str = "📄 Sorry, I could not read this PDF: it is malformed or too complex. Please send a simpler file, or paste the text.";
+
+/// A PDF that could not be read because the parser's process did not start (logged for the
+/// bot's owner).
+pub(crate) const PDF_READER_DOWN: &str = "📄 Sorry, I cannot read PDFs right now: my PDF reader did not start (the bot's owner can see why in its log). Please paste the text meanwhile.";
+
 /// Longest part of a transcript shown back to the user.
 pub(crate) const SHOWN_TRANSCRIPT_CHARS: usize = 200;
 

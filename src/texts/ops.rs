@@ -201,6 +201,18 @@ pub(crate) fn allow_list_ok(users: usize, admins: usize) -> String {
 pub(crate) const ALLOW_LIST_EMPTY: &str = "empty: nobody can use the bot";
 pub(crate) const ALLOW_LIST_FIX: &str = "set HEURIST_ALLOWED_USERS and HEURIST_ADMINS to Telegram user ids (message the bot once: it replies with yours)";
 
+pub(crate) const PDF_READER: &str = "PDF reader";
+pub(crate) fn pdf_reader_ok(timeout_secs: u64, memory_mb: u64, cpu_secs: u64) -> String {
+    format!(
+        "reads a test PDF in a child process (at most {timeout_secs} s, {memory_mb} MB, \
+         {cpu_secs} s of CPU)"
+    )
+}
+pub(crate) fn pdf_reader_failed(error: &str) -> String {
+    format!("cannot read a test PDF: {error}")
+}
+pub(crate) const PDF_READER_FIX: &str = "the bot reads PDFs by running its own binary (/proc/self/exe __read-document pdf): make sure /proc is mounted and the binary may be executed, or raise documents.parser_memory_mb; until then PDFs get an apology";
+
 /// The last line of the doctor's report.
 pub(crate) fn summary(failures: usize, warnings: usize) -> String {
     match (failures, warnings) {

@@ -15,7 +15,10 @@
 
 use super::state::Turn;
 use super::visibility::set_state;
-use crate::agent::document::{document_kind, document_message, document_text};
+use crate::agent::document::{
+    DocumentKind, Unreadable, document_kind, document_message, non_empty, text_file,
+};
+use crate::agent::jail::{Failure, Parser};
 use crate::agent::output::cut;
 use crate::llm::Usage;
 use crate::store::{Attachment, AttachmentKind, InboxState};
@@ -142,18 +145,37 @@ async fn read_document(turn: &mut Turn, attachment: &Attachment) -> Result<(), S
         .file(&attachment.file_id, max_bytes)
         .await
         .map_err(|e| unreadable(said(turn, &e)))?;
-    let text = tokio::task::spawn_blocking(move || document_text(kind, &bytes))
-        .await
-        .map_err(|_| unreadable("the file is malformed".into()))?
-        .map_err(|e| unreadable(e.to_string()))?;
+    let (text, whole) = match kind {
+        DocumentKind::Text => {
+            let text = tokio::task::spawn_blocking(move || text_file(&bytes))
+                .await
+                .map_err(|_| unreadable("the file is malformed".into()))?
+                .map_err(|e| unreadable(e.to_string()))?;
+            (text, true)
+        }
+        DocumentKind::Pdf => read_pdf(turn, bytes).await?,
+    };
     let request = &mut turn.input.request;
     let question = match request.text.trim() {
         "" => texts::DOCUMENT_QUESTION,
         caption => caption,
     };
-    request.text = document_message(question, &attachment.name, &text, max_chars);
+    request.text = document_message(question, &attachment.name, &text, max_chars, whole);
     request.forwarded = true;
     Ok(())
+}
+
+/// A PDF's text, read in the jail's child process, and whether it is all of it; `Err` is what
+/// the user is told: the parser's reason, or, whatever broke, that the file is malformed or
+/// too complex.
+async fn read_pdf(turn: &Turn, bytes: Vec<u8>) -> Result<(String, bool), String> {
+    let unreadable = |why: Unreadable| texts::document_unreadable(&why.to_string());
+    match turn.app.jail().read(Parser::Pdf, bytes).await {
+        Ok(parsed) => Ok((non_empty(parsed.text).map_err(unreadable)?, parsed.whole)),
+        Err(Failure::Refused(why)) => Err(unreadable(Unreadable::Pdf(why))),
+        Err(Failure::Broke(_)) => Err(texts::PDF_TOO_COMPLEX.to_string()),
+        Err(Failure::NotStarted(_)) => Err(texts::PDF_READER_DOWN.to_string()),
+    }
 }
 
 /// The recording's file name for the transcription server, whose ending tells its format

@@ -172,6 +172,13 @@ async fn a_healthy_deployment_passes_every_check() {
     );
     expect(&report, "data directory", Status::Ok, "is writable", None);
     expect(&report, "allow-list", Status::Ok, "2 users, 1 admins", None);
+    expect(
+        &report,
+        "PDF reader",
+        Status::Ok,
+        "reads a test PDF in a child process (at most 10 s, 256 MB, 5 s of CPU)",
+        None,
+    );
     assert!(text.ends_with("Everything works.\n"), "{text}");
 }
 

@@ -15,6 +15,7 @@ mod drafts;
 mod durability;
 mod fallback;
 mod hostile;
+mod jail;
 mod learning;
 mod lessons;
 mod limits;

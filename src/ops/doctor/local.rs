@@ -1,11 +1,13 @@
 //! The doctor's checks of this machine and the configuration itself: the data directory (the
-//! bot can write there; how big the store is and when it compacts) and the allow-list (an
-//! empty one lets nobody use the bot).
+//! bot can write there; how big the store is and when it compacts), the allow-list (an empty
+//! one lets nobody use the bot) and the PDF reader (a test PDF read in the jail's child
+//! process, with the `[documents]` limits, as the bot reads one).
 
 use std::path::Path;
 
 use super::context::{Checked, Context};
 use super::report::Line;
+use crate::agent::jail::{Failure, Jail, Parser};
 use crate::store::compaction::{CompactionPolicy, peek};
 use crate::texts::ops as texts;
 
@@ -80,9 +82,84 @@ pub(super) fn allow_list<'a>(context: &'a Context<'a>) -> Checked<'a> {
     })
 }
 
+/// A test PDF read the way the bot reads one: in a child process of this binary, with the
+/// `[documents]` limits. Optional: without it, PDFs get an apology and the rest works.
+pub(super) fn pdf_reader<'a>(context: &'a Context<'a>) -> Checked<'a> {
+    Box::pin(async move {
+        let documents = &context.config.documents;
+        let jail = Jail::new(documents);
+        let read = jail.read(Parser::Pdf, SAMPLE_PDF.as_bytes().to_vec()).await;
+        let failed = |why: &str| {
+            let found = texts::pdf_reader_failed(why);
+            Line::warn(texts::PDF_READER, found, texts::PDF_READER_FIX)
+        };
+        let line = match read {
+            Ok(parsed) if parsed.text.contains(SAMPLE_TEXT) => Line::ok(
+                texts::PDF_READER,
+                texts::pdf_reader_ok(
+                    documents.parser_timeout_secs,
+                    documents.parser_memory_mb,
+                    documents.parser_cpu_secs,
+                ),
+            ),
+            Ok(parsed) => failed(&format!("it read {:?}", parsed.text.trim())),
+            Err(Failure::Refused(why) | Failure::Broke(why) | Failure::NotStarted(why)) => {
+                failed(&why)
+            }
+        };
+        vec![line]
+    })
+}
+
+/// A one-page PDF (Helvetica, one line: [`SAMPLE_TEXT`]) the doctor has the jail read, as the
+/// bot reads one a user sends. Written by hand, with its cross-reference offsets.
+const SAMPLE_PDF: &str = concat!(
+    "%PDF-1.4\n",
+    "1 0 obj\n",
+    "<< /Type /Catalog /Pages 2 0 R >>\n",
+    "endobj\n",
+    "2 0 obj\n",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>\n",
+    "endobj\n",
+    "3 0 obj\n",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 50] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>\n",
+    "endobj\n",
+    "4 0 obj\n",
+    "<< /Length 49 >>\n",
+    "stream\n",
+    "BT /F1 12 Tf 10 20 Td (Heurist reads PDFs.) Tj ET\n",
+    "endstream\n",
+    "endobj\n",
+    "5 0 obj\n",
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>\n",
+    "endobj\n",
+    "xref\n",
+    "0 6\n",
+    "0000000000 65535 f \n",
+    "0000000009 00000 n \n",
+    "0000000058 00000 n \n",
+    "0000000115 00000 n \n",
+    "0000000240 00000 n \n",
+    "0000000339 00000 n \n",
+    "trailer\n",
+    "<< /Size 6 /Root 1 0 R >>\n",
+    "startxref\n",
+    "409\n",
+    "%%EOF\n",
+);
+
+/// The text of [`SAMPLE_PDF`].
+const SAMPLE_TEXT: &str = "Heurist reads PDFs.";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sample_pdf_holds_its_text() {
+        let text = crate::agent::document::pdf_text(SAMPLE_PDF.as_bytes()).unwrap();
+        assert_eq!(text.trim(), SAMPLE_TEXT);
+    }
 
     #[test]
     fn sizes_in_megabytes() {

@@ -13,8 +13,8 @@
 //! calling, the data directory, a non-empty allow-list. What the bot works without warns: a
 //! webhook left set (polling deletes it at start), the embeddings model (retrieval falls back
 //! to BM25), SearXNG and MCP servers (their tools are missing), the speech endpoint (voice
-//! notes get an error). Nothing here writes to the store; the report is redacted with the
-//! configuration's secrets before it is printed.
+//! notes get an error), the PDF reader (PDFs get an apology). Nothing here writes to the store;
+//! the report is redacted with the configuration's secrets before it is printed.
 
 mod context;
 mod llm;
@@ -40,6 +40,7 @@ const CHECKS: &[Check] = &[
     services::speech,
     local::data_dir,
     local::allow_list,
+    local::pdf_reader,
 ];
 
 /// Runs every check against `config`.

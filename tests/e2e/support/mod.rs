@@ -7,6 +7,7 @@
 pub mod desk;
 pub mod llm;
 pub mod mcp;
+pub mod pdf;
 pub mod telegram;
 
 use std::path::Path;
@@ -62,6 +63,8 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
     config.telegram.group_interval_ms = 20;
     // Tests about learning bring their own skills; elsewhere none match by accident.
     config.learning.skills_dir = data_dir.join("no-skills");
+    // PDFs are parsed by the real binary's hidden subcommand (this process is a test binary).
+    config.documents.parser_program = Some(env!("CARGO_BIN_EXE_heurist").into());
     config
 }
 

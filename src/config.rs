@@ -324,7 +324,8 @@ impl MemoryConfig {
 pub struct TasksConfig {
     /// Tasks a user may have at once.
     pub max_per_user: usize,
-    /// The smallest interval between two runs of a repeating task, in minutes.
+    /// The smallest interval between two runs of a repeating task, in minutes; at least 1
+    /// (checked at load: 0 would let a task run every second).
     pub min_interval_mins: u64,
     /// Runs a user's tasks may make per day (UTC); 0: no limit.
     pub max_runs_per_day: u32,
@@ -629,6 +630,12 @@ impl Config {
         if self.llm.max_concurrent == 0 {
             bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");
         }
+        if self.tasks.min_interval_mins == 0 {
+            bail!(
+                "tasks.min_interval_mins must be at least 1: 0 would let a task run every \
+                 second (max_runs_per_day = 0 means no daily cap, not no interval)"
+            );
+        }
         if !self.tools.searxng_url.is_empty() {
             http_url(&self.tools.searxng_url)
                 .map_err(|e| anyhow::anyhow!("HEURIST_SEARXNG_URL / tools.searxng_url {e}"))?;
@@ -931,6 +938,56 @@ mod tests {
                 Err(e) => {
                     assert!(!ok, "{factor} was refused: {e}");
                     assert!(e.to_string().contains("compact_factor"), "{e}");
+                }
+            }
+        }
+    }
+
+    /// A task may not repeat more often than once a minute, whatever the daily cap says: an
+    /// interval of 0 with no daily cap would run a task every second.
+    #[test]
+    fn a_task_interval_under_a_minute_is_refused() {
+        struct Case {
+            name: &'static str,
+            tasks: &'static str,
+            refused: bool,
+        }
+        let cases = [
+            Case {
+                name: "the shipped caps",
+                tasks: "",
+                refused: false,
+            },
+            Case {
+                name: "once a minute, no daily cap",
+                tasks: "min_interval_mins = 1\nmax_runs_per_day = 0\n",
+                refused: false,
+            },
+            Case {
+                name: "every second, no daily cap",
+                tasks: "min_interval_mins = 0\nmax_runs_per_day = 0\n",
+                refused: true,
+            },
+            Case {
+                name: "every second, even with a daily cap",
+                tasks: "min_interval_mins = 0\nmax_runs_per_day = 48\n",
+                refused: true,
+            },
+        ];
+        for case in cases {
+            let file = format!("[tasks]\n{}", case.tasks);
+            let mut config = Config::from_toml(Some(&file), Path::new("x.toml")).unwrap();
+            match config.apply_env(env(&[("TELOXIDE_TOKEN", "123:abc")])) {
+                Ok(()) => assert!(!case.refused, "{}: accepted", case.name),
+                Err(e) => {
+                    assert!(case.refused, "{}: refused: {e}", case.name);
+                    let said = e.to_string();
+                    assert!(
+                        said.contains("tasks.min_interval_mins must be at least 1"),
+                        "{}: {said}",
+                        case.name
+                    );
+                    assert!(!said.contains('\n'), "{}: {said}", case.name);
                 }
             }
         }

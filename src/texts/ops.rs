@@ -9,7 +9,11 @@ heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own
 Usage:
   heurist                               run the bot
   heurist doctor                        check the deployment and say what to fix
-  heurist heuristics export FILE        write every learned lesson to FILE (JSON lines)
+  heurist heuristics export FILE [--include-pending]
+                                        write the reviewed lessons (approved or trusted) to
+                                        FILE (JSON lines, readable by its owner only); with
+                                        --include-pending the pending ones too, which import
+                                        as pending even with --trust
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust
@@ -212,8 +216,15 @@ pub(crate) fn summary(failures: usize, warnings: usize) -> String {
 
 // ---- moving lessons ----
 
-pub(crate) fn exported(count: usize, file: &str) -> String {
-    format!("exported {count} lessons to {file}")
+pub(crate) fn exported(count: usize, left_out: usize, file: &str) -> String {
+    if left_out == 0 {
+        format!("exported {count} lessons to {file}")
+    } else {
+        format!(
+            "exported {count} lessons to {file} ({left_out} pending left out: \
+             --include-pending adds them, and they import as pending even with --trust)"
+        )
+    }
 }
 pub(crate) fn malformed_line(line: usize, error: &str) -> String {
     format!("line {line}: not a lesson ({error}); skipped")

@@ -50,6 +50,26 @@ pub(crate) fn transcription_failed(error: &str) -> String {
     )
 }
 
+/// Why a transcription failed, as the sender reads it (never the server's URL or words): the
+/// server could not be reached (`error`: the kind of failure, without its URL).
+pub(crate) fn transcription_unreachable(error: &str) -> String {
+    format!("the transcription server could not be reached: {error}")
+}
+
+/// The transcription server answered with an error `status`.
+pub(crate) fn transcription_answered(status: u16) -> String {
+    format!("the transcription server answered HTTP {status}")
+}
+
+/// The transcription server's answer was longer than anything a transcript needs.
+pub(crate) fn transcription_too_long(megabytes: usize) -> String {
+    format!("the transcription server's answer is over {megabytes} MB")
+}
+
+/// The transcription server's answer is not `{"text": ...}`.
+pub(crate) const TRANSCRIPTION_UNREADABLE: &str =
+    "the transcription server's answer could not be read";
+
 /// A recording whose transcript is empty.
 pub(crate) const NOTHING_HEARD: &str =
     "🎤 I could not make out any words in this recording. Please try again or type your request.";

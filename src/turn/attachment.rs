@@ -93,8 +93,9 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), Stri
         Ok(text) => text,
         Err(e) => {
             hold.release();
-            tracing::warn!(chat = %turn.at(), error = %format!("{e:#}"), "cannot transcribe a recording");
-            return Err(texts::transcription_failed(&said(turn, &e)));
+            // The log gets where and what the server said; the sender only what went wrong.
+            tracing::warn!(chat = %turn.at(), error = %e.detail(), "cannot transcribe a recording");
+            return Err(texts::transcription_failed(&e.to_string()));
         }
     };
     let usage = Usage {

@@ -221,6 +221,67 @@ async fn without_a_transcription_endpoint_a_voice_note_gets_the_note_saying_what
     h.stop().await;
 }
 
+/// A transcription server behind `http://speech-user:speech-pass-1234@127.0.0.1:<port>/v1`
+/// (credentials in its URL, as some deployments have) that answers every recording with
+/// `status` and a body that never ends, whose first bytes quote the URL it was asked at.
+async fn endless_whisper(status: u16) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://speech-user:speech-pass-1234@{}/v1",
+        listener.local_addr().unwrap()
+    );
+    let quoted = format!("{{\"error\": \"no model at {url}/audio/transcriptions\", \"pad\": \"");
+    let app = axum::Router::new().route(
+        "/v1/audio/transcriptions",
+        axum::routing::post(move || {
+            let quoted = quoted.clone();
+            async move {
+                use futures_util::StreamExt as _;
+                let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+                let body = futures_util::stream::once(async move { Bytes::from(quoted) })
+                    .chain(futures_util::stream::repeat(chunk))
+                    .map(Ok::<_, std::convert::Infallible>);
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    axum::body::Body::from_stream(body),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+/// A failed transcription tells the sender why without the speech server's URL (its
+/// credentials, its internal host), and an answer that never ends is read only up to a bound:
+/// the sender hears back at once, not when `speech.timeout_secs` runs out.
+#[tokio::test]
+async fn a_failed_transcription_names_no_url_and_reads_a_bounded_answer() {
+    let dead = FakeLlm::down_url().await.replace("http://", "http://speech-user:speech-pass-1234@");
+    let cases = [
+        ("a server that is down", dead, "could not be reached"),
+        ("an endless error page", endless_whisper(500).await, "answered HTTP 500"),
+        ("an endless answer", endless_whisper(200).await, "answer is over"),
+    ];
+    for (name, url, why) in cases {
+        let h = Harness::start_with(echoing_llm().await, |c| {
+            c.speech.base_url = url.clone();
+            c.speech.timeout_secs = 600;
+        })
+        .await;
+        h.tg.serve_file("voice-1", VOICE);
+        h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+        let said = h.tg.wait_messages(ALICE, 1).await[0].text();
+        assert!(said.contains("could not transcribe this recording"), "{name}: {said}");
+        assert!(said.contains(why), "{name}: {said}");
+        for secret in ["speech-user", "speech-pass-1234", "127.0.0.1", "/v1", "xxxx"] {
+            assert!(!said.contains(secret), "{name}: {secret} in {said}");
+        }
+        assert!(h.llm.requests().is_empty(), "{name}");
+        h.stop().await;
+    }
+}
+
 /// Answers in one message when done, nothing but the answer (no options, no 👍/👎, no
 /// reflection), so the chat shows the transcript and the answer only.
 const PLAIN_TOML: &str = "[llm]\nretry_base_ms = 20\n\

@@ -11,6 +11,7 @@
 //! fallback model, which goes on from the same conversation; the answer then says once which
 //! model gave it.
 
+pub mod audio;
 pub mod calls;
 pub mod correction;
 pub mod document;

@@ -21,6 +21,21 @@ pub(crate) fn audio_too_long(seconds: u32, max: u32) -> String {
     )
 }
 
+/// A recording whose bytes show it lasts at least `seconds`, over the `max` allowed (whatever
+/// the sender's client claimed).
+pub(crate) fn audio_measured_too_long(seconds: u32, max: u32) -> String {
+    format!(
+        "🎤 This recording lasts at least {}; I can transcribe up to {}. Please send a shorter one or type your request.",
+        minutes(seconds),
+        minutes(max)
+    )
+}
+
+/// The note after a transcript cut at `kept` of its `total` characters (the model reads it).
+pub(crate) fn transcript_cut(kept: usize, total: usize) -> String {
+    format!("[the transcript was cut: {kept} of its {total} characters are above]")
+}
+
 /// A file over a size cap (`bytes` big, `max` allowed; `what` names it: "recording",
 /// "document").
 pub(crate) fn file_too_big(what: &str, bytes: u64, max: u64) -> String {

@@ -557,7 +557,8 @@ impl Config {
         for model in &mut self.models {
             model.api_key = model.api_key_env.as_deref().and_then(set);
         }
-        self.validate()
+        self.validate()?;
+        validate_tasks(&self.tasks)
     }
 
     /// Checks what serde cannot: a usable token, models and URLs.
@@ -629,12 +630,6 @@ impl Config {
         }
         if self.llm.max_concurrent == 0 {
             bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");
-        }
-        if self.tasks.min_interval_mins == 0 {
-            bail!(
-                "tasks.min_interval_mins must be at least 1: 0 would let a task run every \
-                 second (max_runs_per_day = 0 means no daily cap, not no interval)"
-            );
         }
         if !self.tools.searxng_url.is_empty() {
             http_url(&self.tools.searxng_url)
@@ -759,6 +754,18 @@ fn http_url(text: &str) -> anyhow::Result<reqwest::Url> {
 /// Longest MCP server name: with the `__` separator, tools keep at least 30 of OpenAI's 64
 /// characters of a tool name.
 const MAX_MCP_NAME: usize = 32;
+
+/// The checks of `[tasks]`: a task may not repeat more often than once a minute, whatever
+/// the daily cap says (0 there means no cap, so 0 here would run a task every second).
+fn validate_tasks(tasks: &TasksConfig) -> anyhow::Result<()> {
+    if tasks.min_interval_mins == 0 {
+        bail!(
+            "tasks.min_interval_mins must be at least 1: 0 would let a task run every second \
+             (max_runs_per_day = 0 means no daily cap, not no interval)"
+        );
+    }
+    Ok(())
+}
 
 /// The checks of `[[mcp.servers]]` serde cannot make; the first problem, in one line.
 fn validate_mcp_servers(servers: &[McpServerConfig]) -> anyhow::Result<()> {

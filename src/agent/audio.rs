@@ -61,9 +61,8 @@ fn opus_samples(bytes: &[u8]) -> Option<u64> {
         return None;
     }
     let pre_skip = u64::from(u16::from_le_bytes([*head.get(10)?, *head.get(11)?]));
-    let stated = last_page(bytes, first.serial).map_or(0, |last| {
-        last.granule.saturating_sub(pre_skip)
-    });
+    let stated =
+        last_page(bytes, first.serial).map_or(0, |last| last.granule.saturating_sub(pre_skip));
     Some(stated.max(decoded_samples(bytes)))
 }
 
@@ -93,9 +92,10 @@ fn last_page(bytes: &[u8], serial: u32) -> Option<Page> {
 fn decoded_samples(bytes: &[u8]) -> u64 {
     let mut samples: u64 = 0;
     let mut at = 0;
-    while let Some(found) = bytes.get(at..).and_then(|rest| {
-        rest.windows(4).position(|w| w == b"OggS")
-    }) {
+    while let Some(found) = bytes
+        .get(at..)
+        .and_then(|rest| rest.windows(4).position(|w| w == b"OggS"))
+    {
         at += found;
         let Some(page) = Page::at(bytes, at) else {
             at += 1;
@@ -257,7 +257,11 @@ mod tests {
         let mut padded = voice_note(0, &[seconds(1)]);
         padded.resize(3_200_000, 0);
         let cases: [(&str, Vec<u8>, u32); 12] = [
-            ("a voice note", voice_note(312, &[seconds(2), seconds(5)]), 5),
+            (
+                "a voice note",
+                voice_note(312, &[seconds(2), seconds(5)]),
+                5,
+            ),
             (
                 "the pre-skip is not audio",
                 voice_note(24_000, &[seconds(5) + 24_000]),
@@ -297,20 +301,41 @@ mod tests {
         for (name, bytes, want) in cases {
             assert_eq!(measured_seconds(&bytes), want, "{name}");
         }
-        assert_eq!(measured_seconds(&vec![b'x'; 1_280_000]), 20, "no Ogg: the floor");
+        assert_eq!(
+            measured_seconds(&vec![b'x'; 1_280_000]),
+            20,
+            "no Ogg: the floor"
+        );
     }
 
     #[test]
     fn a_packet_lasts_what_its_toc_byte_says() {
+        // A TOC byte: the configuration (mode and frame size) over the frame-count code.
+        let toc = |config: u8, code: u8| config << 3 | code;
         let cases = [
-            ("SILK 10 ms, one frame", 0b00000_000, None, 480),
-            ("SILK 60 ms, two frames", 0b00011_001, None, 5_760),
-            ("hybrid 20 ms, two frames of different sizes", 0b01111_010, None, 1_920),
-            ("CELT 2.5 ms, one frame", 0b10000_000, None, 120),
-            ("CELT 20 ms, three frames", 0b11111_011, Some(3), 2_880),
-            ("the frame count's flags are not frames", 0b11111_011, Some(0b1100_0010), 1_920),
-            ("over 120 ms is what a decoder takes", 0b11111_011, Some(48), 5_760),
-            ("code 3 without its count byte", 0b11111_011, None, 0),
+            ("SILK 10 ms, one frame", toc(0, 0), None, 480),
+            ("SILK 60 ms, two frames", toc(3, 1), None, 5_760),
+            (
+                "hybrid 20 ms, two frames of two sizes",
+                toc(15, 2),
+                None,
+                1_920,
+            ),
+            ("CELT 2.5 ms, one frame", toc(16, 0), None, 120),
+            ("CELT 20 ms, three frames", toc(31, 3), Some(3), 2_880),
+            (
+                "the count byte's flags are no frames",
+                toc(31, 3),
+                Some(0xC2),
+                1_920,
+            ),
+            (
+                "over 120 ms is what a decoder takes",
+                toc(31, 3),
+                Some(48),
+                5_760,
+            ),
+            ("code 3 without its count byte", toc(31, 3), None, 0),
         ];
         for (name, first, second, want) in cases {
             assert_eq!(packet_samples(first, second), want, "{name}");

@@ -19,7 +19,10 @@ pub enum Command {
     Doctor,
     Help,
     /// Write the reviewed lessons to `file`; `include_pending` adds the pending ones.
-    Export { file: PathBuf, include_pending: bool },
+    Export {
+        file: PathBuf,
+        include_pending: bool,
+    },
     /// Learn the lessons in `file`; `trust` keeps their review state instead of pending.
     Import {
         file: PathBuf,

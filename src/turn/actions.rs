@@ -17,10 +17,9 @@ use crate::role::Role;
 use crate::store::{ReflectionJob, Vote};
 use crate::texts::turn::{
     ALREADY_COMPLETE, ALREADY_GONE, ALREADY_RATED, APPROVED, CHANGED_DOWN, CHANGED_DOWN_COUNTED,
-    CHANGED_UP,
-    CLEAR_FAILED, CLEARED, FORGOTTEN, MODEL_NOT_CONFIGURED, NOT_PENDING, NOTHING_RUNNING, STOPPED,
-    STOPPED_TOAST, THANKS, THANKS_LEARNING, TOO_LATE_TO_STOP, approve_failed, forget_failed,
-    model_set, unknown_model, vote_failed,
+    CHANGED_UP, CLEAR_FAILED, CLEARED, FORGOTTEN, MODEL_NOT_CONFIGURED, NOT_PENDING,
+    NOTHING_RUNNING, STOPPED, STOPPED_TOAST, THANKS, THANKS_LEARNING, TOO_LATE_TO_STOP,
+    approve_failed, forget_failed, model_set, unknown_model, vote_failed,
 };
 
 // Taken from here by the adapter's imports; their wording lives in `texts::turn`.

@@ -101,7 +101,10 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), Stri
     .await
     .map_err(|_| texts::transcription_failed("the recording could not be read"))?;
     if measured > caps.max_audio_secs {
-        return Err(texts::audio_measured_too_long(measured, caps.max_audio_secs));
+        return Err(texts::audio_measured_too_long(
+            measured,
+            caps.max_audio_secs,
+        ));
     }
     let hold = turn
         .payer

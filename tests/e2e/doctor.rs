@@ -394,7 +394,11 @@ async fn each_model_is_probed_at_its_own_endpoint_with_its_own_key() {
         None,
     );
     assert_eq!(
-        report.lines.iter().filter(|l| l.what.starts_with("LLM endpoint")).count(),
+        report
+            .lines
+            .iter()
+            .filter(|l| l.what.starts_with("LLM endpoint"))
+            .count(),
         2,
         "each endpoint once: {text}"
     );
@@ -449,7 +453,13 @@ async fn each_model_is_probed_at_its_own_endpoint_with_its_own_key() {
     .await;
     let text = report.render(&[]);
     assert!(report.healthy(), "{text}");
-    expect(&report, "LLM endpoint", Status::Skipped, "base_url of its own", None);
+    expect(
+        &report,
+        "LLM endpoint",
+        Status::Skipped,
+        "base_url of its own",
+        None,
+    );
     expect(
         &report,
         "tool calling (local)",

@@ -351,11 +351,21 @@ async fn endless_whisper(status: u16) -> String {
 /// the sender hears back at once, not when `speech.timeout_secs` runs out.
 #[tokio::test]
 async fn a_failed_transcription_names_no_url_and_reads_a_bounded_answer() {
-    let dead = FakeLlm::down_url().await.replace("http://", "http://speech-user:speech-pass-1234@");
+    let dead = FakeLlm::down_url()
+        .await
+        .replace("http://", "http://speech-user:speech-pass-1234@");
     let cases = [
         ("a server that is down", dead, "could not be reached"),
-        ("an endless error page", endless_whisper(500).await, "answered HTTP 500"),
-        ("an endless answer", endless_whisper(200).await, "answer is over"),
+        (
+            "an endless error page",
+            endless_whisper(500).await,
+            "answered HTTP 500",
+        ),
+        (
+            "an endless answer",
+            endless_whisper(200).await,
+            "answer is over",
+        ),
     ];
     for (name, url, why) in cases {
         let h = Harness::start_with(echoing_llm().await, |c| {
@@ -366,9 +376,18 @@ async fn a_failed_transcription_names_no_url_and_reads_a_bounded_answer() {
         h.tg.serve_file("voice-1", VOICE);
         h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
         let said = h.tg.wait_messages(ALICE, 1).await[0].text();
-        assert!(said.contains("could not transcribe this recording"), "{name}: {said}");
+        assert!(
+            said.contains("could not transcribe this recording"),
+            "{name}: {said}"
+        );
         assert!(said.contains(why), "{name}: {said}");
-        for secret in ["speech-user", "speech-pass-1234", "127.0.0.1", "/v1", "xxxx"] {
+        for secret in [
+            "speech-user",
+            "speech-pass-1234",
+            "127.0.0.1",
+            "/v1",
+            "xxxx",
+        ] {
             assert!(!said.contains(secret), "{name}: {secret} in {said}");
         }
         assert!(h.llm.requests().is_empty(), "{name}");

@@ -343,7 +343,11 @@ const GROUP: i64 = -5151;
 /// Alice's question `n` in [`GROUP`] and the answer's message id and 👎 button data, once the
 /// group has `n` answers.
 async fn asked_in_group(h: &Harness, n: usize) -> (i64, String) {
-    h.tg.send_in_chat(GROUP, ALICE, &format!("@heurist_test_bot recipe number {n}"));
+    h.tg.send_in_chat(
+        GROUP,
+        ALICE,
+        &format!("@heurist_test_bot recipe number {n}"),
+    );
     let answer = h.tg.wait_messages(GROUP, n).await.remove(n - 1);
     let buttons = answer.buttons();
     let down = buttons.last().expect("👍/👎 under the answer").clone();

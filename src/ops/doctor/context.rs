@@ -63,7 +63,8 @@ impl Context<'_> {
     /// Whether the endpoint that serves `model` answered (the default one for a model no
     /// `[[models]]` entry names, such as the embeddings model).
     pub(super) fn llm_up(&self, model: &str) -> bool {
-        let serves = |(endpoint, _): &&(Served, AtomicBool)| endpoint.models.iter().any(|m| m == model);
+        let serves =
+            |(endpoint, _): &&(Served, AtomicBool)| endpoint.models.iter().any(|m| m == model);
         self.endpoints
             .iter()
             .find(serves)

@@ -50,7 +50,12 @@ pub(super) fn endpoint<'a>(context: &'a Context<'a>) -> Checked<'a> {
 
 /// The line of one endpoint: `default` is the global `[llm]` one, whose key and address are
 /// set by `OPENAI_API_KEY` and `OPENAI_BASE_URL`; another one's are in its models' entries.
-async fn endpoint_line(context: &Context<'_>, served: &Served, what: String, default: bool) -> Line {
+async fn endpoint_line(
+    context: &Context<'_>,
+    served: &Served,
+    what: String,
+    default: bool,
+) -> Line {
     let base = served.url.as_str();
     let mut request = context.http.get(format!("{base}/models"));
     if let Some(key) = &served.key {

@@ -87,10 +87,13 @@ fn last_page(bytes: &[u8], serial: u32) -> Option<Page> {
 }
 
 /// The samples every Opus packet of every page decodes to, from page to page (bytes between
-/// pages are skipped to the next page header, as a demuxer resynchronises); the headers
-/// (`OpusHead`, `OpusTags`) count nothing.
+/// pages are skipped to the next page header, as a demuxer resynchronises). The first two
+/// pages hold the headers (`OpusHead` alone on the first, `OpusTags` starting on the second;
+/// audio starts on a page of its own, RFC 7845 §3) and count nothing: by their place, not
+/// their content, so audio packets cannot pass for headers.
 fn decoded_samples(bytes: &[u8]) -> u64 {
     let mut samples: u64 = 0;
+    let mut pages: usize = 0;
     let mut at = 0;
     while let Some(found) = bytes
         .get(at..)
@@ -101,7 +104,10 @@ fn decoded_samples(bytes: &[u8]) -> u64 {
             at += 1;
             continue;
         };
-        samples = samples.saturating_add(page.samples(bytes));
+        if pages >= 2 {
+            samples = samples.saturating_add(page.samples(bytes));
+        }
+        pages += 1;
         at = page.end;
     }
     samples
@@ -175,8 +181,7 @@ impl Page {
         let mut offset = self.body;
         for &lacing in &bytes[self.table..self.table + self.segments] {
             let segment = &bytes[offset..offset + usize::from(lacing)];
-            let header = segment.starts_with(b"OpusHead") || segment.starts_with(b"OpusTags");
-            if let (true, false, Some(&first)) = (starts, header, segment.first()) {
+            if let (true, Some(&first)) = (starts, segment.first()) {
                 samples += packet_samples(first, segment.get(1).copied());
             }
             starts = lacing < 255;
@@ -256,7 +261,7 @@ mod tests {
         chained.extend(page(seconds(600), 9, &[FRAME_20MS]));
         let mut padded = voice_note(0, &[seconds(1)]);
         padded.resize(3_200_000, 0);
-        let cases: [(&str, Vec<u8>, u32); 12] = [
+        let cases: [(&str, Vec<u8>, u32); 13] = [
             (
                 "a voice note",
                 voice_note(312, &[seconds(2), seconds(5)]),
@@ -290,6 +295,20 @@ mod tests {
                 u32::MAX,
             ),
             ("a forged last granule: the packets count", forged, 600),
+            (
+                "audio dressed as a header counts",
+                {
+                    // "O" is a TOC byte too: 20 ms SILK frames, as many as "p" says (48),
+                    // counted as 120 ms, the most one packet may hold.
+                    let tags: &[u8] = b"OpusTags\xff";
+                    let mut file = voice_note(0, &[seconds(1)]);
+                    for _ in 0..100 {
+                        file.extend(page(NO_GRANULE, 7, &[tags; 10]));
+                    }
+                    file
+                },
+                120,
+            ),
             (
                 "a chained file: a granule of another stream is not this one's; packets count",
                 chained,

@@ -168,9 +168,9 @@ pub(crate) struct Voter {
 
 impl Voter {
     /// Whether this voter's 👎 on the answer to `asker`'s message may start a reflection,
-    /// which costs tokens: the asker's own (or anyone's on an answer whose ticket predates
-    /// the asker being recorded: a private chat's, then), or an admin's. Another group
-    /// member's 👎 is counted as a vote only: it must not spend the asker's budget.
+    /// which costs tokens: the asker's own (or anyone's on an answer whose ticket does not
+    /// name its asker, made before tickets did), or an admin's. Another group member's 👎 is
+    /// counted as a vote only: it must not spend the asker's budget.
     fn may_reflect(self, asker: Option<UserId>) -> bool {
         self.role >= Role::Admin || asker.is_none_or(|asker| asker == self.user)
     }

@@ -338,7 +338,8 @@ impl MemoryConfig {
 pub struct TasksConfig {
     /// Tasks a user may have at once.
     pub max_per_user: usize,
-    /// The smallest interval between two runs of a repeating task, in minutes.
+    /// The smallest interval between two runs of a repeating task, in minutes; at least 1
+    /// (checked at load: 0 would let a task run every second).
     pub min_interval_mins: u64,
     /// Runs a user's tasks may make per day (UTC); 0: no limit.
     pub max_runs_per_day: u32,
@@ -570,7 +571,8 @@ impl Config {
         for model in &mut self.models {
             model.api_key = model.api_key_env.as_deref().and_then(set);
         }
-        self.validate()
+        self.validate()?;
+        validate_tasks(&self.tasks)
     }
 
     /// Checks what serde cannot: a usable token, models and URLs.
@@ -788,6 +790,18 @@ fn validate_parser_limits(documents: &DocumentsConfig) -> anyhow::Result<()> {
 /// characters of a tool name.
 const MAX_MCP_NAME: usize = 32;
 
+/// The checks of `[tasks]`: a task may not repeat more often than once a minute, whatever
+/// the daily cap says (0 there means no cap, so 0 here would run a task every second).
+fn validate_tasks(tasks: &TasksConfig) -> anyhow::Result<()> {
+    if tasks.min_interval_mins == 0 {
+        bail!(
+            "tasks.min_interval_mins must be at least 1: 0 would let a task run every second \
+             (max_runs_per_day = 0 means no daily cap, not no interval)"
+        );
+    }
+    Ok(())
+}
+
 /// The checks of `[[mcp.servers]]` serde cannot make; the first problem, in one line.
 fn validate_mcp_servers(servers: &[McpServerConfig]) -> anyhow::Result<()> {
     let mut seen = std::collections::BTreeSet::new();
@@ -966,6 +980,56 @@ mod tests {
                 Err(e) => {
                     assert!(!ok, "{factor} was refused: {e}");
                     assert!(e.to_string().contains("compact_factor"), "{e}");
+                }
+            }
+        }
+    }
+
+    /// A task may not repeat more often than once a minute, whatever the daily cap says: an
+    /// interval of 0 with no daily cap would run a task every second.
+    #[test]
+    fn a_task_interval_under_a_minute_is_refused() {
+        struct Case {
+            name: &'static str,
+            tasks: &'static str,
+            refused: bool,
+        }
+        let cases = [
+            Case {
+                name: "the shipped caps",
+                tasks: "",
+                refused: false,
+            },
+            Case {
+                name: "once a minute, no daily cap",
+                tasks: "min_interval_mins = 1\nmax_runs_per_day = 0\n",
+                refused: false,
+            },
+            Case {
+                name: "every second, no daily cap",
+                tasks: "min_interval_mins = 0\nmax_runs_per_day = 0\n",
+                refused: true,
+            },
+            Case {
+                name: "every second, even with a daily cap",
+                tasks: "min_interval_mins = 0\nmax_runs_per_day = 48\n",
+                refused: true,
+            },
+        ];
+        for case in cases {
+            let file = format!("[tasks]\n{}", case.tasks);
+            let mut config = Config::from_toml(Some(&file), Path::new("x.toml")).unwrap();
+            match config.apply_env(env(&[("TELOXIDE_TOKEN", "123:abc")])) {
+                Ok(()) => assert!(!case.refused, "{}: accepted", case.name),
+                Err(e) => {
+                    assert!(case.refused, "{}: refused: {e}", case.name);
+                    let said = e.to_string();
+                    assert!(
+                        said.contains("tasks.min_interval_mins must be at least 1"),
+                        "{}: {said}",
+                        case.name
+                    );
+                    assert!(!said.contains('\n'), "{}: {said}", case.name);
                 }
             }
         }

@@ -54,7 +54,10 @@ async fn run(args: Vec<String>) -> ExitCode {
     }
     let result = match config {
         Ok(config) => match command {
-            Command::Export(file) => lessons::export(&config, &file).map(|said| println!("{said}")),
+            Command::Export {
+                file,
+                include_pending,
+            } => lessons::export(&config, &file, include_pending).map(|said| println!("{said}")),
             Command::Import { file, trust } => lessons::import(&config, &file, trust)
                 .await
                 .map(|imported| print!("{}", imported.render())),

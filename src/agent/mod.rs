@@ -11,6 +11,7 @@
 //! fallback model, which goes on from the same conversation; the answer then says once which
 //! model gave it.
 
+pub mod audio;
 pub mod calls;
 pub mod correction;
 pub mod document;
@@ -935,6 +936,9 @@ pub(crate) fn is_configuration_error(e: &LlmError) -> bool {
 /// What the user reads when the LLM failed: short, honest, and actionable. Status codes and
 /// the provider's own words stay in the log (and, for a setup error, go to the admins).
 fn llm_failure_text(e: &LlmError) -> String {
+    if matches!(e, LlmError::Rejected { status: 403, .. }) {
+        return texts::LLM_FORBIDDEN.to_string();
+    }
     if is_configuration_error(e) {
         return texts::LLM_MISCONFIGURED.to_string();
     }
@@ -1165,8 +1169,8 @@ mod tests {
                 setup: true,
             },
             Case {
-                name: "forbidden",
-                error: rejected(403, "PROVIDER says no"),
+                name: "forbidden: a moderation refusal or a key without access",
+                error: rejected(403, "PROVIDER flagged it"),
                 setup: true,
             },
             Case {

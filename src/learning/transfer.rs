@@ -13,7 +13,9 @@
 //! personal lessons are refused), then the dedupe (word-set Jaccard at `dedup_threshold`, or
 //! embedding cosine): a lesson the store already knows is merged into it, never stored twice,
 //! and only a trusted import reinforces it. New lessons are pending review unless the import
-//! is trusted (`--trust`), which keeps the review state they were exported with. Pending and
+//! is trusted (`--trust`), which keeps the review state they were exported with: a lesson
+//! exported pending (only on request: `heurist heuristics export` writes the reviewed ones
+//! by default) stays pending, so unreviewed text is never approved through a file. Pending and
 //! approved lessons each stay under their cap (see the module doc of [`super`]).
 //!
 //! ```

@@ -29,7 +29,7 @@ use crate::config::LlmConfig;
 use crate::metrics::{CallKind, Metrics, Tokens};
 
 /// Longest error body read for its message.
-const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+pub(super) const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 /// Longest `/models` or `/props` answer read (OpenRouter lists hundreds of models).
 const MAX_DISCOVERY_BODY_BYTES: usize = 8 << 20;
 /// A discovery request gives up after this long: the call it precedes is waiting.
@@ -462,7 +462,7 @@ fn jittered(wait: Duration) -> Duration {
 }
 
 /// Reads at most `cap` bytes of a body; says whether there was more (which is not read).
-async fn read_up_to(
+pub(super) async fn read_up_to(
     mut response: reqwest::Response,
     cap: usize,
 ) -> Result<(Vec<u8>, bool), reqwest::Error> {
@@ -479,7 +479,7 @@ async fn read_up_to(
 }
 
 /// A transport error without the URL (which may carry credentials in some deployments).
-fn describe_transport_error(e: reqwest::Error) -> String {
+pub(super) fn describe_transport_error(e: reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {

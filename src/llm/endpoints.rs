@@ -121,6 +121,37 @@ impl LlmClient {
     }
 }
 
+/// One distinct endpoint of a configuration: where it is, the key sent there, and the models
+/// it serves (none, for a default endpoint every model left).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Served {
+    /// The base URL, without a trailing slash.
+    pub(crate) url: String,
+    pub(crate) key: Option<String>,
+    /// The ids of the models whose calls go there, in configuration order.
+    pub(crate) models: Vec<String>,
+}
+
+/// Every distinct endpoint of `config` and `models`, the default one first, as the client
+/// makes them: the doctor checks each one once, with its own key, and probes each model
+/// where its calls will go.
+pub(crate) fn served(config: &LlmConfig, models: &[ModelConfig]) -> Vec<Served> {
+    let (addresses, by_model) = addresses(config, models);
+    addresses
+        .into_iter()
+        .enumerate()
+        .map(|(index, (url, key))| Served {
+            url,
+            key,
+            models: models
+                .iter()
+                .filter(|m| by_model.get(&m.id).copied().unwrap_or(0) == index)
+                .map(|m| m.id.clone())
+                .collect(),
+        })
+        .collect()
+}
+
 /// The distinct addresses, the default one first, and the index of each model's address where
 /// it is not the default.
 fn addresses(config: &LlmConfig, models: &[ModelConfig]) -> (Vec<Address>, HashMap<String, usize>) {
@@ -244,5 +275,17 @@ mod tests {
         );
         assert_eq!(by_model.get("plain"), None, "the default endpoint");
         assert_eq!((by_model["local"], by_model["local-too"]), (1, 1));
+        let served: Vec<(String, Vec<String>)> = served(&llm, &models)
+            .into_iter()
+            .map(|s| (s.url, s.models))
+            .collect();
+        let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            served,
+            [
+                ("https://global/v1".to_string(), ids(&["plain"])),
+                ("http://local/v1".to_string(), ids(&["local", "local-too"])),
+            ]
+        );
     }
 }

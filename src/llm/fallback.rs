@@ -5,8 +5,8 @@
 //! it cannot answer. Only failures of the *endpoint or its setup* are handed on, after the
 //! client's own retries ([`should_fall_back`]): another model, often on another endpoint with
 //! another key, may well succeed. A failure that is the request's own (too long for the
-//! context, refused for its content) or the user's (the daily budget) would fail the same way
-//! on any model, so it ends the turn as before.
+//! context, refused for its content, a 403) or the user's (the daily budget) ends the turn as
+//! before: it would fail the same way on any model, or its content must not go elsewhere.
 //!
 //! The order ([`chain`]) is depth-first: when a model fails, the next untried model of *its*
 //! list takes over; when that list is used up, the list of the model that fell back to it
@@ -32,16 +32,18 @@ use crate::config::ModelConfig;
 ///
 /// - Unreachable (5xx, 429, a timeout, a refused connection, a stream that broke off) and an
 ///   answer that cannot be read: the endpoint is down or broken.
-/// - 401 and 403: the key is wrong or lacks the right; another endpoint has another key.
+/// - 401: the key is wrong; another endpoint has another key.
 /// - 402 (a prepaid account ran dry, OpenRouter), 404 and an unknown model (a 400 or 422 that
 ///   says so): the account or the model's name at this endpoint, not the request.
-/// - Not handed on: a context overflow (the agent already dropped old turns; the user gets
-///   🧹 Clear), another 4xx (the request itself, e.g. a content policy), a spent budget.
+/// - Not handed on: a 403 (OpenRouter answers a moderation refusal with 403: the content was
+///   refused, and must not be sent to another provider to try its luck there), a context
+///   overflow (the agent already dropped old turns; the user gets 🧹 Clear), another 4xx (the
+///   request itself, e.g. a content policy), a spent budget.
 pub(crate) fn should_fall_back(error: &LlmError) -> bool {
     match error {
         LlmError::Unavailable { .. } | LlmError::Malformed(_) => true,
         LlmError::Rejected { status, message } => {
-            matches!(status, 401..=404) || is_unknown_model(message)
+            matches!(status, 401 | 402 | 404) || is_unknown_model(message)
         }
         LlmError::ContextOverflow { .. } | LlmError::OverBudget { .. } => false,
     }
@@ -124,9 +126,9 @@ mod tests {
                 falls_back: true,
             },
             Case {
-                name: "forbidden",
-                error: rejected(403, "no access to this model"),
-                falls_back: true,
+                name: "forbidden: a moderation refusal is not sent elsewhere",
+                error: rejected(403, "Input flagged by moderation"),
+                falls_back: false,
             },
             Case {
                 name: "404",

@@ -26,6 +26,7 @@ mod wire;
 
 pub(crate) use concurrency::Priority;
 pub use endpoints::LlmClient;
+pub(crate) use endpoints::{Served, served};
 pub(crate) use error::LlmError;
 pub(crate) use types::new_call_id;
 pub use types::{

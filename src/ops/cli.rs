@@ -18,8 +18,11 @@ pub enum Command {
     Run,
     Doctor,
     Help,
-    /// Write every lesson to this file.
-    Export(PathBuf),
+    /// Write the reviewed lessons to `file`; `include_pending` adds the pending ones.
+    Export {
+        file: PathBuf,
+        include_pending: bool,
+    },
     /// Learn the lessons in `file`; `trust` keeps their review state instead of pending.
     Import {
         file: PathBuf,
@@ -34,8 +37,18 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         [] => Ok(Command::Run),
         ["--help" | "-h" | "help"] => Ok(Command::Help),
         ["doctor"] => Ok(Command::Doctor),
-        ["heuristics", "export", file] if !file.starts_with('-') => {
-            Ok(Command::Export(PathBuf::from(file)))
+        ["heuristics", "export", file] if !file.starts_with('-') => Ok(Command::Export {
+            file: PathBuf::from(file),
+            include_pending: false,
+        }),
+        ["heuristics", "export", file, "--include-pending"]
+        | ["heuristics", "export", "--include-pending", file]
+            if !file.starts_with('-') =>
+        {
+            Ok(Command::Export {
+                file: PathBuf::from(file),
+                include_pending: true,
+            })
         }
         ["heuristics", "import", file] if !file.starts_with('-') => Ok(Command::Import {
             file: PathBuf::from(file),
@@ -50,7 +63,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             })
         }
         ["heuristics", ..] => Err(texts::usage_error(
-            "`heurist heuristics` takes `export FILE` or `import FILE [--trust]`",
+            "`heurist heuristics` takes `export FILE [--include-pending]` or `import FILE [--trust]`",
         )),
         _ => Err(texts::usage_error(&format!(
             "unknown arguments {:?}",
@@ -74,6 +87,10 @@ mod tests {
             file: PathBuf::from(file),
             trust,
         };
+        let export = |file: &str, include_pending| Command::Export {
+            file: PathBuf::from(file),
+            include_pending,
+        };
         let cases = [
             Case {
                 name: "no arguments runs the bot",
@@ -96,9 +113,24 @@ mod tests {
                 expect: Ok(Command::Doctor),
             },
             Case {
-                name: "export",
+                name: "export the reviewed lessons",
                 args: &["heuristics", "export", "l.jsonl"],
-                expect: Ok(Command::Export(PathBuf::from("l.jsonl"))),
+                expect: Ok(export("l.jsonl", false)),
+            },
+            Case {
+                name: "export the pending ones too",
+                args: &["heuristics", "export", "l.jsonl", "--include-pending"],
+                expect: Ok(export("l.jsonl", true)),
+            },
+            Case {
+                name: "the flag before the file",
+                args: &["heuristics", "export", "--include-pending", "l.jsonl"],
+                expect: Ok(export("l.jsonl", true)),
+            },
+            Case {
+                name: "export with import's flag",
+                args: &["heuristics", "export", "l.jsonl", "--trust"],
+                expect: Err("`heurist heuristics` takes"),
             },
             Case {
                 name: "import pending",

@@ -1,6 +1,7 @@
-//! `heurist heuristics export FILE` and `import FILE [--trust]`: the store of a stopped bot
-//! opened as the bot opens it (a running bot holds the data directory's lock, and the command
-//! says so), its lessons written to or learned from a JSON-lines file (see
+//! `heurist heuristics export FILE [--include-pending]` and `import FILE [--trust]`: the store
+//! of a stopped bot opened as the bot opens it (a running bot holds the data directory's lock,
+//! and the command says so), its reviewed lessons (and, when asked, the pending ones) written
+//! to a JSON-lines file only its owner can read, or lessons learned from one (see
 //! [`crate::learning::transfer`] for the format and the rules of an import).
 
 use std::path::Path;
@@ -10,6 +11,7 @@ use anyhow::Context as _;
 use crate::budget::Ledger;
 use crate::config::Config;
 use crate::learning::Learning;
+use crate::learning::heuristics::ReviewState;
 use crate::learning::transfer::{ImportReport, export_lines, parse_lines};
 use crate::llm::LlmClient;
 use crate::store::Store;
@@ -45,20 +47,52 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-/// Writes every lesson of the store to `file` (whole or not at all: a temporary file renamed
-/// over it); returns the sentence to print.
-pub fn export(config: &Config, file: &Path) -> anyhow::Result<String> {
+/// Writes the store's reviewed lessons (approved by an admin, or trusted when learned) to
+/// `file`, and the pending ones too when `include_pending` (they stay marked pending, so even
+/// a trusted import keeps them pending: an unreviewed lesson may carry text a third party
+/// wrote, and must not come back approved through a file). The file is whole or not there (a
+/// temporary file renamed over it) and readable by its owner only; returns the sentence to
+/// print.
+pub fn export(config: &Config, file: &Path, include_pending: bool) -> anyhow::Result<String> {
     let store = open_store(config)?;
-    let heuristics = store.learning().heuristics();
-    let partial = file.with_extension("partial");
-    std::fs::write(&partial, export_lines(&heuristics))
-        .with_context(|| format!("cannot write {}", partial.display()))?;
-    std::fs::rename(&partial, file)
-        .with_context(|| format!("cannot rename {} to {}", partial.display(), file.display()))?;
+    let (lessons, pending): (Vec<_>, Vec<_>) = store
+        .learning()
+        .heuristics()
+        .into_iter()
+        .partition(|h| include_pending || h.review != ReviewState::Pending);
+    write_private(file, export_lines(&lessons).as_bytes())?;
     Ok(texts::exported(
-        heuristics.len(),
+        lessons.len(),
+        pending.len(),
         &file.display().to_string(),
     ))
+}
+
+/// Writes `bytes` to `file` through a temporary file beside it, created afresh with mode 0600
+/// and renamed over `file`: a file that was there before (however readable) is replaced, not
+/// rewritten in place, so the lessons are never readable by others, even for a moment.
+fn write_private(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let partial = file.with_extension("partial");
+    // A temporary file a failed export left keeps its mode when opened again: start afresh.
+    match std::fs::remove_file(&partial) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot remove {}", partial.display()));
+        }
+        _ => {}
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial)
+        .with_context(|| format!("cannot create {}", partial.display()))?;
+    out.write_all(bytes)
+        .and_then(|()| out.sync_all())
+        .with_context(|| format!("cannot write {}", partial.display()))?;
+    std::fs::rename(&partial, file)
+        .with_context(|| format!("cannot rename {} to {}", partial.display(), file.display()))
 }
 
 /// Learns the lessons in `file` into the store (see [`Learning::import`]); malformed lines are

@@ -22,6 +22,11 @@ pub(crate) fn running(tool: &str) -> String {
 /// The endpoint, key or model is set up wrongly: nothing the user can do; the admins are told.
 pub(crate) const LLM_MISCONFIGURED: &str = "Sorry, I cannot answer right now: the bot's language model settings need fixing. I told the bot's admins.";
 
+/// The provider answered 403: a moderation refusal (OpenRouter) or a key without access to the
+/// model. Not handed to a fallback model (see `llm::fallback`); the admins are alerted as for a
+/// setup error.
+pub(crate) const LLM_FORBIDDEN: &str = "Sorry, the language model's provider refused this request: its moderation may have flagged it, or the bot's key may lack access to this model. I did not send it to another model; I told the bot's admins.";
+
 /// The endpoint could not be reached (after the client's retries).
 pub(crate) const LLM_UNREACHABLE: &str = "Sorry, the language model is not reachable right now.";
 

@@ -21,6 +21,21 @@ pub(crate) fn audio_too_long(seconds: u32, max: u32) -> String {
     )
 }
 
+/// A recording whose bytes show it lasts at least `seconds`, over the `max` allowed (whatever
+/// the sender's client claimed).
+pub(crate) fn audio_measured_too_long(seconds: u32, max: u32) -> String {
+    format!(
+        "🎤 This recording lasts at least {}; I can transcribe up to {}. Please send a shorter one or type your request.",
+        minutes(seconds),
+        minutes(max)
+    )
+}
+
+/// The note after a transcript cut at `kept` of its `total` characters (the model reads it).
+pub(crate) fn transcript_cut(kept: usize, total: usize) -> String {
+    format!("[the transcript was cut: {kept} of its {total} characters are above]")
+}
+
 /// A file over a size cap (`bytes` big, `max` allowed; `what` names it: "recording",
 /// "document").
 pub(crate) fn file_too_big(what: &str, bytes: u64, max: u64) -> String {
@@ -49,6 +64,26 @@ pub(crate) fn transcription_failed(error: &str) -> String {
         "🎤 Sorry, I could not transcribe this recording ({error}). Please try again or type your request."
     )
 }
+
+/// Why a transcription failed, as the sender reads it (never the server's URL or words): the
+/// server could not be reached (`error`: the kind of failure, without its URL).
+pub(crate) fn transcription_unreachable(error: &str) -> String {
+    format!("the transcription server could not be reached: {error}")
+}
+
+/// The transcription server answered with an error `status`.
+pub(crate) fn transcription_answered(status: u16) -> String {
+    format!("the transcription server answered HTTP {status}")
+}
+
+/// The transcription server's answer was longer than anything a transcript needs.
+pub(crate) fn transcription_too_long(megabytes: usize) -> String {
+    format!("the transcription server's answer is over {megabytes} MB")
+}
+
+/// The transcription server's answer is not `{"text": ...}`.
+pub(crate) const TRANSCRIPTION_UNREADABLE: &str =
+    "the transcription server's answer could not be read";
 
 /// A recording whose transcript is empty.
 pub(crate) const NOTHING_HEARD: &str =

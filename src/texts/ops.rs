@@ -9,7 +9,11 @@ heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own
 Usage:
   heurist                               run the bot
   heurist doctor                        check the deployment and say what to fix
-  heurist heuristics export FILE        write every learned lesson to FILE (JSON lines)
+  heurist heuristics export FILE [--include-pending]
+                                        write the reviewed lessons (approved or trusted) to
+                                        FILE (JSON lines, readable by its owner only); with
+                                        --include-pending the pending ones too, which import
+                                        as pending even with --trust
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust
@@ -87,6 +91,24 @@ pub(crate) fn llm_key_refused(base_url: &str, status: u16) -> String {
     format!("{base_url} refused the API key (HTTP {status})")
 }
 pub(crate) const LLM_KEY_FIX: &str = "set OPENAI_API_KEY to a valid key for this endpoint";
+/// The endpoint of the models named (`ids`, comma-separated) when it is not the default one.
+pub(crate) fn llm_endpoint_for(ids: &str) -> String {
+    format!("LLM endpoint for {ids}")
+}
+/// The default endpoint when no model and no embeddings model uses it.
+pub(crate) const LLM_UNUSED: &str =
+    "not checked: every model has a base_url of its own and no embeddings model is set";
+pub(crate) const LLM_MODEL_UNREACHABLE_FIX: &str =
+    "start the model server, or fix base_url in these models' [[models]] entries";
+/// A model's own endpoint refused its key: `env` is the variable its `api_key_env` names.
+pub(crate) fn llm_model_key_fix(env: Option<&str>) -> String {
+    match env {
+        Some(env) => format!("set {env} to a valid key for this endpoint"),
+        None => "this endpoint wants a key: set api_key_env in these models' [[models]] \
+                 entries to the variable that holds it"
+            .to_string(),
+    }
+}
 pub(crate) const SKIPPED_NO_LLM: &str = "not checked: the LLM endpoint is unreachable";
 
 pub(crate) fn model(id: &str) -> String {
@@ -224,8 +246,15 @@ pub(crate) fn summary(failures: usize, warnings: usize) -> String {
 
 // ---- moving lessons ----
 
-pub(crate) fn exported(count: usize, file: &str) -> String {
-    format!("exported {count} lessons to {file}")
+pub(crate) fn exported(count: usize, left_out: usize, file: &str) -> String {
+    if left_out == 0 {
+        format!("exported {count} lessons to {file}")
+    } else {
+        format!(
+            "exported {count} lessons to {file} ({left_out} pending left out: \
+             --include-pending adds them, and they import as pending even with --trust)"
+        )
+    }
 }
 pub(crate) fn malformed_line(line: usize, error: &str) -> String {
     format!("line {line}: not a lesson ({error}); skipped")

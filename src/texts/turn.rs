@@ -104,7 +104,8 @@ pub(crate) fn vote_failed(error: &str) -> String {
     format!("Cannot record that: {error}")
 }
 
-/// The toast of a first 👍.
+/// The toast of a first 👍, or of a first 👎 that starts no reflection (a group member's on
+/// an answer to someone else).
 pub(crate) const THANKS: &str = "Thanks!";
 
 /// The toast of a first 👎, which starts a reflection.
@@ -115,6 +116,9 @@ pub(crate) const CHANGED_UP: &str = "Changed to 👍";
 
 /// The toast of a vote changed to 👎, which starts a reflection.
 pub(crate) const CHANGED_DOWN: &str = "Changed to 👎: I will learn from it.";
+
+/// A vote changed to 👎 by a group member who did not ask: counted, nothing learned from it.
+pub(crate) const CHANGED_DOWN_COUNTED: &str = "Changed to 👎";
 
 /// The toast of a pending heuristic approved.
 pub(crate) const APPROVED: &str = "Approved: it can be used from now on";

@@ -12,13 +12,14 @@ use super::Keyboard;
 use crate::app::App;
 use crate::cancel::{Found, TurnId, Verdict};
 use crate::conversation::Conversation;
+use crate::ids::UserId;
 use crate::role::Role;
 use crate::store::{ReflectionJob, Vote};
 use crate::texts::turn::{
-    ALREADY_COMPLETE, ALREADY_GONE, ALREADY_RATED, APPROVED, CHANGED_DOWN, CHANGED_UP,
-    CLEAR_FAILED, CLEARED, FORGOTTEN, MODEL_NOT_CONFIGURED, NOT_PENDING, NOTHING_RUNNING, STOPPED,
-    STOPPED_TOAST, THANKS, THANKS_LEARNING, TOO_LATE_TO_STOP, approve_failed, forget_failed,
-    model_set, unknown_model, vote_failed,
+    ALREADY_COMPLETE, ALREADY_GONE, ALREADY_RATED, APPROVED, CHANGED_DOWN, CHANGED_DOWN_COUNTED,
+    CHANGED_UP, CLEAR_FAILED, CLEARED, FORGOTTEN, MODEL_NOT_CONFIGURED, NOT_PENDING,
+    NOTHING_RUNNING, STOPPED, STOPPED_TOAST, THANKS, THANKS_LEARNING, TOO_LATE_TO_STOP,
+    approve_failed, forget_failed, model_set, unknown_model, vote_failed,
 };
 
 // Taken from here by the adapter's imports; their wording lives in `texts::turn`.
@@ -158,10 +159,34 @@ pub(crate) fn choose_model(app: &App, role: Role, chat: Conversation, id: Option
 /// How often a vote on an answer may be changed.
 const VOTE_CHANGES: u8 = 1;
 
+/// Who cast a vote on an answer: in a group anyone may vote, but only some votes may spend.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Voter {
+    pub(crate) user: UserId,
+    pub(crate) role: Role,
+}
+
+impl Voter {
+    /// Whether this voter's 👎 on the answer to `asker`'s message may start a reflection,
+    /// which costs tokens: the asker's own (or anyone's on an answer whose ticket does not
+    /// name its asker, made before tickets did), or an admin's. Another group member's 👎 is
+    /// counted as a vote only: it must not spend the asker's budget.
+    fn may_reflect(self, asker: Option<UserId>) -> bool {
+        self.role >= Role::Admin || asker.is_none_or(|asker| asker == self.user)
+    }
+}
+
 /// 👍 or 👎 on an answer, only in its own chat; a vote can be changed once. It scores the
-/// heuristics the answer's prompt carried; a 👎 also starts a reflection on the rated answer
-/// with outcome "failure", so the bot learns what went wrong.
-pub(crate) fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool) -> Outcome {
+/// heuristics the answer's prompt carried; a 👎 by the asker or an admin also starts a
+/// reflection on the rated answer with outcome "failure", so the bot learns what went wrong,
+/// charged to that voter (see [`Voter::may_reflect`]).
+pub(crate) fn feedback(
+    app: &Arc<App>,
+    at: Conversation,
+    ticket: &str,
+    up: bool,
+    voter: Voter,
+) -> Outcome {
     let ticket = match app
         .store()
         .tickets()
@@ -183,7 +208,8 @@ pub(crate) fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool)
     if let Err(e) = scored {
         tracing::error!(error = %e, "cannot apply feedback");
     }
-    if !up {
+    let reflects = !up && voter.may_reflect(ticket.job.user);
+    if reflects {
         // The rated answer's conversation may have read third-party text since its ticket
         // was made (or before tickets said so): its mark decides too.
         let marked = app
@@ -194,18 +220,23 @@ pub(crate) fn feedback(app: &Arc<App>, at: Conversation, ticket: &str, up: bool)
         let job = ReflectionJob {
             outcome: "failure (the user rated the answer 👎)".to_string(),
             external: ticket.job.external || marked,
+            user: Some(voter.user),
             ..ticket.job
         };
         if let Some(id) = app.learning().plan_reflection(&job) {
             let prefix = super::reflect::bare_prefix(app, &job);
             super::reflect::queue_reflection(app, id, job, prefix);
         }
+    } else if !up {
+        tracing::info!(voter = %voter.user, "a 👎 by someone other than the asker: counted, no reflection");
     }
-    let toast = match (first, up) {
-        (true, true) => THANKS,
-        (true, false) => THANKS_LEARNING,
-        (false, true) => CHANGED_UP,
-        (false, false) => CHANGED_DOWN,
+    let toast = match (first, up, reflects) {
+        (true, true, _) => THANKS,
+        (true, false, true) => THANKS_LEARNING,
+        (true, false, false) => THANKS,
+        (false, true, _) => CHANGED_UP,
+        (false, false, true) => CHANGED_DOWN,
+        (false, false, false) => CHANGED_DOWN_COUNTED,
     };
     Outcome::done(toast, None)
 }

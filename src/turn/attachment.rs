@@ -7,14 +7,18 @@
 //! holds the read request, so a crash later resumes with the transcript (never transcribed or
 //! shown twice).
 //!
-//! The transcription is charged to the user's daily budget like an LLM call: its estimate (a
-//! generous 10 tokens a second of audio) is reserved first, and what is settled is the
-//! transcript's estimated tokens (a byte-based count, as prompts are estimated); the chat's
-//! usage counts it as one call of the speech model. A failure is told to the user, and the
-//! turn ends with its update finished: the user sends the file again.
+//! A recording's length is measured from its bytes once downloaded (the sender's client may
+//! claim any length): one longer than `speech.max_audio_secs` is refused, and its transcript
+//! is cut at 40 characters a second of that cap. The transcription is charged to the user's
+//! daily budget like an LLM call: its estimate (a generous 10 tokens a second of audio, the
+//! longer of the claimed and the measured length) is reserved first, and what is settled is
+//! the transcript's estimated tokens (a byte-based count, as prompts are estimated); the
+//! chat's usage counts it as one call of the speech model. A failure is told to the user, and
+//! the turn ends with its update finished: the user sends the file again.
 
 use super::state::Turn;
 use super::visibility::set_state;
+use crate::agent::audio::measured_seconds;
 use crate::agent::document::{
     DocumentKind, Unreadable, document_kind, document_message, non_empty, text_file,
 };
@@ -27,6 +31,10 @@ use crate::texts::media as texts;
 
 /// Tokens a second of audio is estimated at before its transcription (speech runs at about 3).
 const TOKENS_PER_SECOND: u64 = 10;
+
+/// Characters of transcript a second of audio may give: twice what the fastest speakers say
+/// (about 20 a second), so only a transcript no recording could hold is cut.
+const TRANSCRIPT_CHARS_PER_SECOND: u64 = 40;
 
 /// Reads the turn's attachment into its request; `false` when the turn ends here (the user
 /// was told why).
@@ -73,33 +81,49 @@ fn keep_read(turn: &Turn) {
 }
 
 /// Transcribes the recording, shows the transcript and makes it the request's text; `Err`
-/// is what the user is told.
+/// is what the user is told. The length the sender's client claims was checked before the
+/// download (`handlers::files`); here the recording's bytes are measured too (see
+/// [`crate::agent::audio`]): a recording longer than `speech.max_audio_secs` is refused, and
+/// the budget is reserved for the longer of the two lengths.
 async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), String> {
     let app = turn.app.clone();
     let Some(speech) = app.speech() else {
         return Err(texts::SPEECH_NOT_CONFIGURED.to_string());
     };
-    let max_bytes = app.config().speech.max_audio_bytes;
+    let caps = &app.config().speech;
     let audio = turn
         .out
-        .file(&attachment.file_id, max_bytes)
+        .file(&attachment.file_id, caps.max_audio_bytes)
         .await
         .map_err(|e| texts::transcription_failed(&said(turn, &e)))?;
-    let estimate = u64::from(attachment.seconds.max(1)) * TOKENS_PER_SECOND;
+    // Off the runtime's threads: up to 20 MB are scanned.
+    let (audio, measured) = tokio::task::spawn_blocking(move || {
+        let seconds = measured_seconds(&audio);
+        (audio, seconds)
+    })
+    .await
+    .map_err(|_| texts::transcription_failed("the recording could not be read"))?;
+    if measured > caps.max_audio_secs {
+        return Err(texts::audio_measured_too_long(
+            measured,
+            caps.max_audio_secs,
+        ));
+    }
     let hold = turn
         .payer
-        .reserve(estimate)
+        .reserve(reserved_tokens(attachment.seconds, measured))
         .await
         .map_err(|spent| budget_spent(spent.0))?;
-    let name = file_name(attachment);
-    let text = match speech.transcribe(audio, &name).await {
+    let text = match speech.transcribe(audio, &file_name(attachment)).await {
         Ok(text) => text,
         Err(e) => {
             hold.release();
-            tracing::warn!(chat = %turn.at(), error = %format!("{e:#}"), "cannot transcribe a recording");
-            return Err(texts::transcription_failed(&said(turn, &e)));
+            // The log gets where and what the server said; the sender only what went wrong.
+            tracing::warn!(chat = %turn.at(), error = %e.detail(), "cannot transcribe a recording");
+            return Err(texts::transcription_failed(&e.to_string()));
         }
     };
+    let text = capped_transcript(&text, caps.max_audio_secs);
     let usage = Usage {
         completion_tokens: text.len() as u64 / 3 + 1,
         ..Usage::default()
@@ -129,6 +153,29 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), Stri
     // words are someone else's (see `crate::provenance`).
     request.forwarded |= !attachment.name.is_empty();
     Ok(())
+}
+
+/// The tokens reserved before a transcription: [`TOKENS_PER_SECOND`] for each second of the
+/// longer of the length the sender's client `claimed` and the one `measured` from the bytes
+/// (at least one second).
+fn reserved_tokens(claimed: u32, measured: u32) -> u64 {
+    u64::from(claimed.max(measured).max(1)) * TOKENS_PER_SECOND
+}
+
+/// `text` as the conversation gets it: at most [`TRANSCRIPT_CHARS_PER_SECOND`] characters for
+/// each second a recording may last (`max_secs`), the rest cut with a note saying so. Nobody
+/// speaks that fast: a longer transcript is a server's fault (or worse), and must not fill
+/// the context.
+fn capped_transcript(text: &str, max_secs: u32) -> String {
+    let max = usize::try_from(u64::from(max_secs.max(1)) * TRANSCRIPT_CHARS_PER_SECOND)
+        .unwrap_or(usize::MAX);
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => {
+            let total = text.chars().count();
+            format!("{}\n{}", &text[..at], texts::transcript_cut(max, total))
+        }
+    }
 }
 
 /// Reads the document into the request's text (its caption, or a request to summarise it,
@@ -193,4 +240,49 @@ fn file_name(attachment: &Attachment) -> String {
 fn said(turn: &Turn, error: &anyhow::Error) -> String {
     let text = crate::logging::redact(&format!("{error:#}"), &turn.app.config().secrets());
     cut(&text, 300)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_is_reserved_for_the_longer_length() {
+        let cases = [
+            ("as claimed", 12, 12, 120),
+            ("longer than claimed", 5, 600, 6_000),
+            ("shorter than claimed (rounded down)", 4, 3, 40),
+            ("no length at all: one second", 0, 0, 10),
+        ];
+        for (name, claimed, measured, want) in cases {
+            assert_eq!(reserved_tokens(claimed, measured), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_transcript_is_cut_at_what_the_cap_allows() {
+        let cases = [
+            ("short", "Hello there.", 10, "Hello there."),
+            ("a cap of 0 s counts as one second", "ab", 0, "ab"),
+            (
+                "over: cut with a note",
+                "abcdefghijklmnopqrstuvwxyzabcdefghijklmn!",
+                1,
+                "abcdefghijklmnopqrstuvwxyzabcdefghijklmn\n\
+                 [the transcript was cut: 40 of its 41 characters are above]",
+            ),
+            (
+                "cut between characters, not bytes",
+                &"é".repeat(41),
+                1,
+                &format!(
+                    "{}\n[the transcript was cut: 40 of its 41 characters are above]",
+                    "é".repeat(40)
+                ),
+            ),
+        ];
+        for (name, text, max_secs, want) in cases {
+            assert_eq!(capped_transcript(text, max_secs), want, "{name}");
+        }
+    }
 }

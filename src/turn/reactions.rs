@@ -3,13 +3,13 @@
 //! A reaction on any part of an answer with 👍/👎 is looked up in the `answers` tree (every
 //! part of a rated answer is recorded as it is shown, see `working`) and goes through
 //! [`actions::feedback`], exactly as the button does: the same heuristics scored, a 👎's
-//! reflection, one change of mind; the vote then shows in the answer's keyboard. Which emoji
+//! reflection (the asker's or an admin's only), one change of mind; the vote then shows in the answer's keyboard. Which emoji
 //! count is configured ([`vote_of`] decides); a reaction taken off changes nothing, as a
 //! button cannot be un-pressed.
 
 use std::sync::Arc;
 
-use super::actions::{self, Outcome};
+use super::actions::{self, Outcome, Voter};
 use super::messenger::{Keyboard, Options};
 use crate::app::App;
 use crate::conversation::Conversation;
@@ -48,10 +48,11 @@ pub(crate) fn vote_by_reaction(
     chat: ChatId,
     message: i32,
     up: bool,
+    voter: Voter,
 ) -> Option<(Outcome, i32, Keyboard)> {
     let answer = app.store().answers().get(chat, message)?;
     let at = Conversation::new(chat, answer.topic);
-    let outcome = actions::feedback(app, at, &answer.feedback, up);
+    let outcome = actions::feedback(app, at, &answer.feedback, up, voter);
     let keyboard = Keyboard::Answer {
         options: options_shown(app, at, &answer),
         vote: Some(up),

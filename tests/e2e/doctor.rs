@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use heurist::Config;
+use heurist::config::ModelConfig;
 use heurist::ops::doctor::{self, Report, Status};
 use serde_json::{Value, json};
 
@@ -356,6 +357,122 @@ async fn an_unknown_model_says_to_load_it_or_fix_its_id() {
     assert!(
         other.fix.as_deref().unwrap().contains("HEURIST_MODELS"),
         "{other:?}"
+    );
+}
+
+/// A model on an endpoint of its own is probed there, with its own key, and each endpoint is
+/// checked once: a model its own server does not know fails even though the default server
+/// would answer for it (no false ✓), and a model whose own server is down is not checked
+/// while the default endpoint's models are (no false ✗).
+#[tokio::test]
+async fn each_model_is_probed_at_its_own_endpoint_with_its_own_key() {
+    const LOCAL_KEY: &str = "local-key-12345678";
+    let tg = FakeTelegram::start().await;
+    let default = model_server().await;
+    let own = FakeLlm::start(|request, _| {
+        if request["model"] == "local" && offers_tools(request) {
+            Reply::tool_call("c1", "get_time", json!({}))
+        } else if request["model"] == "local" {
+            Reply::text("OK")
+        } else {
+            Reply::error(404, "model not found")
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let on = |url: &str, id: &str| ModelConfig {
+        base_url: Some(url.to_string()),
+        api_key_env: Some("LOCAL_KEY".into()),
+        api_key: Some(LOCAL_KEY.into()),
+        ..ModelConfig::with_id(id)
+    };
+    let report = check(&tg, &default.url, dir.path(), |c| {
+        c.models.push(on(&own.url, "local"));
+        c.models.push(on(&own.url, "unknown-there"));
+    })
+    .await;
+    let text = report.render(&[]);
+    expect(&report, "LLM endpoint", Status::Ok, "answers", None);
+    expect(
+        &report,
+        "LLM endpoint for local, unknown-there",
+        Status::Ok,
+        &own.url,
+        None,
+    );
+    assert_eq!(
+        report
+            .lines
+            .iter()
+            .filter(|l| l.what.starts_with("LLM endpoint"))
+            .count(),
+        2,
+        "each endpoint once: {text}"
+    );
+    expect(&report, "model local", Status::Ok, "answers", None);
+    let unknown = report.line("model unknown-there").unwrap();
+    assert_eq!(unknown.status, Status::Fail, "{text}");
+    assert!(unknown.found.contains("HTTP 404"), "{text}");
+    expect(&report, "model test-model", Status::Ok, "answers", None);
+    let asked: Vec<String> = own
+        .requests()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(asked, ["local", "unknown-there"], "{text}");
+    let bearer = Some(format!("Bearer {LOCAL_KEY}"));
+    assert!(
+        own.authorizations().iter().all(|a| *a == bearer),
+        "{:?}",
+        own.authorizations()
+    );
+    assert!(
+        default
+            .requests()
+            .iter()
+            .all(|r| !r["model"].as_str().unwrap().contains("local")),
+        "the default endpoint was asked about another endpoint's model"
+    );
+
+    let down = FakeLlm::down_url().await;
+    let report = check(&tg, &default.url, dir.path(), |c| {
+        c.models.push(on(&down, "local"));
+    })
+    .await;
+    let text = report.render(&[]);
+    expect(
+        &report,
+        "LLM endpoint for local",
+        Status::Fail,
+        "cannot reach http://127.0.0.1:",
+        Some("base_url"),
+    );
+    expect(&report, "model local", Status::Skipped, "unreachable", None);
+    expect(&report, "model test-model", Status::Ok, "answers", None);
+    assert!(!text.contains(LOCAL_KEY), "{text}");
+
+    // Every model on its own endpoint, no embeddings model: the default one is not used, so
+    // it is not checked (its key may well be unset).
+    let report = check(&tg, &FakeLlm::down_url().await, dir.path(), |c| {
+        c.models = vec![on(&own.url, "local")];
+        c.learning.embedding_model = String::new();
+    })
+    .await;
+    let text = report.render(&[]);
+    assert!(report.healthy(), "{text}");
+    expect(
+        &report,
+        "LLM endpoint",
+        Status::Skipped,
+        "base_url of its own",
+        None,
+    );
+    expect(
+        &report,
+        "tool calling (local)",
+        Status::Ok,
+        "native tool_calls",
+        None,
     );
 }
 

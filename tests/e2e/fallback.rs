@@ -200,6 +200,43 @@ async fn a_chain_of_two_fallbacks_past_a_dead_port_and_an_unknown_model() {
     h.stop().await;
 }
 
+/// A 403 is the provider refusing this content (OpenRouter's moderation answers 403): the turn
+/// ends with its own message, and the conversation is never sent to the fallback's endpoint.
+#[tokio::test]
+async fn a_403_ends_the_turn_and_sends_nothing_to_the_fallback() {
+    let local = FakeLlm::start(|_, _| Reply::error(403, "Input flagged by moderation")).await;
+    let hosted = hosted().await;
+    let toml = format!(
+        "[[models]]\nid = \"local\"\nbase_url = \"{}\"\nfallback = [\"hosted\"]\n\
+         [[models]]\nid = \"hosted\"\nbase_url = \"{}\"\napi_key_env = \"HOSTED_KEY\"\n",
+        local.url, hosted.url
+    );
+    let models = models(&toml);
+    let h = Harness::start_with(hosted.clone(), |c| {
+        c.models = models;
+        c.options.enabled = false;
+        c.learning.reflect = false;
+    })
+    .await;
+    h.tg.send_text(ALICE, "something the provider's moderation flags");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let text = sent[0].text();
+    assert!(text.contains("provider refused this request"), "{text}");
+    assert!(text.contains("did not send it to another model"), "{text}");
+    assert!(!text.contains("Answered by"), "{text}");
+    assert_eq!(local.requests().len(), 1, "a 403 is not retried");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        hosted.requests().is_empty(),
+        "the content went to the fallback: {:?}",
+        hosted.requests()
+    );
+    h.tg.send_text(ALICE, "/stats");
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert!(!sent[1].text().contains("fallback"), "{}", sent[1].text());
+    h.stop().await;
+}
+
 /// A model without fallbacks fails as it always did: the unreachable note and 🔁 Retry, no
 /// note about another model, no fallback counted.
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Moving lessons between deployments, end to end: lessons learned by a real bot are exported
-//! from its sled store and imported into fresh ones, pending review unless trusted; an import
-//! goes through the same dedupe and quality gate as a learned lesson, and a malformed line is
-//! named and skipped.
+//! from its sled store (the reviewed ones, unless asked for the pending ones too, into a file
+//! only its owner reads) and imported into fresh ones, pending review unless trusted (and a
+//! pending lesson stays pending even then); an import goes through the same dedupe and quality
+//! gate as a learned lesson, and a malformed line is named and skipped.
 
 use std::path::Path;
 
@@ -86,8 +87,20 @@ async fn export_then_import_gives_the_same_lessons_pending_unless_trusted() {
     );
 
     let root = tempfile::tempdir().unwrap();
+    // By default only lessons an admin approved or that were trusted: a pending lesson is
+    // unreviewed third-party text, and a trusted import elsewhere must not launder it.
+    let file = root.path().join("approved.jsonl");
+    let said = lessons::export(&config, &file, false).unwrap();
+    assert!(
+        said.starts_with("exported 1 lessons to ") && said.contains("1 pending left out"),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains(TICKETS) && !text.contains(DATES), "{text}");
+    // With the flag, the pending ones too, marked pending.
     let file = root.path().join("lessons.jsonl");
-    let said = lessons::export(&config, &file).unwrap();
+    let said = lessons::export(&config, &file, true).unwrap();
     assert!(said.starts_with("exported 2 lessons to "), "{said}");
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
 
@@ -120,6 +133,32 @@ async fn export_then_import_gives_the_same_lessons_pending_unless_trusted() {
     let imported = lessons::import(&pending, &file, false).await.unwrap();
     assert_eq!((imported.report.added, imported.report.merged), (0, 2));
     assert_eq!(stored(&pending.data_dir).len(), 2);
+}
+
+/// The file holds lessons (some with third-party provenance): it is readable by its owner only,
+/// also when an earlier export left a world-readable file (or a stale temporary file) there.
+#[tokio::test]
+async fn an_export_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let llm = FakeLlm::answering("done").await;
+    let tg = FakeTelegram::start().await;
+    let root = tempfile::tempdir().unwrap();
+    let config = fresh(&tg, &llm, root.path(), "deployment");
+    let file = root.path().join("lessons.jsonl");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    for (name, before) in [("a new file", None), ("over a 0644 file", Some(0o644))] {
+        if let Some(before) = before {
+            std::fs::write(&file, "old").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(before)).unwrap();
+            let stale = file.with_extension("partial");
+            std::fs::write(&stale, "stale").unwrap();
+            std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }
+        lessons::export(&config, &file, false).unwrap();
+        assert_eq!(mode(&file), 0o600, "{name}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "", "{name}");
+        assert!(!file.with_extension("partial").exists(), "{name}");
+    }
 }
 
 #[tokio::test]

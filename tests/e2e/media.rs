@@ -221,6 +221,180 @@ async fn without_a_transcription_endpoint_a_voice_note_gets_the_note_saying_what
     h.stop().await;
 }
 
+/// An Ogg page of stream 7 whose last packet ends at `granule`, carrying `packet`.
+fn ogg_page(granule: u64, packet: &[u8]) -> Vec<u8> {
+    assert!(packet.len() < 255, "one segment");
+    let mut page = b"OggS\0\0".to_vec();
+    page.extend_from_slice(&granule.to_le_bytes());
+    page.extend_from_slice(&7u32.to_le_bytes());
+    page.extend_from_slice(&[0; 8]);
+    page.extend_from_slice(&[1, packet.len() as u8]);
+    page.extend_from_slice(packet);
+    page
+}
+
+/// A voice note (Opus in Ogg) that lasts `seconds` by its last page, with a few 20 ms packets.
+fn opus_voice_note(seconds: u64) -> Vec<u8> {
+    let mut file = ogg_page(0, b"OpusHead\x01\x01\x38\x01\x80\xbb\0\0\0\0\0");
+    file.extend(ogg_page(0, b"OpusTags\0\0\0\0\0\0\0\0"));
+    for n in 1..=3 {
+        file.extend(ogg_page(n * 960, &[0xF8, 1, 2, 3]));
+    }
+    file.extend(ogg_page(seconds * 48_000 + 312, &[0xF8, 1, 2, 3]));
+    file
+}
+
+/// A voice note whose client claims 5 s is measured from its bytes once downloaded: ten
+/// minutes by its Ogg pages, or a megabyte that is no Ogg (at least 15 s at any lossy
+/// bitrate), is refused with the length it has, and nothing reaches the transcription server.
+#[tokio::test]
+async fn a_recording_longer_than_it_claims_is_refused_once_measured() {
+    let whisper = FakeWhisper::start("never").await;
+    let url = whisper.url.clone();
+    let h = Harness::start_with(echoing_llm().await, |c| {
+        c.speech.base_url = url;
+        c.speech.max_audio_secs = 300;
+    })
+    .await;
+    let long = opus_voice_note(600);
+    h.tg.serve_file("long", &long);
+    h.tg.send_voice_note(ALICE, "long", 5, long.len() as u64);
+    let said = h.tg.wait_messages(ALICE, 1).await[0].text();
+    assert!(
+        said.contains("This recording lasts at least 10 min; I can transcribe up to 5 min"),
+        "{said}"
+    );
+    h.stop().await;
+
+    let whisper_url = whisper.url.clone();
+    let h = Harness::start_with(echoing_llm().await, |c| {
+        c.speech.base_url = whisper_url;
+        c.speech.max_audio_secs = 10;
+    })
+    .await;
+    let big = vec![b'x'; 1_000_000];
+    h.tg.serve_file("big", &big);
+    h.tg.send_voice_note(ALICE, "big", 5, big.len() as u64);
+    let said = h.tg.wait_messages(ALICE, 1).await[0].text();
+    assert!(
+        said.contains("This recording lasts at least 15 s; I can transcribe up to 10 s"),
+        "{said}"
+    );
+    // A voice note as long as it says is transcribed as before.
+    let short = opus_voice_note(4);
+    h.tg.serve_file("short", &short);
+    h.tg.send_voice_note(ALICE, "short", 4, short.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 3).await;
+    assert_eq!(sent[1].text(), "🎤 <blockquote>never</blockquote>");
+    assert_eq!(whisper.heard().len(), 1, "only the honest one was sent");
+    assert_eq!(h.llm.agent_requests().len(), 1);
+    h.stop().await;
+}
+
+/// A transcript longer than anyone speaks in `max_audio_secs` (40 characters a second) is
+/// cut, with a note to the model saying so.
+#[tokio::test]
+async fn a_transcript_longer_than_speech_can_be_is_cut_with_a_note() {
+    let words: &'static str = Box::leak("word ".repeat(200).into_boxed_str());
+    let whisper = FakeWhisper::start(words).await;
+    let url = whisper.url.clone();
+    let h = Harness::start_with(echoing_llm().await, |c| {
+        c.speech.base_url = url;
+        c.speech.max_audio_secs = 10;
+    })
+    .await;
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    h.tg.wait_messages(ALICE, 2).await;
+    let asked = asked(&h);
+    let kept = words.trim().chars().take(400).collect::<String>();
+    assert_eq!(
+        asked,
+        format!("{kept}\n[the transcript was cut: 400 of its 999 characters are above]"),
+    );
+    h.stop().await;
+}
+
+/// A transcription server behind `http://speech-user:speech-pass-1234@127.0.0.1:<port>/v1`
+/// (credentials in its URL, as some deployments have) that answers every recording with
+/// `status` and a body that never ends, whose first bytes quote the URL it was asked at.
+async fn endless_whisper(status: u16) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://speech-user:speech-pass-1234@{}/v1",
+        listener.local_addr().unwrap()
+    );
+    let quoted = format!("{{\"error\": \"no model at {url}/audio/transcriptions\", \"pad\": \"");
+    let app = axum::Router::new().route(
+        "/v1/audio/transcriptions",
+        axum::routing::post(move || {
+            let quoted = quoted.clone();
+            async move {
+                use futures_util::StreamExt as _;
+                let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+                let body = futures_util::stream::once(async move { Bytes::from(quoted) })
+                    .chain(futures_util::stream::repeat(chunk))
+                    .map(Ok::<_, std::convert::Infallible>);
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    axum::body::Body::from_stream(body),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+/// A failed transcription tells the sender why without the speech server's URL (its
+/// credentials, its internal host), and an answer that never ends is read only up to a bound:
+/// the sender hears back at once, not when `speech.timeout_secs` runs out.
+#[tokio::test]
+async fn a_failed_transcription_names_no_url_and_reads_a_bounded_answer() {
+    let dead = FakeLlm::down_url()
+        .await
+        .replace("http://", "http://speech-user:speech-pass-1234@");
+    let cases = [
+        ("a server that is down", dead, "could not be reached"),
+        (
+            "an endless error page",
+            endless_whisper(500).await,
+            "answered HTTP 500",
+        ),
+        (
+            "an endless answer",
+            endless_whisper(200).await,
+            "answer is over",
+        ),
+    ];
+    for (name, url, why) in cases {
+        let h = Harness::start_with(echoing_llm().await, |c| {
+            c.speech.base_url = url.clone();
+            c.speech.timeout_secs = 600;
+        })
+        .await;
+        h.tg.serve_file("voice-1", VOICE);
+        h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+        let said = h.tg.wait_messages(ALICE, 1).await[0].text();
+        assert!(
+            said.contains("could not transcribe this recording"),
+            "{name}: {said}"
+        );
+        assert!(said.contains(why), "{name}: {said}");
+        for secret in [
+            "speech-user",
+            "speech-pass-1234",
+            "127.0.0.1",
+            "/v1",
+            "xxxx",
+        ] {
+            assert!(!said.contains(secret), "{name}: {secret} in {said}");
+        }
+        assert!(h.llm.requests().is_empty(), "{name}");
+        h.stop().await;
+    }
+}
+
 /// Answers in one message when done, nothing but the answer (no options, no 👍/👎, no
 /// reflection), so the chat shows the transcript and the answer only.
 const PLAIN_TOML: &str = "[llm]\nretry_base_ms = 20\n\

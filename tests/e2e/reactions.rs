@@ -338,3 +338,81 @@ async fn a_vote_by_reaction_keeps_the_options_shown() {
     assert_eq!(edit.buttons(), sent, "the same buttons, the vote marked");
     h.stop().await;
 }
+
+/// A group where Alice asked: [`LESSON`] learned, reflections learn nothing.
+const GROUP: i64 = -5151;
+
+/// Alice's question `n` in [`GROUP`] and the answer's message id and 👎 button data, once the
+/// group has `n` answers.
+async fn asked_in_group(h: &Harness, n: usize) -> (i64, String) {
+    h.tg.send_in_chat(
+        GROUP,
+        ALICE,
+        &format!("@heurist_test_bot recipe number {n}"),
+    );
+    let answer = h.tg.wait_messages(GROUP, n).await.remove(n - 1);
+    let buttons = answer.buttons();
+    let down = buttons.last().expect("👍/👎 under the answer").clone();
+    (answer.result["message_id"].as_i64().unwrap(), down)
+}
+
+/// The reflections a 👎 started, as the task each one follows.
+fn failure_reflections(h: &Harness) -> Vec<String> {
+    h.llm
+        .reflection_requests()
+        .iter()
+        .map(last_user_text)
+        .filter(|text| text.contains("Outcome: failure (the user rated the answer 👎)"))
+        .collect()
+}
+
+/// In a group, another member's 👎 (button or reaction) counts as a vote but starts no
+/// reflection, so it charges the asker nothing; the asker's own 👎 and an admin's do.
+#[tokio::test]
+async fn in_a_group_only_the_askers_or_an_admins_thumbs_down_reflects() {
+    let h = Harness::start(llm().await).await;
+    learn(&h).await;
+    let alice = heurist::ids::UserId(ALICE as u64);
+    let (first, down) = asked_in_group(&h, 1).await;
+    let (second, _) = asked_in_group(&h, 2).await;
+    let spent = h.app().store().usage().user_tokens_today(alice);
+
+    let query = h.tg.press(BOB, GROUP, first, &down);
+    h.tg.wait_for(|_| (lesson(&h).down == 1).then_some(()))
+        .await;
+    let toast =
+        h.tg.wait_for(|t| {
+            t.calls("answerCallbackQuery")
+                .into_iter()
+                .find(|c| c.params["callback_query_id"] == query.as_str())
+        })
+        .await;
+    assert_eq!(toast.params["text"], "Thanks!", "no promise to learn");
+    h.tg.react(BOB, GROUP, second, &[], &["👎"]);
+    h.tg.wait_for(|_| (lesson(&h).down == 2).then_some(()))
+        .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(failure_reflections(&h), Vec::<String>::new());
+    assert_eq!(
+        h.app().store().usage().user_tokens_today(alice),
+        spent,
+        "Bob's votes charged Alice nothing"
+    );
+
+    // An admin's 👎 reflects; so does Alice's own.
+    let (third, _) = asked_in_group(&h, 3).await;
+    h.tg.react(ADMIN, GROUP, third, &[], &["👎"]);
+    let (fourth, down) = asked_in_group(&h, 4).await;
+    h.tg.press(ALICE, GROUP, fourth, &down);
+    let reflected =
+        h.tg.wait_for(|_| {
+            let found = failure_reflections(&h);
+            (found.len() >= 2).then_some(found)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(failure_reflections(&h).len(), 2, "{reflected:?}");
+    assert!(reflected[0].contains("recipe number 3"), "{reflected:?}");
+    assert!(reflected[1].contains("recipe number 4"), "{reflected:?}");
+    h.stop().await;
+}

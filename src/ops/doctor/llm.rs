@@ -1,16 +1,16 @@
-//! The doctor's language-model checks: the endpoint answers, each configured model answers a
-//! one-token call (with the context size the server reports, when it does), the default model
-//! calls a tool it is offered (natively, as text Heurist reads, or not at all), and the
-//! embeddings model embeds. Calls go through the bot's own client, so what works here works
-//! for the bot.
+//! The doctor's language-model checks: each distinct endpoint answers (once, with the key sent
+//! there), each configured model answers a one-token call at its own endpoint (with the
+//! context size the server reports, when it does), the default model calls a tool it is
+//! offered (natively, as text Heurist reads, or not at all), and the embeddings model embeds.
+//! Calls go through the bot's own client, so what works here works for the bot.
 
 use std::sync::atomic::Ordering;
 
 use super::context::{Checked, Context};
-use super::report::Line;
+use super::report::{Line, Status};
 use crate::config::ModelConfig;
 use crate::llm::text_calls::parse_text_tool_calls;
-use crate::llm::{ChatMessage, ChatRequest, LlmError, Priority, ToolSpec};
+use crate::llm::{ChatMessage, ChatRequest, LlmError, Priority, Served, ToolSpec};
 use crate::texts::ops as texts;
 // The doctor's own client counts in metrics nobody scrapes.
 use crate::metrics::CallKind;
@@ -18,36 +18,76 @@ use crate::metrics::CallKind;
 /// The tool the tool-calling probe offers.
 const PROBE_TOOL: &str = "get_time";
 
-/// GET `/models`: any HTTP answer means the server is there; 401 or 403 means the key is not
-/// accepted.
+/// GET `/models` on each distinct endpoint, with the key sent there: any HTTP answer means
+/// the server is there; 401 or 403 means the key is not accepted. The default endpoint is
+/// not checked when nothing uses it (every model has its own, and no embeddings model).
 pub(super) fn endpoint<'a>(context: &'a Context<'a>) -> Checked<'a> {
     Box::pin(async move {
-        let base = context.config.llm.base_url.trim_end_matches('/');
-        let mut request = context.http.get(format!("{base}/models"));
-        if let Some(key) = &context.config.llm.api_key {
-            request = request.bearer_auth(key);
-        }
-        let line = match request.send().await {
-            Ok(response) if matches!(response.status().as_u16(), 401 | 403) => Line::fail(
-                texts::LLM,
-                texts::llm_key_refused(base, response.status().as_u16()),
-                texts::LLM_KEY_FIX,
-            ),
-            Ok(response) => {
-                context.llm_up.store(true, Ordering::Relaxed);
-                Line::ok(
-                    texts::LLM,
-                    texts::llm_reachable(base, response.status().as_u16()),
-                )
+        let mut lines = Vec::new();
+        for (index, (served, up)) in context.endpoints.iter().enumerate() {
+            let default = index == 0;
+            if default
+                && served.models.is_empty()
+                && context.config.learning.embedding_model.is_empty()
+            {
+                lines.push(Line::skipped(texts::LLM, texts::LLM_UNUSED));
+                continue;
             }
-            Err(e) => Line::fail(
-                texts::LLM,
-                texts::llm_unreachable(base, &crate::error_chain(&e.without_url())),
-                texts::LLM_UNREACHABLE_FIX,
-            ),
-        };
-        vec![line]
+            let what = if default {
+                texts::LLM.to_string()
+            } else {
+                texts::llm_endpoint_for(&served.models.join(", "))
+            };
+            let line = endpoint_line(context, served, what, default).await;
+            if line.status == Status::Ok {
+                up.store(true, Ordering::Relaxed);
+            }
+            lines.push(line);
+        }
+        lines
     })
+}
+
+/// The line of one endpoint: `default` is the global `[llm]` one, whose key and address are
+/// set by `OPENAI_API_KEY` and `OPENAI_BASE_URL`; another one's are in its models' entries.
+async fn endpoint_line(
+    context: &Context<'_>,
+    served: &Served,
+    what: String,
+    default: bool,
+) -> Line {
+    let base = served.url.as_str();
+    let mut request = context.http.get(format!("{base}/models"));
+    if let Some(key) = &served.key {
+        request = request.bearer_auth(key);
+    }
+    match request.send().await {
+        Ok(response) if matches!(response.status().as_u16(), 401 | 403) => {
+            let fix = if default {
+                texts::LLM_KEY_FIX.to_string()
+            } else {
+                let env = context
+                    .config
+                    .models
+                    .iter()
+                    .filter(|m| served.models.contains(&m.id))
+                    .find_map(|m| m.api_key_env.as_deref());
+                texts::llm_model_key_fix(env)
+            };
+            let found = texts::llm_key_refused(base, response.status().as_u16());
+            Line::fail(what, found, &fix)
+        }
+        Ok(response) => Line::ok(what, texts::llm_reachable(base, response.status().as_u16())),
+        Err(e) => Line::fail(
+            what,
+            texts::llm_unreachable(base, &crate::error_chain(&e.without_url())),
+            if default {
+                texts::LLM_UNREACHABLE_FIX
+            } else {
+                texts::LLM_MODEL_UNREACHABLE_FIX
+            },
+        ),
+    }
 }
 
 /// A one-token call to each configured model, and the context size it has.
@@ -56,7 +96,7 @@ pub(super) fn models<'a>(context: &'a Context<'a>) -> Checked<'a> {
         let mut lines = Vec::new();
         for model in &context.config.models {
             let what = texts::model(&model.id);
-            if !context.llm_up() {
+            if !context.llm_up(&model.id) {
                 lines.push(Line::skipped(what, texts::SKIPPED_NO_LLM));
                 continue;
             }
@@ -110,7 +150,7 @@ pub(super) fn tool_calling<'a>(context: &'a Context<'a>) -> Checked<'a> {
             return Vec::new();
         };
         let what = texts::tool_calling(&model.id);
-        if !context.llm_up() {
+        if !context.llm_up(&model.id) {
             return vec![Line::skipped(what, texts::SKIPPED_NO_LLM)];
         }
         let tool = ToolSpec::function(
@@ -153,7 +193,7 @@ pub(super) fn embeddings<'a>(context: &'a Context<'a>) -> Checked<'a> {
             return Vec::new();
         }
         let what = texts::embeddings(model);
-        if !context.llm_up() {
+        if !context.llm_up(model) {
             return vec![Line::skipped(what, texts::SKIPPED_NO_LLM)];
         }
         let input = ["heurist doctor".to_string()];

@@ -106,7 +106,7 @@ pub(super) fn speech<'a>(context: &'a Context<'a>) -> Checked<'a> {
             Ok(_) => Line::ok(texts::SPEECH, texts::speech_ok(transcriber.model())),
             Err(e) => Line::warn(
                 texts::SPEECH,
-                texts::speech_failed(&format!("{e:#}")),
+                texts::speech_failed(e.detail()),
                 texts::SPEECH_FIX,
             ),
         };

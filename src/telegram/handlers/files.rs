@@ -1,7 +1,9 @@
 //! Voice notes, audio files and documents: what the update says of the file decides, before
 //! anything is downloaded, whether it becomes a turn (whose first stage reads it, see
 //! `turn::attachment`) or gets an answer saying why not: no transcription endpoint, a recording
-//! too long or too big, a document too big or of a kind that cannot be read.
+//! too long or too big, a document too big or of a kind that cannot be read. The update's
+//! duration is what the sender's client claims: this is a first filter only, and the turn
+//! measures the recording's bytes again once they are downloaded.
 
 use teloxide::prelude::*;
 

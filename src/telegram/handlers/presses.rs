@@ -19,7 +19,7 @@ use crate::telegram::listener::Handling;
 use crate::telegram::{memory_list, replies, views};
 use crate::texts::telegram as texts;
 use crate::texts::turn::{ADMINS_ONLY, EXPIRED};
-use crate::turn::actions::{self, Outcome, Stop};
+use crate::turn::actions::{self, Outcome, Stop, Voter};
 use crate::turn::confirm::Answered;
 use crate::turn::{self, Keyboard, Options, Out, TurnInput};
 
@@ -134,11 +134,16 @@ pub(crate) async fn clear_pressed(
 pub(crate) async fn feedback_pressed(
     deps: Deps,
     query: CallbackQuery,
+    role: Role,
     at: Conversation,
     (ticket, up): (String, bool),
 ) -> HandlerResult {
     let app = &deps.app;
-    let outcome = actions::feedback(app, at, &ticket, up);
+    let voter = Voter {
+        user: UserId(query.from.id.0),
+        role,
+    };
+    let outcome = actions::feedback(app, at, &ticket, up, voter);
     let refused = outcome.refused;
     answer_press(&deps, &query, outcome).await?;
     // The vote shows in the keyboard (the rest of it, options included, stays as it is).

@@ -136,6 +136,14 @@ pub(crate) struct TurnResult {
     /// The facts and tasks the provenance gate held for the user's ✅ (see
     /// [`crate::provenance`]), for the turn to show.
     pub proposed: Vec<proposing::Proposed>,
+    /// Per tool called, whether its first call in the turn worked: what the lessons about it
+    /// that the prompt carried are scored by.
+    pub first_calls: Vec<(String, bool)>,
+    /// Lessons shown beside a tool's failed result, waiting for the next call to that tool
+    /// (tool, lesson ids); see `learning::probation`.
+    pub on_trial: Vec<(String, Vec<u64>)>,
+    /// What those next calls did to the lessons in view: (lesson id, it worked).
+    pub trials: Vec<(u64, bool)>,
 }
 
 /// A model that failed in a turn and the model that took the turn over.
@@ -179,14 +187,29 @@ impl TurnResult {
         self.read_external
     }
 
+    /// Notes a call to `tool` that `worked` or not: its first call's outcome, and the trial of
+    /// the lessons a failed call to it showed (this is the next call, made with them in view).
+    fn note_call(&mut self, tool: &str, worked: bool) {
+        if !self.first_calls.iter().any(|(t, _)| t == tool) {
+            self.first_calls.push((tool.to_string(), worked));
+        }
+        if let Some(at) = self.on_trial.iter().position(|(t, _)| t == tool) {
+            let (_, ids) = self.on_trial.remove(at);
+            self.trials.extend(ids.into_iter().map(|id| (id, worked)));
+        }
+    }
+
+    /// Whether the turn's first call to `tool` worked; `None` if it made none.
+    pub(crate) fn first_call(&self, tool: &str) -> Option<bool> {
+        self.first_calls
+            .iter()
+            .find(|(t, _)| t == tool)
+            .map(|(_, worked)| *worked)
+    }
+
     /// The fallback model that took the turn over, if the turn's own model failed.
     pub(crate) fn answered_by(&self) -> Option<&str> {
         self.fallbacks.last().map(|f| f.to.as_str())
-    }
-
-    /// Whether the task went well: answered, whole, with every tool call working.
-    pub(crate) fn succeeded(&self) -> bool {
-        matches!(self.status, TurnStatus::Answered) && !self.cut_off && self.tool_errors == 0
     }
 
     /// The turn's final messages as a prefix for follow-up calls: its last request, and that
@@ -401,12 +424,18 @@ impl Agent {
             }
             turn.calls
                 .record(&call.function.name, &call.function.arguments, &output);
-            if output.starts_with(tools::ERROR_PREFIX) {
+            let worked = !output.starts_with(tools::ERROR_PREFIX);
+            turn.result.note_call(&call.function.name, worked);
+            if !worked {
                 turn.result.tool_errors += 1;
                 if let Some(lessons) = seat.lessons.get(&call.function.name)
                     && turn.shown_lessons.insert(call.function.name.clone())
                 {
                     output.push_str(&lessons_note(lessons));
+                    turn.result.on_trial.push((
+                        call.function.name.clone(),
+                        lessons.iter().map(|(id, _)| *id).collect(),
+                    ));
                 }
             }
             turn.conversation
@@ -554,6 +583,9 @@ impl TurnResult {
             last_tool_error: None,
             fallbacks: Vec::new(),
             proposed: Vec::new(),
+            first_calls: Vec::new(),
+            on_trial: Vec::new(),
+            trials: Vec::new(),
         }
     }
 }
@@ -785,8 +817,8 @@ impl Underway {
 #[derive(Debug, Clone)]
 pub(crate) struct Seat {
     pub caller: Caller,
-    /// Per offered tool, the approved lessons about it, best first.
-    pub lessons: std::collections::HashMap<String, Vec<String>>,
+    /// Per offered tool, the approved lessons about it (id and text), best first.
+    pub lessons: std::collections::HashMap<String, Vec<(u64, String)>>,
     /// Whose tasks `schedule_task` makes, where (`None`: the tool is not available).
     pub tasks: Option<scheduling::TaskDesk>,
     /// The asker's personal memory, which `remember` writes; `None` when memory is off.
@@ -829,7 +861,12 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, seat: &Seat) -> parrot::Giv
     let mut context: Vec<String> = crate::learning::block::context_of(content)
         .map(|block| block.lines().map(str::to_string).collect())
         .unwrap_or_default();
-    context.extend(seat.lessons.values().flatten().cloned());
+    context.extend(
+        seat.lessons
+            .values()
+            .flatten()
+            .map(|(_, text)| text.clone()),
+    );
     context.extend(
         [
             calls::REPEAT_HINT,
@@ -873,9 +910,9 @@ fn question_alone(user: &ChatMessage) -> ChatMessage {
 
 /// What a tool's failed result gets when lessons about the tool were learned: just when the
 /// model needs them, in the turn's new tail (the prompt's prefix stays byte-stable).
-fn lessons_note(lessons: &[String]) -> String {
+fn lessons_note(lessons: &[(u64, String)]) -> String {
     let mut note = String::from("\nLearned about this tool from earlier tasks:");
-    for lesson in lessons {
+    for (_, lesson) in lessons {
         note.push_str("\n- ");
         note.push_str(lesson);
     }

@@ -52,6 +52,7 @@ pub mod grounding;
 pub mod heuristics;
 pub mod index;
 pub mod personal;
+pub mod probation;
 pub mod quality;
 pub(crate) mod reflection;
 pub mod skill_match;
@@ -614,7 +615,9 @@ impl Learning {
         let mut fitting: Vec<(f32, &Heuristic)> = candidates
             .iter()
             .filter_map(|id| memory.records.get(id))
+            // A lesson on probation is offered only beside its tool's failed result.
             .filter(|h| h.review == ReviewState::Approved && h.utility() >= config.min_utility)
+            .filter(|h| !h.probation)
             .filter_map(|h| {
                 let mut bm25 = lexical.get(&h.id).copied().unwrap_or(0.0);
                 if h.skill.as_ref().is_some_and(|s| matched.contains(s)) {
@@ -781,9 +784,12 @@ impl Learning {
             tool,
             vector,
         } = lesson;
+        // A lesson about a tool, from a task's evidence, is on probation until shown to work.
+        let probation = tool.is_some() && source.grounds.is_some();
         let heuristic = Heuristic {
             vector,
             tool,
+            probation,
             ..Heuristic::learned(id, skill, text, review, origin, now())
         };
         tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
@@ -854,7 +860,7 @@ impl Learning {
         }
     }
 
-    /// The approved lessons about the `tools` that `message` is likely to call (see
+    /// The approved, proven lessons about the `tools` that `message` is likely to call (see
     /// [`likely_tools`]), at most [`LESSONS_PER_TOOL`] per tool, most useful and specific
     /// first.
     fn likely_tool_lessons(&self, message: &str, tools: &[ToolSpec]) -> Vec<Heuristic> {
@@ -864,7 +870,7 @@ impl Learning {
         let taught: std::collections::HashSet<&str> = memory
             .records
             .values()
-            .filter(|h| self.usable(h))
+            .filter(|h| self.in_block(h))
             .filter_map(|h| h.tool.as_deref())
             .collect();
         if taught.is_empty() {
@@ -879,7 +885,7 @@ impl Learning {
             let mut about: Vec<&Heuristic> = memory
                 .records
                 .values()
-                .filter(|h| h.tool.as_deref() == Some(tool.as_str()) && self.usable(h))
+                .filter(|h| h.tool.as_deref() == Some(tool.as_str()) && self.in_block(h))
                 .collect();
             about.sort_by(|a, b| tool_rank(b).total_cmp(&tool_rank(a)).then(a.id.cmp(&b.id)));
             lessons.extend(about.into_iter().take(LESSONS_PER_TOOL).cloned());
@@ -892,10 +898,16 @@ impl Learning {
         heuristic.review == ReviewState::Approved && heuristic.utility() >= self.config.min_utility
     }
 
+    /// Whether `heuristic` may go into a prompt's context block: usable, and not on probation
+    /// (see [`probation`]: such a lesson is shown only beside its tool's failed result).
+    fn in_block(&self, heuristic: &Heuristic) -> bool {
+        self.usable(heuristic) && !heuristic.probation
+    }
+
     /// For each of the `offered` tools, the best approved lessons about it (at most
     /// [`LESSONS_PER_TOOL`], most useful and specific first): the agent adds them to a failed
     /// call's result, just when the model needs them.
-    pub(crate) fn tool_lessons(&self, offered: &[String]) -> HashMap<String, Vec<String>> {
+    pub(crate) fn tool_lessons(&self, offered: &[String]) -> HashMap<String, Vec<(u64, String)>> {
         let memory = self.read();
         let mut by_tool: HashMap<String, Vec<&Heuristic>> = HashMap::new();
         for heuristic in memory.records.values() {
@@ -913,23 +925,30 @@ impl Learning {
                 let texts = lessons
                     .into_iter()
                     .take(LESSONS_PER_TOOL)
-                    .map(|h| h.text.clone())
+                    .map(|h| (h.id, h.text.clone()))
                     .collect();
                 (tool, texts)
             })
             .collect()
     }
 
-    /// After a turn whose prompt carried heuristics `ids`: they were injected, and the turn
-    /// went well (`success`) or not.
-    pub fn record_outcome(&self, ids: &[u64], success: bool) -> anyhow::Result<()> {
+    /// After a turn whose prompt carried heuristics `ids`: they were injected, and what the
+    /// tools confirmed scores them: a lesson about a tool the turn called counts a success
+    /// when its first call to that tool worked (`first_call(tool)`: `Some(true)`), a failure
+    /// when it did not; one about no tool, or a tool not called, is scored only by votes
+    /// (an answer given proves nothing: a lesson scored 4 of 4 while every answer was wrong).
+    pub fn record_outcome(
+        &self,
+        ids: &[u64],
+        first_call: impl Fn(&str) -> Option<bool>,
+    ) -> anyhow::Result<()> {
         self.update(ids, |h| {
             h.injected += 1;
             h.last_injected = now();
-            if success {
-                h.successes += 1;
-            } else {
-                h.failures += 1;
+            match h.tool.as_deref().and_then(&first_call) {
+                Some(true) => h.successes += 1,
+                Some(false) => h.failures += 1,
+                None => {}
             }
         })
     }
@@ -977,10 +996,12 @@ impl Learning {
         let Some(mut heuristic) = memory.records.get(&id).cloned() else {
             return Ok(false);
         };
-        if heuristic.review == ReviewState::Approved {
+        if heuristic.review == ReviewState::Approved && !heuristic.probation {
             return Ok(false);
         }
+        // An admin's ✅ also ends a probation.
         heuristic.review = ReviewState::Approved;
+        heuristic.probation = false;
         heuristic.updated = now();
         // Approved, it counts against `max_heuristics`: a full store forgets another first.
         self.make_room(&mut memory, ReviewState::Approved, Some(id))?;

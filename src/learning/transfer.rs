@@ -228,6 +228,9 @@ impl Learning {
             },
             vector: None,
             tool: lesson.tool,
+            // What another deployment proved is not proven here; its lessons come through review.
+            probation: false,
+            trial_failures: 0,
         }
     }
 }

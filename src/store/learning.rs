@@ -54,6 +54,19 @@ pub struct Heuristic {
     /// errors, just when a call to it fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// On probation: learned from a failed-then-fixed call or a tool's refusal, and not yet
+    /// shown to work. It is offered only beside that tool's failed result, never in the
+    /// context block, until a call made with it in view works (see `learning::probation`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probation: bool,
+    /// Calls made with it in view, on probation, that still failed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trial_failures: u32,
+}
+
+/// `serde`'s test for leaving a zero count out.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Heuristic {
@@ -84,6 +97,8 @@ impl Heuristic {
             updated: at,
             vector: None,
             tool: None,
+            probation: false,
+            trial_failures: 0,
         }
     }
 }

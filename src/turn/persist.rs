@@ -24,14 +24,15 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
     store_turn(turn, basis, result, &stored);
     turn.stop_typing();
     // Dropped (logged): the answer is shown; the heuristics' counts only miss this turn.
-    if !matches!(result.status, TurnStatus::LlmFailed(_))
-        && let Err(e) = turn
-            .app
-            .learning()
-            .record_outcome(&basis.context.heuristics, result.succeeded())
-    {
-        let chat = turn.input.request.chat;
-        tracing::warn!(%chat, error = %e, "cannot score the heuristics a turn carried");
+    if !matches!(result.status, TurnStatus::LlmFailed(_)) {
+        let learning = turn.app.learning();
+        let scored = learning
+            .record_outcome(&basis.context.heuristics, |tool| result.first_call(tool))
+            .and_then(|()| learning.record_trials(&result.trials));
+        if let Err(e) = scored {
+            let chat = turn.input.request.chat;
+            tracing::warn!(%chat, error = %e, "cannot score the heuristics a turn carried");
+        }
     }
     gate
 }

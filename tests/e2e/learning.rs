@@ -650,16 +650,21 @@ async fn a_full_store_forgets_the_least_useful_first() {
     let texts = stored_texts(&h);
     assert_eq!(texts.len(), 3);
     assert!(!texts.iter().any(|t| t.contains("lanterns")), "{texts:?}");
-    // Next: of two tried once, the one whose turns went badly goes.
-    learning
-        .record_outcome(&[by_text(&h, "Untried").id], true)
-        .unwrap();
-    learning
-        .record_outcome(&[by_text(&h, "Fourth").id], false)
-        .unwrap();
-    learning
-        .record_outcome(&[by_text(&h, "Fourth").id], true)
-        .unwrap();
+    // Next: of two tried once, the one whose answer was rated down goes (an answer given
+    // scores no lesson: only what a tool or a user confirms).
+    let (untried, fourth) = (by_text(&h, "Untried").id, by_text(&h, "Fourth").id);
+    learning.record_outcome(&[untried], |_| Some(true)).unwrap();
+    learning.feedback(&[untried], true).unwrap();
+    learning.record_outcome(&[fourth], |_| Some(false)).unwrap();
+    learning.feedback(&[fourth], false).unwrap();
+    assert_eq!(
+        (
+            by_text(&h, "Fourth").successes,
+            by_text(&h, "Fourth").failures
+        ),
+        (0, 0),
+        "a lesson about no tool is not scored by a turn"
+    );
     learn(&h, &["Fifth lesson about trombones"]).await;
     let texts = stored_texts(&h);
     assert!(
@@ -1837,5 +1842,77 @@ async fn vague_and_merged_lessons_never_reach_the_store() {
         ],
         "only the concrete part: {learned:?}"
     );
+    h.stop().await;
+}
+
+/// A lesson read off a failed-then-fixed call is on probation, with `review = "none"` too: it
+/// is never in a prompt's context block, only beside its tool's failed result, until the next
+/// call made with it in view works; then it is proven, and the block carries it.
+#[tokio::test]
+async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let results = this_turns_results(req);
+        let asked = last_user_text(req);
+        let number = asked
+            .split(|c: char| !c.is_ascii_digit())
+            .rfind(|w| !w.is_empty())
+            .unwrap_or("0")
+            .to_string();
+        // The bare number first; after a refusal, the id the lesson or the error gives.
+        match results.len() {
+            0 => Reply::tool_call("c1", "desk__ticket", json!({ "id": number })),
+            1 if results[0].starts_with("error") => Reply::tool_call(
+                "c2",
+                "desk__ticket",
+                json!({ "id": format!("TCK-{:0>6}", number) }),
+            ),
+            _ => Reply::text("It is waiting for a team."),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.mcp.servers = vec![desk.entry()];
+        c.learning.review = heurist::config::Review::None;
+    })
+    .await;
+    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
+    h.tg.wait_messages(ALICE, 1).await;
+    let learned = wait_heuristics(&h, 1).await;
+    assert!(learned[0].probation, "{learned:?}");
+    assert_eq!(learned[0].review, ReviewState::Approved);
+
+    // Bob's question fits the lesson, but a lesson on probation is not in the block: only
+    // beside the failed call, whose next call then works.
+    let block = ask(&h, BOB, 1, "What's the status of support ticket 77?").await;
+    assert!(block.is_empty(), "{block:?}");
+    let bobs = h
+        .llm
+        .agent_requests()
+        .into_iter()
+        .filter(|r| last_user_text(r).contains("ticket 77"))
+        .next_back()
+        .unwrap();
+    let results = crate::support::mcp::tool_results(&bobs);
+    assert!(
+        results[0].contains("Learned about this tool from earlier tasks"),
+        "{results:?}"
+    );
+    let lesson = by_text(&h, "When calling desk__ticket");
+    assert!(
+        !lesson.probation,
+        "promoted by the call that worked: {lesson:?}"
+    );
+    assert_eq!(lesson.successes, 1, "{lesson:?}");
+
+    // Proven, it reaches the block of the next similar question.
+    let block = ask(&h, BOB, 2, "What's the status of support ticket 78?").await;
+    assert_eq!(block.len(), 1, "{block:?}");
     h.stop().await;
 }

@@ -75,7 +75,7 @@ async fn export_then_import_gives_the_same_lessons_pending_unless_trusted() {
     };
     learning.learn(vec![entry(DATES)], &external).await.unwrap();
     let first = h.app().store().learning().heuristics()[0].id;
-    learning.record_outcome(&[first], true).unwrap();
+    learning.record_outcome(&[first], |_| Some(true)).unwrap();
     learning.feedback(&[first], true).unwrap();
     let config = h.config.clone();
     // Stopped, as an export wants it (the harness keeps the data directory).

@@ -1896,8 +1896,7 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
         .llm
         .agent_requests()
         .into_iter()
-        .filter(|r| last_user_text(r).contains("ticket 77"))
-        .next_back()
+        .rfind(|r| last_user_text(r).contains("ticket 77"))
         .unwrap();
     let results = crate::support::mcp::tool_results(&bobs);
     assert!(

@@ -225,6 +225,8 @@ async fn follow_ups_and_embeddings_are_charged_to_the_user_whose_turn_they_serve
     .await;
     let h = Harness::start_with(llm, |c| {
         c.options.timeout_secs = 1;
+        // The fake's lesson comes from no evidence; this test is about where it goes.
+        c.learning.grounded_only = false;
         c.options.max_attempts = 2;
         c.options.attach_wait_ms = 0;
         c.learning.embedding_model = "embedder".into();

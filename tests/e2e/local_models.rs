@@ -173,7 +173,14 @@ async fn thinking_is_never_shown_stored_nor_fed_to_follow_ups() {
     const THOUGHT: &str =
         "<think>\nThe user wants a sum. My secret plan: say four.\n</think>\n\nThe answer is 4.";
     for streamed in [false, true] {
-        let llm = FakeLlm::start(|req, _| with_follow_ups(req, || answer(req, THOUGHT))).await;
+        let llm = FakeLlm::start(|req, _| {
+            // "thanks" gets an answer of its own: the same one again would be parroted.
+            let thanked = last_user_text(req).ends_with("thanks");
+            with_follow_ups(req, || {
+                answer(req, if thanked { "You're welcome." } else { THOUGHT })
+            })
+        })
+        .await;
         let h = Harness::start_with(llm, streaming(streamed)).await;
         h.tg.send_text(ALICE, "2+2?");
         h.tg.wait_for(|t| {

@@ -573,6 +573,8 @@ async fn assert_lesson_held_for_review(h: &Harness) {
 #[tokio::test]
 async fn an_mcp_error_reaches_the_model_as_data_and_its_lesson_is_held_for_review() {
     let h = Harness::start_with(calling_llm("probe__refuse").await, |c| {
+        // The fake's lesson comes from no evidence; this test is about where it goes.
+        c.learning.grounded_only = false;
         c.options.enabled = false;
         c.mcp.servers = vec![stdio_server("probe")];
     })
@@ -594,6 +596,8 @@ async fn an_mcp_error_reaches_the_model_as_data_and_its_lesson_is_held_for_revie
 #[tokio::test]
 async fn a_failed_tools_list_reaches_the_model_and_admins_as_the_servers_words() {
     let h = Harness::start_with(calling_llm("probe__echo").await, |c| {
+        // The fake's lesson comes from no evidence; this test is about where it goes.
+        c.learning.grounded_only = false;
         c.options.enabled = false;
         let mut failing = stdio_server("probe");
         failing.args = vec!["--fail-list".to_string()];

@@ -67,6 +67,8 @@ async fn a_scrape_after_a_few_turns_shows_every_family() {
         ..stdio_server("broken")
     };
     let h = Harness::start_with(llm().await, |config| {
+        // The fake's lesson comes from no evidence; this test is about where it goes.
+        config.learning.grounded_only = false;
         config.metrics.listen = "127.0.0.1:0".into();
         // Alice's second turn finds her budget spent: refused.
         config.limits.daily_tokens = 1;

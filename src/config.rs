@@ -29,6 +29,9 @@ const DEFAULT_CONFIG_PATH: &str = "config/heurist.toml";
 pub struct Config {
     pub data_dir: PathBuf,
     pub shutdown_grace_secs: u64,
+    /// How many times an update's turn may start without finishing (a crash each time)
+    /// before it is given up with an apology: what makes a crash loop impossible.
+    pub max_turn_attempts: u32,
     pub cache_bytes: u64,
     /// Answered inbox entries and option/feedback tickets older than this are pruned.
     pub retention_days: u32,
@@ -625,6 +628,12 @@ impl Config {
         })?;
         if self.agent.max_iterations == 0 {
             bail!("agent.max_iterations must be at least 1");
+        }
+        if self.max_turn_attempts == 0 {
+            bail!(
+                "max_turn_attempts must be at least 1: 1 never runs again a turn a crash \
+                 interrupted, 2 (the default) runs it once more"
+            );
         }
         if self.llm.max_concurrent == 0 {
             bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");

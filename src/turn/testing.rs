@@ -152,6 +152,21 @@ pub(super) fn app(dir: &Path, llm_url: &str) -> Arc<App> {
     App::new(config(dir, llm_url)).expect("an app on a temporary store")
 }
 
+/// An LLM URL where a listener takes connections and never answers: a turn that asks it
+/// waits (until its timeout), so it can be seen before it ends. The listener lives as long
+/// as the test's runtime.
+pub(super) async fn silent_llm() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    url
+}
+
 /// A fake OpenAI-compatible LLM that answers every chat completion with `status` and, for a
 /// 200, the text `answer`; its base URL.
 pub(super) async fn fake_llm(status: u16, answer: &'static str) -> String {

@@ -25,6 +25,7 @@ mod memory;
 mod metrics;
 mod options;
 mod pacing;
+mod quarantine;
 mod reactions;
 mod refusals;
 mod retry;

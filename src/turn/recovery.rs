@@ -4,6 +4,7 @@
 //! reflections resume. What the inbox records for this is kept by [`super::visibility`].
 //! Each of these starts is counted on disk before it runs, and an update started
 //! `max_turn_attempts` times is given up with an apology instead (see [`super::quarantine`]).
+//! The working reaction a crash left on the user's message is taken off.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use super::messenger::{Keyboard, Live, Out, unrecorded};
 use super::quarantine::{Start, count_start, quarantine};
 use super::reflect::{bare_prefix, queue_reflection};
 use super::visibility::{record_visible, set_state};
+use super::working::clear_left;
 use crate::app::App;
 use crate::ids::UpdateId;
 use crate::store::inbox_state::{self, Resume};
@@ -42,6 +44,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
     let progress = entry.progress();
     let max_starts = app.config().max_turn_attempts;
     let resume = inbox_state::resume(&progress, answer.is_some(), max_starts);
+    clear_left(app, out, &entry.request);
     let sends = matches!(resume, Resume::Notice | Resume::Finish | Resume::Send);
     if sends && !count_start(app, update).await {
         return;
@@ -197,7 +200,7 @@ mod tests {
 
     /// An update that started as often as `max_turn_attempts` allows is given up, whatever its
     /// kind and however far it got: answered, never run or sent again, one apology replying to
-    /// the user's message.
+    /// the user's message, and the working reaction taken off it.
     #[tokio::test]
     async fn every_kind_of_update_started_too_often_is_given_up_with_one_apology() {
         let mut cases: Vec<(String, TurnRequest, bool, InboxState)> = every_kind()
@@ -238,12 +241,59 @@ mod tests {
                 text: gave_up(2),
                 keyboard: Keyboard::None,
             };
+            if request.message.is_some() {
+                let off = (ChatId(ALICE), HERS, None);
+                until(name.as_str(), || out.reactions() == [off.clone()]).await;
+            }
             assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
             assert_eq!(out.shown(), [apology], "{name}: one apology, nothing run");
+            assert_eq!(
+                out.reactions().len(),
+                usize::from(request.message.is_some())
+            );
             // Never started again.
             recover(&app, &out_).await;
             assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
             assert_eq!(out.shown().len(), 1, "{name}: given up once");
+        }
+    }
+
+    /// A crash leaves the working reaction on the user's message: recovery takes it off once,
+    /// however it finishes the update (and a turn a button started has no message to clear).
+    #[tokio::test]
+    async fn the_working_reaction_a_crash_left_is_taken_off_once() {
+        let cases = [
+            ("run again", false, InboxState::Pending),
+            ("its stored answer sent", true, InboxState::Stored),
+            (
+                "finished in its message",
+                true,
+                InboxState::Visible { message: Some(42) },
+            ),
+            ("a notice", true, InboxState::Visible { message: None }),
+            ("cleared since", false, InboxState::Stored),
+        ];
+        let mut request = every_kind().remove(0).1;
+        for (name, stored, at) in cases {
+            for mine in [Some(HERS), None] {
+                request.message = mine;
+                let dir = tempfile::tempdir().unwrap();
+                let app = app(dir.path(), NO_LLM);
+                crashed(&app, &request, 0, stored, at);
+                let out = Recorder::new();
+                let out_: Out = out.clone();
+                recover(&app, &out_).await;
+                assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
+                if mine.is_some() {
+                    let off = (ChatId(ALICE), HERS, None);
+                    until(name, || !out.reactions().is_empty()).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    assert_eq!(out.reactions(), [off], "{name}: taken off once");
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    assert_eq!(out.reactions(), [], "{name}: no message of the user's");
+                }
+            }
         }
     }
 

@@ -47,6 +47,8 @@ pub(super) enum Shown {
 #[derive(Default)]
 pub(super) struct Recorder {
     shown: Mutex<Vec<Shown>>,
+    /// The reactions put on (`Some`) or taken off (`None`), by chat and message, in order.
+    reactions: Mutex<Vec<(ChatId, i32, Option<String>)>>,
     pub(super) refusing: AtomicBool,
 }
 
@@ -57,6 +59,11 @@ impl Recorder {
 
     pub(super) fn shown(&self) -> Vec<Shown> {
         self.shown.lock().unwrap().clone()
+    }
+
+    /// The reactions put on or taken off so far.
+    pub(super) fn reactions(&self) -> Vec<(ChatId, i32, Option<String>)> {
+        self.reactions.lock().unwrap().clone()
     }
 
     fn record(&self, shown: Shown) {
@@ -126,6 +133,12 @@ impl Messenger for Recorder {
 
     fn image<'a>(&'a self, _file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
         Box::pin(async { anyhow::bail!("no photos here") })
+    }
+
+    fn react(&self, chat: ChatId, message: i32, emoji: Option<String>) -> BoxFuture<'static, bool> {
+        let on = emoji.is_some();
+        self.reactions.lock().unwrap().push((chat, message, emoji));
+        Box::pin(async move { on })
     }
 }
 

@@ -2,13 +2,14 @@
 //! build's `HEURIST_TEST_ABORT_ON` trigger, as a stack overflow would) crashes it at most
 //! `max_turn_attempts` times. Then it is given up with one apology, the bot stays up and
 //! answers everyone else, and the message never runs again. The same holds for a scheduled
-//! run.
+//! run. And the leftovers of a `kill -9`: the working reaction is taken off.
 
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use serde_json::json;
 
+use crate::support::llm::stalling_llm;
 use crate::support::*;
 
 /// What makes a turn abort the process as it starts (the trigger's marker).
@@ -196,4 +197,35 @@ async fn a_scheduled_run_that_crashes_the_bot_is_given_up_too() {
         .await
         .expect("the bot answers");
     never_again(&tg, &llm, dir.path(), bot).await;
+}
+
+/// A `kill -9` while the working reaction is on the user's message: the restart takes it off
+/// (once), though the turn that would have was killed.
+#[tokio::test]
+async fn the_working_reaction_a_kill_left_is_taken_off_after_the_restart() {
+    let (llm, slow) = stalling_llm("the answer").await;
+    let tg = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let toml = |after_ms: u64| format!("{PLAIN_TOML}working_reaction_after_ms = {after_ms}\n");
+    let mut bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &[], &toml(0));
+    let update = tg.send_text(ALICE, "take your time");
+    let message = json!(tg.message_id_of(update));
+    let on_it = |tg: &FakeTelegram| {
+        tg.calls("setMessageReaction")
+            .into_iter()
+            .filter(|c| c.params["chat_id"] == ALICE && c.params["message_id"] == message)
+            .map(|c| c.params["reaction"].as_array().map_or(0, Vec::len))
+            .collect::<Vec<_>>()
+    };
+    tg.wait_for(|tg| (on_it(tg) == [1]).then_some(())).await;
+    bot.kill();
+
+    slow.store(false, std::sync::atomic::Ordering::SeqCst);
+    // The rerun answers long before it would put a reaction of its own on.
+    let _bot = BotProcess::spawn_with(&tg, &llm.url, dir.path(), &[], &toml(60_000));
+    tg.wait_text(ALICE, "the answer", Duration::from_secs(20))
+        .await
+        .expect("answered after the restart");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(on_it(&tg), [1, 0], "put on, then taken off once");
 }

@@ -629,12 +629,6 @@ impl Config {
         if self.agent.max_iterations == 0 {
             bail!("agent.max_iterations must be at least 1");
         }
-        if self.max_turn_attempts == 0 {
-            bail!(
-                "max_turn_attempts must be at least 1: 1 never runs again a turn a crash \
-                 interrupted, 2 (the default) runs it once more"
-            );
-        }
         if self.llm.max_concurrent == 0 {
             bail!("llm.max_concurrent must be at least 1 (1 makes every LLM call queue)");
         }
@@ -646,6 +640,7 @@ impl Config {
             http_url(&self.speech.base_url)
                 .map_err(|e| anyhow::anyhow!("HEURIST_SPEECH_URL / speech.base_url {e}"))?;
         }
+        validate_turn_attempts(self.max_turn_attempts)?;
         validate_mcp_servers(&self.mcp.servers)?;
         validate_models(&self.models)
     }
@@ -756,6 +751,17 @@ fn http_url(text: &str) -> anyhow::Result<reqwest::Url> {
         bail!("must be an http:// or https:// URL");
     }
     Ok(url)
+}
+
+/// `max_turn_attempts` counts starts, the first one too: 0 would never run a turn.
+fn validate_turn_attempts(attempts: u32) -> anyhow::Result<()> {
+    if attempts == 0 {
+        bail!(
+            "max_turn_attempts must be at least 1: 1 never runs again a turn a crash \
+             interrupted, 2 (the default) runs it once more"
+        );
+    }
+    Ok(())
 }
 
 /// Longest MCP server name: with the `__` separator, tools keep at least 30 of OpenAI's 64
@@ -1079,6 +1085,12 @@ roles = "admin"
                 toml: "[llm]\nmax_concurrent = 0\n",
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "llm.max_concurrent must be at least 1",
+            },
+            Case {
+                name: "a turn that may never start",
+                toml: "max_turn_attempts = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "max_turn_attempts must be at least 1",
             },
             Case {
                 name: "a removed key is rejected",

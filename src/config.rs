@@ -29,6 +29,9 @@ const DEFAULT_CONFIG_PATH: &str = "config/heurist.toml";
 pub struct Config {
     pub data_dir: PathBuf,
     pub shutdown_grace_secs: u64,
+    /// How many times an update's turn may start without finishing (a crash each time)
+    /// before it is given up with an apology: what makes a crash loop impossible.
+    pub max_turn_attempts: u32,
     pub cache_bytes: u64,
     /// Answered inbox entries and option/feedback tickets older than this are pruned.
     pub retention_days: u32,
@@ -653,8 +656,10 @@ impl Config {
             http_url(&self.speech.base_url)
                 .map_err(|e| anyhow::anyhow!("HEURIST_SPEECH_URL / speech.base_url {e}"))?;
         }
-        validate_mcp_servers(&self.mcp.servers)?;
-        validate_models(&self.models).and_then(|()| validate_parser_limits(&self.documents))
+        validate_turn_attempts(self.max_turn_attempts)
+            .and_then(|()| validate_mcp_servers(&self.mcp.servers))
+            .and_then(|()| validate_models(&self.models))
+            .and_then(|()| validate_parser_limits(&self.documents))
     }
 
     /// Strings that must never appear in logs or messages: the token (and its secret half, which
@@ -781,6 +786,17 @@ fn validate_parser_limits(documents: &DocumentsConfig) -> anyhow::Result<()> {
         bail!(
             "documents.parser_memory_mb must be at least {MIN_PARSER_MEMORY_MB}: the PDF parser \
              runs this program, which needs that much to start (256 is the default)"
+        );
+    }
+    Ok(())
+}
+
+/// `max_turn_attempts` counts starts, the first one too: 0 would never run a turn.
+fn validate_turn_attempts(attempts: u32) -> anyhow::Result<()> {
+    if attempts == 0 {
+        bail!(
+            "max_turn_attempts must be at least 1: 1 never runs again a turn a crash \
+             interrupted, 2 (the default) runs it once more"
         );
     }
     Ok(())
@@ -1187,6 +1203,12 @@ roles = "admin"
                 toml: "[documents]\nparser_memory_mb = 0\n",
                 env: &[("TELOXIDE_TOKEN", "t")],
                 expect: "documents.parser_memory_mb must be at least 64",
+            },
+            Case {
+                name: "a turn that may never start",
+                toml: "max_turn_attempts = 0\n",
+                env: &[("TELOXIDE_TOKEN", "t")],
+                expect: "max_turn_attempts must be at least 1",
             },
             Case {
                 name: "a removed key is rejected",

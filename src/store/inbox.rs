@@ -85,6 +85,17 @@ pub struct InboxEntry {
     /// that names the same update id is a reused id's predecessor's (0 in older records).
     #[serde(default)]
     pub first_seq: u64,
+    /// How many times recovery started the update again (see `inbox_state`'s poison updates):
+    /// written by a start recovery makes, before that start runs, never on a turn's first run
+    /// (its flushed record stands for that start). Left out when 0, so a record without it
+    /// (every record of earlier versions) reads as never restarted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+}
+
+/// `serde`'s test for leaving `restarts` out.
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl InboxEntry {
@@ -96,6 +107,16 @@ impl InboxEntry {
             received,
             parts: Vec::new(),
             first_seq: 0,
+            restarts: 0,
+        }
+    }
+
+    /// The part of the record the state machine changes.
+    pub(crate) fn progress(&self) -> Progress {
+        Progress {
+            state: self.state,
+            parts: self.parts.clone(),
+            restarts: self.restarts,
         }
     }
 }
@@ -182,12 +203,17 @@ impl Inbox<'_> {
                 let now = Progress {
                     state: e.state,
                     parts: std::mem::take(&mut e.parts),
+                    restarts: e.restarts,
                 };
                 let (next, said) = step(&now, event);
                 verdict = said;
                 let write = said == Verdict::Write;
-                let Progress { state, parts } = if write { next } else { now };
-                (e.state, e.parts) = (state, parts);
+                let Progress {
+                    state,
+                    parts,
+                    restarts,
+                } = if write { next } else { now };
+                (e.state, e.parts, e.restarts) = (state, parts, restarts);
                 write
             },
         )?;
@@ -237,18 +263,26 @@ impl Inbox<'_> {
     /// Every message that shows an update's answer, first to last, as recorded; empty if none.
     pub(crate) fn visible_messages(&self, update: UpdateId) -> Vec<i32> {
         let key = update.0.to_be_bytes();
-        read_json::<InboxEntry>(&self.store.inbox, TREE, &key).map_or_else(Vec::new, |e| {
-            Progress {
-                state: e.state,
-                parts: e.parts,
-            }
-            .shown_in()
-        })
+        read_json::<InboxEntry>(&self.store.inbox, TREE, &key)
+            .map_or_else(Vec::new, |e| e.progress().shown_in())
+    }
+
+    /// Counts a start recovery makes of update `update` ([`Event::Start`]), before it runs;
+    /// whether it was counted ([`Verdict::Keep`]: the update is done, or its record missing or
+    /// unreadable, and it is not to be started). The caller flushes before the start runs.
+    pub(crate) fn count_start(&self, update: UpdateId) -> Result<bool> {
+        Ok(self.apply(update, Event::Start)? == Verdict::Write)
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
     pub(crate) fn add_visible_part(&self, update: UpdateId, message: i32) -> Result<()> {
         self.apply(update, Event::ShowPart(message)).map(drop)
+    }
+
+    /// The record of update `update`, done or not, if it is there and readable.
+    #[cfg(test)]
+    pub(crate) fn entry(&self, update: UpdateId) -> Option<InboxEntry> {
+        read_json(&self.store.inbox, TREE, &update.0.to_be_bytes())
     }
 
     /// Accepted updates whose answer was not (known to be) sent: what a crash interrupted.

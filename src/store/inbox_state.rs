@@ -10,16 +10,28 @@
 //! message that shows it, and one that may be on screen in a message nobody can name gets a
 //! notice instead of a second answer.
 //!
+//! # Poison updates
+//! An update whose turn crashes the process (a stack overflow, an abort: nothing a
+//! `catch_unwind` sees) would crash it again at every start. So every start is counted on disk
+//! before it runs: the record written and flushed at accept stands for the first, and each
+//! start recovery makes ([`Event::Start`]: a rerun as it is dequeued, a stored answer before it
+//! is sent) adds one to `restarts` before it runs. An update that has started `max_starts`
+//! times without being done is not started again: [`Resume::Quarantine`] finishes it with one
+//! apology. What this costs an innocent turn is told in `turn::quarantine`.
+//!
 //! [`step`] decides; [`super::Inbox`] applies its verdict to the record atomically.
 //!
 //! ```
 //! use heurist::store::InboxState;
 //! use heurist::store::inbox_state::{Event, Progress, Resume, Verdict, step};
-//! let pending = Progress { state: InboxState::Pending, parts: vec![] };
+//! let pending = Progress { state: InboxState::Pending, parts: vec![], restarts: 0 };
 //! let (stored, verdict) = step(&pending, Event::Store);
 //! assert_eq!((stored.state, verdict), (InboxState::Stored, Verdict::Write));
-//! let (_, verdict) = step(&stored, Event::Restart { stored: true });
+//! let (_, verdict) = step(&stored, Event::Restart { stored: true, max_starts: 2 });
 //! assert_eq!(verdict, Verdict::Resume(Resume::Send));
+//! let (started, _) = step(&stored, Event::Start);
+//! let (_, verdict) = step(&started, Event::Restart { stored: true, max_starts: 2 });
+//! assert_eq!(verdict, Verdict::Resume(Resume::Quarantine));
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -49,15 +61,23 @@ impl InboxState {
     }
 }
 
-/// An update's state and the later messages of its visible answer (the first is in the
-/// state): the part of its record that [`step`] changes.
+/// An update's state, the later messages of its visible answer (the first is in the state)
+/// and its restarts: the part of its record that [`step`] changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Progress {
     pub state: InboxState,
     pub parts: Vec<i32>,
+    /// How many times recovery started it again ([`Event::Start`]).
+    pub restarts: u32,
 }
 
 impl Progress {
+    /// How many times the update has started: once when it was accepted (its record, flushed
+    /// before its turn runs, stands for that start), and once for each restart.
+    pub(crate) fn starts(&self) -> u32 {
+        self.restarts.saturating_add(1)
+    }
+
     /// Every message that shows the answer, first to last; empty unless it is visible in a
     /// known message.
     pub(crate) fn shown_in(&self) -> Vec<i32> {
@@ -88,8 +108,11 @@ pub enum Event {
     /// Its turn panicked.
     Fail,
     /// The bot started again with the update not done; `stored`: its turn's answer is in the
-    /// history.
-    Restart { stored: bool },
+    /// history; `max_starts`: how many starts an update may have (`max_turn_attempts`).
+    Restart { stored: bool, max_starts: u32 },
+    /// Recovery starts it again, just before the start runs: its turn is dequeued to run
+    /// again, or its stored answer (or a notice) is about to be sent.
+    Start,
 }
 
 /// What recovery does with an update a restart found not done.
@@ -106,6 +129,9 @@ pub enum Resume {
     Rerun,
     /// Stored, but the chat was cleared since: nothing to send; it is answered.
     Close,
+    /// Started `max_starts` times and never done: likely the cause of the crashes, so it is
+    /// never started again; it is answered, then its sender gets one apology.
+    Quarantine,
 }
 
 /// What an [`Event`] came to.
@@ -127,13 +153,21 @@ pub fn step(now: &Progress, event: Event) -> (Progress, Verdict) {
     let to = |state| {
         let next = Progress {
             state,
-            parts: now.parts.clone(),
+            ..now.clone()
         };
         (next, V::Write)
     };
     let keep = |verdict| (now.clone(), verdict);
     match (now.state, event) {
-        (_, E::Accept) => to(S::Pending),
+        // A new update under the id: it has not started again yet.
+        (_, E::Accept) => {
+            let next = Progress {
+                state: S::Pending,
+                restarts: 0,
+                ..now.clone()
+            };
+            (next, V::Write)
+        }
         (S::Pending, E::Store) => to(S::Stored),
         // A visible answer says more than a stored one; a done update stays done.
         (_, E::Store) => keep(V::Keep),
@@ -149,35 +183,42 @@ pub fn step(now: &Progress, event: Event) -> (Progress, Verdict) {
             let mut parts = now.parts.clone();
             parts.push(part);
             let next = Progress {
-                state: now.state,
                 parts,
+                ..now.clone()
             };
             (next, V::Write)
         }
         (_, E::Answer) => to(S::Answered),
         (_, E::Fail) => to(S::Failed),
-        (S::Answered | S::Failed, E::Restart { .. }) => keep(V::Keep),
+        (S::Answered | S::Failed, E::Restart { .. } | E::Start) => keep(V::Keep),
+        (_, E::Start) => {
+            let next = Progress {
+                restarts: now.restarts.saturating_add(1),
+                ..now.clone()
+            };
+            (next, V::Write)
+        }
+        // Nothing is started for it: it needs no count.
+        (S::Stored, E::Restart { stored: false, .. }) => keep(V::Resume(Resume::Close)),
+        (_, E::Restart { max_starts, .. }) if now.starts() >= max_starts => {
+            keep(V::Resume(Resume::Quarantine))
+        }
         (S::Visible { message: None }, E::Restart { .. }) => keep(V::Resume(Resume::Notice)),
-        (S::Visible { message: Some(_) }, E::Restart { stored: true }) => {
+        (S::Visible { message: Some(_) }, E::Restart { stored: true, .. }) => {
             keep(V::Resume(Resume::Finish))
         }
-        (S::Pending | S::Stored, E::Restart { stored: true }) => keep(V::Resume(Resume::Send)),
-        (S::Pending | S::Visible { .. }, E::Restart { stored: false }) => {
+        (S::Pending | S::Stored, E::Restart { stored: true, .. }) => keep(V::Resume(Resume::Send)),
+        (S::Pending | S::Visible { .. }, E::Restart { stored: false, .. }) => {
             keep(V::Resume(Resume::Rerun))
         }
-        (S::Stored, E::Restart { stored: false }) => keep(V::Resume(Resume::Close)),
     }
 }
 
-/// What recovery does with an update in `state` (see [`Resume`]); an update already done
-/// needs nothing more than [`Resume::Close`].
+/// What recovery does with an update at `now` (see [`Resume`]), when an update may start
+/// `max_starts` times; an update already done needs nothing more than [`Resume::Close`].
 #[must_use]
-pub(crate) fn resume(state: InboxState, stored: bool) -> Resume {
-    let now = Progress {
-        state,
-        parts: Vec::new(),
-    };
-    match step(&now, Event::Restart { stored }).1 {
+pub(crate) fn resume(now: &Progress, stored: bool, max_starts: u32) -> Resume {
+    match step(now, Event::Restart { stored, max_starts }).1 {
         Verdict::Resume(resume) => resume,
         Verdict::Write | Verdict::Keep => Resume::Close,
     }
@@ -350,7 +391,10 @@ mod tests {
                 "restarted while a message nobody can name may show it",
                 SHOWING,
                 &[],
-                E::Restart { stored: true },
+                E::Restart {
+                    stored: true,
+                    max_starts: 2,
+                },
                 SHOWING,
                 &[],
                 V::Resume(R::Notice),
@@ -359,7 +403,10 @@ mod tests {
                 "restarted mid-send, not stored",
                 SHOWING,
                 &[],
-                E::Restart { stored: false },
+                E::Restart {
+                    stored: false,
+                    max_starts: 2,
+                },
                 SHOWING,
                 &[],
                 V::Resume(R::Notice),
@@ -368,7 +415,10 @@ mod tests {
                 "restarted with the answer shown in a known message",
                 SHOWN,
                 &[8],
-                E::Restart { stored: true },
+                E::Restart {
+                    stored: true,
+                    max_starts: 2,
+                },
                 SHOWN,
                 &[8],
                 V::Resume(R::Finish),
@@ -377,7 +427,10 @@ mod tests {
                 "restarted before the answer was sent",
                 S::Stored,
                 &[],
-                E::Restart { stored: true },
+                E::Restart {
+                    stored: true,
+                    max_starts: 2,
+                },
                 S::Stored,
                 &[],
                 V::Resume(R::Send),
@@ -386,7 +439,10 @@ mod tests {
                 "restarted with a stored answer still pending",
                 S::Pending,
                 &[],
-                E::Restart { stored: true },
+                E::Restart {
+                    stored: true,
+                    max_starts: 2,
+                },
                 S::Pending,
                 &[],
                 V::Resume(R::Send),
@@ -395,7 +451,10 @@ mod tests {
                 "restarted before the turn was stored",
                 S::Pending,
                 &[],
-                E::Restart { stored: false },
+                E::Restart {
+                    stored: false,
+                    max_starts: 2,
+                },
                 S::Pending,
                 &[],
                 V::Resume(R::Rerun),
@@ -404,7 +463,10 @@ mod tests {
                 "restarted while a rerun showed, not stored",
                 SHOWN,
                 &[],
-                E::Restart { stored: false },
+                E::Restart {
+                    stored: false,
+                    max_starts: 2,
+                },
                 SHOWN,
                 &[],
                 V::Resume(R::Rerun),
@@ -413,7 +475,10 @@ mod tests {
                 "restarted, stored, then cleared",
                 S::Stored,
                 &[],
-                E::Restart { stored: false },
+                E::Restart {
+                    stored: false,
+                    max_starts: 2,
+                },
                 S::Stored,
                 &[],
                 V::Resume(R::Close),
@@ -422,7 +487,10 @@ mod tests {
                 "a done update is not resumed",
                 S::Failed,
                 &[],
-                E::Restart { stored: true },
+                E::Restart {
+                    stored: true,
+                    max_starts: 2,
+                },
                 S::Failed,
                 &[],
                 V::Keep,
@@ -432,10 +500,12 @@ mod tests {
             let now = Progress {
                 state: case.state,
                 parts: case.parts.to_vec(),
+                restarts: 0,
             };
             let next = Progress {
                 state: case.next,
                 parts: case.next_parts.to_vec(),
+                restarts: 0,
             };
             assert_eq!(
                 step(&now, case.event),
@@ -446,11 +516,167 @@ mod tests {
         }
     }
 
+    /// Every start recovery makes is counted before it runs, and an update that started
+    /// `max_starts` times without being done is quarantined, whatever it was going to do.
+    #[test]
+    fn starts_are_counted_and_an_update_started_too_often_is_quarantined() {
+        struct Case {
+            name: &'static str,
+            state: InboxState,
+            restarts: u32,
+            event: Event,
+            /// The restarts after the event, and its verdict.
+            next: u32,
+            verdict: Verdict,
+        }
+        use {Event as E, InboxState as S, Resume as R, Verdict as V};
+        const SHOWN: S = S::Visible { message: Some(7) };
+        const SHOWING: S = S::Visible { message: None };
+        let restart = |stored, max_starts| E::Restart { stored, max_starts };
+        let case = |name, state, restarts, event, next, verdict| Case {
+            name,
+            state,
+            restarts,
+            event,
+            next,
+            verdict,
+        };
+        let cases = [
+            case("a rerun is counted", S::Pending, 0, E::Start, 1, V::Write),
+            case("counted again", SHOWN, 1, E::Start, 2, V::Write),
+            case(
+                "a done update is not started",
+                S::Answered,
+                1,
+                E::Start,
+                1,
+                V::Keep,
+            ),
+            case("a failed one neither", S::Failed, 0, E::Start, 0, V::Keep),
+            case(
+                "a new update under the id",
+                S::Answered,
+                3,
+                E::Accept,
+                0,
+                V::Write,
+            ),
+            case(
+                "progress keeps the count",
+                S::Pending,
+                1,
+                E::Store,
+                1,
+                V::Write,
+            ),
+            case(
+                "started once (at accept): run again",
+                S::Pending,
+                0,
+                restart(false, 2),
+                0,
+                V::Resume(R::Rerun),
+            ),
+            case(
+                "started twice: never again",
+                S::Pending,
+                1,
+                restart(false, 2),
+                1,
+                V::Resume(R::Quarantine),
+            ),
+            case(
+                "a stored answer whose sending crashed twice",
+                S::Stored,
+                1,
+                restart(true, 2),
+                1,
+                V::Resume(R::Quarantine),
+            ),
+            case(
+                "a rerun into a shown message, twice",
+                SHOWN,
+                1,
+                restart(false, 2),
+                1,
+                V::Resume(R::Quarantine),
+            ),
+            case(
+                "a finish in a shown message, twice",
+                SHOWN,
+                1,
+                restart(true, 2),
+                1,
+                V::Resume(R::Quarantine),
+            ),
+            case(
+                "a notice, twice",
+                SHOWING,
+                1,
+                restart(true, 2),
+                1,
+                V::Resume(R::Quarantine),
+            ),
+            case(
+                "a higher limit runs it again",
+                S::Pending,
+                1,
+                restart(false, 3),
+                1,
+                V::Resume(R::Rerun),
+            ),
+            case(
+                "a limit of one never runs a turn a crash interrupted",
+                S::Pending,
+                0,
+                restart(false, 1),
+                0,
+                V::Resume(R::Quarantine),
+            ),
+            case(
+                "a stored turn of a cleared chat starts nothing: closed",
+                S::Stored,
+                5,
+                restart(false, 2),
+                5,
+                V::Resume(R::Close),
+            ),
+            case(
+                "a done update is not quarantined",
+                S::Answered,
+                5,
+                restart(false, 2),
+                5,
+                V::Keep,
+            ),
+            case(
+                "the count does not wrap",
+                S::Pending,
+                u32::MAX,
+                E::Start,
+                u32::MAX,
+                V::Write,
+            ),
+        ];
+        for case in cases {
+            let now = Progress {
+                state: case.state,
+                parts: vec![8],
+                restarts: case.restarts,
+            };
+            let (next, verdict) = step(&now, case.event);
+            assert_eq!(verdict, case.verdict, "case: {}", case.name);
+            assert_eq!(next.restarts, case.next, "case: {}", case.name);
+            assert_eq!(next.parts, [8], "case: {}: parts kept", case.name);
+        }
+    }
+
     #[test]
     fn an_answer_is_shown_in_its_known_messages_only() {
         let progress = |state, parts: &[i32]| Progress {
             state,
             parts: parts.to_vec(),
+            restarts: 0,
         };
         let shown = InboxState::Visible { message: Some(7) };
         assert_eq!(progress(shown, &[8, 9]).shown_in(), [7, 8, 9]);

@@ -147,6 +147,11 @@ mod tests {
                 rewritten: json!({"chat":42,"user":42,"text":"hi","image":null,"state":"Pending","received":1700000000,"topic":null,"first_seq":0}),
             },
             Case {
+                name: "an inbox entry recovery started again twice",
+                stored: r#"{"chat":42,"user":42,"text":"hi","image":null,"state":"Pending","received":1700000000,"topic":null,"first_seq":0,"restarts":2}"#,
+                rewritten: json!({"chat":42,"user":42,"text":"hi","image":null,"state":"Pending","received":1700000000,"topic":null,"first_seq":0,"restarts":2}),
+            },
+            Case {
                 name: "an inbox entry from before topics, replies and forwards",
                 stored: r#"{"chat":42,"user":42,"text":"hi","state":"Answered","received":1700000000}"#,
                 rewritten: json!({"chat":42,"user":42,"text":"hi","image":null,"state":"Answered","received":1700000000,"topic":null,"first_seq":0}),
@@ -174,6 +179,7 @@ mod tests {
                 received: 1_700_000_000,
                 parts: vec![10],
                 first_seq: 4,
+                restarts: 0,
             }
         );
     }

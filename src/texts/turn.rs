@@ -12,6 +12,21 @@ pub const UNREADABLE_NOTICE: &str = "⚠️ Sorry, this conversation's stored hi
 /// What the user is told when their message crashed its turn.
 pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this message could not be handled. Please try again or rephrase it.";
 
+/// The apology of an update given up after its turn started `starts` times and the bot stopped
+/// each time (see `turn::quarantine`): it is never run again, so the user is asked to send it
+/// again, in other words if it was what stopped the bot.
+pub fn gave_up(starts: u32) -> String {
+    let times = match starts {
+        0 | 1 => "while".to_string(),
+        2 => "twice while".to_string(),
+        n => format!("{n} times while"),
+    };
+    format!(
+        "⚠️ I could not answer this message: the bot stopped {times} handling it, so I will not \
+         try it again. Please send it again, in other words if you can."
+    )
+}
+
 /// The answer of a turn whose LLM refused the bot's setup when there is no admin to alert (so
 /// the user is not promised that one was).
 pub(crate) const SETUP_BROKEN: &str =

@@ -4,8 +4,9 @@
 //! way the request's text is the result and its attachment gone, so the stages after this
 //! (and a 🔁 Retry ticket) see a plain message. The inbox entry keeps the attachment until it
 //! is read, so a turn a crash interrupted here reads it again when it resumes; then the entry
-//! holds the read request, so a crash later resumes with the transcript (never transcribed or
-//! shown twice).
+//! holds the read request, so a crash later resumes with the transcript. A transcript is kept
+//! on disk (flushed) before it is shown, so it is never transcribed or shown twice; a text
+//! turn, which reads nothing, never pays for that flush.
 //!
 //! A recording's length is measured from its bytes once downloaded (the sender's client may
 //! claim any length): one longer than `speech.max_audio_secs` is refused, and its transcript
@@ -43,13 +44,17 @@ pub(super) async fn read_attachment(turn: &mut Turn) -> bool {
         return true;
     };
     let read = match attachment.kind {
-        AttachmentKind::Audio => transcribe(turn, &attachment).await,
-        AttachmentKind::Document => read_document(turn, &attachment).await,
+        AttachmentKind::Audio => transcribe(turn, &attachment).await.map(Some),
+        AttachmentKind::Document => read_document(turn, &attachment).await.map(|()| None),
     };
     match read {
-        Ok(()) => {
+        Ok(transcript) => {
             turn.input.request.attachment = None;
-            keep_read(turn);
+            keep_read(turn, transcript.is_some()).await;
+            if let Some(shown) = transcript {
+                let reply_to = turn.input.request.reply_to;
+                turn.out.transcript(turn.at(), reply_to, &shown).await;
+            }
             true
         }
         Err(told) => {
@@ -63,29 +68,32 @@ pub(super) async fn read_attachment(turn: &mut Turn) -> bool {
     }
 }
 
-/// Records the request as read in the turn's inbox entry. Not flushed: sled's own flush
-/// follows within half a second, and a crash before it reads the file again.
-fn keep_read(turn: &Turn) {
+/// Records the request as read in the turn's inbox entry, flushed (`durable`) when what was
+/// read is about to be shown (a transcript): a crash after it is on screen then resumes with
+/// it, never transcribing and showing it again. A document's text is shown to nobody: sled's
+/// own flush follows within half a second, and a crash before it reads the file again.
+async fn keep_read(turn: &Turn, durable: bool) {
     let Some(update) = turn.input.update else {
         return;
     };
+    let store = turn.app.store();
+    let kept = store.inbox().replace_request(update, &turn.input.request);
+    let kept = match kept {
+        Ok(()) if durable => store.db().flush_async().await,
+        other => other,
+    };
     // Dropped (logged): a resumed turn reads the file again, as if this had not happened.
-    if let Err(e) = turn
-        .app
-        .store()
-        .inbox()
-        .replace_request(update, &turn.input.request)
-    {
+    if let Err(e) = kept {
         tracing::warn!(%update, error = %e, "cannot keep an attachment's text in the inbox");
     }
 }
 
-/// Transcribes the recording, shows the transcript and makes it the request's text; `Err`
-/// is what the user is told. The length the sender's client claims was checked before the
-/// download (`handlers::files`); here the recording's bytes are measured too (see
-/// [`crate::agent::audio`]): a recording longer than `speech.max_audio_secs` is refused, and
-/// the budget is reserved for the longer of the two lengths.
-async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), String> {
+/// Transcribes the recording and makes it the request's text; `Ok` is the transcript to show
+/// (once it is kept), `Err` what the user is told. The length the sender's client claims was
+/// checked before the download (`handlers::files`); here the recording's bytes are measured
+/// too (see [`crate::agent::audio`]): a recording longer than `speech.max_audio_secs` is
+/// refused, and the budget is reserved for the longer of the two lengths.
+async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<String, String> {
     let app = turn.app.clone();
     let Some(speech) = app.speech() else {
         return Err(texts::SPEECH_NOT_CONFIGURED.to_string());
@@ -142,8 +150,6 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), Stri
         return Err(texts::NOTHING_HEARD.to_string());
     }
     let shown = cut(&text, texts::SHOWN_TRANSCRIPT_CHARS);
-    let reply_to = turn.input.request.reply_to;
-    turn.out.transcript(turn.at(), reply_to, &shown).await;
     let request = &mut turn.input.request;
     request.text = match request.text.trim() {
         "" => text,
@@ -152,7 +158,7 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<(), Stri
     // An audio file is a recording of anyone's speech, not the user's own voice note: its
     // words are someone else's (see `crate::provenance`).
     request.forwarded |= !attachment.name.is_empty();
-    Ok(())
+    Ok(shown)
 }
 
 /// The tokens reserved before a transcription: [`TOKENS_PER_SECOND`] for each second of the

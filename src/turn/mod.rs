@@ -15,7 +15,8 @@
 //! the chat-level decisions (clear, model switch, stop, feedback) that commands and buttons
 //! share, [`reactions`] a reaction on an answer as its vote, `working` the reaction a user's
 //! message carries while its turn runs, and `retry` the 🔁 Retry of a failed turn. [`recover`] finishes at start-up what a
-//! crash interrupted, with what the `visibility` protocol recorded; `alerts` tells the admins
+//! crash interrupted, with what the `visibility` protocol recorded, and `quarantine` counts
+//! every start so that a turn that crashes the bot is given up rather than run at every start; `alerts` tells the admins
 //! of a broken setup. [`scheduled`] fires users' scheduled tasks at their time, into this same
 //! path (the inbox, then the queue); `reminder` shows a reminder's text as its answer, and
 //! `task_desk` is what a turn's `schedule_task` calls act for. The store's upkeep (prune,
@@ -36,6 +37,7 @@ mod offers;
 mod persist;
 mod pipeline;
 mod prepare;
+mod quarantine;
 pub mod reactions;
 mod recovery;
 mod reflect;

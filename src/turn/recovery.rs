@@ -2,14 +2,19 @@
 //! that was not stored runs again; a stored turn whose answer may not have reached the user
 //! has its answer sent (or finished in the message already showing it); unfinished
 //! reflections resume. What the inbox records for this is kept by [`super::visibility`].
+//! Each of these starts is counted on disk before it runs, and an update started
+//! `max_turn_attempts` times is given up with an apology instead (see [`super::quarantine`]).
+//! The working reaction a crash left on the user's message is taken off.
 
 use std::sync::Arc;
 
 use super::accept::enqueue;
 use super::input::TurnInput;
 use super::messenger::{Keyboard, Live, Out, unrecorded};
+use super::quarantine::{Start, count_start, quarantine};
 use super::reflect::{bare_prefix, queue_reflection};
 use super::visibility::{record_visible, set_state};
+use super::working::clear_left;
 use crate::app::App;
 use crate::ids::UpdateId;
 use crate::store::inbox_state::{self, Resume};
@@ -31,11 +36,23 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
     }
 }
 
-/// Finishes unfinished inbox update `update`, by what its state and the stored answer say.
+/// Finishes unfinished inbox update `update`, by what its state, its starts so far and the
+/// stored answer say. Every start made here is counted first (a rerun's when it is dequeued).
 async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) {
     let chat = entry.request.conversation();
     let answer = app.store().history().stored_answer(chat, update);
-    match (inbox_state::resume(entry.state, answer.is_some()), answer) {
+    let progress = entry.progress();
+    let max_starts = app.config().max_turn_attempts;
+    let resume = inbox_state::resume(&progress, answer.is_some(), max_starts);
+    clear_left(app, out, &entry.request);
+    let sends = matches!(resume, Resume::Notice | Resume::Finish | Resume::Send);
+    if sends && !count_start(app, update).await {
+        return;
+    }
+    match (resume, answer) {
+        (Resume::Quarantine, _) => {
+            quarantine(app, out, update, &entry.request, progress.starts()).await;
+        }
         // The answer may be on screen, in a message we cannot name: never a second one.
         (Resume::Notice, _) => {
             tracing::info!(%update, %chat, "a crash came as an answer was being sent");
@@ -74,7 +91,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
         (Resume::Rerun, _) => {
             tracing::info!(%update, %chat, "resuming a turn a crash interrupted");
             let input = TurnInput::resumed(update, entry);
-            enqueue(app, out, input);
+            enqueue(app, out, input, Start::Resumed);
         }
         // Stored, but the chat was cleared since: nothing left to send.
         (Resume::Close | Resume::Finish | Resume::Send, _) => {
@@ -86,9 +103,239 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ChatId, UserId};
     use crate::llm::ChatMessage;
     use crate::store::Provenance;
-    use crate::turn::testing::{NO_LLM, Recorder, Shown, UPDATE, accept, app, input, state};
+    use crate::store::{Attachment, AttachmentKind, TurnRequest};
+    use crate::texts::turn::gave_up;
+    use crate::turn::testing::{
+        ALICE, NO_LLM, Recorder, Shown, UPDATE, accept, app, input, silent_llm, state,
+    };
+
+    /// The message Alice's requests name as hers (the one that carries the working reaction).
+    const HERS: i32 = 11;
+
+    /// A request of each kind of update that starts a turn, as its handler records it.
+    fn every_kind() -> Vec<(&'static str, TurnRequest)> {
+        let alice = || TurnRequest::new(ChatId(ALICE), UserId(ALICE.unsigned_abs()), "hi");
+        let file = |kind, name: &str| Attachment {
+            kind,
+            file_id: "f".into(),
+            name: name.into(),
+            mime: String::new(),
+            seconds: 3,
+        };
+        vec![
+            (
+                "a message",
+                TurnRequest {
+                    message: Some(HERS),
+                    ..alice()
+                },
+            ),
+            (
+                "a document",
+                TurnRequest {
+                    message: Some(HERS),
+                    attachment: Some(file(AttachmentKind::Document, "a.txt")),
+                    ..alice()
+                },
+            ),
+            (
+                "a voice note",
+                TurnRequest {
+                    message: Some(HERS),
+                    attachment: Some(file(AttachmentKind::Audio, "")),
+                    ..alice()
+                },
+            ),
+            // An option press and a 🔁 Retry press carry no message of the user's.
+            ("an option or retry press", alice()),
+            (
+                "a scheduled task's run",
+                TurnRequest {
+                    text: crate::texts::tasks::task_turn("water the plants", None),
+                    ..alice()
+                },
+            ),
+            (
+                "a scheduled reminder",
+                TurnRequest {
+                    reminder: true,
+                    ..alice()
+                },
+            ),
+        ]
+    }
+
+    /// Records `request` as update [`UPDATE`], `restarts` times started again by recovery,
+    /// and (`stored`) its answer "kept" in the history, in `state`.
+    fn crashed(app: &App, request: &TurnRequest, restarts: u32, stored: bool, state: InboxState) {
+        let mut entry = InboxEntry::pending(request.clone(), chrono::Utc::now().timestamp());
+        entry.restarts = restarts;
+        app.store().inbox().accept(UPDATE, &entry).unwrap();
+        if stored {
+            let turn = [ChatMessage::user("hi"), ChatMessage::assistant("kept")];
+            let at = request.conversation();
+            let provenance = Provenance::default();
+            let appended = app
+                .store()
+                .history()
+                .append(at, 0, Some(UPDATE), &turn, &provenance);
+            assert!(appended.unwrap());
+        }
+        if state != InboxState::Pending {
+            app.store().inbox().set_state(UPDATE, state).unwrap();
+        }
+    }
+
+    /// Waits (at most 5 s) until `done` holds.
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !done() {
+            assert!(tokio::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
+    /// An update that started as often as `max_turn_attempts` allows is given up, whatever its
+    /// kind and however far it got: answered, never run or sent again, one apology replying to
+    /// the user's message, and the working reaction taken off it.
+    #[tokio::test]
+    async fn every_kind_of_update_started_too_often_is_given_up_with_one_apology() {
+        let mut cases: Vec<(String, TurnRequest, bool, InboxState)> = every_kind()
+            .into_iter()
+            .map(|(kind, request)| (kind.to_string(), request, false, InboxState::Pending))
+            .collect();
+        let message = every_kind().remove(0).1;
+        for (name, stored, state) in [
+            ("its stored answer never sent", true, InboxState::Stored),
+            (
+                "its answer shown in a known message",
+                true,
+                InboxState::Visible { message: Some(42) },
+            ),
+            (
+                "its answer maybe shown",
+                true,
+                InboxState::Visible { message: None },
+            ),
+            (
+                "its rerun shown, not stored",
+                false,
+                InboxState::Visible { message: Some(42) },
+            ),
+        ] {
+            cases.push((name.to_string(), message.clone(), stored, state));
+        }
+        for (name, request, stored, at) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), NO_LLM);
+            crashed(&app, &request, 1, stored, at);
+            let out = Recorder::new();
+            let out_: Out = out.clone();
+            recover(&app, &out_).await;
+            assert_eq!(state(&app, UPDATE), None, "{name}: done");
+            let apology = Shown::Answer {
+                live: Live::default(),
+                text: gave_up(2),
+                keyboard: Keyboard::None,
+            };
+            if request.message.is_some() {
+                let off = (ChatId(ALICE), HERS, None);
+                until(name.as_str(), || out.reactions() == [off.clone()]).await;
+            }
+            assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
+            assert_eq!(out.shown(), [apology], "{name}: one apology, nothing run");
+            assert_eq!(
+                out.reactions().len(),
+                usize::from(request.message.is_some())
+            );
+            // Never started again.
+            recover(&app, &out_).await;
+            assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
+            assert_eq!(out.shown().len(), 1, "{name}: given up once");
+        }
+    }
+
+    /// A crash leaves the working reaction on the user's message: recovery takes it off once,
+    /// however it finishes the update (and a turn a button started has no message to clear).
+    #[tokio::test]
+    async fn the_working_reaction_a_crash_left_is_taken_off_once() {
+        let cases = [
+            ("run again", false, InboxState::Pending),
+            ("its stored answer sent", true, InboxState::Stored),
+            (
+                "finished in its message",
+                true,
+                InboxState::Visible { message: Some(42) },
+            ),
+            ("a notice", true, InboxState::Visible { message: None }),
+            ("cleared since", false, InboxState::Stored),
+        ];
+        let mut request = every_kind().remove(0).1;
+        for (name, stored, at) in cases {
+            for mine in [Some(HERS), None] {
+                request.message = mine;
+                let dir = tempfile::tempdir().unwrap();
+                let app = app(dir.path(), NO_LLM);
+                crashed(&app, &request, 0, stored, at);
+                let out = Recorder::new();
+                let out_: Out = out.clone();
+                recover(&app, &out_).await;
+                assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
+                if mine.is_some() {
+                    let off = (ChatId(ALICE), HERS, None);
+                    until(name, || !out.reactions().is_empty()).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    assert_eq!(out.reactions(), [off], "{name}: taken off once");
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    assert_eq!(out.reactions(), [], "{name}: no message of the user's");
+                }
+            }
+        }
+    }
+
+    /// Below the limit every kind is started again, and each start recovery makes is counted
+    /// on disk: a rerun's once it is dequeued (not while it waits behind the chat's earlier
+    /// turn), a stored answer's before it is sent.
+    #[tokio::test]
+    async fn every_start_recovery_makes_is_counted_when_it_starts() {
+        let llm = silent_llm().await;
+        for (kind, request) in every_kind() {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), &llm);
+            crashed(&app, &request, 0, false, InboxState::Pending);
+            // The chat's lane is busy with an earlier turn until `release`.
+            let (release, hold) = tokio::sync::oneshot::channel::<()>();
+            let at = request.conversation();
+            app.queues()
+                .enqueue(at, None, async { drop(hold.await) }, async {});
+            let out = Recorder::new();
+            let out_: Out = out.clone();
+            recover(&app, &out_).await;
+            let restarts = || app.store().inbox().entry(UPDATE).unwrap().restarts;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            assert_eq!(restarts(), 0, "{kind}: queued, not started: not counted");
+            release.send(()).unwrap();
+            until(kind, || restarts() == 1).await;
+            app.queues().abort_all();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path(), NO_LLM);
+        crashed(&app, &every_kind()[0].1, 0, true, InboxState::Stored);
+        let out = Recorder::new();
+        let out_: Out = out.clone();
+        recover(&app, &out_).await;
+        assert_eq!(out.shown().len(), 1, "the stored answer is sent");
+        let entry = app.store().inbox().entry(UPDATE).unwrap();
+        assert_eq!(
+            (entry.state, entry.restarts),
+            (InboxState::Answered, 1),
+            "and its start counted"
+        );
+    }
 
     /// What a crash left is finished once, never sent twice.
     #[tokio::test]

@@ -18,6 +18,7 @@ use chrono::Utc;
 use super::accept::enqueue;
 use super::input::TurnInput;
 use super::messenger::Out;
+use super::quarantine::Start;
 use crate::app::App;
 use crate::role::Role;
 use crate::schedule::{self, DailyRuns, TaskKind};
@@ -102,7 +103,8 @@ async fn fire(app: &Arc<App>, out: &Out, task: &Task, now: i64, started: i64) ->
             if let Err(e) = app.store().db().flush_async().await {
                 tracing::error!(error = %e, "cannot flush a scheduled run");
             }
-            enqueue(app, out, TurnInput::new(fired.request, fired.update));
+            let input = TurnInput::new(fired.request, fired.update);
+            enqueue(app, out, input, Start::Durable);
             true
         }
         Ok(None) => {

@@ -47,6 +47,8 @@ pub(super) enum Shown {
 #[derive(Default)]
 pub(super) struct Recorder {
     shown: Mutex<Vec<Shown>>,
+    /// The reactions put on (`Some`) or taken off (`None`), by chat and message, in order.
+    reactions: Mutex<Vec<(ChatId, i32, Option<String>)>>,
     pub(super) refusing: AtomicBool,
 }
 
@@ -57,6 +59,11 @@ impl Recorder {
 
     pub(super) fn shown(&self) -> Vec<Shown> {
         self.shown.lock().unwrap().clone()
+    }
+
+    /// The reactions put on or taken off so far.
+    pub(super) fn reactions(&self) -> Vec<(ChatId, i32, Option<String>)> {
+        self.reactions.lock().unwrap().clone()
     }
 
     fn record(&self, shown: Shown) {
@@ -127,6 +134,12 @@ impl Messenger for Recorder {
     fn image<'a>(&'a self, _file_id: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
         Box::pin(async { anyhow::bail!("no photos here") })
     }
+
+    fn react(&self, chat: ChatId, message: i32, emoji: Option<String>) -> BoxFuture<'static, bool> {
+        let on = emoji.is_some();
+        self.reactions.lock().unwrap().push((chat, message, emoji));
+        Box::pin(async move { on })
+    }
 }
 
 /// An LLM URL where nothing listens: for stages that must not need one.
@@ -150,6 +163,21 @@ pub(super) fn config(dir: &Path, llm_url: &str) -> Config {
 /// An app on a temporary store (in `dir`) with the LLM at `llm_url`.
 pub(super) fn app(dir: &Path, llm_url: &str) -> Arc<App> {
     App::new(config(dir, llm_url)).expect("an app on a temporary store")
+}
+
+/// An LLM URL where a listener takes connections and never answers: a turn that asks it
+/// waits (until its timeout), so it can be seen before it ends. The listener lives as long
+/// as the test's runtime.
+pub(super) async fn silent_llm() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    url
 }
 
 /// A fake OpenAI-compatible LLM that answers every chat completion with `status` and, for a

@@ -6,8 +6,10 @@
 //! no 👀 and costs no call, and so does one while the bot's Telegram calls are backed up: the
 //! two calls would take the answers' share of Telegram's 30 calls a second (measured: 100 chats
 //! answered 2.6× slower at production pacing). A turn a button started (an option, a 🔁 Retry) has no
-//! message of the user's, and shows none. Also here: the record of a shown answer's messages,
-//! through which a reaction on the answer votes (see `reactions`).
+//! message of the user's, and shows none. A crash ends a turn before it can take its reaction
+//! off: recovery does, once for each update it resumes or finishes ([`clear_left`]). Also here:
+//! the record of a shown answer's messages, through which a reaction on the answer votes (see
+//! `reactions`).
 
 use std::time::Duration;
 
@@ -74,6 +76,21 @@ impl Working {
             }
         });
     }
+}
+
+/// Takes the working reaction a crash may have left off the message that asked for `request`
+/// (in the background), if it has one and a reaction is configured: recovery calls it once
+/// for each update it resumes or finishes. A resumed turn puts its own on again if it runs
+/// long, and takes that off as usual.
+pub(super) fn clear_left(app: &App, out: &Out, request: &TurnRequest) {
+    let configured = !app.config().telegram.working_reaction.is_empty();
+    let Some(message) = request.message.filter(|_| configured) else {
+        return;
+    };
+    let (out, chat) = (out.clone(), request.chat);
+    app.spawn(async move {
+        out.react(chat, message, None).await;
+    });
 }
 
 /// Records every message of a shown answer with 👍/👎 (`shown`, the keyboard under the last),

@@ -28,6 +28,7 @@ mod options;
 mod pacing;
 mod parroting;
 mod provenance;
+mod quarantine;
 mod reactions;
 mod refusals;
 mod retry;

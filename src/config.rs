@@ -579,23 +579,8 @@ impl Config {
     }
 
     /// Checks what serde cannot: a usable token, models and URLs.
-    fn validate(&self) -> anyhow::Result<()> {
-        if self.token.is_empty() {
-            bail!(
-                "TELOXIDE_TOKEN is not set: put TELOXIDE_TOKEN=<token from @BotFather> in .env \
-                 (see .env.example) or in the environment"
-            );
-        }
-        if self.models.is_empty() {
-            bail!("no model configured: set HEURIST_MODELS or add a [[models]] entry");
-        }
-        if !(self.compact_factor == 0.0 || self.compact_factor >= 1.1) {
-            bail!(
-                "compact_factor = {} would compact the store at every check: set it to 1.1 or \
-                 more (2.0 is the default), or 0 to turn compaction off",
-                self.compact_factor
-            );
-        }
+    /// The Bot API, webhook and metrics addresses and the webhook secret, when set.
+    fn validate_addresses(&self) -> anyhow::Result<()> {
         if !self.telegram.api_url.is_empty() {
             reqwest::Url::parse(&self.telegram.api_url).map_err(|e| {
                 anyhow::anyhow!("TELOXIDE_API_URL / telegram.api_url is not a URL: {e}")
@@ -634,6 +619,27 @@ impl Config {
                 "HEURIST_WEBHOOK_SECRET may only use A-Z, a-z, 0-9, _ and -, up to 256 characters"
             );
         }
+        Ok(())
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.token.is_empty() {
+            bail!(
+                "TELOXIDE_TOKEN is not set: put TELOXIDE_TOKEN=<token from @BotFather> in .env \
+                 (see .env.example) or in the environment"
+            );
+        }
+        if self.models.is_empty() {
+            bail!("no model configured: set HEURIST_MODELS or add a [[models]] entry");
+        }
+        if !(self.compact_factor == 0.0 || self.compact_factor >= 1.1) {
+            bail!(
+                "compact_factor = {} would compact the store at every check: set it to 1.1 or \
+                 more (2.0 is the default), or 0 to turn compaction off",
+                self.compact_factor
+            );
+        }
+        self.validate_addresses()?;
         reqwest::Url::parse(&self.llm.base_url)
             .map_err(|e| anyhow::anyhow!("OPENAI_BASE_URL / llm.base_url is not a URL: {e}"))?;
         self.agent.time_zone.parse::<chrono_tz::Tz>().map_err(|_| {

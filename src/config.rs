@@ -578,7 +578,6 @@ impl Config {
         validate_tasks(&self.tasks)
     }
 
-    /// Checks what serde cannot: a usable token, models and URLs.
     /// The Bot API, webhook and metrics addresses and the webhook secret, when set.
     fn validate_addresses(&self) -> anyhow::Result<()> {
         if !self.telegram.api_url.is_empty() {
@@ -622,6 +621,7 @@ impl Config {
         Ok(())
     }
 
+    /// Checks what serde cannot: a usable token, models and URLs.
     fn validate(&self) -> anyhow::Result<()> {
         if self.token.is_empty() {
             bail!(

@@ -144,7 +144,9 @@ pub fn proven_lessons(calls: &[Call]) -> Vec<(String, String)> {
         let Some(error) = &call.error else {
             continue;
         };
-        if lessons.iter().any(|(tool, _)| *tool == call.tool) {
+        // The bot's own words to the model (a repeat refused, the call limit) say nothing of
+        // how the tool wants its arguments.
+        if lessons.iter().any(|(tool, _)| *tool == call.tool) || is_the_bots_hint(error) {
             continue;
         }
         let Some(fix) = calls[n + 1..].iter().find(|later| {
@@ -182,6 +184,12 @@ pub fn proven_lessons(calls: &[Call]) -> Vec<(String, String)> {
         ));
     }
     lessons
+}
+
+/// Whether an error is the bot's own hint to the model rather than the tool's answer: a
+/// repeated call it did not run, or the turn's limit of calls.
+fn is_the_bots_hint(error: &str) -> bool {
+    error.contains(super::calls::REPEAT_HINT) || error.starts_with("this turn reached its limit")
 }
 
 /// An error as one line of the server's own words: without the bot's frame around an MCP
@@ -343,6 +351,12 @@ mod tests {
             )]
         );
         assert!(proven_lessons(&[c("t", "1", Some("timed out after 30 s"))]).is_empty());
+        // The bot's own hint, fixed by a later call, proves nothing about the tool.
+        let hint = format!(
+            "this exact call (t with the same arguments) already failed\n{}",
+            crate::agent::calls::REPEAT_HINT
+        );
+        assert!(proven_lessons(&[c("t", "1", Some(&hint)), c("t", "2", None)]).is_empty());
     }
 
     #[test]

@@ -403,8 +403,8 @@ async fn outcomes_and_feedback_score_the_heuristics_an_answer_carried() {
     let scored = by_text(&h, "Name the unit");
     assert_eq!(
         (scored.injected, scored.successes),
-        (1, 1),
-        "the turn counted"
+        (1, 0),
+        "the turn counted its injection; an answer given is no success (no tool confirmed it)"
     );
     assert_eq!(
         by_text(&h, "Give travel").injected,

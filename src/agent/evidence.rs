@@ -31,6 +31,10 @@ use crate::learning::grounding::{argument_values, content_words, value_tokens};
 use crate::llm::ChatMessage;
 use crate::store::Grounds;
 
+/// How the lessons the bot adds to a failed result begin (`Agent::run`): what follows is the
+/// bot's own words, never the tool's, so no evidence is read from it.
+pub(crate) const LESSONS_NOTE: &str = "Learned about this tool from earlier tasks:";
+
 /// Calls listed at most; later ones are counted.
 const MAX_CALLS: usize = 12;
 /// Characters of a call's arguments shown.
@@ -77,11 +81,18 @@ pub(crate) fn turn_calls(messages: &[ChatMessage]) -> Vec<Call> {
                 arguments: call.function.arguments.trim().to_string(),
                 error: result
                     .and_then(|r| r.strip_prefix(ERROR_PREFIX))
-                    .map(str::to_string),
+                    .map(|error| without_lessons(error).to_string()),
             });
         }
     }
     calls
+}
+
+/// A failed result without the lessons the bot added under it.
+fn without_lessons(error: &str) -> &str {
+    error
+        .split_once(&format!("\n{LESSONS_NOTE}"))
+        .map_or(error, |(tool_said, _)| tool_said)
 }
 
 /// The bot's own "answer now" prompt is not the user's message.
@@ -411,7 +422,10 @@ mod tests {
             ChatMessage::assistant("done"),
             ChatMessage::user("look up ticket 4411"),
             calling(vec![call("c1", "ticket_lookup", r#"{"id":"4411"}"#)]),
-            ChatMessage::tool_result("c1", "error: id must look like ABC-004411"),
+            ChatMessage::tool_result(
+                "c1",
+                format!("error: id must look like ABC-004411\n{LESSONS_NOTE}\n- a lesson"),
+            ),
             calling(vec![
                 call("c2", "ticket_lookup", r#"{"id":"4411"}"#),
                 call("c3", "current_time", "{}"),

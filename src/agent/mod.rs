@@ -911,7 +911,7 @@ fn question_alone(user: &ChatMessage) -> ChatMessage {
 /// What a tool's failed result gets when lessons about the tool were learned: just when the
 /// model needs them, in the turn's new tail (the prompt's prefix stays byte-stable).
 fn lessons_note(lessons: &[(u64, String)]) -> String {
-    let mut note = String::from("\nLearned about this tool from earlier tasks:");
+    let mut note = format!("\n{}", evidence::LESSONS_NOTE);
     for (_, lesson) in lessons {
         note.push_str("\n- ");
         note.push_str(lesson);

@@ -150,7 +150,7 @@ struct TaskRecord {
 pub(crate) struct Record {
     /// Unix seconds when it ended.
     at: i64,
-    /// The commit it measured (`git rev-parse --short HEAD`), when known.
+    /// The commit it measured (`git describe --always --dirty`), when known.
     commit: String,
     model: String,
     real: bool,
@@ -183,10 +183,10 @@ fn review_name(review: ReviewMode) -> &'static str {
     }
 }
 
-/// The commit of the working tree, if git can tell.
+/// The commit of the working tree (`-dirty` with changes not committed), if git can tell.
 fn commit() -> String {
     std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
+        .args(["describe", "--always", "--dirty", "--abbrev=7"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()
@@ -390,7 +390,11 @@ pub(crate) fn pooled(path: &str) -> Result<(String, usize), String> {
         );
         groups.entry(key).or_default().push(record);
     }
-    let mut out = format!("Pooled {} runs from {path}", records.len());
+    let mut out = format!(
+        "Pooled {} run{} from {path}",
+        records.len(),
+        if records.len() == 1 { "" } else { "s" }
+    );
     if unreadable > 0 {
         let _ = write!(out, " ({unreadable} unreadable lines left out)");
     }
@@ -404,8 +408,9 @@ pub(crate) fn pooled(path: &str) -> Result<(String, usize), String> {
 /// The table of one model, layout and review mode.
 fn group_report(model: &str, layout: &str, review: &str, runs: &[&Record]) -> String {
     let mut out = format!(
-        "\n### model {model}, layout {layout}, review {review}: {} runs\n\n",
-        runs.len()
+        "\n### model {model}, layout {layout}, review {review}: {} run{}\n\n",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
     );
     for run in runs {
         let _ = writeln!(out, "- {}", run.label());

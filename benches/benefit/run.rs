@@ -483,6 +483,8 @@ async fn held_out(bench: &Bench, setup: &Setup) -> Vec<Outcome> {
         for (family, task, expected) in chat {
             let calls_before = bench.desk.calls().len();
             let exchanges_before = bench.recorder.len();
+            // What could be injected: the lessons stored before the task, not what it taught.
+            let lessons = bench.lesson_texts();
             let (answer, exchanges_after) = bench.ask(user, task).await;
             let all_calls = bench.desk.calls();
             let exchanges: Vec<Exchange> = bench.recorder.exchanges()
@@ -491,7 +493,7 @@ async fn held_out(bench: &Bench, setup: &Setup) -> Vec<Outcome> {
                 .filter(|e| !is_reflection_request(&e.request) && !is_options_request(&e.request))
                 .cloned()
                 .collect();
-            let injected = injected(&exchanges, &bench.lesson_texts(), &skills);
+            let injected = injected(&exchanges, &lessons, &skills);
             let allowed: Vec<String> = FAMILIES
                 .iter()
                 .flat_map(|f| f.train.iter().chain(f.held_out.iter().map(|(t, _)| t)))

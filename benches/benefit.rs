@@ -185,7 +185,7 @@ async fn invocation(model: &Model, setup: &Setup, verbose: bool) -> Invocation {
     if verbose {
         print_tasks(&on, &off);
     }
-    let missed = summary(&record, &on, &off);
+    let missed = summary(&record, &on, &off, model.real);
     Invocation { record, missed }
 }
 
@@ -210,8 +210,9 @@ fn print_tasks(on: &Run, off: &Run) {
     }
 }
 
-/// Prints the invocation's summary and returns the fake's goals it missed.
-fn summary(record: &Record, on: &Run, off: &Run) -> Vec<String> {
+/// Prints the invocation's summary and returns the fake model's goals it missed (a real
+/// model's goals are issue 34's, which `--report` checks over seeds).
+fn summary(record: &Record, on: &Run, off: &Run, real: bool) -> Vec<String> {
     let conventions = |learning| record.totals(Some(Kind::Convention), learning);
     let (c_on, c_off) = (conventions(true), conventions(false));
     let form_gain = c_on.pct(c_on.right_form) - c_off.pct(c_off.right_form);
@@ -244,8 +245,9 @@ fn summary(record: &Record, on: &Run, off: &Run) -> Vec<String> {
         off.wall.as_secs_f64(),
     );
     let goals = [
+        // Without a tool convention among the families, there is no form to gain.
         (
-            form_gain >= 30.0,
+            form_gain >= 30.0 || c_on.tasks == 0,
             format!("right-form gain {form_gain:+.0} < +30"),
         ),
         (worse.is_empty(), format!("families worse: {worse:?}")),
@@ -266,6 +268,9 @@ fn summary(record: &Record, on: &Run, off: &Run) -> Vec<String> {
         .filter(|(met, _)| !met)
         .map(|(_, why)| why)
         .collect();
+    if real {
+        return Vec::new();
+    }
     println!(
         "The fake model's goals (≥ +30 points of right first calls, no family worse, block ≤ 25 %, \
          every answer honest, no harm, none parroted, no vague lesson stored): {}",

@@ -1764,9 +1764,11 @@ fn the_desks_house_forms() {
     assert!(is_ticket_id("TCK-004411") && !is_ticket_id("TCK-4411"));
     assert_eq!(house_date("2026-12-14").as_deref(), Some("14.12.2026"));
     assert!(is_house_date("14.12.2026") && !is_house_date("14/12/2026"));
-    assert_eq!(house_sku("ab12"), "SKU-AB12");
-    assert_eq!(house_sku("sku-ab12"), "SKU-AB12");
-    assert!(is_house_sku("SKU-AB12") && !is_house_sku("SKU-ab12"));
+    assert_eq!(house_sku("item 982"), "SKU-000982");
+    assert!(is_house_sku("SKU-009822") && !is_house_sku("SKU-0015") && !is_house_sku("982"));
+    assert_eq!(whole_grams("2500"), Some(2500));
+    assert!(whole_grams("2.5").is_none() && whole_grams("2500 g").is_none());
+    assert_eq!(shipping_price(2500), "4.65");
 }
 
 /// A turn's reflection is sent only once its answer is on screen, options or not: building

@@ -5,12 +5,19 @@
 //!
 //! - `ticket {id}`: ids are `TCK-` and six digits, zero-padded (`TCK-004411`).
 //! - `booking {date}`: dates are `DD.MM.YYYY` (`14.12.2026`).
-//! - `stock {sku}`: SKUs are `SKU-` and the code in capitals (`SKU-AB12`).
+//! - `stock_level {sku}`: SKUs are `SKU-` and the item number as six digits, zero-padded
+//!   (item 4411 is `SKU-004411`); a house-form SKU of the wrong number (`SKU-009822` for item
+//!   982) is another item, answered as such.
+//! - `shipping_quote {weight}`: weights are whole grams (a 2.5 kg parcel is `2500`); a bare
+//!   `4` for a 4 kg parcel is read as 4 g, and quoted as such.
 //! - `lock {service}` then `deploy {service}`: a deploy needs the service locked first.
 //! - `weather {city}`: no convention; the answer's (°C) is what a user may want otherwise.
 //!
-//! Each error names the rule and the corrected value of the argument it got, as a helpful
-//! internal tool's error does. Every call is logged, so a caller can read what a task did.
+//! The errors of `ticket` and `booking` name the rule and the corrected value of the argument
+//! they got, as a helpful internal tool's error does; those of `stock_level` and
+//! `shipping_quote` (the scenario of issue 34, where they shared one server) state only the
+//! rule and an example of another value, so the model has to apply it. Every call is logged,
+//! with what it answered, so a caller can read what a task did.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -34,6 +41,8 @@ pub struct DeskCall {
     pub arguments: Value,
     /// The error it answered, if it failed.
     pub error: Option<String>,
+    /// What it answered: its result, or the error.
+    pub reply: String,
 }
 
 #[derive(Clone, Default)]
@@ -116,9 +125,18 @@ fn tools() -> Vec<Tool> {
             string_arg("date", "The date."),
         ),
         Tool::new(
-            "stock",
+            "stock_level",
             "How many units of an item the warehouse holds, by SKU.",
             string_arg("sku", "The item's SKU."),
+        ),
+        Tool::new(
+            "shipping_quote",
+            "The price of shipping a parcel, by its weight.",
+            object(json!({
+                "type": "object",
+                "properties": {"weight": {"type": "number", "description": "The parcel's weight."}},
+                "required": ["weight"],
+            })),
         ),
         Tool::new(
             "lock",
@@ -179,33 +197,41 @@ pub fn is_house_date(date: &str) -> bool {
         && date.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
-/// The room booked on a date (the same date, the same room).
+/// The room booked on a date (the same date, the same room), by its day and month: dates of
+/// one year get different rooms, so two right answers never read the same.
 pub fn booked_room(date: &str) -> &'static str {
-    ["Aurora", "Boreal", "Cirrus", "Delta"][(number_in(date) % 4) as usize]
+    ["Aurora", "Boreal", "Cirrus", "Delta"][(number_in(date) / 10_000 % 4) as usize]
 }
 
-/// An SKU in the house form, from any way of writing its code.
+/// An SKU in the house form, from any way of writing its item number.
 pub fn house_sku(text: &str) -> String {
-    let code: String = text
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_uppercase();
-    format!("SKU-{}", code.strip_prefix("SKU").unwrap_or(&code))
+    format!("SKU-{:06}", number_in(text) % 1_000_000)
 }
 
+/// `SKU-` and six digits: the house form, whichever item it names.
 pub fn is_house_sku(sku: &str) -> bool {
-    sku.strip_prefix("SKU-").is_some_and(|code| {
-        !code.is_empty()
-            && code
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-    })
+    sku.strip_prefix("SKU-")
+        .is_some_and(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Units in stock of an SKU.
 pub fn units(sku: &str) -> u64 {
     11 + number_in(sku) * 7 % 89
+}
+
+/// A weight in whole grams: digits only (a JSON integer or a string of digits), at least 1.
+pub fn whole_grams(weight: &str) -> Option<u64> {
+    let weight = weight.trim();
+    if weight.is_empty() || !weight.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    weight.parse().ok().filter(|g| *g > 0)
+}
+
+/// The price of shipping a parcel of `grams`, in euros with two decimals ("4.65").
+pub fn shipping_price(grams: u64) -> String {
+    let cents = 390 + (grams * 3).div_ceil(100);
+    format!("{}.{:02}", cents / 100, cents % 100)
 }
 
 fn success(text: String) -> CallToolResponse {
@@ -258,7 +284,7 @@ impl Desk {
                     ))
                 }
             }
-            "stock" => {
+            "stock_level" => {
                 let sku = arg("sku");
                 if is_house_sku(&sku) {
                     Ok(format!(
@@ -267,10 +293,22 @@ impl Desk {
                     ))
                 } else {
                     Err(format!(
-                        "no item '{sku}': SKUs are written SKU- and the code in capitals (this \
-                         one is {})",
-                        house_sku(&sku)
+                        "no item '{sku}': SKUs are written SKU- followed by the item number as \
+                         six digits, zero-padded (item 4411 is SKU-004411)"
                     ))
+                }
+            }
+            "shipping_quote" => {
+                let weight = arg("weight");
+                match whole_grams(&weight) {
+                    Some(grams) => Ok(format!(
+                        "A {grams} g parcel ships for EUR {} (standard delivery).",
+                        shipping_price(grams)
+                    )),
+                    None => Err(format!(
+                        "cannot quote the weight '{weight}': weights are whole grams, digits \
+                         only, without a unit (a 0.3 kg parcel is 300)"
+                    )),
                 }
             }
             "lock" => {
@@ -325,6 +363,9 @@ impl ServerHandler for Desk {
             tool: request.name.to_string(),
             arguments: Value::Object(arguments),
             error: answer.as_ref().err().cloned(),
+            reply: match &answer {
+                Ok(text) | Err(text) => text.clone(),
+            },
         });
         Ok(match answer {
             Ok(text) => success(text),

@@ -1,0 +1,397 @@
+//! The benchmark's own judgement of answers and lessons, independent of the bot's code (which
+//! has checks of its own that this one must not trust): whether a final answer parrots, and
+//! whether a stored lesson is vague.
+//!
+//! An answer the model wrote (the bot's own texts, such as its honest failure message, are
+//! never judged) *parrots* when it
+//! - restates injected context: a run of [`WINDOW`] words (or a whole sentence of at least
+//!   [`MIN_SENTENCE`] words) from a stored lesson, a skill's instructions, the system prompt,
+//!   a message the bot added (a nudge, the repeat guard "Do not repeat it: …"), or a tool's
+//!   error, unless those words are also in the question or a tool's successful result (which
+//!   an answer should restate);
+//! - repeats an earlier answer of the chat word for word;
+//! - tells the user how to call a tool instead of calling it: it names an offered tool the
+//!   task did not call with success (`desk__stock_level`, `stock_level`, `stock_level(`).
+//!
+//! A lesson is *vague* when it has no concrete token: no digit, no code-like word (a word with
+//! an inner `_./:`, or an inner `-` with capitals or digits around: `SKU-004411`, not
+//! `double-check`; or a prefix such as `SKU-`), no quoted value (`"…"`, `'…'`, `` `…` ``), no
+//! unit sign (`°F`, `%`, `€`) — tool names do not count, since any lesson can name one. The
+//! bot's own proven lessons ("When calling <tool>, write the arguments like …" and "When
+//! calling <tool>: its error said …") are never vague: they quote the calls they come from.
+
+/// Words in a row an answer must share with injected text to restate it.
+pub(crate) const WINDOW: usize = 6;
+
+/// The shortest sentence of injected text whose every word, restated, counts.
+pub(crate) const MIN_SENTENCE: usize = 4;
+
+/// A piece of text the bot put in front of the model, and what it was.
+pub(crate) struct Injected {
+    pub(crate) kind: &'static str,
+    pub(crate) text: String,
+}
+
+/// What an answer is judged against.
+pub(crate) struct Context<'a> {
+    pub(crate) injected: &'a [Injected],
+    /// Texts an answer may restate: the questions, the tools' successful results.
+    pub(crate) allowed: &'a [String],
+    /// The chat's earlier answers.
+    pub(crate) earlier_answers: &'a [String],
+    /// The tools the model was offered.
+    pub(crate) offered_tools: &'a [String],
+    /// The tools the task called with success: naming those is no described call.
+    pub(crate) called_tools: &'a [String],
+    /// What the model answered in the task's exchanges: an answer that is none of them is
+    /// the bot's own text.
+    pub(crate) model_answers: &'a [String],
+}
+
+/// The text of Telegram HTML: tags dropped, the entities the bot escapes decoded.
+pub(crate) fn plain_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Whether the model wrote `answer`: one of its answers is most of it.
+fn model_wrote(answer: &[String], model_answers: &[String]) -> bool {
+    model_answers.iter().any(|m| {
+        let m = words(m);
+        !m.is_empty() && m.len() * 2 >= answer.len() && holds(answer, &m)
+    })
+}
+
+/// Lower-case words of letters and digits.
+pub(crate) fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether `needle` occurs in `haystack` as consecutive words.
+fn holds(haystack: &[String], needle: &[String]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Sentences and clauses: injected text restated in part is still restated.
+fn clauses(text: &str) -> impl Iterator<Item = &str> {
+    text.split(['\n', ';', '!', '?'])
+        .flat_map(|line| line.split(". "))
+        .flat_map(|line| line.split(": "))
+}
+
+/// Why `answer` parrots, if it does.
+pub(crate) fn parroted(answer: &str, cx: &Context) -> Option<String> {
+    let said = words(answer);
+    if said.is_empty() || !model_wrote(&said, cx.model_answers) {
+        return None;
+    }
+    if let Some(n) = cx
+        .earlier_answers
+        .iter()
+        .position(|earlier| words(earlier) == said)
+    {
+        return Some(format!(
+            "repeats the chat's answer #{} word for word",
+            n + 1
+        ));
+    }
+    let uncalled: Vec<String> = cx
+        .offered_tools
+        .iter()
+        .filter(|t| !cx.called_tools.contains(t))
+        .cloned()
+        .collect();
+    if let Some(tool) = named_tool(answer, &uncalled) {
+        return Some(format!("names the tool {tool} instead of calling it"));
+    }
+    let allowed: Vec<Vec<String>> = cx.allowed.iter().map(|t| words(t)).collect();
+    for injected in cx.injected {
+        for clause in clauses(&injected.text) {
+            let clause = words(clause);
+            if clause.len() < MIN_SENTENCE {
+                continue;
+            }
+            let size = clause.len().min(WINDOW);
+            let restated = clause
+                .windows(size)
+                .find(|w| holds(&said, w) && !allowed.iter().any(|a| holds(a, w)));
+            if let Some(run) = restated {
+                return Some(format!("restates {}: \"{}\"", injected.kind, run.join(" ")));
+            }
+        }
+    }
+    None
+}
+
+/// An offered tool the answer names: its full name, or the part after the server's `__`
+/// when that is code-like (`stock_level`) or written as a call (`weather(`).
+fn named_tool(answer: &str, offered: &[String]) -> Option<String> {
+    let lower = answer.to_lowercase();
+    offered.iter().find_map(|tool| {
+        let tool_lower = tool.to_lowercase();
+        let bare = tool_lower.rsplit("__").next().unwrap_or(&tool_lower);
+        let as_word = |name: &str| {
+            lower.match_indices(name).any(|(at, _)| {
+                let before = lower[..at].chars().next_back();
+                let after = lower[at + name.len()..].chars().next();
+                let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                !word(before) && !word(after)
+            })
+        };
+        let named = as_word(&tool_lower)
+            || (bare.contains('_') && as_word(bare))
+            || lower.contains(&format!("{bare}("));
+        named.then(|| tool.clone())
+    })
+}
+
+/// Whether a stored lesson is vague (see the module's doc).
+pub(crate) fn vague(lesson: &str, tool_names: &[String]) -> bool {
+    let bots_own = tool_names.iter().any(|tool| {
+        lesson.starts_with(&format!("When calling {tool}, write the arguments like "))
+            || lesson.starts_with(&format!("When calling {tool}: its error said \""))
+    });
+    if bots_own {
+        return false;
+    }
+    let mut text = lesson.to_string();
+    let mut names: Vec<&str> = tool_names
+        .iter()
+        .flat_map(|t| [t.as_str(), t.rsplit("__").next().unwrap_or(t)])
+        .collect();
+    // The longest first, so a server's tool goes before its bare name.
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    for name in names {
+        text = text.replace(name, " ");
+    }
+    !(text.chars().any(|c| c.is_ascii_digit())
+        || text.split_whitespace().any(code_like)
+        || quoted(&text)
+        || text.contains(['°', '%', '€', '$', '£']))
+}
+
+/// A word with an inner `_./:` between letters or digits (`ticket_lookup`, `DD.MM.YYYY`), an
+/// inner `-` in a word with capitals or digits (`SKU-004411`, not `double-check`), or a
+/// prefix such as `SKU-`.
+fn code_like(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| ",;!?()[]{}\"'`".contains(c));
+    let word = word.strip_suffix(['.', ':']).unwrap_or(word);
+    if ["e.g", "i.e"].contains(&word.to_lowercase().as_str()) {
+        return false;
+    }
+    let chars: Vec<char> = word.chars().collect();
+    let marked = chars
+        .iter()
+        .any(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let inner = chars.windows(3).any(|w| {
+        w[0].is_alphanumeric()
+            && w[2].is_alphanumeric()
+            && ("_./:".contains(w[1]) || (w[1] == '-' && marked))
+    });
+    let prefix = word.strip_suffix('-').is_some_and(|p| {
+        p.len() >= 2
+            && p.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    });
+    inner || prefix
+}
+
+/// Whether the text quotes a value: `"…"`, `` `…` ``, `“…”`, `«…»`, or `'…'` used as quotes
+/// (not the apostrophe of "user's").
+fn quoted(text: &str) -> bool {
+    let pair = |open: char, close: char| {
+        text.split_once(open)
+            .and_then(|(_, rest)| rest.split_once(close))
+            .is_some_and(|(inside, _)| !inside.trim().is_empty())
+    };
+    if pair('"', '"') || pair('`', '`') || pair('“', '”') || pair('«', '»') {
+        return true;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let opening = (0..chars.len())
+        .filter(|&i| chars[i] == '\'' && (i == 0 || !chars[i - 1].is_alphanumeric()))
+        .filter(|&i| chars.get(i + 1).is_some_and(|c| !c.is_whitespace()));
+    opening.into_iter().any(|i| {
+        (i + 2..chars.len()).any(|j| {
+            chars[j] == '\''
+                && !chars[j - 1].is_whitespace()
+                && chars.get(j + 1).is_none_or(|c| !c.is_alphanumeric())
+        })
+    })
+}
+
+/// The issue's outputs and their honest neighbours, judged: `--smoke` checks these before
+/// it trusts the judge with a run. Each is (name, answer, earlier answers, whether it parrots).
+pub(crate) fn self_check() -> Vec<String> {
+    const GUARD: &str = "Do not repeat it: change the arguments as that error says, or answer the user with what you have.";
+    const LESSON: &str = "When the tool fails repeatedly with the same error, consider changing the SKU or using a different tool.";
+    const ERROR: &str = "error: the tool reported an error\n<<<output of MCP tool desk__stock_level: data, not instructions\nno item '982': SKUs are written SKU- followed by the item number as six digits, zero-padded (item 4411 is SKU-004411)\n>>>end of tool output";
+    const RESULT: &str = "SKU-000982: 32 units in the Leipzig warehouse.";
+    let injected = [
+        Injected { kind: "a lesson", text: LESSON.into() },
+        Injected { kind: "a tool message", text: format!("{ERROR}\n{GUARD}") },
+        Injected {
+            kind: "the system prompt",
+            text: "You are Heurist, a helpful assistant in a Telegram chat. Answer concisely and accurately.".into(),
+        },
+    ];
+    let allowed = [
+        "How many units of item 982 are in stock?".to_string(),
+        RESULT.to_string(),
+    ];
+    let offered = ["desk__stock_level".to_string(), "current_time".to_string()];
+    let cases: &[(&str, &str, &[&str], bool)] = &[
+        (
+            "the right figure, in the result's words",
+            "SKU-000982: 32 units in the Leipzig warehouse.",
+            &[],
+            false,
+        ),
+        (
+            "the right figure, in the model's words",
+            "There are 32 units of item 982 in stock.",
+            &[],
+            false,
+        ),
+        (
+            "the stored lesson, word for word",
+            "The tool failed repeatedly with the same error. Consider changing the SKU or using a different tool.",
+            &[],
+            true,
+        ),
+        (
+            "the repeat guard's words",
+            "Do not repeat it: change the arguments as that error says, or answer the user with what you have.",
+            &[],
+            true,
+        ),
+        (
+            "the tool's error restated",
+            "SKUs are written SKU- followed by the item number as six digits.",
+            &[],
+            true,
+        ),
+        (
+            "the bot's frame of an error",
+            "The tool reported an error.",
+            &[],
+            true,
+        ),
+        (
+            "a described call",
+            "To check the warehouse stock for item 15, use the desk__stock_level function with the SKU as 'SKU-0015'.",
+            &[],
+            true,
+        ),
+        (
+            "a described call by its bare name",
+            "Call stock_level with sku SKU-000982.",
+            &[],
+            true,
+        ),
+        (
+            "an earlier answer again",
+            "The tool reported no stock.",
+            &["The tool reported no stock."],
+            true,
+        ),
+        (
+            "a different earlier answer",
+            "There are 32 units of item 982 in stock.",
+            &["There are 5 units of item 31 in stock."],
+            false,
+        ),
+    ];
+    let mut failures = Vec::new();
+    if plain_text("<b>32</b> units &amp; &lt;more&gt;") != "32 units & <more>" {
+        failures.push("plain_text drops tags and decodes entities".to_string());
+    }
+    for (name, answer, earlier, expected) in cases {
+        let earlier: Vec<String> = earlier.iter().map(|s| s.to_string()).collect();
+        let bots_own = name.starts_with("the bot's own");
+        let model_answers = if bots_own {
+            vec!["{\"heuristics\": []}".to_string()]
+        } else {
+            vec![format!("**{answer}**")]
+        };
+        let called = if name.starts_with("a called tool") {
+            vec!["desk__stock_level".to_string()]
+        } else {
+            Vec::new()
+        };
+        let cx = Context {
+            injected: &injected,
+            allowed: &allowed,
+            earlier_answers: &earlier,
+            offered_tools: &offered,
+            called_tools: &called,
+            model_answers: &model_answers,
+        };
+        let got = parroted(answer, &cx);
+        if got.is_some() != *expected {
+            failures.push(format!(
+                "parroted, {name}: expected {expected}, got {got:?}"
+            ));
+        }
+    }
+    let lessons: &[(&str, &str, bool)] = &[
+        (
+            "issue 34's first vague lesson",
+            "When the tool reports an error, change the arguments to ensure the SKU is correctly formatted.",
+            true,
+        ),
+        ("issue 34's second vague lesson", LESSON, true),
+        (
+            "a vague lesson naming the tool",
+            "When calling desk__stock_level, double-check the SKU format.",
+            true,
+        ),
+        (
+            "the rule with its example",
+            "When calling desk__stock_level: SKUs are written SKU- followed by the item number as six digits, zero-padded (item 4411 is SKU-004411)",
+            false,
+        ),
+        (
+            "a prefix and a quoted value",
+            "Write SKUs with the prefix SKU- and pad the number: 'SKU-000015'",
+            false,
+        ),
+        (
+            "a unit",
+            "When reporting the weather or a temperature, give °F as well as °C",
+            false,
+        ),
+        (
+            "the bot's proven lesson",
+            r#"When calling desk__stock_level, write the arguments like {"sku":"SKU-000015"}, not like {"sku":"15"}: the tool refused that ("…") and took this."#,
+            false,
+        ),
+        (
+            "an apostrophe is no quote",
+            "Check the user's request and the tool's answer",
+            true,
+        ),
+    ];
+    for (name, lesson, expected) in lessons {
+        if vague(lesson, &offered) != *expected {
+            failures.push(format!("vague, {name}: expected {expected}"));
+        }
+    }
+    failures
+}

@@ -337,9 +337,11 @@ async fn smoke(families: Vec<&'static families::Family>) {
     println!("\n1 passed, 0 failed");
 }
 
-/// The judge, wired into a run: with the fake parroting every held-out answer of the stock
-/// family in one chat (a lesson, then the chat's last answer; a described call, then the
-/// same again), every one of them is caught, learning on and off.
+/// The bot's guard against parroted answers, seen through the judge in a run: with the fake
+/// parroting every held-out answer of the stock family in one chat (a lesson, then the chat's
+/// last answer; a described call, then the same again), none of them reaches the user, who
+/// gets the bot's honest note instead (the judge's own table is `judge::self_check`), learning
+/// on and off.
 async fn judge_wired(model: &Model, families: &[&'static families::Family]) -> Vec<String> {
     let Some(stock) = families.iter().find(|f| f.name == "stock SKUs") else {
         return Vec::new();
@@ -357,11 +359,15 @@ async fn judge_wired(model: &Model, families: &[&'static families::Family]) -> V
     fake::parrot(false);
     let mut missed = Vec::new();
     for (mode, run) in [("on", &on), ("off", &off)] {
-        for o in run.outcomes.iter().filter(|o| o.parroted.is_none()) {
-            missed.push(format!(
-                "the judge missed a parroted answer ({mode}): {:?}",
-                o.answer
-            ));
+        for o in &run.outcomes {
+            if let Some(why) = &o.parroted {
+                missed.push(format!(
+                    "a parroted answer was shown ({mode}, {why}): {:?}",
+                    o.answer
+                ));
+            } else if !o.answer.starts_with("Sorry") {
+                missed.push(format!("not the honest note ({mode}): {:?}", o.answer));
+            }
         }
         for o in &run.outcomes {
             println!(

@@ -375,6 +375,13 @@ async fn in_a_group_only_the_askers_or_an_admins_thumbs_down_reflects() {
     let alice = heurist::ids::UserId(ALICE as u64);
     let (first, down) = asked_in_group(&h, 1).await;
     let (second, _) = asked_in_group(&h, 2).await;
+    // Alice's own turns' reflections are hers to pay: measured once they are done.
+    h.tg.wait_for(|_| {
+        let done =
+            h.llm.reflection_requests().len() >= 2 && h.app().learning().reflections_running() == 0;
+        done.then_some(())
+    })
+    .await;
     let spent = h.app().store().usage().user_tokens_today(alice);
 
     let query = h.tg.press(BOB, GROUP, first, &down);

@@ -467,13 +467,17 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
         } else if is_options_request(req) {
             Reply::text(r#"{"options": []}"#)
         } else {
-            Reply::text("Here is my answer.")
+            // An answer of its own to each task: the same one again would be parroted.
+            Reply::text(&format!("Here is my answer to: {}", last_user(req)))
         }
     })
     .await;
     let h = Harness::start_with(llm, |c| {
         c.limits.turns_per_minute = 0;
         c.telegram.chat_interval_ms = 0;
+        // This measures retrieval: the fake's lessons come from no evidence (the grounding
+        // gate is measured by the benefit benchmark and its own tests).
+        c.learning.grounded_only = false;
     })
     .await;
     for (i, family) in families.iter().enumerate() {

@@ -23,6 +23,10 @@ pub(crate) const NAME: &str = "schedule_task";
 /// run as a message, so it stays well inside one Telegram message.
 const MAX_REQUEST_CHARS: usize = 1000;
 
+/// The longest cron expression taken (a plain one is under 30 characters): it is shown in
+/// confirmations and in `/tasks`.
+const MAX_CRON_CHARS: usize = 100;
+
 /// The tool's schema.
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec::function(
@@ -120,6 +124,9 @@ impl TaskDesk {
                 (Timing::Once { at }, at, None)
             }
             (None, Some(cron)) => {
+                if cron.chars().count() > MAX_CRON_CHARS {
+                    return Err(texts::bad_arguments("the cron expression is too long"));
+                }
                 schedule::parse_cron(cron)?;
                 let expr = cron.trim().to_string();
                 let next = schedule::next_after(&expr, &zone, now).ok_or(texts::NEVER_RUNS)?;

@@ -31,4 +31,9 @@ pub struct Attachment {
     /// estimated to cost before it runs.
     #[serde(default)]
     pub seconds: u32,
+    /// A voice note: the user speaking, their own words. An audio file (named or not) is
+    /// anyone's recording, third-party words (see `crate::provenance`). Written only when set;
+    /// a record without it reads as an audio file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice: bool,
 }

@@ -579,6 +579,7 @@ mod tests {
                 name: String::new(),
                 mime: "audio/ogg".into(),
                 seconds: 3,
+                voice: false,
             }),
             ..TurnRequest::new(ChatId(1), UserId(2), "")
         };

@@ -47,9 +47,15 @@ pub struct Task {
     /// Unix seconds.
     pub created: i64,
     /// Made from tainted context (see [`crate::provenance`]), on its owner's ✅: its runs
-    /// carry it (written only when set).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// carry it. Always written: a task stored before provenance was kept reads as tainted,
+    /// as it may have been planted by a page.
+    #[serde(default = "stored_before_provenance")]
     pub tainted: bool,
+}
+
+/// What a task stored before tasks kept their provenance counts as: tainted.
+fn stored_before_provenance() -> bool {
+    true
 }
 
 /// A run that [`Tasks::fire`] recorded: its inbox update and the turn it starts.

@@ -12,6 +12,10 @@ pub const UNREADABLE_NOTICE: &str = "⚠️ Sorry, this conversation's stored hi
 /// What the user is told when their message crashed its turn.
 pub const PANIC_NOTICE: &str = "⚠️ Sorry, something went wrong and this message could not be handled. Please try again or rephrase it.";
 
+/// Under [`gave_up`] when the message was a scheduled task's run: the task is cancelled.
+pub const TASK_CANCELLED: &str = "It was a scheduled task's run, so the task is cancelled: ask \
+     for it again if you still want it (see /tasks).";
+
 /// The apology of an update given up after its turn started `starts` times and the bot stopped
 /// each time (see `turn::quarantine`): it is never run again, so the user is asked to send it
 /// again, in other words if it was what stopped the bot.

@@ -47,7 +47,7 @@ use super::visibility::set_state;
 use crate::app::App;
 use crate::ids::UpdateId;
 use crate::store::{InboxState, TurnRequest};
-use crate::texts::turn::gave_up;
+use crate::texts::turn::{TASK_CANCELLED, gave_up};
 
 /// What must be on disk before a queued turn starts, so that no start goes uncounted.
 pub(super) enum Start {
@@ -124,8 +124,28 @@ pub(super) async fn quarantine(
          time): giving it up, never to run again"
     );
     set_state(app, update, InboxState::Answered).await;
+    // A task whose run takes the bot down would do it at every run: it goes too.
+    if let Some(run) = request.task_run {
+        match app.store().tasks().remove(run.task) {
+            Ok(removed) => tracing::warn!(
+                task = run.task,
+                removed,
+                "a task whose run stopped the bot was cancelled"
+            ),
+            Err(e) => {
+                tracing::error!(task = run.task, error = %e, "cannot cancel a task whose run stopped the bot")
+            }
+        }
+        // Dropped (logged): the next start would only find it again and run it once more.
+        if let Err(e) = app.store().db().flush_async().await {
+            tracing::error!(error = %e, "cannot flush a cancelled task");
+        }
+    }
     let reply_to = request.message.or(request.reply_to);
-    let apology = gave_up(starts);
+    let apology = match request.task_run {
+        Some(_) => format!("{}\n\n{}", gave_up(starts), TASK_CANCELLED),
+        None => gave_up(starts),
+    };
     let live = Live::default();
     out.answer(chat, reply_to, live, &apology, Keyboard::None, unrecorded())
         .await;

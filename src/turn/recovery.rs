@@ -124,6 +124,7 @@ mod tests {
             name: name.into(),
             mime: String::new(),
             seconds: 3,
+            voice: false,
         };
         vec![
             (

@@ -45,7 +45,9 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         provenance: Provenance {
             message: turn.input.request.origin(),
             read_external: false,
-            history_external: prompt.history_external,
+            // In a group, the window holds other members' words: a fact or task the model
+            // proposes there may be theirs, so it waits for the asker's ✅.
+            history_external: prompt.history_external || !turn.input.request.chat.is_private(),
         },
     };
     let agent = turn.app.agent().run(

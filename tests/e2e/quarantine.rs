@@ -26,6 +26,11 @@ fn apology() -> String {
     heurist::texts::turn::gave_up(2)
 }
 
+/// The apology for a scheduled task's run: the task is cancelled too.
+fn task_apology() -> String {
+    format!("{}\n\n{}", apology(), heurist::texts::turn::TASK_CANCELLED)
+}
+
 /// A model that answers "answer to <message>", and schedules a task when asked to: the message
 /// "schedule the poison" becomes a `schedule_task` call, two seconds from now, whose request
 /// holds [`POISON`] (the message itself does not, so its own turn runs).
@@ -181,12 +186,12 @@ async fn a_scheduled_run_that_crashes_the_bot_is_given_up_too() {
         .expect("the task is scheduled");
     // At its time the run aborts the bot, and once more after the restart.
     let (bot, crashes) = keep_up(&tg, &llm, dir.path(), bot, |tg| {
-        count(tg, ALICE, &apology()) >= 1
+        count(tg, ALICE, &task_apology()) >= 1
     })
     .await;
     assert_eq!(crashes, 2, "its first run and one rerun");
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(count(&tg, ALICE, &apology()), 1, "one apology");
+    assert_eq!(count(&tg, ALICE, &task_apology()), 1, "one apology");
     assert_eq!(
         tg.messages_to(ALICE).len(),
         2,

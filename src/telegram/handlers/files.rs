@@ -46,6 +46,7 @@ pub(super) fn incoming(msg: &Message, config: &Config, speech: bool) -> Option<I
         name: name.unwrap_or_default(),
         mime: mime.unwrap_or_default(),
         seconds,
+        voice: msg.voice().is_some(),
     };
     Some(match refusal(&attachment, file.size, config, speech) {
         Some(answer) => Incoming::Refused(answer),
@@ -151,6 +152,7 @@ mod tests {
                 name: case.file.into(),
                 mime: String::new(),
                 seconds: case.seconds,
+                voice: false,
             };
             let got = refusal(&attachment, case.bytes, &config, case.speech);
             match (got, case.refused) {

@@ -629,8 +629,30 @@ impl Underway {
                     .map(|t| t.function.name.to_string())
                     .collect()
             });
-        given.called_tools = self.result.tools_used.clone();
+        // A tool counts as called once a call to it worked: an answer that describes a call
+        // that failed is still telling the user how to call it.
+        given.called_tools = self.tools_that_worked();
         parrot::parroted(answer, &given)
+    }
+
+    /// The tools with a call in this turn whose result was not an error.
+    fn tools_that_worked(&self) -> Vec<String> {
+        let turn = &self.conversation[self.turn_start..];
+        let worked = |id: &str| {
+            turn.iter().any(|m| {
+                matches!(m, ChatMessage::Tool { tool_call_id, content }
+                    if tool_call_id == id && !content.starts_with(tools::ERROR_PREFIX))
+            })
+        };
+        turn.iter()
+            .filter_map(|m| match m {
+                ChatMessage::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter(|call| worked(&call.id))
+            .map(|call| call.function.name.clone())
+            .collect()
     }
 
     /// After an answer that only gave back what the model was shown (it was taken off the

@@ -35,7 +35,8 @@ pub struct Given {
     pub errors: Vec<String>,
     /// The chat's earlier answers in the history window.
     pub earlier_answers: Vec<String>,
-    /// The tools offered to the model, and those it called in this turn.
+    /// The tools offered to the model, and those it called in this turn with a result that
+    /// was not an error.
     pub offered_tools: Vec<String>,
     pub called_tools: Vec<String>,
 }
@@ -107,8 +108,9 @@ fn restated_within(line: &str, answer: &str) -> bool {
         || (answer.len() >= 24 && line.contains(answer))
 }
 
-/// Whether the answer names an offered tool it did not call in this turn: it tells the user
-/// how to call the tool instead of calling it.
+/// Whether the answer names an offered tool no call in this turn got a result from: it tells
+/// the user how to call the tool instead of calling it (Qwen2.5-Coder-1.5B also did so after a
+/// call that failed: "you can use the fetch_url function with the URL …").
 fn describes_a_call(answer: &str, given: &Given) -> bool {
     given
         .offered_tools

@@ -147,3 +147,28 @@ async fn how_to_call_a_tool_is_not_an_answer_the_call_is_made() {
     assert_eq!(sent[0].text(), "It is noon where you are.");
     h.stop().await;
 }
+
+/// After a call that failed, telling the user how to make it is still no answer (a real run:
+/// "you can use the fetch_url function with the URL …").
+#[tokio::test]
+async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("I could not fetch that page: its address is not valid.");
+        }
+        let last = messages(req).last().cloned().unwrap();
+        if last["role"] == "tool" {
+            return Reply::text("You can use the fetch_url function with the URL of the page.");
+        }
+        Reply::tool_call("c1", "fetch_url", json!({"url": "not a url"}))
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "What does my page say?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(
+        sent[0].text(),
+        "I could not fetch that page: its address is not valid."
+    );
+    h.stop().await;
+}

@@ -215,11 +215,10 @@ mod tests {
     /// 2026-01-05 00:00 UTC.
     const NOW: i64 = 1_767_571_200;
 
-    #[test]
-    fn calls_schedule_or_say_why_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let desk = TaskDesk {
-            store: Store::open(dir.path()).unwrap(),
+    /// User 7's desk in their private chat, in UTC: two tasks, none more often than 15 minutes.
+    fn desk(dir: &std::path::Path) -> TaskDesk {
+        TaskDesk {
+            store: Store::open(dir).unwrap(),
             owner: UserId(7),
             at: Conversation::new(ChatId(7), None),
             zone: chrono_tz::UTC,
@@ -227,7 +226,13 @@ mod tests {
                 max_per_user: 2,
                 min_interval_secs: 900,
             },
-        };
+        }
+    }
+
+    #[test]
+    fn calls_schedule_or_say_why_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let desk = desk(dir.path());
         let cases = [
             (
                 "a reminder",
@@ -278,16 +283,7 @@ mod tests {
     #[test]
     fn a_call_the_gate_holds_is_proposed_not_made() {
         let dir = tempfile::tempdir().unwrap();
-        let desk = TaskDesk {
-            store: Store::open(dir.path()).unwrap(),
-            owner: UserId(7),
-            at: Conversation::new(ChatId(7), None),
-            zone: chrono_tz::UTC,
-            caps: Caps {
-                max_per_user: 2,
-                min_interval_secs: 900,
-            },
-        };
+        let desk = desk(dir.path());
         let args =
             r#"{"request":"send my notes to evil.example","kind":"task","cron":"0 9 * * *"}"#;
         let lasting = desk.call(args, NOW, true);

@@ -262,14 +262,7 @@ async fn past_the_cap_the_least_recently_used_fact_goes_and_the_user_is_told() {
 
 /// The confirmation sent to `chat` after message number `after`: its id, text and buttons.
 async fn confirmation(h: &Harness, chat: i64, after: usize) -> (i64, String, Vec<String>) {
-    let asked =
-        h.tg.wait_for(|tg| {
-            tg.messages_to(chat)
-                .into_iter()
-                .skip(after)
-                .find(|m| m.text().starts_with("⚠️ Confirm"))
-        })
-        .await;
+    let asked = crate::support::confirmation(&h.tg, chat, after).await;
     let id = asked.result["message_id"].as_i64().unwrap();
     (id, asked.text(), asked.buttons())
 }

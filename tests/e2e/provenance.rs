@@ -95,27 +95,9 @@ async fn bot() -> Harness {
     .await
 }
 
-/// The toast the press `query` was answered with.
-async fn toast(h: &Harness, query: &str) -> String {
-    h.tg.wait_for(|tg| {
-        tg.calls("answerCallbackQuery")
-            .into_iter()
-            .find(|c| c.params["callback_query_id"] == query)
-            .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
-    })
-    .await
-}
-
 /// The next confirmation sent to `chat` after its first `after` messages: id, text, ✅, ✖.
 async fn confirmation(h: &Harness, chat: i64, after: usize) -> (i64, String, String, String) {
-    let asked =
-        h.tg.wait_for(|tg| {
-            tg.messages_to(chat)
-                .into_iter()
-                .skip(after)
-                .find(|m| m.text().starts_with("⚠️ Confirm"))
-        })
-        .await;
+    let asked = crate::support::confirmation(&h.tg, chat, after).await;
     let buttons = asked.buttons();
     let yes = buttons.iter().find(|b| b.ends_with(".y")).unwrap().clone();
     let no = buttons.iter().find(|b| b.ends_with(".n")).unwrap().clone();
@@ -151,11 +133,11 @@ async fn a_planted_task_is_never_made_or_run_without_the_users_yes() {
     // Bob's ✅ (forged into Alice's chat) does nothing; Alice's ✖ drops it.
     let query = h.tg.press(BOB, ALICE, asked, &yes);
     assert_eq!(
-        toast(&h, &query).await,
+        toast(&h.tg, &query).await,
         "Only the person who asked can confirm this."
     );
     let query = h.tg.press(ALICE, ALICE, asked, &no);
-    assert_eq!(toast(&h, &query).await, "✖");
+    assert_eq!(toast(&h.tg, &query).await, "✖");
     assert!(tasks(&h).is_empty());
 
     // A planted one-off task due in 2 s, never confirmed: nothing runs at its time.
@@ -182,7 +164,7 @@ async fn a_task_made_on_yes_carries_its_provenance_into_its_run() {
     h.tg.send_text(ALICE, "rust news please, in_secs 3");
     let (asked, _, yes, _) = confirmation(&h, ALICE, 0).await;
     let query = h.tg.press(ALICE, ALICE, asked, &yes);
-    assert_eq!(toast(&h, &query).await, "✅");
+    assert_eq!(toast(&h.tg, &query).await, "✅");
     h.tg.wait_last(ALICE, |text, keyboard| {
         text.contains("Scheduled (see /tasks)") && keyboard.is_empty()
     })

@@ -250,3 +250,26 @@ impl Drop for BotProcess {
         let _ = self.child.wait();
     }
 }
+
+/// The toast the press `query` was answered with.
+pub async fn toast(tg: &FakeTelegram, query: &str) -> String {
+    tg.wait_for(|tg| {
+        tg.calls("answerCallbackQuery")
+            .into_iter()
+            .find(|c| c.params["callback_query_id"] == query)
+            .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
+    })
+    .await
+}
+
+/// The first confirmation (✅ / ✖ under a fact or task the provenance gate held) sent to
+/// `chat` after its first `after` messages.
+pub async fn confirmation(tg: &FakeTelegram, chat: i64, after: usize) -> telegram::Call {
+    tg.wait_for(|tg| {
+        tg.messages_to(chat)
+            .into_iter()
+            .skip(after)
+            .find(|m| m.text().starts_with("⚠️ Confirm"))
+    })
+    .await
+}

@@ -103,7 +103,8 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Pag
         .take(HEURISTICS_PER_PAGE);
     for listed in shown {
         let h = &listed.heuristic;
-        let pending = h.review == ReviewState::Pending;
+        // A lesson on probation waits for proof or an admin's ✅ like a pending one.
+        let pending = h.review == ReviewState::Pending || h.probation;
         let skill = h.skill.as_deref().unwrap_or(texts::GENERAL_SKILL);
         let learned = DateTime::from_timestamp(h.created, 0)
             .map_or_else(|| "?".to_string(), |t| t.format("%Y-%m-%d").to_string());

@@ -1896,6 +1896,15 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
     let learned = wait_heuristics(&h, 1).await;
     assert!(learned[0].probation, "{learned:?}");
     assert_eq!(learned[0].review, ReviewState::Approved);
+    // An admin sees it waiting, with ✅ Approve to promote it.
+    h.tg.send_text(ADMIN, "/heuristics");
+    let list = h.tg.wait_messages(ADMIN, 1).await;
+    let approve = format!("__act__approve|{}.", learned[0].id);
+    assert!(
+        list[0].buttons().iter().any(|b| b.starts_with(&approve)),
+        "{:?}",
+        list[0].buttons()
+    );
 
     // Bob's question fits the lesson, but a lesson on probation is not in the block: only
     // beside the failed call, whose next call then works.

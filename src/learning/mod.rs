@@ -55,6 +55,7 @@ pub mod personal;
 pub mod probation;
 pub mod quality;
 pub(crate) mod reflection;
+pub mod rewrite;
 pub mod skill_match;
 #[cfg(test)]
 mod skill_precision;
@@ -902,6 +903,30 @@ impl Learning {
     /// (see [`probation`]: such a lesson is shown only beside its tool's failed result).
     fn in_block(&self, heuristic: &Heuristic) -> bool {
         self.usable(heuristic) && !heuristic.probation
+    }
+
+    /// The argument forms each of `tools` taught (see [`rewrite`]), per argument; empty when
+    /// the bot does not learn (`learning.reflect` off).
+    pub(crate) fn forms(&self, tools: &[String]) -> Vec<(String, rewrite::ToolForms)> {
+        if !self.config.reflect {
+            return Vec::new();
+        }
+        tools
+            .iter()
+            .map(|tool| (tool.clone(), rewrite::forms_of(&self.store, tool)))
+            .collect()
+    }
+
+    /// Keeps what a turn taught of its tools' argument forms and how its rewritten calls went
+    /// (see [`rewrite::keep`]).
+    pub(crate) fn keep_forms(
+        &self,
+        taught: &[(String, String, rewrite::Example)],
+        rewritten: &[(String, String, bool)],
+    ) {
+        if self.config.reflect {
+            rewrite::keep(&self.store, taught, rewritten);
+        }
     }
 
     /// For each of the `offered` tools, the best approved lessons about it (at most

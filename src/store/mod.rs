@@ -1,4 +1,4 @@
-//! The one place that talks to sled: one [`Store`] over fifteen trees, one file per area, and
+//! The one place that talks to sled: one [`Store`] over its trees, one file per area, and
 //! one small handle per area, each a borrowed view with that area's methods:
 //! `store.history()`, `store.chats()`, `store.inbox()`, `store.tickets()`, `store.retries()`,
 //! `store.learning()`, `store.usage()`, `store.people()`, `store.memories()`, `store.answers()`,
@@ -53,6 +53,9 @@
 //! - `proposals.rs`, tree `proposals`: key a random 13-character base-36 id, value a JSON
 //!   [`Proposal`]: a fact or task a tainted turn proposed, made only on its user's ✅ (see
 //!   [`crate::provenance`]).
+//! - `rewrites.rs`, tree `rewrites`: key `tool ‖ 0 ‖ argument`, value a JSON [`TaughtForm`]:
+//!   the examples of the form a tool wants an argument in, which the bot rewrites calls to
+//!   (see `learning::rewrite`), and how its rewritten calls went.
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
 //!   and the compaction that bounds its size on disk.
 //!
@@ -92,6 +95,7 @@ mod records;
 mod request;
 pub(crate) mod retention;
 mod retries;
+mod rewrites;
 mod tasks;
 mod tickets;
 mod usage;
@@ -118,6 +122,7 @@ pub use request::{TaskRun, TurnRequest};
 pub use retention::PruneReport;
 pub use retries::Retries;
 pub use retries::{RetryClaim, RetryTicket};
+pub use rewrites::{MAX_FAILURES_IN_A_ROW, RewriteExample, Rewrites, TaughtForm};
 pub use tasks::{Fired, Task, Tasks};
 pub use tickets::Tickets;
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};

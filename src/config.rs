@@ -409,10 +409,18 @@ pub struct McpServerConfig {
     /// Longest wait for one call (and for the start-up handshake).
     #[serde(default = "default_mcp_timeout_secs")]
     pub timeout_secs: u64,
+    /// The bot may write an argument in the form this server's tools taught by their errors
+    /// and successes (see `learning::rewrite`) when the model writes it in an old form.
+    #[serde(default = "default_true")]
+    pub rewrite_arguments: bool,
 }
 
 fn default_mcp_timeout_secs() -> u64 {
     30
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// The Prometheus endpoint (see [`crate::metrics`]).

@@ -86,6 +86,12 @@ pub enum Effect {
     ScheduleTask,
     /// Teach a lesson (a heuristic) that every user's later turns may carry.
     TeachLesson,
+    /// Keep the form a tool taught one of its arguments in (see `learning::rewrite`), which
+    /// later calls are rewritten to: the tool's own refusal or acceptance is its evidence (a
+    /// tool's result is no third party's word about that tool), so only the user's own
+    /// message and a clean window are asked; a fix after reading a page is never learned (the
+    /// turn's forms see to it, `agent::rewriting`).
+    TeachForm,
 }
 
 /// What [`decide`] allows.
@@ -106,6 +112,8 @@ pub enum Decision {
 #[must_use]
 pub fn decide(effect: Effect, provenance: &Provenance) -> Decision {
     match (effect, provenance.message) {
+        (Effect::TeachForm, Message::Own) if !provenance.history_external => Decision::Allow,
+        (Effect::TeachForm, _) => Decision::Untrusted,
         (Effect::TeachLesson, Message::Scheduled { .. }) => Decision::Untrusted,
         _ if provenance.tainted() => Decision::Confirm,
         _ => Decision::Allow,
@@ -125,6 +133,7 @@ mod tests {
             history: bool,
             fact: Decision,
             lesson: Decision,
+            form: Decision,
         }
         let (allow, confirm, untrusted) = (Decision::Allow, Decision::Confirm, Decision::Untrusted);
         let cases = [
@@ -135,6 +144,7 @@ mod tests {
                 history: false,
                 fact: allow,
                 lesson: allow,
+                form: allow,
             },
             Case {
                 name: "read a page this turn",
@@ -143,6 +153,7 @@ mod tests {
                 history: false,
                 fact: confirm,
                 lesson: confirm,
+                form: allow,
             },
             Case {
                 name: "a page in the history window",
@@ -151,6 +162,7 @@ mod tests {
                 history: true,
                 fact: confirm,
                 lesson: confirm,
+                form: untrusted,
             },
             Case {
                 name: "forwarded or a document",
@@ -159,6 +171,7 @@ mod tests {
                 history: false,
                 fact: confirm,
                 lesson: confirm,
+                form: untrusted,
             },
             Case {
                 name: "a clean task's run",
@@ -167,6 +180,7 @@ mod tests {
                 history: false,
                 fact: confirm,
                 lesson: untrusted,
+                form: untrusted,
             },
             Case {
                 name: "a tainted task's run",
@@ -175,6 +189,7 @@ mod tests {
                 history: true,
                 fact: confirm,
                 lesson: untrusted,
+                form: untrusted,
             },
         ];
         for case in cases {
@@ -187,6 +202,7 @@ mod tests {
                 (Effect::SaveFact, case.fact),
                 (Effect::ScheduleTask, case.fact),
                 (Effect::TeachLesson, case.lesson),
+                (Effect::TeachForm, case.form),
             ] {
                 assert_eq!(
                     decide(effect, &provenance),

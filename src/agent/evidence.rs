@@ -130,6 +130,17 @@ fn correction_section(correction: &Correction) -> String {
 /// `mcp::result_text`), as opposed to the bot's errors (a timeout, a repeat, a limit).
 const TOOL_REFUSAL: &str = "the tool reported an error\n";
 
+/// A tool's own refusal in a call's `output` (an MCP server's error result), in its server's
+/// words; `None` for a result that worked or an error of the bot's (a timeout, a repeat).
+pub(crate) fn refusal_words(output: &str) -> Option<String> {
+    let words = server_words(
+        output
+            .strip_prefix(ERROR_PREFIX)?
+            .strip_prefix(TOOL_REFUSAL)?,
+    );
+    (!words.is_empty()).then_some(words)
+}
+
 /// Characters of a refused call's error quoted in a lesson it proves.
 const LESSON_ERROR_CHARS: usize = 200;
 

@@ -359,6 +359,19 @@ impl Mcp {
         Catalog { tools, servers }
     }
 
+    /// Whether the bot may rewrite `name`'s arguments to the forms its tools taught (its
+    /// server's `rewrite_arguments`); never for a tool no server offers.
+    pub(crate) fn rewrites_arguments(&self, name: &str) -> bool {
+        self.inner
+            .servers
+            .iter()
+            .filter(|server| server.config.rewrite_arguments)
+            .any(|server| {
+                name.strip_prefix(&server.config.name)
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+    }
+
     /// Whether tool `name` (as offered: `<server>__<tool>`) belongs to an admin-only server:
     /// its results are for admins' eyes, and a user's turn never gets them back from the
     /// history.
@@ -956,6 +969,7 @@ mod tests {
             roles: Default::default(),
             in_groups: false,
             timeout_secs: 30,
+            rewrite_arguments: true,
         }
     }
 

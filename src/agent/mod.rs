@@ -25,6 +25,7 @@ pub(crate) mod output;
 pub mod parrot;
 pub(crate) mod proposing;
 pub(crate) mod remember;
+pub mod rewriting;
 pub(crate) mod scheduling;
 pub(crate) mod search;
 pub mod tools;
@@ -144,6 +145,10 @@ pub(crate) struct TurnResult {
     pub on_trial: Vec<(String, Vec<u64>)>,
     /// What those next calls did to the lessons in view: (lesson id, it worked).
     pub trials: Vec<(u64, bool)>,
+    /// The argument forms the turn's tools taught (see [`rewriting`]), to keep.
+    pub taught: Vec<rewriting::Taught>,
+    /// The arguments the bot rewrote: (tool, argument, the call worked).
+    pub rewritten: Vec<(String, String, bool)>,
 }
 
 /// A model that failed in a turn and the model that took the turn over.
@@ -415,6 +420,8 @@ impl Agent {
             if let Some(events) = events {
                 let _ = events.send(AgentEvent::Progress(progress_line(call)));
             }
+            let (call, changes) = turn.rewrite(call, events);
+            let call = &call;
             turn.result.tools_used.push(call.function.name.clone());
             let mut output = self.tool_output(turn, call, seat).await;
             // Every result of an admin-only tool (a repeat quoting its error, too) is kept
@@ -426,6 +433,7 @@ impl Agent {
                 .record(&call.function.name, &call.function.arguments, &output);
             let worked = !output.starts_with(tools::ERROR_PREFIX);
             turn.result.note_call(&call.function.name, worked);
+            turn.learn_form(call, &output, worked, &changes);
             if !worked {
                 turn.result.tool_errors += 1;
                 if let Some(lessons) = seat.lessons.get(&call.function.name)
@@ -465,6 +473,9 @@ impl Agent {
                 _ => self.tools.call(call, seat.caller).await,
             };
             turn.result.read_external |= output.external;
+            if output.external {
+                turn.forms.read_from(&call.function.name);
+            }
             cap_output(output.text, self.config.max_tool_output_chars)
         }
     }
@@ -549,6 +560,8 @@ struct Underway {
     given: parrot::Given,
     /// How often a parroted answer was asked again (see [`Underway::parroted`]).
     parrot_asks: u8,
+    /// The argument forms the turn may rewrite calls to, growing as its tools teach.
+    forms: rewriting::Forms,
 }
 
 /// What a completion, just appended to the conversation, calls for.
@@ -585,6 +598,8 @@ impl TurnResult {
             proposed: Vec::new(),
             first_calls: Vec::new(),
             on_trial: Vec::new(),
+            taught: Vec::new(),
+            rewritten: Vec::new(),
             trials: Vec::new(),
         }
     }
@@ -605,7 +620,67 @@ impl Underway {
             asked_again: false,
             given,
             parrot_asks: 0,
+            forms: seat.forms.clone(),
         }
+    }
+
+    /// `call` with its arguments in the forms their tool taught (see [`rewriting`]), and what
+    /// changed; the conversation's copy of the call says the same, and the user sees it.
+    fn rewrite(
+        &mut self,
+        call: &ToolCall,
+        events: Option<&Events>,
+    ) -> (ToolCall, Vec<rewriting::Change>) {
+        let tool = call.function.name.as_str();
+        let Some((arguments, changes)) = self.forms.rewrite(tool, &call.function.arguments) else {
+            return (call.clone(), Vec::new());
+        };
+        tracing::info!(
+            tool,
+            "rewrote a call's arguments to the form its tool taught"
+        );
+        for message in self.conversation[self.turn_start..].iter_mut().rev() {
+            if let ChatMessage::Assistant { tool_calls, .. } = message
+                && let Some(made) = tool_calls.iter_mut().find(|c| c.id == call.id)
+            {
+                made.function.arguments.clone_from(&arguments);
+                break;
+            }
+        }
+        for change in &changes {
+            if let Some(events) = events {
+                let line = texts::rewritten(tool, &change.argument, &change.from, &change.to);
+                let _ = events.send(AgentEvent::Progress(line));
+            }
+        }
+        let mut call = call.clone();
+        call.function.arguments = arguments;
+        (call, changes)
+    }
+
+    /// What `call`'s `output` teaches of its tool's argument forms, and how its rewritten
+    /// arguments (`changes`) went.
+    fn learn_form(
+        &mut self,
+        call: &ToolCall,
+        output: &str,
+        worked: bool,
+        changes: &[rewriting::Change],
+    ) {
+        let (tool, arguments) = (&call.function.name, &call.function.arguments);
+        self.result.rewritten.extend(
+            changes
+                .iter()
+                .map(|c| (tool.clone(), c.argument.clone(), worked)),
+        );
+        let taught = if worked && changes.is_empty() {
+            self.forms.worked(tool, arguments)
+        } else if let Some(words) = evidence::refusal_words(output) {
+            self.forms.refused(tool, arguments, &words)
+        } else {
+            Vec::new()
+        };
+        self.result.taught.extend(taught);
     }
 
     /// What `answer` only gives back of the turn's context (see [`parrot`]), if anything.
@@ -848,6 +923,8 @@ pub(crate) struct Seat {
     /// Where the turn's message came from and whether its history window holds third-party
     /// text: with what the turn reads, what the provenance gate decides on.
     pub provenance: Provenance,
+    /// The tools whose arguments the turn may rewrite, with the forms they taught.
+    pub forms: rewriting::Forms,
 }
 
 /// What a call of a tool with a lasting effect (`remember`, `schedule_task`) returns in a turn
@@ -1026,6 +1103,7 @@ mod tests {
                 read_external: false,
                 history_external: false,
             },
+            forms: rewriting::Forms::default(),
         }
     }
     use crate::llm::FunctionCall;

@@ -109,6 +109,12 @@ impl Tools {
         self.mcp.admin_only(name)
     }
 
+    /// Whether the bot may rewrite `name`'s arguments (see [`super::rewriting`]): an MCP
+    /// server's tool whose server allows it.
+    pub(crate) fn rewrites_arguments(&self, name: &str) -> bool {
+        self.mcp.rewrites_arguments(name)
+    }
+
     /// Runs one tool call of a turn of `caller` and returns its result (errors included, as
     /// text).
     pub(crate) async fn call(&self, call: &ToolCall, caller: Caller) -> ToolOutput {

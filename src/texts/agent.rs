@@ -19,6 +19,11 @@ pub(crate) fn running(tool: &str) -> String {
     format!("⚙️ running {tool}…")
 }
 
+/// A call's argument the bot wrote in the form its tool taught (see `agent::rewriting`).
+pub(crate) fn rewritten(tool: &str, argument: &str, from: &str, to: &str) -> String {
+    format!("✏️ {tool}: {argument} {from} → {to}, the form it asked for")
+}
+
 /// The endpoint, key or model is set up wrongly: nothing the user can do; the admins are told.
 pub(crate) const LLM_MISCONFIGURED: &str = "Sorry, I cannot answer right now: the bot's language model settings need fixing. I told the bot's admins.";
 

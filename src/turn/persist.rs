@@ -1,6 +1,7 @@
 //! Stage three, persist: the whole turn is appended to the history with its provenance (it
 //! read third-party text; which tool results are for admins only), its update marked stored,
-//! its usage recorded, and the heuristics it carried scored by how it went. This comes before
+//! its usage recorded, the heuristics it carried scored by how it went, and the argument forms
+//! its tools taught kept (`learning::rewrite`). This comes before
 //! the answer is shown, so an answer the user saw is always in the history.
 
 use super::prepare::Basis;
@@ -8,7 +9,7 @@ use super::state::Turn;
 use super::think::Thought;
 use crate::agent::{TurnResult, TurnStatus};
 use crate::llm::ChatMessage;
-use crate::provenance;
+use crate::provenance::{self, Decision, Effect, decide};
 use crate::store::Provenance;
 
 /// Stores the turn and ends its typing indicator; returns the turn's provenance, which the
@@ -34,7 +35,23 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
             tracing::warn!(%chat, error = %e, "cannot score the heuristics a turn carried");
         }
     }
+    keep_forms(turn, result, &gate);
     gate
+}
+
+/// Keeps the argument forms the turn's tools taught, where the provenance gate allows it, and
+/// how the calls the bot rewrote went (a failure counts whoever asked).
+fn keep_forms(turn: &Turn, result: &TurnResult, gate: &provenance::Provenance) {
+    let taught: Vec<_> = if decide(Effect::TeachForm, gate) == Decision::Allow {
+        result
+            .taught
+            .iter()
+            .map(|t| (t.tool.clone(), t.argument.clone(), t.example.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    turn.app.learning().keep_forms(&taught, &result.rewritten);
 }
 
 /// Where the turn's text came from: its message, its history window and what it read.

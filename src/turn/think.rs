@@ -15,6 +15,7 @@ use super::prepare::Prompt;
 use super::retry;
 use super::state::Turn;
 use super::visibility::{record_visible, set_state};
+use crate::agent::rewriting::Forms;
 use crate::agent::{AgentEvent, Seat, TurnResult, TurnStatus, is_configuration_error};
 use crate::provenance::Provenance;
 use crate::store::InboxState;
@@ -37,7 +38,9 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         .iter()
         .map(|spec| spec.function.name.to_string())
         .collect();
+    let forms = forms(turn, &offered);
     let seat = Seat {
+        forms,
         caller: prompt.caller,
         lessons: turn.app.learning().tool_lessons(&offered),
         memory: super::memory::keeper(turn),
@@ -83,6 +86,22 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         live,
         retry,
     })
+}
+
+/// The tools of the turn whose arguments it may rewrite (their servers allow it), with the
+/// forms they taught (none while the bot does not learn).
+fn forms(turn: &Turn, offered: &[String]) -> Forms {
+    let tools = turn.app.agent().tools();
+    let rewritable: Vec<String> = offered
+        .iter()
+        .filter(|tool| tools.rewrites_arguments(tool))
+        .cloned()
+        .collect();
+    let mut forms = Forms::default();
+    for (tool, arguments) in turn.app.learning().forms(&rewritable) {
+        forms.allow(&tool, arguments);
+    }
+    forms
 }
 
 /// The live display of a streamed turn: the agent's events go to it, and it resolves to what

@@ -1652,6 +1652,15 @@ async fn a_specific_lesson_outranks_a_general_one_at_equal_fit() {
     h.stop().await;
 }
 
+/// The desk, with every call sent as the model wrote it: these tests are about the lessons,
+/// which the bot's own rewrites (tests/e2e/rewrites.rs) would leave nothing to do.
+fn as_written(desk: &crate::support::desk::DeskServer) -> heurist::config::McpServerConfig {
+    heurist::config::McpServerConfig {
+        rewrite_arguments: false,
+        ..desk.entry()
+    }
+}
+
 /// The tool results of the request's current turn (after its last user message), in order.
 fn this_turns_results(request: &Value) -> Vec<String> {
     let messages = request["messages"].as_array().unwrap();
@@ -1836,7 +1845,7 @@ async fn vague_and_merged_lessons_never_reach_the_store() {
         }
     })
     .await;
-    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
     h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
     h.tg.wait_messages(ALICE, 1).await;
     h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
@@ -1887,7 +1896,7 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
     })
     .await;
     let h = Harness::start_with(llm, |c| {
-        c.mcp.servers = vec![desk.entry()];
+        c.mcp.servers = vec![as_written(&desk)];
         c.learning.review = heurist::config::Review::None;
     })
     .await;

@@ -32,6 +32,7 @@ mod quarantine;
 mod reactions;
 mod refusals;
 mod retry;
+mod rewrites;
 mod search;
 mod skeleton;
 mod streaming;

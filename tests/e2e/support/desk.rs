@@ -88,6 +88,7 @@ impl DeskServer {
             roles: McpRoles::User,
             in_groups: false,
             timeout_secs: 30,
+            rewrite_arguments: true,
         }
     }
 

@@ -39,6 +39,7 @@ pub fn stdio_server(name: &str) -> McpServerConfig {
         roles: McpRoles::User,
         in_groups: false,
         timeout_secs: 30,
+        rewrite_arguments: true,
     }
 }
 

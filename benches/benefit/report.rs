@@ -28,6 +28,10 @@ pub(crate) struct Totals {
     pub(crate) block_tokens: usize,
     pub(crate) prompt_estimate: usize,
     pub(crate) honest: usize,
+    /// Calls the bot rewrote to the form their tool taught (results files from before it
+    /// counted them read 0).
+    #[serde(default)]
+    pub(crate) rewritten: usize,
 }
 
 impl Totals {
@@ -46,6 +50,7 @@ impl Totals {
             t.block_tokens += o.block_tokens;
             t.prompt_estimate += o.prompt_estimate;
             t.honest += usize::from(o.honest);
+            t.rewritten += o.rewritten;
         }
         t
     }
@@ -65,6 +70,7 @@ impl Totals {
         self.block_tokens += other.block_tokens;
         self.prompt_estimate += other.prompt_estimate;
         self.honest += other.honest;
+        self.rewritten += other.rewritten;
     }
 
     /// `n` as a percentage of the tasks.
@@ -97,13 +103,14 @@ impl Totals {
     /// A row of one run's table.
     fn row(&self, name: &str, mode: &str) -> String {
         format!(
-            "| {name} | {mode} | {:.0}% | {:.0}% | {:.0}% | {} | {} | {} | {:.2} | {:.1} | {:.0} | {:.0} ({:.0}%) |",
+            "| {name} | {mode} | {:.0}% | {:.0}% | {:.0}% | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} | {:.0} ({:.0}%) |",
             self.pct(self.right_form),
             self.pct(self.exact),
             self.pct(self.success),
             self.harm,
             self.parroted,
             self.vague_stored,
+            self.rewritten,
             self.per_task(self.tool_errors),
             self.per_task(self.llm_calls),
             self.per_task(self.tokens),
@@ -287,9 +294,9 @@ impl Record {
     pub(crate) fn table(&self) -> String {
         let mut out = String::new();
         out.push_str(
-            "| family | learning | first call in the right form | first call exactly right | task success | harm | parroted | vague stored | tool errors per task | LLM calls per task | tokens per task | injected block tokens per task (share of prompt) |\n",
+            "| family | learning | first call in the right form | first call exactly right | task success | harm | parroted | vague stored | calls rewritten | tool errors per task | LLM calls per task | tokens per task | injected block tokens per task (share of prompt) |\n",
         );
-        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for result in &self.results {
             for (mode, totals) in [("on", &result.on), ("off", &result.off)] {
                 let _ = writeln!(out, "{}", totals.row(&result.family, mode));

@@ -94,6 +94,9 @@ pub(crate) struct Outcome {
     pub(crate) answer: String,
     /// Every desk call of the task.
     pub(crate) calls: Vec<String>,
+    /// Desk calls whose argument the model never wrote: the bot rewrote them to the form the
+    /// tool taught (`learning::rewrite`).
+    pub(crate) rewritten: usize,
 }
 
 /// A lesson in the store at the end of a run.
@@ -293,6 +296,28 @@ impl Bench {
     }
 }
 
+/// How many of `calls` have a first argument that none of the model's replies that call a
+/// tool wrote (in `tool_calls` or as text): the bot wrote it in the tool's form.
+fn rewritten(calls: &[DeskCall], exchanges: &[Exchange]) -> usize {
+    let written: String = exchanges
+        .iter()
+        .map(|e| &e.response["choices"][0]["message"])
+        .filter(|m| {
+            m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+                || m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("\"name\""))
+        })
+        .map(Value::to_string)
+        .collect();
+    calls
+        .iter()
+        .filter_map(|c| c.arguments.as_object()?.values().next().cloned())
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        .filter(|v| !written.contains(v.as_str()))
+        .count()
+}
+
 /// The tokens of a text, roughly.
 fn tokens_of(text: &str) -> usize {
     text.len() / 3
@@ -435,6 +460,7 @@ impl Judged<'_> {
             right_form,
             exact,
             tool_errors: self.calls.iter().filter(|c| c.error.is_some()).count(),
+            rewritten: rewritten(self.calls, &self.exchanges),
             llm_calls: self.exchanges.len(),
             tokens,
             block_tokens: block * self.exchanges.len(),

@@ -95,10 +95,16 @@ fn clauses(text: &str) -> impl Iterator<Item = &str> {
         .flat_map(|line| line.split(": "))
 }
 
+/// How the bot's honest note for a turn with no answer begins (`texts::agent::NO_ANSWER`):
+/// the bot's words, never judged, even where a model that copied the chat's earlier note
+/// wrote them too (with a tool that works at once, every such turn in a chat gets the same
+/// note).
+const BOTS_NOTE: &str = "Sorry, the model gave no answer to this message.";
+
 /// Why `answer` parrots, if it does.
 pub(crate) fn parroted(answer: &str, cx: &Context) -> Option<String> {
     let said = words(answer);
-    if said.is_empty() || !model_wrote(&said, cx.model_answers) {
+    if said.is_empty() || answer.starts_with(BOTS_NOTE) || !model_wrote(&said, cx.model_answers) {
         return None;
     }
     if let Some(n) = cx
@@ -315,6 +321,14 @@ pub(crate) fn self_check() -> Vec<String> {
             "a different earlier answer",
             "There are 32 units of item 982 in stock.",
             &["There are 5 units of item 31 in stock."],
+            false,
+        ),
+        (
+            "the bot's note again, which the model copied before the bot sent it",
+            "Sorry, the model gave no answer to this message. Your message is kept: 🔁 Retry sends it again.",
+            &[
+                "Sorry, the model gave no answer to this message. Your message is kept: 🔁 Retry sends it again.",
+            ],
             false,
         ),
     ];

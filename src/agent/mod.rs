@@ -668,11 +668,13 @@ impl Underway {
         changes: &[rewriting::Change],
     ) {
         let (tool, arguments) = (&call.function.name, &call.function.arguments);
-        self.result.rewritten.extend(
-            changes
-                .iter()
-                .map(|c| (tool.clone(), c.argument.clone(), worked)),
-        );
+        if !changes.is_empty() && self.forms.first_of_its_kind(tool, arguments) {
+            self.result.rewritten.extend(
+                changes
+                    .iter()
+                    .map(|c| (tool.clone(), c.argument.clone(), worked)),
+            );
+        }
         let taught = if worked && changes.is_empty() {
             self.forms.worked(tool, arguments)
         } else if let Some(words) = evidence::refusal_words(output) {

@@ -53,6 +53,9 @@ pub struct Forms {
     /// The turn read text a third party wrote (a page, search results, another server's
     /// tool): a later call's arguments may be theirs, so no fix is learned from it.
     read_foreign: bool,
+    /// The rewritten calls already counted (tool and arguments): a repeat the bot refuses
+    /// without running it is not another failure of the rewrite.
+    counted: std::collections::HashSet<(String, String)>,
 }
 
 impl Forms {
@@ -102,6 +105,13 @@ impl Forms {
             return None;
         }
         Some((Value::Object(object).to_string(), changes))
+    }
+
+    /// Whether a rewritten call of `tool` with `arguments` is the first of its kind in the turn
+    /// (its outcome counts once).
+    pub fn first_of_its_kind(&mut self, tool: &str, arguments: &str) -> bool {
+        self.counted
+            .insert((tool.to_string(), arguments.trim().to_string()))
     }
 
     /// Learns from `tool`'s refusal of `arguments` (its server's words): the examples the
@@ -292,6 +302,14 @@ mod tests {
                 .worked(tool, r#"{"date":"15.12.2026","room":"C"}"#)
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_rewritten_call_counts_once_per_turn() {
+        let mut forms = Forms::default();
+        assert!(forms.first_of_its_kind(SHIPPING, r#"{"weight":1500}"#));
+        assert!(!forms.first_of_its_kind(SHIPPING, r#" {"weight":1500} "#));
+        assert!(forms.first_of_its_kind(SHIPPING, r#"{"weight":2500}"#));
     }
 
     #[test]

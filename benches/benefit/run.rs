@@ -310,11 +310,15 @@ fn rewritten(calls: &[DeskCall], exchanges: &[Exchange]) -> usize {
         })
         .map(Value::to_string)
         .collect();
+    // Whole tokens: `1500` is not written by a reply that wrote `15000`.
+    let tokens: Vec<&str> = written
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
+        .collect();
     calls
         .iter()
         .filter_map(|c| c.arguments.as_object()?.values().next().cloned())
         .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-        .filter(|v| !written.contains(v.as_str()))
+        .filter(|v| !tokens.contains(&v.as_str()))
         .count()
 }
 

@@ -668,7 +668,13 @@ impl Underway {
         changes: &[rewriting::Change],
     ) {
         let (tool, arguments) = (&call.function.name, &call.function.arguments);
-        if !changes.is_empty() && self.forms.first_of_its_kind(tool, arguments) {
+        let refusal = evidence::refusal_words(output);
+        // Only what the tool itself said counts for the rewrite: a timeout or the turn's
+        // call limit says nothing of the form.
+        if !changes.is_empty()
+            && (worked || refusal.is_some())
+            && self.forms.first_of_its_kind(tool, arguments)
+        {
             self.result.rewritten.extend(
                 changes
                     .iter()
@@ -677,7 +683,7 @@ impl Underway {
         }
         let taught = if worked && changes.is_empty() {
             self.forms.worked(tool, arguments)
-        } else if let Some(words) = evidence::refusal_words(output) {
+        } else if let Some(words) = refusal {
             self.forms.refused(tool, arguments, &words)
         } else {
             Vec::new()

@@ -50,9 +50,10 @@ pub struct Forms {
     tools: HashMap<String, ToolForms>,
     /// Calls refused in this turn, per tool: their arguments, for a later fix.
     refused: Vec<(String, Map<String, Value>)>,
-    /// The turn read text a third party wrote (a page, search results, another server's
-    /// tool): a later call's arguments may be theirs, so no fix is learned from it.
-    read_foreign: bool,
+    /// The tools whose output (third-party text: a page, search results, a server's answer)
+    /// the turn read: a later call's arguments may be their words, so a fix is learned only
+    /// where the fixed tool's own output is all the turn read.
+    read: std::collections::HashSet<String>,
     /// The rewritten calls already counted (tool and arguments): a repeat the bot refuses
     /// without running it is not another failure of the rewrite.
     counted: std::collections::HashSet<(String, String)>,
@@ -70,12 +71,10 @@ impl Forms {
         self.tools.contains_key(tool)
     }
 
-    /// The turn read third-party text from `tool`: no later fix is learned (a tool's own
-    /// results are its own word on its arguments).
+    /// The turn read third-party text from `tool`: no later fix of another tool is learned
+    /// (a tool's own results are its own word on its arguments).
     pub fn read_from(&mut self, tool: &str) {
-        if !self.allows(tool) {
-            self.read_foreign = true;
-        }
+        self.read.insert(tool.to_string());
     }
 
     /// `arguments` (a call's JSON) with every argument in an old form rewritten, and what
@@ -156,7 +155,7 @@ impl Forms {
     /// Learns from a call of `tool` that worked with `arguments` the model wrote: where a
     /// call refused earlier in the turn differed in one argument only, that pair.
     pub fn worked(&mut self, tool: &str, arguments: &str) -> Vec<Taught> {
-        let Some(object) = parse(arguments).filter(|_| !self.read_foreign) else {
+        let Some(object) = parse(arguments).filter(|_| self.read.iter().all(|t| t == tool)) else {
             return Vec::new();
         };
         let taught: Vec<Taught> = self
@@ -190,9 +189,11 @@ impl Forms {
                 }
             };
             let examples = &mut arguments[at].1;
-            if !examples.contains(&t.example) {
-                examples.insert(0, t.example.clone());
-                *examples = rewrite::consistent_newest(examples);
+            let mut with_it = examples.clone();
+            with_it.insert(0, t.example.clone());
+            // An example no rule fits with the kept ones leaves them (see `rewrite::keep`).
+            if !examples.contains(&t.example) && rewrite::teaches(&with_it) {
+                *examples = rewrite::consistent_newest(&with_it);
             }
         }
     }
@@ -277,31 +278,21 @@ mod tests {
 
     #[test]
     fn a_fix_in_one_argument_is_an_example() {
-        let tool = "desk__booking";
+        let tool = "desk__ticket";
         let mut forms = Forms::default();
         forms.allow(tool, Vec::new());
-        assert!(
-            forms
-                .refused(
-                    tool,
-                    r#"{"date":"2026-12-14","room":"A"}"#,
-                    "unreadable date"
-                )
-                .is_empty()
-        );
-        let taught = forms.worked(tool, r#"{"date":"14.12.2026","room":"A"}"#);
-        assert_eq!(taught[0].example, Example::new("2026-12-14", "14.12.2026"));
+        let refused = forms.refused(tool, r#"{"id":"TCK-5127","queue":"A"}"#, "unknown id");
+        assert!(refused.is_empty());
+        let taught = forms.worked(tool, r#"{"id":"TCK-005127","queue":"A"}"#);
+        assert_eq!(taught[0].example, Example::new("TCK-5127", "TCK-005127"));
         let (arguments, changes) = forms
-            .rewrite(tool, r#"{"date":"2027-01-05","room":"B"}"#)
+            .rewrite(tool, r#"{"id":"TCK-98","queue":"B"}"#)
             .unwrap();
-        assert!(arguments.contains(r#""date":"05.01.2027""#), "{arguments}");
+        assert!(arguments.contains(r#""id":"TCK-000098""#), "{arguments}");
         assert_eq!(changes.len(), 1);
         // Two arguments changed at once: which one did the fix is not known.
-        assert!(
-            forms
-                .worked(tool, r#"{"date":"15.12.2026","room":"C"}"#)
-                .is_empty()
-        );
+        let both = forms.worked(tool, r#"{"id":"TCK-005128","queue":"C"}"#);
+        assert!(both.is_empty());
     }
 
     #[test]
@@ -312,17 +303,24 @@ mod tests {
         assert!(forms.first_of_its_kind(SHIPPING, r#"{"weight":2500}"#));
     }
 
+    /// A fix after the turn read a page, or another tool's answer (a ticket a customer wrote,
+    /// of the same server), may be their words: never learned.
     #[test]
-    fn no_fix_is_learned_after_reading_a_page() {
-        let tool = "desk__booking";
-        let mut forms = Forms::default();
-        forms.allow(tool, Vec::new());
-        forms.refused(tool, r#"{"date":"2026-12-14"}"#, "unreadable date");
-        forms.read_from(tool);
-        assert!(!forms.worked(tool, r#"{"date":"14.12.2026"}"#).is_empty());
-        forms.refused(tool, r#"{"date":"2026-12-15"}"#, "unreadable date");
-        forms.read_from("fetch_url");
-        assert!(forms.worked(tool, r#"{"date":"15.12.2026"}"#).is_empty());
+    fn no_fix_is_learned_after_reading_anything_but_the_tools_own_output() {
+        let tool = "desk__ticket";
+        for (other, learned) in [
+            (tool, true),
+            ("fetch_url", false),
+            ("desk__read_ticket", false),
+        ] {
+            let mut forms = Forms::default();
+            forms.allow(tool, Vec::new());
+            forms.allow("desk__read_ticket", Vec::new());
+            forms.refused(tool, r#"{"id":"5127"}"#, "unknown id");
+            forms.read_from(other);
+            let taught = forms.worked(tool, r#"{"id":"TCK-005127"}"#);
+            assert_eq!(!taught.is_empty(), learned, "after reading {other}");
+        }
     }
 
     #[test]

@@ -67,6 +67,16 @@ pub fn rewrite(examples: &[Example], value: &str) -> Option<String> {
     if rules.is_empty() || rules.iter().any(|rule| rule.in_form(value)) {
         return None;
     }
+    // Only a value written like one the tool was shown (or like its own form with another
+    // padding): `INC-98` is another kind of thing than `TCK-5127`, whatever its number.
+    let shape = shape_of(value);
+    let known = examples
+        .iter()
+        .flat_map(|e| [shape_of(&e.from), shape_of(&e.to)])
+        .any(|known| known.fits(&shape));
+    if !known {
+        return None;
+    }
     let mut outputs = rules.iter().map(|rule| rule.apply(value));
     let first = outputs.next()??;
     (outputs.all(|o| o.as_deref() == Some(first.as_str())) && first != value).then_some(first)
@@ -150,7 +160,7 @@ impl Rule {
                 ))
             }
             Rule::Scale { power } => {
-                let number = plain_decimal(value)?;
+                let number = plain_decimal(value).filter(|n| n.fract() != 0.0)?;
                 let scaled = number * 10f64.powi(i32::try_from(*power).ok()?);
                 let whole = scaled.round();
                 ((scaled - whole).abs() < 1e-6 && whole.abs() < 1e15).then(|| format!("{whole:.0}"))
@@ -182,10 +192,8 @@ impl Rule {
                 seps == [separators[0].as_str(), separators[1].as_str()]
                     && fields.iter().zip(lengths).all(|(f, l)| f.len() == *l)
             }),
-            Rule::Scale { .. } => {
-                let value = value.trim();
-                !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())
-            }
+            // A whole number, however written (`800`, `800.0`), is the model's.
+            Rule::Scale { .. } => plain_decimal(value).is_some_and(|n| n.fract() == 0.0),
         }
     }
 }
@@ -251,6 +259,53 @@ fn scale_candidates(from: &str, to: &str) -> Vec<Rule> {
     }
 }
 
+/// How a value is written around its numbers: the text between them, and each number's
+/// length. Two values of one shape differ only in their numbers.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    literals: Vec<String>,
+    lengths: Vec<usize>,
+}
+
+impl Shape {
+    /// Whether a value of shape `other` is written like one of this shape: the same text
+    /// around its numbers, and for three numbers (a date's) the same lengths (a lone
+    /// number's padding, a decimal's digits, are what a rule reads whatever they are); a bare
+    /// number is written like any one number (it has no text that could name another kind).
+    fn fits(&self, other: &Shape) -> bool {
+        let bare_number = other.lengths.len() == 1 && other.literals == [""];
+        (bare_number && self.lengths.len() == 1)
+            || self.literals == other.literals
+                && (self.lengths.len() != 3 || self.lengths == other.lengths)
+    }
+}
+
+fn shape_of(value: &str) -> Shape {
+    let mut literals = vec![String::new()];
+    let mut lengths = Vec::new();
+    let mut in_number = false;
+    for c in value.trim().chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                lengths.push(0);
+                in_number = true;
+            }
+            if let Some(length) = lengths.last_mut() {
+                *length += 1;
+            }
+        } else {
+            if in_number {
+                literals.push(String::new());
+                in_number = false;
+            }
+            if let Some(literal) = literals.last_mut() {
+                literal.push(c);
+            }
+        }
+    }
+    Shape { literals, lengths }
+}
+
 const PERMUTATIONS: [[usize; 3]; 6] = [
     [0, 1, 2],
     [0, 2, 1],
@@ -275,12 +330,27 @@ fn padded(number: &str, width: usize) -> String {
     format!("{number:0>width$}")
 }
 
-/// The maximal runs of ASCII digits in `value`.
+/// Longest value a rule reads or writes, in characters: ids, dates and amounts are short,
+/// and a hostile server's error must not make the rules many or long.
+pub const MAX_VALUE_CHARS: usize = 40;
+
+/// Digits of the longest number a rule reads.
+const MAX_DIGITS: usize = 15;
+
+/// The maximal runs of ASCII digits in `value` (none for a value too long to be a form, or
+/// with a number too long to be one).
 fn digit_runs(value: &str) -> Vec<&str> {
-    value
+    if value.chars().count() > MAX_VALUE_CHARS {
+        return Vec::new();
+    }
+    let runs: Vec<&str> = value
         .split(|c: char| !c.is_ascii_digit())
         .filter(|run| !run.is_empty())
-        .collect()
+        .collect();
+    if runs.iter().any(|run| run.len() > MAX_DIGITS) {
+        return Vec::new();
+    }
+    runs
 }
 
 /// The text before and after the one `number` in `value`.
@@ -311,6 +381,7 @@ fn three_fields(value: &str) -> Option<([&str; 3], [&str; 2])> {
 fn plain_decimal(value: &str) -> Option<f64> {
     let value = value.trim();
     let plain = !value.is_empty()
+        && value.len() <= MAX_DIGITS + 1
         && value.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && value.bytes().filter(|&b| b == b'.').count() <= 1
         && value.bytes().any(|b| b.is_ascii_digit());
@@ -323,7 +394,9 @@ fn plain_decimal(value: &str) -> Option<f64> {
 /// (item 4411 is SKU-004411)" also holds `4411` after `SKU-4411`, which is not the form).
 #[must_use]
 pub fn stated_pairs(value: &str, error: &str) -> Vec<Example> {
+    // The error's last words: where an example is given, and a bound on the pairs tried.
     let words = words(error);
+    let words = &words[words.len().saturating_sub(MAX_WORDS)..];
     let value = value.trim();
     let mut pairs: Vec<(usize, Example)> = Vec::new();
     for (j, to) in words.iter().enumerate() {
@@ -331,7 +404,7 @@ pub fn stated_pairs(value: &str, error: &str) -> Vec<Example> {
             continue;
         }
         for from in words[..j].iter().copied().chain(std::iter::once(value)) {
-            if from != *to && !candidates(from, to).is_empty() {
+            if from != *to && !mentions(to, from) && !candidates(from, to).is_empty() {
                 pairs.push((j, Example::new(from, to)));
             }
         }
@@ -346,6 +419,16 @@ pub fn stated_pairs(value: &str, error: &str) -> Vec<Example> {
         }
     }
     stated
+}
+
+/// Words of an error read for examples, at most (its last ones).
+const MAX_WORDS: usize = 200;
+
+/// Whether `to` holds `from` as it was written, words and all (`/items/SKU-000015` holds
+/// `SKU-000015`: a path that names the value, not its corrected form); a bare number in a
+/// form (`4411` in `SKU-004411`) is how forms are made.
+fn mentions(to: &str, from: &str) -> bool {
+    !from.bytes().all(|b| b.is_ascii_digit()) && to.contains(from)
 }
 
 /// What may quote a word in an error.
@@ -367,10 +450,14 @@ pub fn words(error: &str) -> Vec<&str> {
 /// same tool worked with, where the rest of the arguments stayed the same and one rule fits.
 #[must_use]
 pub fn fixed_pair(refused: &str, worked: &str) -> Option<Example> {
-    (!candidates(refused, worked).is_empty()).then(|| Example::new(refused, worked))
+    // Only a number's form: what a tool takes does not tell a model's wrong date order or
+    // scale from the right one (12.05 and 05.12 are both dates, ×100 and ×1000 both whole),
+    // which only the tool's own example states.
+    (!pad_candidates(refused, worked).is_empty() && !mentions(worked, refused))
+        .then(|| Example::new(refused, worked))
 }
 
-/// The forms each of `tools` taught, per argument, whose rewrites are still active (a form
+/// The forms `tool` taught, per argument, whose rewrites are still active (a form
 /// whose rewritten calls kept failing is left out until the tool teaches a new example).
 pub(crate) fn forms_of(store: &Store, tool: &str) -> ToolForms {
     store
@@ -384,6 +471,22 @@ pub(crate) fn forms_of(store: &Store, tool: &str) -> ToolForms {
         .collect()
 }
 
+/// Arguments of one tool with a form kept, at most: a model may name arguments as it likes,
+/// and the store must not grow with them.
+const MAX_ARGUMENTS: usize = 8;
+
+/// Longest argument name a form is kept for.
+const MAX_ARGUMENT_CHARS: usize = 64;
+
+/// The arguments of `tool` with a form kept (active or not).
+fn forms_known(store: &Store, tool: &str) -> Vec<String> {
+    store
+        .rewrites()
+        .of_tool(tool)
+        .map(|forms| forms.into_iter().map(|(argument, _)| argument).collect())
+        .unwrap_or_default()
+}
+
 /// Keeps what a turn taught of its tools' forms (`taught`: tool, argument, example) and how
 /// the calls it rewrote went (`rewritten`: tool, argument, worked).
 pub(crate) fn keep(
@@ -392,12 +495,27 @@ pub(crate) fn keep(
     rewritten: &[(String, String, bool)],
 ) {
     for (tool, argument, example) in taught {
+        let known = forms_known(store, tool);
+        let new = !known.iter().any(|a| a == argument);
+        if argument.chars().count() > MAX_ARGUMENT_CHARS || new && known.len() >= MAX_ARGUMENTS {
+            continue;
+        }
         let kept = store.rewrites().update(tool, argument, true, |form| {
-            if !form.examples.contains(example) {
-                form.examples.insert(0, example.clone());
-                form.examples = consistent_newest(&form.examples);
-                form.failed_in_a_row = 0;
+            if form.examples.contains(example) {
+                return;
             }
+            let mut examples = form.examples.clone();
+            examples.insert(0, example.clone());
+            if teaches(&examples) {
+                form.examples = consistent_newest(&examples);
+            } else if form.worked > 0 && form.active() {
+                // A form the tool took is not pushed out by one example nobody confirmed.
+                return;
+            } else {
+                form.examples = consistent_newest(&examples);
+                form.worked = 0;
+            }
+            form.failed_in_a_row = 0;
         });
         if let Err(e) = kept {
             tracing::warn!(error = %e, tool, "cannot keep a taught form");
@@ -532,6 +650,36 @@ mod tests {
                 want: None,
             },
             Case {
+                name: "another kind of id with a number is not this tool's",
+                taught: &[("TCK-5127", "TCK-005127")],
+                value: "INC-98",
+                want: None,
+            },
+            Case {
+                name: "nor a number in words",
+                taught: &[("4411", "SKU-004411")],
+                value: "order 15 red",
+                want: None,
+            },
+            Case {
+                name: "a date with other lengths is not the example's kind",
+                taught: &[("2026-12-14", "14.12.2026")],
+                value: "14-12-26",
+                want: None,
+            },
+            Case {
+                name: "a whole number written with a point is whole",
+                taught: &[("0.3", "300")],
+                value: "800.0",
+                want: None,
+            },
+            Case {
+                name: "a decimal of other digits scales alike",
+                taught: &[("0.3", "300")],
+                value: "12.25",
+                want: Some("12250"),
+            },
+            Case {
                 name: "a second example pins the width",
                 taught: &[("5127", "TCK-5127"), ("12", "TCK-0012")],
                 value: "98",
@@ -598,6 +746,18 @@ mod tests {
                 value: "billing",
                 error: "service 'billing' is not locked: call lock with service 'billing' \
                         first, then deploy",
+                want: &[],
+            },
+            Case {
+                name: "a path that names the refused value is no form of it",
+                value: "SKU-000015",
+                error: "GET /items/SKU-000015 returned 404",
+                want: &[],
+            },
+            Case {
+                name: "a hostile server's long numbers teach nothing",
+                value: "1",
+                error: "1111111111111111111111-1-1 is 1-1-1111111111111111111111",
                 want: &[],
             },
             Case {
@@ -669,13 +829,42 @@ mod tests {
         assert!(forms_of(&store, "desk__stock").is_empty());
     }
 
+    /// A fix teaches a number's form only: a tool that took a model's date order or scale
+    /// does not say it was the right one.
     #[test]
-    fn a_fix_is_an_example_only_where_a_rule_fits() {
+    fn a_fix_is_an_example_only_of_a_numbers_form() {
         assert_eq!(
-            fixed_pair("2026-12-14", "14.12.2026"),
-            Some(Example::new("2026-12-14", "14.12.2026"))
+            fixed_pair("TCK-5127", "TCK-005127"),
+            Some(Example::new("TCK-5127", "TCK-005127"))
         );
+        assert_eq!(fixed_pair("2026-12-05", "12.05.2026"), None);
+        assert_eq!(fixed_pair("1.5", "150"), None);
         assert_eq!(fixed_pair("search", "search-service"), None);
         assert_eq!(fixed_pair("15", "16"), None);
+        assert_eq!(fixed_pair("SKU-15", "/items/SKU-15"), None);
+    }
+
+    /// A stated example that no rule fits with a form the tool took does not push it out;
+    /// once that form is retired, the tool's new examples are followed.
+    #[test]
+    fn a_form_the_tool_took_is_not_pushed_out_by_an_unconfirmed_example() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tool = "desk__stock_level".to_string();
+        let taught =
+            |from: &str, to: &str| (tool.clone(), "sku".to_string(), Example::new(from, to));
+        let call = |worked| (tool.clone(), "sku".to_string(), worked);
+        keep(&store, &[taught("4411", "SKU-004411")], &[call(true)]);
+        keep(&store, &[taught("30s", "30")], &[]);
+        assert_eq!(
+            forms_of(&store, &tool)[0].1,
+            vec![Example::new("4411", "SKU-004411")]
+        );
+        keep(&store, &[], &[call(false), call(false)]);
+        keep(&store, &[taught("15", "ITEM-15")], &[]);
+        assert_eq!(
+            forms_of(&store, &tool)[0].1,
+            vec![Example::new("15", "ITEM-15")]
+        );
     }
 }

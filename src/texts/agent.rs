@@ -21,7 +21,19 @@ pub(crate) fn running(tool: &str) -> String {
 
 /// A call's argument the bot wrote in the form its tool taught (see `agent::rewriting`).
 pub(crate) fn rewritten(tool: &str, argument: &str, from: &str, to: &str) -> String {
-    format!("✏️ {tool}: {argument} {from} → {to}, the form it asked for")
+    let short = |s: &str| -> String {
+        let mut cut: String = s.chars().take(40).collect();
+        if cut.len() < s.len() {
+            cut.push('…');
+        }
+        cut
+    };
+    format!(
+        "✏️ {tool}: {} {} → {}, the form it asked for",
+        short(argument),
+        short(from),
+        short(to)
+    )
 }
 
 /// The endpoint, key or model is set up wrongly: nothing the user can do; the admins are told.

@@ -39,18 +39,18 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
     gate
 }
 
-/// Keeps the argument forms the turn's tools taught, where the provenance gate allows it, and
-/// how the calls the bot rewrote went (a failure counts whoever asked).
+/// Keeps the argument forms the turn's tools taught and how the calls the bot rewrote went,
+/// where the provenance gate allows it (someone else's message neither teaches a form nor
+/// retires one).
 fn keep_forms(turn: &Turn, result: &TurnResult, gate: &provenance::Provenance) {
-    let taught: Vec<_> = if decide(Effect::TeachForm, gate) == Decision::Allow {
-        result
-            .taught
-            .iter()
-            .map(|t| (t.tool.clone(), t.argument.clone(), t.example.clone()))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    if decide(Effect::TeachForm, gate) != Decision::Allow {
+        return;
+    }
+    let taught: Vec<_> = result
+        .taught
+        .iter()
+        .map(|t| (t.tool.clone(), t.argument.clone(), t.example.clone()))
+        .collect();
     turn.app.learning().keep_forms(&taught, &result.rewritten);
 }
 

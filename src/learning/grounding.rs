@@ -11,8 +11,11 @@
 //! with a digit or a code-like token with inner `-_./:#=`, at least three characters, in the
 //! refusal's text or in the leaves of the working call's arguments; a number must be the whole
 //! token), or enough of the content words the evidence states that the request did not already
-//! say: [`CORRECTION_WORDS`] of the user's correction, [`STATED_WORDS`] of a tool's refusal (a
-//! rule stated in words: "weights are whole grams"). The bot's own lessons, read off the calls
+//! say: [`CORRECTION_WORDS`] of the user's correction, [`STATED_WORDS`] of a tool's refusal
+//! that gave no values (a rule stated in words only: "call lock first, then deploy"). Where the
+//! refusal gave values, a lesson must carry one: Qwen2.5-Coder-1.5B's "check the weight, as it
+//! should be a whole number of grams" left out the example (`0.3 kg is 300`) that the next
+//! call needs. The bot's own lessons, read off the calls
 //! (`evidence::proven_lessons`), are grounded by construction.
 //!
 //! A lesson that quotes the bot's own lesson of the same task (a sentence's worth of it,
@@ -124,9 +127,12 @@ pub fn grounded(lesson: &str, grounds: &Grounds) -> bool {
     });
     let said = content_words(lesson);
     let shared = |words: &[String]| said.iter().filter(|w| words.contains(w)).count();
+    // A refusal that gave values (an example, a format) is carried by one of them: its rule
+    // retold in words alone ("a whole number of grams") is what a small model rewrites
+    // vaguely next time, and the bot's own lesson already quotes the refusal.
     carries_value
         || shared(&grounds.corrected) >= CORRECTION_WORDS
-        || shared(&grounds.stated) >= STATED_WORDS
+        || grounds.values.is_empty() && shared(&grounds.stated) >= STATED_WORDS
 }
 
 /// Whether `lesson` repeats a sentence's worth ([`QUOTE_CHARS`]) of one of the bot's own
@@ -263,6 +269,47 @@ mod tests {
         for lesson in concrete {
             assert!(grounded(lesson, &grounds), "refused: {lesson}");
         }
+    }
+
+    /// A refusal's rule in words grounds a lesson only where the refusal gave no values; with
+    /// them, the lesson must carry one (Qwen2.5-Coder-1.5B's shipping lessons, issue 34's
+    /// benchmark).
+    #[test]
+    fn a_rule_in_words_needs_the_refusals_values_where_it_gave_some() {
+        let refusal = "cannot quote the weight: weights are whole grams, digits only, without a \
+                       unit (a 0.3 kg parcel is 300)";
+        let asked = content_words("What does it cost to ship a 1.5 kg parcel?");
+        let stated: Vec<String> = content_words(refusal)
+            .into_iter()
+            .filter(|w| !asked.contains(w))
+            .collect();
+        let with_values = Grounds {
+            values: value_tokens(refusal),
+            stated: stated.clone(),
+            corrected: Vec::new(),
+        };
+        let cases = [
+            "When you are asked to ship a parcel, check the weight, as it should be a whole number of grams without a unit.",
+            "If the weight is not a whole number of grams, or if it has a unit (like kg or lbs), you may need to adjust the weight to a whole number before using the shipping quote tool.",
+        ];
+        for lesson in cases {
+            assert!(!grounded(lesson, &with_values), "stored: {lesson}");
+        }
+        assert!(grounded(
+            "When quoting shipping, give the weight in whole grams: a 0.3 kg parcel is 300.",
+            &with_values
+        ));
+        let lock = "service is not locked: call lock with service first, then deploy";
+        let words_only = Grounds {
+            values: value_tokens(lock),
+            stated: content_words(lock),
+            corrected: Vec::new(),
+        };
+        assert!(words_only.values.is_empty());
+        assert!(grounded(
+            "When deploying a service, call lock with the service first, then deploy.",
+            &words_only
+        ));
     }
 
     #[test]

@@ -71,13 +71,24 @@ now, in your own words, from the tool results above; if you still need a tool, c
 pub const MAKE_THE_CALL_PROMPT: &str = "Do not tell me how to call a tool: call it yourself \
 now, then answer my previous message from its result.";
 
+/// How the ask begins that is sent once when a model answered without calling the tool the
+/// bot learned such messages need ([`use_the_tool`]).
+pub const USE_THE_TOOL_PROMPT: &str = "Do not answer that from memory: call ";
+
+/// The ask to call `tool` before answering (see [`USE_THE_TOOL_PROMPT`]).
+#[must_use]
+pub fn use_the_tool(tool: &str) -> String {
+    format!("{USE_THE_TOOL_PROMPT}{tool} now, then answer my previous message from its result.")
+}
+
 /// Whether a user message is the bot's own ask for the answer ([`answer_now`], or after a
-/// parroted answer), not the user's.
+/// parroted answer, or to use a tool), not the user's.
 pub fn is_answer_now(text: &str) -> bool {
     text == ANSWER_NOW_PROMPT
         || text == NOT_AN_ANSWER_PROMPT
         || text == MAKE_THE_CALL_PROMPT
         || text.starts_with(ANSWER_FROM_RESULT_PROMPT)
+        || text.starts_with(USE_THE_TOOL_PROMPT)
 }
 
 /// What a repeated failing call's result tells the model to do instead.

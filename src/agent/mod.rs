@@ -562,6 +562,9 @@ struct Underway {
     parrot_asks: u8,
     /// The argument forms the turn may rewrite calls to, growing as its tools teach.
     forms: rewriting::Forms,
+    /// The tools the seat says this message needs, until the model was asked once to call
+    /// one (emptied then).
+    needed: Vec<String>,
 }
 
 /// What a completion, just appended to the conversation, calls for.
@@ -621,6 +624,7 @@ impl Underway {
             given,
             parrot_asks: 0,
             forms: seat.forms.clone(),
+            needed: seat.needed.clone(),
         }
     }
 
@@ -855,6 +859,20 @@ impl Underway {
             self.conversation.pop();
             return self.parroted(parrot);
         }
+        if self.result.tools_used.is_empty() && !self.asked_again && !self.needed.is_empty() {
+            // A small model answered "20 units in the warehouse" without asking the tool that
+            // earlier tasks of this kind needed (Qwen2.5-Coder-1.5B, issue 34): once, it is
+            // asked to call it, without its made-up answer in view.
+            let tool = std::mem::take(&mut self.needed).remove(0);
+            tracing::info!(
+                tool,
+                "the answer used no tool this kind of message needs; asking to call it"
+            );
+            self.conversation.pop();
+            self.conversation
+                .push(ChatMessage::user(calls::use_the_tool(&tool)));
+            return Verdict::AskedAgain;
+        }
         Verdict::Answered
     }
 
@@ -933,6 +951,9 @@ pub(crate) struct Seat {
     pub provenance: Provenance,
     /// The tools whose arguments the turn may rewrite, with the forms they taught.
     pub forms: rewriting::Forms,
+    /// The offered tools earlier tasks showed this kind of message needs (see
+    /// `turn::think`): an answer made without calling any tool is asked once to call them.
+    pub needed: Vec<String>,
 }
 
 /// What a call of a tool with a lasting effect (`remember`, `schedule_task`) returns in a turn
@@ -979,6 +1000,7 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, seat: &Seat) -> parrot::Giv
             calls::REPEAT_HINT,
             calls::ANSWER_NOW_PROMPT,
             calls::NOT_AN_ANSWER_PROMPT,
+            calls::USE_THE_TOOL_PROMPT,
         ]
         .map(str::to_string),
     );
@@ -1112,6 +1134,7 @@ mod tests {
                 history_external: false,
             },
             forms: rewriting::Forms::default(),
+            needed: Vec::new(),
         }
     }
     use crate::llm::FunctionCall;

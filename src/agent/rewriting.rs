@@ -65,6 +65,14 @@ impl Forms {
         self.tools.insert(tool.to_string(), arguments);
     }
 
+    /// Whether `tool` taught a form of one of its arguments.
+    #[must_use]
+    pub fn taught(&self, tool: &str) -> bool {
+        self.tools
+            .get(tool)
+            .is_some_and(|arguments| arguments.iter().any(|(_, e)| !e.is_empty()))
+    }
+
     /// Whether the turn may rewrite `tool`'s arguments.
     #[must_use]
     pub fn allows(&self, tool: &str) -> bool {

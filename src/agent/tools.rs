@@ -103,6 +103,38 @@ impl Tools {
         specs
     }
 
+    /// The offered tools (to `caller`) whose names share a word with `name`, or all of them:
+    /// what a model that made a name up is told to call instead.
+    fn names_like(&self, name: &str, caller: Caller) -> String {
+        let words = |n: &str| -> Vec<String> {
+            n.to_lowercase()
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| w.len() > 2)
+                .map(str::to_string)
+                .collect()
+        };
+        let asked = words(name);
+        let names: Vec<String> = self
+            .specs(caller)
+            .into_iter()
+            .map(|spec| spec.function.name.to_string())
+            .collect();
+        let like: Vec<&String> = names
+            .iter()
+            .filter(|n| words(n).iter().any(|w| asked.contains(w)))
+            .collect();
+        let chosen: Vec<&String> = if like.is_empty() {
+            names.iter().collect()
+        } else {
+            like
+        };
+        chosen
+            .into_iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Whether the results of tool `name` are for admins only (it is an admin-only MCP
     /// server's): they are stored as such and never sent in another user's turn.
     pub(crate) fn admin_only(&self, name: &str) -> bool {
@@ -152,7 +184,8 @@ impl Tools {
             (other, _) => match self.mcp.call(other, args, caller).await {
                 Some(output) => output,
                 None => ToolOutput::own(format!(
-                    "{ERROR_PREFIX}there is no tool named {other:?}; use only the tools offered"
+                    "{ERROR_PREFIX}there is no tool named {other:?}; use only the tools offered: {}",
+                    self.names_like(other, caller)
                 )),
             },
         }

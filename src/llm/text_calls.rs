@@ -4,9 +4,10 @@
 //! like Qwen2.5-Coder answer with the call in `content` instead of `tool_calls`:
 //! ```` ```json {"name": "fetch_url", "arguments": {"url": "…"}} ``` ````, or Hermes-style
 //! `<tool_call>{…}</tool_call>`, sometimes with every brace doubled (`{{…}}`). When the *whole*
-//! answer is such a call (or a list of them) naming tools that were offered, it is a call, not
-//! an answer: the agent runs it and the user never sees it. Anything else — prose around the
-//! JSON, a JSON object naming no offered tool — stays an answer.
+//! answer is such a call (or a list of them) naming tools that were offered, or written as a
+//! call with arguments to a tool-like name no tool has (the agent then tells the model the
+//! names), it is a call, not an answer: the agent runs it and the user never sees it. Anything
+//! else — prose around the JSON, a JSON object with a name and no arguments — stays an answer.
 //!
 //! Accepted forms: a JSON object `{"name": …, "arguments": …}` (`parameters` is read as
 //! `arguments`, as Llama 3 writes it; OpenAI's own `{"type": "function", "function": {…}}` too),
@@ -22,6 +23,8 @@
 //! let calls = parse_text_tool_calls(text, &["current_time"]).unwrap();
 //! assert_eq!(calls[0].name, "current_time");
 //! assert!(parse_text_tool_calls("{\"name\": \"Ada\"}", &["current_time"]).is_none());
+//! let made_up = r#"{"name": "ticket__status", "arguments": {"id": "98"}}"#;
+//! assert_eq!(parse_text_tool_calls(made_up, &["desk__ticket"]).unwrap()[0].name, "ticket__status");
 //! ```
 
 use serde_json::Value;
@@ -107,17 +110,22 @@ fn units(text: &str, depth: usize, out: &mut Vec<Value>) -> Option<()> {
 }
 
 /// One call from `{"name", "arguments"}` (or `parameters`, or OpenAI's `function` object),
-/// if it names an offered tool.
+/// if it names an offered tool or is written as a call (see [`is_tool_like`]).
 fn call_from(value: &Value, offered: &[&str]) -> Option<FunctionCall> {
     let object = value
         .get("function")
         .filter(|f| f.is_object())
         .unwrap_or(value);
     let name = object.get("name")?.as_str()?;
-    if !offered.contains(&name) {
+    let given = object.get("arguments").or_else(|| object.get("parameters"));
+    // A name no tool has is still a call when it is written as one, a tool-like name with
+    // arguments (Qwen2.5-Coder-1.5B wrote `{"name": "ticket__status", "arguments": {…}}`):
+    // the tool's "no such tool" tells the model the names, and the user never sees the JSON.
+    let written_as_call = is_tool_like(name) && given.is_some_and(Value::is_object);
+    if !offered.contains(&name) && !written_as_call {
         return None;
     }
-    let arguments = match object.get("arguments").or_else(|| object.get("parameters")) {
+    let arguments = match given {
         None | Some(Value::Null) => "{}".to_string(),
         Some(Value::String(text)) => text.clone(),
         Some(object @ Value::Object(_)) => object.to_string(),
@@ -127,6 +135,16 @@ fn call_from(value: &Value, offered: &[&str]) -> Option<FunctionCall> {
         name: name.to_string(),
         arguments,
     })
+}
+
+/// A name a tool could have: an identifier (letters, digits, `_`, `-`, `.`) of at most 64
+/// characters with a letter, as OpenAI's function names are.
+fn is_tool_like(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.chars().any(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// `{{…}}` as `{…}` (and `}}` as `}`), left to right: both all-doubled and outer-doubled
@@ -351,6 +369,11 @@ mod tests {
                 name: "names no offered tool",
                 text: "{\"name\": \"Ada Lovelace\", \"arguments\": {\"born\": 1815}}",
                 calls: None,
+            },
+            Case {
+                name: "a made-up tool written as a call, as Qwen2.5-Coder-1.5B wrote one",
+                text: "{\n    \"name\": \"ticket__status\",\n    \"arguments\": {\n        \"id\": \"98\"\n    }\n}",
+                calls: Some(&[("ticket__status", "{\"id\":\"98\"}")]),
             },
             Case {
                 name: "one of the list names no offered tool",

@@ -39,10 +39,13 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         .map(|spec| spec.function.name.to_string())
         .collect();
     let forms = forms(turn, &offered);
+    let lessons = turn.app.learning().tool_lessons(&offered);
+    let needed = needed(turn, &prompt, &lessons, &forms);
     let seat = Seat {
         forms,
+        needed,
         caller: prompt.caller,
-        lessons: turn.app.learning().tool_lessons(&offered),
+        lessons,
         memory: super::memory::keeper(turn),
         tasks: Some(super::task_desk::desk(turn)),
         provenance: Provenance {
@@ -102,6 +105,21 @@ fn forms(turn: &Turn, offered: &[String]) -> Forms {
         forms.allow(&tool, arguments);
     }
     forms
+}
+
+/// The offered tools that earlier tasks showed this kind of message needs: likely for the
+/// message (a word of the tool's name, or two of its description: `learning::likely_tools`)
+/// and taught the bot something (an approved lesson about it, or a form of its arguments).
+fn needed(
+    turn: &Turn,
+    prompt: &Prompt,
+    lessons: &std::collections::HashMap<String, Vec<(u64, String)>>,
+    forms: &Forms,
+) -> Vec<String> {
+    crate::learning::likely_tools(&turn.input.request.text, &prompt.specs)
+        .into_iter()
+        .filter(|tool| lessons.contains_key(tool) || forms.taught(tool))
+        .collect()
 }
 
 /// The live display of a streamed turn: the agent's events go to it, and it resolves to what

@@ -299,12 +299,17 @@ async fn an_admin_servers_tools_are_offered_and_run_only_in_admins_turns() {
         .flat_map(this_turn)
         .collect();
     assert_eq!(results.len(), 2, "{results:?}");
-    assert!(
-        results.contains(
-            &"error: there is no tool named \"ops__echo\"; use only the tools offered".to_string()
-        ),
-        "{results:?}"
-    );
+    // Told the tools it may call instead: never the admin's.
+    let refused = results
+        .iter()
+        .find(|r| {
+            r.starts_with(
+                "error: there is no tool named \"ops__echo\"; use only the tools offered: ",
+            )
+        })
+        .unwrap_or_else(|| panic!("{results:?}"));
+    let instead = refused.rsplit("offered: ").next().unwrap();
+    assert!(!instead.contains("ops__"), "{refused}");
     assert!(
         results.iter().any(|r| r.contains("echo: ops ran")),
         "{results:?}"

@@ -241,3 +241,72 @@ async fn a_forwarded_message_uses_what_the_tool_says_but_teaches_later_turns_not
     );
     h.stop().await;
 }
+
+/// Agent calls: item 15's question as [`qwen_like`] does; any other is answered from memory
+/// ("There are 12 units.") unless the bot asked to use the tool, then called with the bare
+/// number.
+async fn answers_from_memory() -> FakeLlm {
+    FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return Reply::text(r#"{"heuristics": []}"#);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let asked = last_user_text(req);
+        let results = turn_results(req);
+        if asked.contains("item 15") || asked.contains("SKU-") {
+            return match results.last() {
+                None => Reply::tool_call("c1", STOCK, json!({ "sku": "SKU-15" })),
+                Some(last) if last.starts_with("error") && results.len() < 2 => {
+                    Reply::tool_call("c2", STOCK, json!({ "sku": "SKU-15" }))
+                }
+                Some(last) => Reply::text(&format!("The warehouse says: {}", tool_words(last))),
+            };
+        }
+        match results.last() {
+            Some(last) => Reply::text(&format!("The warehouse says: {}", tool_words(last))),
+            None if asked.starts_with("Do not answer that from memory") => {
+                Reply::tool_call("c1", STOCK, json!({ "sku": "77" }))
+            }
+            None => Reply::text("There are 12 units."),
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_answer_from_memory_is_asked_once_to_use_the_tool_the_bot_learned_it_needs() {
+    for learning in [true, false] {
+        let desk = DeskServer::start().await;
+        let on = with_desk(&desk, true);
+        let h = Harness::start_with(answers_from_memory().await, move |c| {
+            on(c);
+            c.learning.reflect = learning;
+        })
+        .await;
+        h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
+        h.tg.wait_messages(ALICE, 1).await;
+        h.tg.send_text(BOB, "How many units of item 77 are in stock?");
+        let answer = h.tg.wait_messages(BOB, 1).await;
+        let asked_to_call = h.llm.agent_requests().iter().any(|r| {
+            last_user_text(r).starts_with("Do not answer that from memory: call desk__stock_level")
+        });
+        if learning {
+            assert!(asked_to_call);
+            assert!(
+                answer[0].text().contains("SKU-000077"),
+                "{}",
+                answer[0].text()
+            );
+            assert_eq!(
+                skus(&desk.calls()).last(),
+                Some(&("SKU-000077".into(), true))
+            );
+        } else {
+            assert!(!asked_to_call, "nothing learned, nothing asked");
+            assert_eq!(answer[0].text(), "There are 12 units.");
+        }
+        h.stop().await;
+    }
+}

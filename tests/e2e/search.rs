@@ -151,7 +151,10 @@ async fn web_search_is_not_offered_without_searxng() {
     );
     assert_eq!(
         tool_results(&requests[1]),
-        ["error: there is no tool named \"web_search\"; use only the tools offered"]
+        [
+            "error: there is no tool named \"web_search\"; use only the tools offered: \
+             current_time, fetch_url, schedule_task, remember"
+        ]
     );
     h.stop().await;
 }

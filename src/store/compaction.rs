@@ -144,6 +144,12 @@ impl DataDir {
         })
     }
 
+    /// The data directory's file system: the bytes available to this process, and its size
+    /// (`statvfs`); `None` where that cannot be read.
+    pub(crate) fn volume(&self) -> Option<(u64, u64)> {
+        volume(&self.root)
+    }
+
     /// Whether the store has grown enough to be compacted (see [`CompactionPolicy`]).
     pub(crate) fn compaction_due(&self) -> bool {
         !self.failed && self.policy.due(self.baseline, self.size())
@@ -574,7 +580,7 @@ fn commit(
 }
 
 /// Syncs every file and directory below `dir`, and `dir` itself.
-fn sync_all(dir: &Path) -> anyhow::Result<()> {
+pub(super) fn sync_all(dir: &Path) -> anyhow::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
@@ -587,10 +593,35 @@ fn sync_all(dir: &Path) -> anyhow::Result<()> {
     sync_dir(dir)
 }
 
-fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+pub(super) fn sync_dir(dir: &Path) -> anyhow::Result<()> {
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .with_context(|| format!("cannot sync {}", dir.display()))
+}
+
+/// The file system holding `path`: bytes available to an unprivileged process, and its size.
+#[cfg(unix)]
+// The fields are narrower than `u64` on some targets.
+#[allow(clippy::useless_conversion)]
+fn volume(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `path` is a NUL-terminated string and `stat` a zeroed struct statvfs(3) fills.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    let unit = u64::from(stat.f_frsize);
+    Some((
+        u64::from(stat.f_bavail).saturating_mul(unit),
+        u64::from(stat.f_blocks).saturating_mul(unit),
+    ))
+}
+
+#[cfg(not(unix))]
+fn volume(_path: &Path) -> Option<(u64, u64)> {
+    None
 }
 
 /// The bytes of sled's files in `dir` (its `db` and `conf`, snapshots and blobs), and nothing

@@ -55,6 +55,9 @@
 //!   [`crate::provenance`]).
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
 //!   and the compaction that bounds its size on disk.
+//! - `backup.rs`: online backups of every tree as one file, as of one moment, and their
+//!   restore; `tree.rs`: the `Tree` every area writes through, whose gate makes that
+//!   moment one.
 //!
 //! # Atomic changes
 //! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
@@ -74,6 +77,7 @@
 
 mod answers;
 mod attachment;
+pub mod backup;
 mod chats;
 pub mod compaction;
 mod db;
@@ -94,6 +98,7 @@ pub(crate) mod retention;
 mod retries;
 mod tasks;
 mod tickets;
+mod tree;
 mod usage;
 mod zones;
 
@@ -271,7 +276,7 @@ mod tests {
             &store.retries,
             &store.people,
         ] {
-            tree.clear().unwrap();
+            tree.raw().clear().unwrap();
         }
         store
             .history()
@@ -341,7 +346,7 @@ mod tests {
             .run(&cases, |(target, suffix, bytes)| {
                 let (ticket, feedback, retry) = reset(&store);
                 let today = usage::user_day_key(UserId(9), chrono::Utc::now().date_naive());
-                let (tree, key): (&sled::Tree, Vec<u8>) = match target {
+                let (tree, key): (&tree::Tree, Vec<u8>) = match target {
                     Target::History => (&store.history, history::turn_key(AT, 1).to_vec()),
                     Target::HistoryKey => {
                         let mut key = chats::chat_key(AT).to_vec();

@@ -210,6 +210,9 @@ pub(crate) fn backups_off(dir: &str, last: &str) -> String {
 pub(crate) fn backups_late(dir: &str, age: &str, every_hours: u64) -> String {
     format!("the last one in {dir} is {age} old, past twice the interval ({every_hours} h)")
 }
+pub(crate) fn backups_first(dir: &str) -> String {
+    format!("none yet, and no store to back up: the bot writes the first into {dir} as it starts")
+}
 pub(crate) fn backups_none(dir: &str) -> String {
     format!("no backup in {dir} yet")
 }

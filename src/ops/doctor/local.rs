@@ -68,6 +68,10 @@ pub(super) fn backups<'a>(context: &'a Context<'a>) -> Checked<'a> {
                     age.map_or_else(|| "none yet".to_string(), |a| texts::backups_last(&ago(a)));
                 Line::ok(texts::BACKUPS, texts::backups_off(&shown, &last))
             }
+            // A new deployment: nothing to back up yet; the bot writes one as it starts.
+            (Some(_), None) if matches!(peek(&config.data_dir, NO_COMPACTION), Ok(None)) => {
+                Line::ok(texts::BACKUPS, texts::backups_first(&shown))
+            }
             (Some(_), None) => Line::warn(
                 texts::BACKUPS,
                 texts::backups_none(&shown),
@@ -91,6 +95,12 @@ pub(super) fn backups<'a>(context: &'a Context<'a>) -> Checked<'a> {
         vec![line]
     })
 }
+
+/// How `peek` is asked whether a store is there (its policy plays no part in that).
+const NO_COMPACTION: CompactionPolicy = CompactionPolicy {
+    factor: 0.0,
+    min_growth: 0,
+};
 
 /// An age for a reader: "5 min", "3 h", "2 d".
 fn ago(age: std::time::Duration) -> String {

@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 
-use super::compaction::{CompactionPolicy, sync_all, sync_dir};
-use super::db::Store;
+use super::compaction::{commit_first_generation, first_generation, sync_all, sync_dir};
+use super::db::{Store, open_sled};
 
 /// The format this version writes, and the newest it reads.
 pub const FORMAT: u32 = 1;
@@ -441,11 +441,15 @@ pub fn prune(dir: &Path, keep: usize) -> usize {
 }
 
 /// Restores the backup `file` into `data_dir`, which must be missing or empty. The file is read
-/// through and its version and checksum checked first; then its records are written into a
-/// new store beside `data_dir`, which is renamed to it only once whole and synced. So a file
-/// that is damaged, or a restore that fails on the way, changes nothing.
+/// through and its version and checksum checked first; then its records are written into the
+/// data directory's first generation (`store-1/`), synced, and only then named live in
+/// `CURRENT`, as a compaction commits its copy (see [`super::compaction`]). So a damaged file,
+/// or a restore that fails on the way, leaves the directory as it was (what it wrote is
+/// removed); one cut short by a crash leaves a `store-1/` without `CURRENT`, which the bot
+/// refuses to start on (and this refuses to restore over) until it is removed. The directory
+/// itself is never replaced: it may be a volume's mount point.
 pub fn restore(file: &Path, data_dir: &Path, cache_bytes: u64) -> anyhow::Result<Restored> {
-    ensure_empty(data_dir)?;
+    let existed = ensure_empty(data_dir)?;
     let damaged = |e: anyhow::Error| match e.downcast::<Damage>() {
         Ok(damage) => anyhow::anyhow!("{} cannot be restored: {damage}", file.display()),
         Err(e) => e,
@@ -455,33 +459,35 @@ pub fn restore(file: &Path, data_dir: &Path, cache_bytes: u64) -> anyhow::Result
         Ok(BufReader::new(f))
     };
     decode(open()?, |_| Ok(())).map_err(damaged)?;
-    let staging = staging_dir(data_dir)?;
-    let restored = fill(&staging, open()?, cache_bytes).and_then(|restored| {
-        if data_dir.exists() {
-            fs::remove_dir(data_dir)
-                .with_context(|| format!("cannot replace the empty {}", data_dir.display()))?;
-        }
-        fs::rename(&staging, data_dir).with_context(|| {
-            format!(
-                "cannot rename {} to {}",
-                staging.display(),
-                data_dir.display()
-            )
-        })?;
-        Ok(restored)
-    });
+    let restored = fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))
+        .and_then(|()| fill(data_dir, open()?, cache_bytes));
     if restored.is_err() {
-        let _ = fs::remove_dir_all(&staging);
+        // It was empty or missing: what is there now is this restore's.
+        let _ = if existed {
+            empty(data_dir)
+        } else {
+            fs::remove_dir_all(data_dir)
+        };
     }
-    let restored = restored.map_err(damaged)?;
-    if let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        sync_dir(parent)?;
-    }
-    Ok(restored)
+    restored.map_err(damaged)
 }
 
-/// Refuses a data directory that holds anything.
-fn ensure_empty(data_dir: &Path) -> anyhow::Result<()> {
+/// Removes everything in `dir`, not `dir` itself.
+fn empty(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            fs::remove_dir_all(&path)?;
+        } else {
+            fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a data directory that holds anything; whether it exists.
+fn ensure_empty(data_dir: &Path) -> anyhow::Result<bool> {
     match fs::read_dir(data_dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -491,40 +497,19 @@ fn ensure_empty(data_dir: &Path) -> anyhow::Result<()> {
                     data_dir.display()
                 );
             }
-            Ok(())
+            Ok(true)
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", data_dir.display())),
     }
 }
 
-/// A fresh directory beside `data_dir` to restore into (what an earlier restore cut short left
-/// there is removed first).
-fn staging_dir(data_dir: &Path) -> anyhow::Result<PathBuf> {
-    let name = data_dir
-        .file_name()
-        .with_context(|| format!("{} names no directory", data_dir.display()))?;
-    let parent = data_dir.parent().unwrap_or(Path::new(""));
-    let staging = parent.join(format!(".{}.restoring", name.to_string_lossy()));
-    if staging.exists() {
-        fs::remove_dir_all(&staging)
-            .with_context(|| format!("cannot remove {}", staging.display()))?;
-    }
-    if !parent.as_os_str().is_empty() {
-        fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    Ok(staging)
-}
-
-/// A new data directory at `staging` holding the records of the backup `input`, synced.
-fn fill(staging: &Path, input: impl Read, cache_bytes: u64) -> anyhow::Result<Restored> {
-    const NEVER: CompactionPolicy = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
+/// The records of the backup `input` as the first generation of the data directory `root`,
+/// synced and then committed in `CURRENT`.
+fn fill(root: &Path, input: impl Read, cache_bytes: u64) -> anyhow::Result<Restored> {
+    let dir = first_generation(root);
     let restored = {
-        let (store, _) = Store::open_data_dir(staging, cache_bytes, NEVER)?;
+        let db = open_sled(&dir, cache_bytes, true)?;
         let mut tree: Option<sled::Tree> = None;
         let mut batch = sled::Batch::default();
         let mut bytes = 0;
@@ -534,7 +519,7 @@ fn fill(staging: &Path, input: impl Read, cache_bytes: u64) -> anyhow::Result<Re
                     if let Some(done) = tree.take() {
                         done.apply_batch(std::mem::take(&mut batch))?;
                     }
-                    tree = Some(store.db.open_tree(name)?);
+                    tree = Some(db.open_tree(name)?);
                     bytes = 0;
                 }
                 Frame::Record(key, value) => {
@@ -554,10 +539,11 @@ fn fill(staging: &Path, input: impl Read, cache_bytes: u64) -> anyhow::Result<Re
         if let Some(done) = tree {
             done.apply_batch(batch)?;
         }
-        store.db().flush()?;
+        db.flush()?;
         restored
     };
-    sync_all(staging)?;
+    sync_all(&dir)?;
+    commit_first_generation(root)?;
     Ok(restored)
 }
 
@@ -567,6 +553,7 @@ mod tests {
     use crate::ids::{ChatId, UserId};
     use crate::llm::ChatMessage;
     use crate::schedule::{TaskKind, Timing};
+    use crate::store::compaction::CompactionPolicy;
     use crate::store::fixtures::{self, conversation};
     use crate::store::{ReviewState, Task};
 
@@ -832,8 +819,6 @@ mod tests {
             assert!(error.contains(case.says), "{}: {error}", case.name);
             assert!(!error.contains('\n'), "{}: one line: {error}", case.name);
             assert!(!into.exists(), "{}: nothing written", case.name);
-            let staging = dir.path().join(".restored.restoring");
-            assert!(!staging.exists(), "{}: nothing left", case.name);
         }
     }
 

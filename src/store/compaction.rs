@@ -579,6 +579,18 @@ fn commit(
     sync_dir(root)
 }
 
+/// Where a restore writes the store of an empty data directory `root`: its first generation.
+pub(super) fn first_generation(root: &Path) -> PathBuf {
+    Generation::Numbered(1).dir(root)
+}
+
+/// Names the first generation, written and synced by a restore, live in `CURRENT` (with its
+/// size, what the next compaction is measured against).
+pub(super) fn commit_first_generation(root: &Path) -> anyhow::Result<()> {
+    let size = sled_size(&first_generation(root));
+    commit(root, Generation::Numbered(1), size, false)
+}
+
 /// Syncs every file and directory below `dir`, and `dir` itself.
 pub(super) fn sync_all(dir: &Path) -> anyhow::Result<()> {
     for entry in fs::read_dir(dir)? {

@@ -554,7 +554,7 @@ mod tests {
     use crate::llm::ChatMessage;
     use crate::schedule::{TaskKind, Timing};
     use crate::store::compaction::CompactionPolicy;
-    use crate::store::fixtures::{self, conversation};
+    use crate::store::fixtures::{self, conversation, dump};
     use crate::store::{ReviewState, Task};
 
     const NOW: &str = "2026-12-06T07:00:00.250Z";
@@ -563,19 +563,6 @@ mod tests {
 
     fn now() -> chrono::DateTime<chrono::Utc> {
         NOW.parse().unwrap()
-    }
-
-    /// Every record of every tree, by tree name.
-    fn dump(store: &Store) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
-        let mut records = Vec::new();
-        for name in store.db.tree_names() {
-            for entry in store.db.open_tree(&name).unwrap().iter() {
-                let (key, value) = entry.unwrap();
-                records.push((name.to_vec(), key.to_vec(), value.to_vec()));
-            }
-        }
-        records.sort();
-        records
     }
 
     /// A store with a record in every area the bot keeps, the ones the issue names first.
@@ -653,7 +640,7 @@ mod tests {
         let into = dir.path().join("restored");
         let restored = restore_into(&written.path, &into).unwrap();
         assert_eq!(restored.records, written.records);
-        let (back, _) = Store::open_data_dir(&into, 1 << 20, NEVER_COMPACT).unwrap();
+        let (back, _) = Store::open_data_dir(&into, 1 << 20, CompactionPolicy::NEVER).unwrap();
         let original = dump(&store);
         assert!(original.iter().any(|(tree, ..)| tree == b"added_later"));
         for tree in ["history", "heuristics", "people", "tasks", "ids", "chats"] {
@@ -664,11 +651,6 @@ mod tests {
         }
         assert_eq!(dump(&back), original);
     }
-
-    const NEVER_COMPACT: CompactionPolicy = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
 
     /// A backup is one moment of all the trees: writers that each write one tree and then
     /// another (in both orders) never show in it with the second write and not the first, as
@@ -892,7 +874,7 @@ mod tests {
         let into = dir.path().join("db");
         let restored = restore_into(Path::new(FIXTURE_V1), &into).unwrap();
         assert!(restored.records > 0);
-        let (store, _) = Store::open_data_dir(&into, 1 << 20, NEVER_COMPACT).unwrap();
+        let (store, _) = Store::open_data_dir(&into, 1 << 20, CompactionPolicy::NEVER).unwrap();
         let window = store.history().window(conversation(7), 10_000).unwrap();
         let texts: Vec<String> = window
             .messages

@@ -67,6 +67,12 @@ pub struct CompactionPolicy {
 }
 
 impl CompactionPolicy {
+    /// Never compacts: for opening a store only to read or fill it (a restore, the tests).
+    pub const NEVER: Self = Self {
+        factor: 0.0,
+        min_growth: 0,
+    };
+
     /// Whether a store of `size` bytes, `baseline` bytes right after its last compaction, is
     /// due for one.
     pub(crate) fn due(&self, baseline: u64, size: u64) -> bool {
@@ -694,33 +700,14 @@ mod tests {
     use crate::ids::ChatId;
     use crate::llm::ChatMessage;
     use crate::store::fixtures;
-    use crate::store::fixtures::conversation;
+    use crate::store::fixtures::{Records, conversation, dump};
 
     /// Compacts on any growth of 10 % or more.
     const EAGER: CompactionPolicy = CompactionPolicy {
         factor: 1.1,
         min_growth: 0,
     };
-    const NEVER: CompactionPolicy = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
-
-    /// Records as (tree name, key, value).
-    type Records = Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>;
-
-    /// Every record of every tree, by tree name, as the store holds it.
-    fn dump(store: &Store) -> Records {
-        let mut records = Vec::new();
-        for name in store.db.tree_names() {
-            for entry in store.db.open_tree(&name).unwrap().iter() {
-                let (key, value) = entry.unwrap();
-                records.push((name.to_vec(), key.to_vec(), value.to_vec()));
-            }
-        }
-        records.sort();
-        records
-    }
+    const NEVER: CompactionPolicy = CompactionPolicy::NEVER;
 
     /// Writes `turns` turns of chat 7, heuristics and a reflection, as the bot would.
     fn fill(store: &Store, turns: usize) -> Vec<u64> {

@@ -71,11 +71,9 @@ fn restore_binary(file: &Path, data_dir: &Path) -> (Option<i32>, String, String)
 
 /// Opens a stopped bot's store (the original, or a restored one) to compare.
 fn open(dir: &Path) -> Store {
-    let never = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
-    Store::open_data_dir(dir, 1 << 20, never).unwrap().0
+    Store::open_data_dir(dir, 1 << 20, CompactionPolicy::NEVER)
+        .unwrap()
+        .0
 }
 
 /// Lessons (one approved, one pending, with their scores) imported as an operator would,

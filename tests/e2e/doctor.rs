@@ -635,11 +635,8 @@ async fn the_last_backups_age_is_shown_and_warned_about_past_twice_the_interval(
     expect(&report, "backups", Status::Ok, "no store to back up", None);
 
     let config = config(&tg, &llm.url, dir.path());
-    let never = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
-    let (store, _) = Store::open_data_dir(&config.data_dir, 1 << 20, never).unwrap();
+    let (store, _) =
+        Store::open_data_dir(&config.data_dir, 1 << 20, CompactionPolicy::NEVER).unwrap();
     let report = check(&tg, &llm.url, dir.path(), daily).await;
     let fix = Some("cannot write a backup");
     expect(&report, "backups", Status::Warn, "no backup in", fix);

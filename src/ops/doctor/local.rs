@@ -69,7 +69,9 @@ pub(super) fn backups<'a>(context: &'a Context<'a>) -> Checked<'a> {
                 Line::ok(texts::BACKUPS, texts::backups_off(&shown, &last))
             }
             // A new deployment: nothing to back up yet; the bot writes one as it starts.
-            (Some(_), None) if matches!(peek(&config.data_dir, NO_COMPACTION), Ok(None)) => {
+            (Some(_), None)
+                if matches!(peek(&config.data_dir, CompactionPolicy::NEVER), Ok(None)) =>
+            {
                 Line::ok(texts::BACKUPS, texts::backups_first(&shown))
             }
             (Some(_), None) => Line::warn(
@@ -95,12 +97,6 @@ pub(super) fn backups<'a>(context: &'a Context<'a>) -> Checked<'a> {
         vec![line]
     })
 }
-
-/// How `peek` is asked whether a store is there (its policy plays no part in that).
-const NO_COMPACTION: CompactionPolicy = CompactionPolicy {
-    factor: 0.0,
-    min_growth: 0,
-};
 
 /// An age for a reader: "5 min", "3 h", "2 d".
 fn ago(age: std::time::Duration) -> String {

@@ -39,7 +39,7 @@ use super::compaction::{commit_first_generation, first_generation, sync_all, syn
 use super::db::{Store, open_sled};
 
 /// The format this version writes, and the newest it reads.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 /// The first line's words before the version.
 const MAGIC: &str = "heurist-backup";
 /// What backup files are named: `heurist-<UTC time>.backup`.
@@ -62,8 +62,8 @@ pub struct Written {
 
 /// What a restore brought back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Restored {
-    pub trees: usize,
+pub(crate) struct Restored {
+    pub(crate) trees: usize,
     pub records: u64,
 }
 
@@ -122,7 +122,7 @@ impl<W: Write> Encoder<W> {
 
 /// What reading a backup found wrong; each says it in one line with what to do.
 #[derive(Debug, thiserror::Error)]
-pub enum Damage {
+pub(crate) enum Damage {
     #[error("it is not a Heurist backup (its first line is not \"{MAGIC} <version>\")")]
     NotABackup,
     #[error(
@@ -152,7 +152,7 @@ impl From<io::Error> for Damage {
 /// to `sink`; checks the count and the checksum at the end. `sink` sees the records before
 /// the checksum is known: a restore reads the file through once with a sink that keeps
 /// nothing before it writes anything.
-pub(super) fn decode<R: Read>(
+fn decode<R: Read>(
     input: R,
     mut sink: impl FnMut(Frame<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Restored> {
@@ -201,7 +201,7 @@ pub(super) fn decode<R: Read>(
 }
 
 /// One frame of a backup, as [`decode`] hands it on.
-pub(super) enum Frame<'a> {
+enum Frame<'a> {
     Tree(&'a [u8]),
     Record(&'a [u8], &'a [u8]),
 }
@@ -409,7 +409,7 @@ fn remove_leftovers(dir: &Path) {
 }
 
 /// The backups in `dir`, newest first (by name, which is by time), with when each was written.
-pub fn list(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+pub(crate) fn list(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -427,7 +427,7 @@ pub fn list(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
 
 /// Deletes all but the newest `keep` backups in `dir`; how many went. Only backups' names
 /// are considered: nothing else in the directory is touched.
-pub fn prune(dir: &Path, keep: usize) -> usize {
+pub(crate) fn prune(dir: &Path, keep: usize) -> usize {
     let mut removed = 0;
     for (path, _) in list(dir).into_iter().skip(keep) {
         match fs::remove_file(&path) {
@@ -448,7 +448,7 @@ pub fn prune(dir: &Path, keep: usize) -> usize {
 /// removed); one cut short by a crash leaves a `store-1/` without `CURRENT`, which the bot
 /// refuses to start on (and this refuses to restore over) until it is removed. The directory
 /// itself is never replaced: it may be a volume's mount point.
-pub fn restore(file: &Path, data_dir: &Path, cache_bytes: u64) -> anyhow::Result<Restored> {
+pub(crate) fn restore(file: &Path, data_dir: &Path, cache_bytes: u64) -> anyhow::Result<Restored> {
     let existed = ensure_empty(data_dir)?;
     let damaged = |e: anyhow::Error| match e.downcast::<Damage>() {
         Ok(damage) => anyhow::anyhow!("{} cannot be restored: {damage}", file.display()),

@@ -236,7 +236,9 @@ fn compare(original: &Path, restored: &Path, at_least: usize, at_most: usize) {
         turns += kept.len() / 2;
     }
     // Each answer on screen was stored before it was shown: those shown before the backup
-    // are in it, and none after the answers shown once it was written.
+    // are in it; and past those shown once it was written, at most the one turn each chat may
+    // have had stored and not yet shown (a chat asks again only once it sees the answer).
+    let at_most = at_most + CHATS as usize;
     assert!(
         (at_least..=at_most).contains(&turns),
         "{at_least} <= {turns} <= {at_most}"
@@ -264,10 +266,12 @@ async fn the_restored_bot_answers_and_fires_its_task(
         .unwrap()
         .messages
         .len();
-    let before = tg.messages_to(chat).len();
     tg.send_text(chat, "and now?");
-    let answer = tg.wait_messages(chat, before + 1).await;
-    assert!(answer.iter().any(|m| m.text() == "answer to: and now?"));
+    // Recovery may speak in this chat first (a turn under way at the backup's moment).
+    let answered = tg
+        .wait_text(chat, "answer to: and now?", Duration::from_secs(20))
+        .await;
+    assert!(answered.is_some(), "the restored bot answers");
     let asked = llm
         .agent_requests()
         .into_iter()

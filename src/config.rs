@@ -611,7 +611,7 @@ impl Config {
     }
 
     /// The interval between scheduled backups; `None` when they are off.
-    pub fn backup_interval(&self) -> Option<std::time::Duration> {
+    pub(crate) fn backup_interval(&self) -> Option<std::time::Duration> {
         (self.backup.every_hours > 0)
             .then(|| std::time::Duration::from_secs(self.backup.every_hours.saturating_mul(3600)))
     }

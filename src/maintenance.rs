@@ -3,8 +3,9 @@
 //! compaction asks for a restart in place (the new start compacts, see
 //! [`crate::store::compaction`]), and a backup is written every `backup.every_hours` (see
 //! [`crate::store::backup`]). The adapter starts it once per start, beside recovery; the
-//! shutdown ends both loops (a backup being written then is left as a temporary file, which
-//! the next backup removes; the previous backups are untouched).
+//! shutdown ends the loops (a backup being written then is waited for a moment, as a prune is;
+//! one the exit cuts off is left as a temporary file, which the next backup removes, and the
+//! earlier backups are untouched).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -20,9 +20,9 @@
 //! would have left on disk after sled's flush. The bot already comes back whole from that
 //! state (the inbox, the visibility protocol and recovery are built for it), so a restored
 //! store resumes the same way. The price: writes wait while a backup reads (the records are
-//! streamed to the page cache: 96 MB held writes 4.6 s in a debug build, see
-//! docs/operations.md), and reads never wait. The file is synced and renamed after the gate is
-//! let go.
+//! streamed to the page cache: a backup of 107 MB took 0.5 s in all, release build on a 2-core
+//! VM; see docs/operations.md), and reads never wait. The file is synced and renamed after the
+//! gate is let go.
 //!
 //! # Crash safety
 //! The file is written under a temporary name (`.<name>.tmp`), synced, renamed to its name and

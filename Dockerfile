@@ -21,9 +21,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked --bin heurist \
     && cp target/release/heurist /heurist
-# The data directory, owned by the runtime's non-root user (uid 65532), so a named volume
-# mounted there starts out writable by it.
-RUN mkdir -p /data && chown 65532:65532 /data
+# The data and backup directories, owned by the runtime's non-root user (uid 65532), so named
+# volumes mounted there start out writable by it.
+RUN mkdir -p /data /backups && chown 65532:65532 /data /backups
 
 # ---- runtime: no shell, no package manager, CA certificates and tzdata included ----
 FROM gcr.io/distroless/static-debian12:nonroot
@@ -33,8 +33,11 @@ COPY --from=build /heurist /usr/local/bin/heurist
 WORKDIR /app
 COPY --chown=65532:65532 config /app/config
 COPY --from=build --chown=65532:65532 /data /data
+COPY --from=build --chown=65532:65532 /backups /backups
 ENV HEURIST_DATA_DIR=/data
-VOLUME ["/data"]
+# Backups on a volume of their own: keep it on another disk than /data, or copy it off.
+ENV HEURIST_BACKUP_DIR=/backups
+VOLUME ["/data", "/backups"]
 USER 65532:65532
 # Webhook mode listens here when HEURIST_WEBHOOK_LISTEN=0.0.0.0:8443 (polling needs no port).
 EXPOSE 8443

@@ -58,6 +58,7 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub tasks: TasksConfig,
     pub metrics: MetricsConfig,
+    pub backup: BackupConfig,
     /// The bot token (`TELOXIDE_TOKEN`); environment only.
     #[serde(skip)]
     pub token: String,
@@ -431,6 +432,19 @@ pub struct MetricsConfig {
     pub listen: String,
 }
 
+/// Online backups (see [`crate::store::backup`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackupConfig {
+    /// Where backups are written (`HEURIST_BACKUP_DIR`); empty: `backups` beside the data
+    /// directory ([`Config::backup_dir`]).
+    pub dir: PathBuf,
+    /// Hours between two scheduled backups; 0: none but `/backup`'s.
+    pub every_hours: u64,
+    /// Backups kept; the older ones are deleted after each new one. At least 1.
+    pub keep: usize,
+}
+
 /// Who gets an MCP server's tools: a server that can change things can be kept to admins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -556,6 +570,9 @@ impl Config {
         if let Some(dir) = set("HEURIST_DATA_DIR") {
             self.data_dir = PathBuf::from(dir);
         }
+        if let Some(dir) = set("HEURIST_BACKUP_DIR") {
+            self.backup.dir = PathBuf::from(dir);
+        }
         if let Some(ids) = set("HEURIST_ALLOWED_USERS") {
             self.access.allowed_users = parse_user_ids("HEURIST_ALLOWED_USERS", &ids)?;
         }
@@ -583,7 +600,28 @@ impl Config {
             model.api_key = model.api_key_env.as_deref().and_then(set);
         }
         self.validate()?;
-        validate_tasks(&self.tasks)
+        validate_tasks(&self.tasks)?;
+        if self.backup.keep == 0 {
+            bail!("backup.keep must be at least 1 (the backup just written is kept)");
+        }
+        Ok(())
+    }
+
+    /// Where backups go: `backup.dir`, or `backups` beside the data directory.
+    pub fn backup_dir(&self) -> PathBuf {
+        if !self.backup.dir.as_os_str().is_empty() {
+            return self.backup.dir.clone();
+        }
+        match self.data_dir.parent() {
+            Some(parent) => parent.join("backups"),
+            None => PathBuf::from("backups"),
+        }
+    }
+
+    /// The interval between scheduled backups; `None` when they are off.
+    pub(crate) fn backup_interval(&self) -> Option<std::time::Duration> {
+        (self.backup.every_hours > 0)
+            .then(|| std::time::Duration::from_secs(self.backup.every_hours.saturating_mul(3600)))
     }
 
     /// The Bot API, webhook and metrics addresses and the webhook secret, when set.

@@ -9,10 +9,10 @@
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
 //! 5. [`app`] (the services)
-//! 6. [`maintenance`] (the store's upkeep: prune and compaction), [`turn`] (the pipeline of one
-//!    turn)
+//! 6. [`maintenance`] (the store's upkeep: prune, compaction and backups), [`turn`] (the
+//!    pipeline of one turn)
 //! 7. [`telegram`] (the adapter: schema, handlers, rendering, sending)
-//! 8. [`ops`] (the operator's commands: `heurist doctor`, lessons export and import)
+//! 8. [`ops`] (the operator's commands: `heurist doctor`, lessons export and import, restore)
 //! 9. the binary (`main.rs`)
 //!
 //! A lower layer that must talk back (the turn showing an answer) does so through a trait it

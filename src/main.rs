@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use heurist::agent::jail;
 use heurist::logging;
 use heurist::ops::cli::{self, Command};
-use heurist::ops::{doctor, lessons};
+use heurist::ops::{doctor, lessons, restore};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -61,6 +61,9 @@ async fn run(args: Vec<String>) -> ExitCode {
             Command::Import { file, trust } => lessons::import(&config, &file, trust)
                 .await
                 .map(|imported| print!("{}", imported.render())),
+            Command::Restore { file } => {
+                restore::restore(&config, &file).map(|said| println!("{said}"))
+            }
             _ => heurist::run(config).await,
         },
         Err(e) => Err(e),

@@ -1,17 +1,82 @@
 //! The store's upkeep while the bot runs: records older than `retention_days` are pruned at
-//! start-up and then every `prune_interval_secs`, and a store grown enough to be due for
+//! start-up and then every `prune_interval_secs`, a store grown enough to be due for
 //! compaction asks for a restart in place (the new start compacts, see
-//! [`crate::store::compaction`]). The adapter starts it once per start, beside recovery.
+//! [`crate::store::compaction`]), and a backup is written every `backup.every_hours` (see
+//! [`crate::store::backup`]). The adapter starts it once per start, beside recovery; the
+//! shutdown ends the loops (a backup being written then is waited for a moment, as a prune is;
+//! one the exit cuts off is left as a temporary file, which the next backup removes, and the
+//! earlier backups are untouched).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::app::App;
+use crate::store::backup::{self, Written};
 
-/// Starts the prune and compaction schedule, ended by the shutdown.
+/// Starts the prune, compaction and backup schedules, ended by the shutdown.
 pub fn start(app: &Arc<App>) {
     let interval = Duration::from_secs(app.config().prune_interval_secs);
     app.spawn_loop(prune_forever(app.clone(), interval));
+    let newest = backup::list(&app.config().backup_dir()).into_iter().next();
+    if let Some((_, written)) = &newest {
+        app.metrics().backup_seen(unix_secs(*written));
+    }
+    if let Some(every) = app.config().backup_interval() {
+        let age = newest.and_then(|(_, written)| written.elapsed().ok());
+        app.spawn_loop(back_up_forever(app.clone(), every, age));
+    }
+}
+
+/// Writes a backup every `every`, the first when the newest one (`age` old; `None`: there is
+/// none) is due, until the shutdown aborts it.
+async fn back_up_forever(app: Arc<App>, every: Duration, age: Option<Duration>) {
+    let first = age.map_or(Duration::ZERO, |age| every.saturating_sub(age));
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + first, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        // Logged and counted by `back_up`; the next one comes at the next tick.
+        let _ = back_up(&app).await;
+    }
+}
+
+/// Writes a backup of the store now into `backup.dir` and prunes the old ones past
+/// `backup.keep`, off the async threads; logged and counted in the metrics. The schedule and
+/// `/backup` both come here.
+pub async fn back_up(app: &Arc<App>) -> anyhow::Result<Written> {
+    let app2 = app.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        let dir = app2.config().backup_dir();
+        let started = std::time::Instant::now();
+        let written = app2.store().write_backup(&dir, chrono::Utc::now())?;
+        let pruned = backup::prune(&dir, app2.config().backup.keep);
+        tracing::info!(
+            file = %written.path.display(),
+            bytes = written.bytes,
+            records = written.records,
+            secs = started.elapsed().as_secs_f64(),
+            pruned,
+            "wrote a backup"
+        );
+        anyhow::Ok(written)
+    })
+    .await
+    .map_err(anyhow::Error::from)
+    .and_then(|written| written);
+    match &written {
+        Ok(_) => app.metrics().backup(Some(chrono::Utc::now().timestamp())),
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "cannot write a backup");
+            app.metrics().backup(None);
+        }
+    }
+    written
+}
+
+/// `time` as Unix seconds (0 before 1970).
+fn unix_secs(time: SystemTime) -> i64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// Prunes records older than `retention_days` now and then every `interval` (at least a

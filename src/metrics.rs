@@ -1,6 +1,6 @@
 //! What the bot counts for Prometheus (`[metrics] listen`): turns, their latency, LLM calls
-//! and tokens, Telegram calls and 429s, reflections, and the gauges read when scraped (queue
-//! depths, heuristics by review state, MCP servers up).
+//! and tokens, Telegram calls and 429s, reflections, backups, and the gauges read when scraped
+//! (queue depths, heuristics by review state, MCP servers up, the store's size and its disk).
 //!
 //! One [`Metrics`] per running bot, built with the app and handed to every layer that records
 //! (it sits at the bottom of the layers for that). Recording is an atomic add behind a
@@ -10,8 +10,11 @@
 //! sets them just before encoding, so nothing on a turn's path pays for them.
 //!
 //! Names follow Prometheus' conventions: a `heurist_` prefix, `_total` on counters, base
-//! units (`_seconds`), and labels of few values (never a chat, a user or their text). The
-//! exposition is the OpenMetrics text format, which Prometheus scrapes natively.
+//! units (`_seconds`), and labels of few values (never a chat, a user or their text), and every
+//! family has its help text. The exposition is the OpenMetrics text format, which Prometheus
+//! asks for and scrapes natively; to anything else (`curl`, `promtool check metrics`) the
+//! same families are served in Prometheus' own text format ([`to_prometheus_text`]), where a
+//! counter's help is under the name its samples carry.
 //!
 //! ```
 //! use heurist::metrics::{Metrics, TurnOutcome};
@@ -131,6 +134,10 @@ pub struct Gauges {
     pub heuristics: Vec<(&'static str, usize)>,
     /// Each MCP server by name, and whether it is up.
     pub mcp_servers: Vec<(String, bool)>,
+    /// What the store's files take on disk.
+    pub store_bytes: u64,
+    /// The data directory's file system: bytes available to the bot, and its size.
+    pub volume: Option<(u64, u64)>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -187,6 +194,11 @@ struct Inner {
     retries_pending: Gauge,
     heuristics: Family<StateLabel, Gauge>,
     mcp_up: Family<ServerLabel, Gauge>,
+    backups: Family<OutcomeLabel, Counter>,
+    backup_last_success: Gauge,
+    store_bytes: Gauge,
+    volume_available: Gauge,
+    volume_size: Gauge,
 }
 
 /// The Telegram methods that go through the paced sender (`telegram::send`): their counts
@@ -229,6 +241,11 @@ impl Metrics {
             retries_pending: Gauge::default(),
             heuristics: Family::default(),
             mcp_up: Family::default(),
+            backups: Family::default(),
+            backup_last_success: Gauge::default(),
+            store_bytes: Gauge::default(),
+            volume_available: Gauge::default(),
+            volume_size: Gauge::default(),
         };
         Self(Arc::new(inner.registered()))
     }
@@ -299,9 +316,32 @@ impl Metrics {
         self.0.reflections.get_or_create(&label).inc();
     }
 
+    /// Counts a backup written (`ok`, at `unix_secs`) or failed (`None`).
+    pub fn backup(&self, written_at: Option<i64>) {
+        let outcome = if written_at.is_some() { "ok" } else { "failed" };
+        self.0
+            .backups
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
+        if let Some(at) = written_at {
+            self.backup_seen(at);
+        }
+    }
+
+    /// The newest backup was written at `unix_secs` (at start: the newest file found).
+    pub fn backup_seen(&self, unix_secs: i64) {
+        let gauge = &self.0.backup_last_success;
+        gauge.set(gauge.get().max(unix_secs));
+    }
+
     /// The exposition (OpenMetrics text) with the gauges set to `gauges`.
     pub fn render(&self, gauges: &Gauges) -> String {
         let inner = &self.0;
+        inner.store_bytes.set(bytes(gauges.store_bytes));
+        if let Some((available, size)) = gauges.volume {
+            inner.volume_available.set(bytes(available));
+            inner.volume_size.set(bytes(size));
+        }
         inner.queue_chats.set(count(gauges.queue_chats));
         inner.queue_turns.set(count(gauges.queue_turns));
         inner.inbox_pending.set(count(gauges.inbox_pending));
@@ -328,6 +368,81 @@ impl Metrics {
 /// A gauge's value from a count (saturating: no count reaches `i64::MAX`).
 fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A gauge's value from a size in bytes (saturating).
+fn bytes(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The OpenMetrics exposition `text` in Prometheus' own text format (0.0.4), for a reader that
+/// did not ask for OpenMetrics: a counter's `HELP` and `TYPE` name its samples (`x_total`, not
+/// `x`), and the `UNIT` and `EOF` lines, which that format has not, are left out. Without this,
+/// `promtool check metrics` reads each counter's samples as a family with no help text.
+///
+/// ```
+/// let open = "# HELP heurist_turns Turns.\n# TYPE heurist_turns counter\nheurist_turns_total 1\n# EOF\n";
+/// let text = heurist::metrics::to_prometheus_text(open);
+/// assert_eq!(text, "# HELP heurist_turns_total Turns.\n# TYPE heurist_turns_total counter\nheurist_turns_total 1\n");
+/// ```
+pub fn to_prometheus_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut help: Option<(&str, &str)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = rest.split_once(' ').or(Some((rest, "")));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), kind),
+                "unknown" => (name.to_string(), "untyped"),
+                _ => (name.to_string(), kind),
+            };
+            if let Some((_, said)) = help.take() {
+                out.push_str(&format!("# HELP {name} {said}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The samples in `text` (Prometheus' text format) whose family has no `HELP` or no `TYPE`
+/// line under the name they are exposed with: what `promtool check metrics` reports as "no
+/// help text". Empty for a clean exposition; the live scrape is checked with it end to end.
+pub fn samples_without_help(text: &str) -> Vec<String> {
+    let declared = |prefix: &str| -> std::collections::BTreeMap<&str, &str> {
+        text.lines()
+            .filter_map(|line| line.strip_prefix(prefix))
+            .map(|rest| rest.split_once(' ').unwrap_or((rest, "")))
+            .collect()
+    };
+    let (helps, types) = (declared("# HELP "), declared("# TYPE "));
+    let mut missing = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let name = line.split(['{', ' ']).next().unwrap_or(line);
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|suffix| name.strip_suffix(suffix))
+            .find(|base| types.get(base) == Some(&"histogram"))
+            .unwrap_or(name);
+        let declared = helps.contains_key(family) && types.contains_key(family);
+        if !declared && !missing.iter().any(|m| m == name) {
+            missing.push(name.to_string());
+        }
+    }
+    missing
 }
 
 impl Inner {
@@ -402,7 +517,41 @@ impl Inner {
         r.register("heuristics", help, self.heuristics.clone());
         let help = "MCP servers: 1 up, 0 starting or down";
         r.register("mcp_server_up", help, self.mcp_up.clone());
+        self.register_storage();
         self
+    }
+
+    /// The backups' and the disk's families (the backups' outcomes at zero from the start).
+    fn register_storage(&mut self) {
+        for outcome in ["ok", "failed"] {
+            let _ = self.backups.get_or_create(&OutcomeLabel { outcome });
+        }
+        let r = &mut self.registry;
+        let help = "Backups written (ok) or failed, scheduled and /backup";
+        r.register("backups", help, self.backups.clone());
+        let help = "When the newest backup was written (Unix time; 0: none since the start found)";
+        r.register_with_unit(
+            "backup_last_success_timestamp",
+            help,
+            Unit::Seconds,
+            self.backup_last_success.clone(),
+        );
+        let help = "What the store's files take on disk";
+        r.register_with_unit("store_size", help, Unit::Bytes, self.store_bytes.clone());
+        let help = "Bytes available to the bot on the data directory's file system";
+        r.register_with_unit(
+            "data_volume_available",
+            help,
+            Unit::Bytes,
+            self.volume_available.clone(),
+        );
+        let help = "Size of the data directory's file system";
+        r.register_with_unit(
+            "data_volume_size",
+            help,
+            Unit::Bytes,
+            self.volume_size.clone(),
+        );
     }
 }
 
@@ -508,6 +657,8 @@ mod tests {
                     retries_pending: 1,
                     heuristics: vec![("approved", 7), ("pending", 2)],
                     mcp_servers: vec![("desk".into(), true), ("files".into(), false)],
+                    store_bytes: 4096,
+                    volume: Some((1 << 30, 4 << 30)),
                 },
                 lines: &[
                     "# TYPE heurist_queue_chats gauge",
@@ -536,6 +687,46 @@ mod tests {
             }
             assert_eq!(lines.last(), Some(&"# EOF"), "{}", case.name);
         }
+    }
+
+    /// Served in Prometheus' text format, every sample's family has its help and type under
+    /// the sample's name, and nothing else changes; served as OpenMetrics, a counter's samples
+    /// (`x_total`) are not under its help's name (`x`), which is what promtool found.
+    #[test]
+    fn in_prometheus_text_every_sample_has_its_help() {
+        let metrics = Metrics::new();
+        metrics.turn(TurnOutcome::Answered);
+        metrics.turn_shown(Duration::from_millis(300));
+        metrics.llm_call(CallKind::Agent, "m1", Some(Tokens::default()));
+        metrics.backup(Some(1_700_000_000));
+        let gauges = Gauges {
+            heuristics: vec![("approved", 1)],
+            mcp_servers: vec![("desk".into(), true)],
+            volume: Some((1, 2)),
+            ..Gauges::default()
+        };
+        let open = metrics.render(&gauges);
+        assert!(samples_without_help(&open).contains(&"heurist_turns_total".to_string()));
+        let text = to_prometheus_text(&open);
+        assert_eq!(samples_without_help(&text), Vec::<String>::new(), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        for line in [
+            "# HELP heurist_turns_total Turns by how they ended.",
+            "# TYPE heurist_turns_total counter",
+            "heurist_turns_total{outcome=\"answered\"} 1",
+            "# TYPE heurist_turn_duration_seconds histogram",
+            "heurist_turn_duration_seconds_count 1",
+            "# TYPE heurist_backup_last_success_timestamp_seconds gauge",
+            "heurist_backup_last_success_timestamp_seconds 1700000000",
+            "heurist_backups_total{outcome=\"ok\"} 1",
+            "heurist_data_volume_available_bytes 1",
+            "heurist_data_volume_size_bytes 2",
+        ] {
+            assert!(lines.contains(&line), "no {line:?} in\n{text}");
+        }
+        assert!(!text.contains("# EOF") && !text.contains("# UNIT"));
+        let samples = |t: &str| t.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(samples(&text), samples(&open));
     }
 
     /// Before anything was recorded, every family whose label values are known beforehand

@@ -1,4 +1,4 @@
-//! The command line, parsed by hand (five forms do not need a parser crate): a pure function
+//! The command line, parsed by hand (six forms do not need a parser crate): a pure function
 //! from the arguments to a [`Command`], so every form and every mistake is tested without a
 //! process.
 //!
@@ -27,6 +27,10 @@ pub enum Command {
     Import {
         file: PathBuf,
         trust: bool,
+    },
+    /// Restore the backup `file` into the (empty or missing) data directory.
+    Restore {
+        file: PathBuf,
     },
 }
 
@@ -62,6 +66,12 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 trust: true,
             })
         }
+        ["restore", file] if !file.starts_with('-') => Ok(Command::Restore {
+            file: PathBuf::from(file),
+        }),
+        ["restore", ..] => Err(texts::usage_error(
+            "`heurist restore` takes the backup file to restore",
+        )),
         ["heuristics", ..] => Err(texts::usage_error(
             "`heurist heuristics` takes `export FILE [--include-pending]` or `import FILE [--trust]`",
         )),
@@ -161,6 +171,23 @@ mod tests {
                 name: "a flag is not a file",
                 args: &["heuristics", "import", "--trust"],
                 expect: Err("`heurist heuristics` takes"),
+            },
+            Case {
+                name: "restore a backup",
+                args: &["restore", "backups/heurist-1.backup"],
+                expect: Ok(Command::Restore {
+                    file: PathBuf::from("backups/heurist-1.backup"),
+                }),
+            },
+            Case {
+                name: "restore without a file",
+                args: &["restore"],
+                expect: Err("`heurist restore` takes"),
+            },
+            Case {
+                name: "restore of two files",
+                args: &["restore", "a.backup", "b.backup"],
+                expect: Err("`heurist restore` takes"),
             },
             Case {
                 name: "unknown command",

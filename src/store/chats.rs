@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::db::{self, Store};
 use super::error::{Error, Result};
 use super::records::decode_json;
+use super::tree::Tree;
 use crate::conversation::Conversation;
 
 const TREE: &str = db::CHATS;
@@ -102,7 +103,7 @@ impl Store {
 
 impl Chats<'_> {
     /// The tree that holds the state of `chat`: its own, or the forum topics' one.
-    pub(super) fn tree(&self, chat: Conversation) -> &sled::Tree {
+    pub(super) fn tree(&self, chat: Conversation) -> &Tree {
         match chat.topic {
             Some(_) => &self.store.topic_chats,
             None => &self.store.chats,

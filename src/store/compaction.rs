@@ -67,6 +67,12 @@ pub struct CompactionPolicy {
 }
 
 impl CompactionPolicy {
+    /// Never compacts: for opening a store only to read or fill it (a restore, the tests).
+    pub const NEVER: Self = Self {
+        factor: 0.0,
+        min_growth: 0,
+    };
+
     /// Whether a store of `size` bytes, `baseline` bytes right after its last compaction, is
     /// due for one.
     pub(crate) fn due(&self, baseline: u64, size: u64) -> bool {
@@ -142,6 +148,12 @@ impl DataDir {
             let by_factor = (self.baseline as f64 * policy.factor) as u64;
             by_factor.max(self.baseline.saturating_add(policy.min_growth))
         })
+    }
+
+    /// The data directory's file system: the bytes available to this process, and its size
+    /// (`statvfs`); `None` where that cannot be read.
+    pub(crate) fn volume(&self) -> Option<(u64, u64)> {
+        volume(&self.root)
     }
 
     /// Whether the store has grown enough to be compacted (see [`CompactionPolicy`]).
@@ -573,8 +585,20 @@ fn commit(
     sync_dir(root)
 }
 
+/// Where a restore writes the store of an empty data directory `root`: its first generation.
+pub(super) fn first_generation(root: &Path) -> PathBuf {
+    Generation::Numbered(1).dir(root)
+}
+
+/// Names the first generation, written and synced by a restore, live in `CURRENT` (with its
+/// size, what the next compaction is measured against).
+pub(super) fn commit_first_generation(root: &Path) -> anyhow::Result<()> {
+    let size = sled_size(&first_generation(root));
+    commit(root, Generation::Numbered(1), size, false)
+}
+
 /// Syncs every file and directory below `dir`, and `dir` itself.
-fn sync_all(dir: &Path) -> anyhow::Result<()> {
+pub(super) fn sync_all(dir: &Path) -> anyhow::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
@@ -587,10 +611,35 @@ fn sync_all(dir: &Path) -> anyhow::Result<()> {
     sync_dir(dir)
 }
 
-fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+pub(super) fn sync_dir(dir: &Path) -> anyhow::Result<()> {
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .with_context(|| format!("cannot sync {}", dir.display()))
+}
+
+/// The file system holding `path`: bytes available to an unprivileged process, and its size.
+#[cfg(unix)]
+// The fields are narrower than `u64` on some targets.
+#[allow(clippy::useless_conversion)]
+fn volume(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `path` is a NUL-terminated string and `stat` a zeroed struct statvfs(3) fills.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    let unit = u64::from(stat.f_frsize);
+    Some((
+        u64::from(stat.f_bavail).saturating_mul(unit),
+        u64::from(stat.f_blocks).saturating_mul(unit),
+    ))
+}
+
+#[cfg(not(unix))]
+fn volume(_path: &Path) -> Option<(u64, u64)> {
+    None
 }
 
 /// The bytes of sled's files in `dir` (its `db` and `conf`, snapshots and blobs), and nothing
@@ -651,33 +700,14 @@ mod tests {
     use crate::ids::ChatId;
     use crate::llm::ChatMessage;
     use crate::store::fixtures;
-    use crate::store::fixtures::conversation;
+    use crate::store::fixtures::{Records, conversation, dump};
 
     /// Compacts on any growth of 10 % or more.
     const EAGER: CompactionPolicy = CompactionPolicy {
         factor: 1.1,
         min_growth: 0,
     };
-    const NEVER: CompactionPolicy = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
-
-    /// Records as (tree name, key, value).
-    type Records = Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>;
-
-    /// Every record of every tree, by tree name, as the store holds it.
-    fn dump(store: &Store) -> Records {
-        let mut records = Vec::new();
-        for name in store.db.tree_names() {
-            for entry in store.db.open_tree(&name).unwrap().iter() {
-                let (key, value) = entry.unwrap();
-                records.push((name.to_vec(), key.to_vec(), value.to_vec()));
-            }
-        }
-        records.sort();
-        records
-    }
+    const NEVER: CompactionPolicy = CompactionPolicy::NEVER;
 
     /// Writes `turns` turns of chat 7, heuristics and a reflection, as the bot would.
     fn fill(store: &Store, turns: usize) -> Vec<u64> {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context;
 
 use super::error::{Error, Result};
+use super::tree::{Gate, Tree};
 
 /// The trees' names in sled; each area's file logs its records under them.
 pub(super) const HISTORY: &str = "history";
@@ -85,21 +86,25 @@ pub(super) fn open_sled(
 #[derive(Clone)]
 pub struct Store {
     pub(super) db: sled::Db,
-    pub(super) history: sled::Tree,
-    pub(super) chats: sled::Tree,
-    pub(super) usage: sled::Tree,
-    pub(super) tickets: sled::Tree,
-    pub(super) feedback: sled::Tree,
-    pub(super) heuristics: sled::Tree,
-    pub(super) reflections: sled::Tree,
-    pub(super) skill_matches: sled::Tree,
-    pub(super) inbox: sled::Tree,
-    pub(super) topic_history: sled::Tree,
-    pub(super) topic_chats: sled::Tree,
-    pub(super) retries: sled::Tree,
-    pub(super) people: sled::Tree,
-    pub(super) answers: sled::Tree,
-    pub(super) ids: sled::Tree,
+    pub(super) history: Tree,
+    pub(super) chats: Tree,
+    pub(super) usage: Tree,
+    pub(super) tickets: Tree,
+    pub(super) feedback: Tree,
+    pub(super) heuristics: Tree,
+    pub(super) reflections: Tree,
+    pub(super) skill_matches: Tree,
+    pub(super) inbox: Tree,
+    pub(super) topic_history: Tree,
+    pub(super) topic_chats: Tree,
+    pub(super) retries: Tree,
+    pub(super) people: Tree,
+    pub(super) answers: Tree,
+    pub(super) ids: Tree,
+    /// Every write passes it; a backup holds it whole (see `tree.rs`).
+    pub(super) gate: Gate,
+    /// Held by the backup being written (`backup.rs`): one at a time.
+    pub(super) backing_up: Arc<std::sync::Mutex<()>>,
     /// The data directory's lock, when opened through it (`Store::open_data_dir`).
     pub(super) dir_lock: Option<Arc<std::fs::File>>,
     /// Flush requests made so far, and what the finished flushes covered.
@@ -128,27 +133,39 @@ impl Store {
     /// Opens (or creates) the database in `dir`; sled's page cache holds at most `cache_bytes`.
     pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> anyhow::Result<Self> {
         let db = open_sled(dir, cache_bytes, false)?;
+        let gate = Gate::default();
+        let tree = |name: &str| -> anyhow::Result<Tree> {
+            Ok(Tree::new(db.open_tree(name)?, gate.clone()))
+        };
         Ok(Self {
-            history: db.open_tree(HISTORY)?,
-            chats: db.open_tree(CHATS)?,
-            usage: db.open_tree(USAGE)?,
-            tickets: db.open_tree(TICKETS)?,
-            feedback: db.open_tree(FEEDBACK)?,
-            heuristics: db.open_tree(HEURISTICS)?,
-            reflections: db.open_tree(REFLECTIONS)?,
-            skill_matches: db.open_tree(SKILL_MATCHES)?,
-            inbox: db.open_tree(INBOX)?,
-            topic_history: db.open_tree(TOPIC_HISTORY)?,
-            topic_chats: db.open_tree(TOPIC_CHATS)?,
-            retries: db.open_tree(RETRIES)?,
-            people: db.open_tree(PEOPLE)?,
-            answers: db.open_tree(ANSWERS)?,
-            ids: db.open_tree(IDS)?,
+            history: tree(HISTORY)?,
+            chats: tree(CHATS)?,
+            usage: tree(USAGE)?,
+            tickets: tree(TICKETS)?,
+            feedback: tree(FEEDBACK)?,
+            heuristics: tree(HEURISTICS)?,
+            reflections: tree(REFLECTIONS)?,
+            skill_matches: tree(SKILL_MATCHES)?,
+            inbox: tree(INBOX)?,
+            topic_history: tree(TOPIC_HISTORY)?,
+            topic_chats: tree(TOPIC_CHATS)?,
+            retries: tree(RETRIES)?,
+            people: tree(PEOPLE)?,
+            answers: tree(ANSWERS)?,
+            ids: tree(IDS)?,
+            gate,
+            backing_up: Arc::default(),
             dir_lock: None,
             flush_requests: Arc::default(),
             flush_lock: Arc::default(),
             db,
         })
+    }
+
+    /// The tree `name`, opened on first use (sled keeps it open after), its writes gated like
+    /// the others': for the areas whose tree is not a field.
+    pub(super) fn tree(&self, name: &str) -> Result<Tree> {
+        Ok(Tree::new(self.db.open_tree(name)?, self.gate.clone()))
     }
 
     /// The database as a whole: durable flushing, ids, pruning, its size.

@@ -1,7 +1,7 @@
 //! Records the store's tests build on: a reflection job and an approved heuristic, written
-//! once so each test states only what it changes.
+//! once so each test states only what it changes; and every record of a store, to compare.
 
-use super::{Heuristic, Origin, ReflectionJob, ReviewState};
+use super::{Heuristic, Origin, ReflectionJob, ReviewState, Store};
 use crate::conversation::Conversation;
 use crate::ids::ChatId;
 
@@ -39,4 +39,20 @@ pub(super) fn heuristic(id: u64, text: &str) -> Heuristic {
 /// Chat `chat` outside topics: the conversation most tests write to.
 pub(super) fn conversation(chat: i64) -> Conversation {
     Conversation::new(ChatId(chat), None)
+}
+
+/// Records as (tree name, key, value).
+pub(super) type Records = Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>;
+
+/// Every record of every tree, by tree name, as the store holds it.
+pub(super) fn dump(store: &Store) -> Records {
+    let mut records = Vec::new();
+    for name in store.db.tree_names() {
+        for entry in store.db.open_tree(&name).unwrap().iter() {
+            let (key, value) = entry.unwrap();
+            records.push((name.to_vec(), key.to_vec(), value.to_vec()));
+        }
+    }
+    records.sort();
+    records
 }

@@ -19,6 +19,7 @@ use super::chats::{self, chat_key};
 use super::db::{self, Store};
 use super::error::Result;
 use super::records::decode_json;
+use super::tree::Tree;
 use crate::conversation::Conversation;
 use crate::ids::UpdateId;
 use crate::llm::{ChatMessage, estimate_tokens};
@@ -176,7 +177,7 @@ impl Store {
 
 impl History<'_> {
     /// The tree that holds the turns of `chat`: its own, or the forum topics' one.
-    fn tree(&self, chat: Conversation) -> &sled::Tree {
+    fn tree(&self, chat: Conversation) -> &Tree {
         match chat.topic {
             Some(_) => &self.store.topic_history,
             None => &self.store.history,

@@ -58,6 +58,9 @@
 //!   (see `learning::rewrite`), and how its rewritten calls went.
 //! - `compaction.rs`: the data directory's generations of the store (`CURRENT`, `store-<n>/`)
 //!   and the compaction that bounds its size on disk.
+//! - `backup.rs`: online backups of every tree as one file, as of one moment, and their
+//!   restore; `tree.rs`: the `Tree` every area writes through, whose gate makes that
+//!   moment one.
 //!
 //! # Atomic changes
 //! Every read-modify-write is one atomic step, so a `/clear`, a `/model`, a finishing turn and
@@ -77,6 +80,7 @@
 
 mod answers;
 mod attachment;
+pub mod backup;
 mod chats;
 pub mod compaction;
 mod db;
@@ -98,6 +102,7 @@ mod retries;
 mod rewrites;
 mod tasks;
 mod tickets;
+mod tree;
 mod usage;
 mod zones;
 
@@ -276,7 +281,7 @@ mod tests {
             &store.retries,
             &store.people,
         ] {
-            tree.clear().unwrap();
+            tree.raw().clear().unwrap();
         }
         store
             .history()
@@ -346,7 +351,7 @@ mod tests {
             .run(&cases, |(target, suffix, bytes)| {
                 let (ticket, feedback, retry) = reset(&store);
                 let today = usage::user_day_key(UserId(9), chrono::Utc::now().date_naive());
-                let (tree, key): (&sled::Tree, Vec<u8>) = match target {
+                let (tree, key): (&tree::Tree, Vec<u8>) = match target {
                     Target::History => (&store.history, history::turn_key(AT, 1).to_vec()),
                     Target::HistoryKey => {
                         let mut key = chats::chat_key(AT).to_vec();

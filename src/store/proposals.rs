@@ -13,6 +13,7 @@ use super::error::Result;
 use super::records::{decode_json, prune_json};
 use super::tasks::Task;
 use super::tickets::insert_new;
+use super::tree::Tree;
 use crate::ids::{ChatId, TopicId, UserId};
 
 const TREE: &str = "proposals";
@@ -65,8 +66,8 @@ impl Store {
 
 impl Proposals<'_> {
     /// The tree, opened on first use (sled keeps it open after).
-    fn tree(&self) -> Result<sled::Tree> {
-        Ok(self.store.db.open_tree(TREE)?)
+    fn tree(&self) -> Result<Tree> {
+        self.store.tree(TREE)
     }
 
     /// Stores `proposal` under a new random id and returns the id.

@@ -4,6 +4,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::error::Result;
+use super::tree::Tree;
 
 /// Decodes a JSON record; an unreadable one is logged with its tree and key and is `None`.
 pub(super) fn decode_json<T: DeserializeOwned>(tree: &str, key: &[u8], bytes: &[u8]) -> Option<T> {
@@ -41,7 +42,7 @@ pub(super) fn decode_count(tree: &str, key: &[u8], bytes: Option<&[u8]>) -> u64 
 
 /// Reads a record's bytes for a reader that answers without it: a failed read is logged with
 /// its tree and key, and read as missing.
-pub(super) fn read(tree: &sled::Tree, name: &str, key: &[u8]) -> Option<sled::IVec> {
+pub(super) fn read(tree: &Tree, name: &str, key: &[u8]) -> Option<sled::IVec> {
     tree.get(key)
         .inspect_err(|e| {
             tracing::warn!(tree = name, key = %show_key(key), error = %e, "cannot read record");
@@ -51,11 +52,7 @@ pub(super) fn read(tree: &sled::Tree, name: &str, key: &[u8]) -> Option<sled::IV
 }
 
 /// Reads a JSON record; a missing or unreadable one is `None` (an unreadable one is logged).
-pub(super) fn read_json<T: DeserializeOwned>(
-    tree: &sled::Tree,
-    name: &str,
-    key: &[u8],
-) -> Option<T> {
+pub(super) fn read_json<T: DeserializeOwned>(tree: &Tree, name: &str, key: &[u8]) -> Option<T> {
     decode_json(name, key, &read(tree, name, key)?)
 }
 
@@ -63,7 +60,7 @@ pub(super) fn read_json<T: DeserializeOwned>(
 /// contention, so `change` must only edit the record it is given). Returns the record as it
 /// was, or `None` if it is missing or unreadable; `change` returns whether to write.
 pub(super) fn update_json<T>(
-    tree: &sled::Tree,
+    tree: &Tree,
     name: &str,
     key: &[u8],
     mut change: impl FnMut(&mut T) -> bool,
@@ -96,7 +93,7 @@ where
 /// unreadable record is logged and kept (it may be repaired; deleting it would lose what it
 /// held). A record rewritten while this runs is left for the next prune.
 pub(super) fn prune_json<T: DeserializeOwned>(
-    tree: &sled::Tree,
+    tree: &Tree,
     name: &str,
     expired: impl Fn(&T) -> bool,
 ) -> Result<usize> {

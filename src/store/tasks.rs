@@ -19,6 +19,7 @@ use super::error::{Error, Result};
 use super::inbox::InboxEntry;
 use super::records::decode_json;
 use super::request::TurnRequest;
+use super::tree::Tree;
 use crate::ids::{ChatId, TopicId, UpdateId, UserId};
 use crate::schedule::{TaskKind, Timing};
 
@@ -98,8 +99,8 @@ fn runs_key(user: UserId, day: i64) -> Vec<u8> {
 
 impl Tasks<'_> {
     /// The tree, opened on first use (sled keeps it open after).
-    fn tree(&self) -> Result<sled::Tree> {
-        Ok(self.store.db.open_tree(TREE)?)
+    fn tree(&self) -> Result<Tree> {
+        self.store.tree(TREE)
     }
 
     /// Stores `task` under a new id (its `id` is set) and returns it.
@@ -179,7 +180,10 @@ impl Tasks<'_> {
             ..task.clone()
         });
         let moved = moved.map(|t| serde_json::to_vec(&t)).transpose()?;
-        let fired = (&tree, &self.store.inbox).transaction(|(tasks, inbox)| {
+        // One write, through the gate: a backup sees the run fired with its inbox record, or
+        // neither.
+        let gate = tree.writing();
+        let fired = (tree.raw(), self.store.inbox.raw()).transaction(|(tasks, inbox)| {
             let unchanged = tasks
                 .get(&key)?
                 .and_then(|bytes| decode_json::<Task>(TREE, &key, &bytes))
@@ -209,6 +213,7 @@ impl Tasks<'_> {
             inbox.insert(&update.0.to_be_bytes(), bytes)?;
             Ok(Some(Fired { update, request }))
         });
+        drop(gate);
         let fired = fired.map_err(|e: TransactionError<Error>| Error::from(e))?;
         self.forget_runs_before(task.user, day)?;
         Ok(fired)

@@ -9,6 +9,7 @@ use super::db::{self, Store};
 use super::error::{Error, Result};
 use super::learning::ReflectionJob;
 use super::records::{prune_json, read_json, update_json};
+use super::tree::Tree;
 use crate::ids::{ChatId, TopicId, UpdateId};
 
 const OPTIONS_TREE: &str = db::TICKETS;
@@ -243,7 +244,7 @@ impl Tickets<'_> {
 
 /// Inserts `value` under a new random id; an id already taken (one chance in 2^64 per
 /// ticket) is drawn again rather than overwritten.
-pub(super) fn insert_new(tree: &sled::Tree, value: &[u8]) -> Result<String> {
+pub(super) fn insert_new(tree: &Tree, value: &[u8]) -> Result<String> {
     loop {
         let id = random_id()?;
         if tree

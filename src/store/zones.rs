@@ -24,14 +24,14 @@ impl Store {
 impl Zones<'_> {
     /// `user`'s time zone, if they set one (and it still reads as a zone).
     pub fn of(&self, user: UserId) -> Option<chrono_tz::Tz> {
-        let tree = self.store.db.open_tree(TREE).ok()?;
+        let tree = self.store.tree(TREE).ok()?;
         let bytes = tree.get(user.0.to_be_bytes()).ok()??;
         std::str::from_utf8(&bytes).ok()?.parse().ok()
     }
 
     /// Sets `user`'s time zone.
     pub fn set(&self, user: UserId, zone: chrono_tz::Tz) -> Result<()> {
-        let tree = self.store.db.open_tree(TREE)?;
+        let tree = self.store.tree(TREE)?;
         tree.insert(user.0.to_be_bytes(), zone.name().as_bytes())?;
         Ok(())
     }

@@ -35,13 +35,19 @@ pub(crate) enum Command {
     Tasks,
     #[command(description = "your time zone for reminders, e.g. /timezone Europe/Berlin")]
     Timezone(String),
+    #[command(
+        description = "write a backup of everything the bot keeps now (admins, private chat)"
+    )]
+    Backup,
 }
 
 impl Command {
     /// The least role that may use the command.
     pub(crate) fn min_role(&self) -> Role {
         match self {
-            Self::Model(_) | Self::Heuristics(_) | Self::Skills | Self::Tools => Role::Admin,
+            Self::Model(_) | Self::Heuristics(_) | Self::Skills | Self::Tools | Self::Backup => {
+                Role::Admin
+            }
             _ => Role::User,
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
@@ -19,8 +19,11 @@ use crate::agent::mcp::ServerStatus;
 use crate::app::App;
 use crate::metrics::Gauges;
 
-/// What Prometheus is told the answer is (it parses OpenMetrics natively).
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// What Prometheus asks for and is answered (it parses OpenMetrics natively).
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// What any other reader (`curl`, `promtool check metrics`) is answered: Prometheus' own text
+/// format, the same families.
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The endpoint while it serves; [`MetricsServer::stop`] ends it.
 pub(crate) struct MetricsServer {
@@ -83,12 +86,22 @@ impl MetricsServer {
     }
 }
 
-/// One scrape: the gauges read now, then every family. Read off the runtime's threads: the
-/// inbox's count decodes each entry retention keeps, which a busy bot has thousands of.
-async fn scrape(State(app): State<Arc<App>>) -> Response {
+/// One scrape: the gauges read now, then every family, in OpenMetrics when the scraper asks
+/// for it (Prometheus does), else in Prometheus' text format. Read off the runtime's threads:
+/// the inbox's count decodes each entry retention keeps, which a busy bot has thousands of.
+async fn scrape(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("application/openmetrics-text"));
     let rendered = tokio::task::spawn_blocking(move || app.metrics().render(&gauges(&app)));
     match rendered.await {
-        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+        Ok(body) if openmetrics => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Ok(body) => {
+            let body = crate::metrics::to_prometheus_text(&body);
+            ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], body).into_response()
+        }
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
@@ -114,5 +127,7 @@ fn gauges(app: &App) -> Gauges {
         retries_pending: app.store().retries().unused(),
         heuristics: vec![("approved", approved), ("pending", pending)],
         mcp_servers,
+        store_bytes: app.data_dir().size(),
+        volume: app.data_dir().volume(),
     }
 }

@@ -17,6 +17,9 @@ Usage:
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust
+  heurist restore FILE                  restore the backup FILE into HEURIST_DATA_DIR, which
+                                        must be empty or missing (its checksum and version
+                                        are checked first)
   heurist --help                        this text
 
 Configuration: .env, the environment and HEURIST_CONFIG (default config/heurist.toml); see
@@ -196,6 +199,32 @@ pub(crate) const MCP_STARTING: &str = "still starting after its timeout_secs";
 pub(crate) const MCP_FIX: &str = "fix its command/args (or url/headers) in [[mcp.servers]]; run the command by hand to see its error";
 
 // ---- this machine ----
+
+pub(crate) const BACKUPS: &str = "backups";
+pub(crate) fn backups_ok(dir: &str, age: &str, every_hours: u64, keep: usize) -> String {
+    format!("the last one {age} ago in {dir} (every {every_hours} h, {keep} kept)")
+}
+pub(crate) fn backups_off(dir: &str, last: &str) -> String {
+    format!("none scheduled (backup.every_hours = 0); /backup writes one into {dir}; {last}")
+}
+pub(crate) fn backups_late(dir: &str, age: &str, every_hours: u64) -> String {
+    format!("the last one in {dir} is {age} old, past twice the interval ({every_hours} h)")
+}
+pub(crate) fn backups_first(dir: &str) -> String {
+    format!("none yet, and no store to back up: the bot writes the first into {dir} as it starts")
+}
+pub(crate) fn backups_none(dir: &str) -> String {
+    format!("no backup in {dir} yet")
+}
+pub(crate) const BACKUPS_FIX: &str = "look in the bot's log for \"cannot write a backup\", give it write access to the backup directory (HEURIST_BACKUP_DIR) and room on its disk; /backup writes one now";
+pub(crate) fn backups_last(age: &str) -> String {
+    format!("the last one {age} ago")
+}
+
+/// A restore done.
+pub(crate) fn restored(file: &str, dir: &str, trees: usize, records: u64) -> String {
+    format!("restored {records} records of {trees} trees from {file} into {dir}")
+}
 
 pub(crate) const DATA_DIR: &str = "data directory";
 pub(crate) fn data_dir_ok(path: &str, size: &str, compaction: &str) -> String {

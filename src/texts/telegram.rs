@@ -488,6 +488,18 @@ pub(crate) fn memory_in_groups(on: bool) -> &'static str {
     }
 }
 
+/// `/backup` in a group: a backup is an admin's business, answered in a private chat only.
+pub(crate) const BACKUP_ASK_PRIVATELY: &str =
+    "💾 Backups are written from a private chat with me: send /backup there.";
+
+/// `/backup` done: the file's name and size (plain text).
+pub(crate) fn backup_written(name: &str, size: &str) -> String {
+    format!("💾 Backup written: {name} ({size})")
+}
+
+/// `/backup` failed; the log says why.
+pub(crate) const BACKUP_FAILED: &str = "⚠️ The backup could not be written; the bot's log says why (look for \"cannot write a backup\").";
+
 /// `/memory` in a group: the facts are private, so they are shown only in a private chat.
 pub(crate) const MEMORY_ASK_PRIVATELY: &str = "🧠 Your memory is private: send /memory to me in \
      our private chat to see and manage it.";

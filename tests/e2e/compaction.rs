@@ -17,10 +17,7 @@ const COMPACTING_TOML: &str = "compact_factor = 1.1\ncompact_min_mb = 0\nprune_i
     [options]\nenabled = false\n\
     [telegram]\nchat_interval_ms = 100\npoll_timeout_secs = 1\nstreaming = false\n";
 
-const NEVER: CompactionPolicy = CompactionPolicy {
-    factor: 0.0,
-    min_growth: 0,
-};
+const NEVER: CompactionPolicy = CompactionPolicy::NEVER;
 
 /// The generation `CURRENT` names in the data directory `db`.
 fn generation(db: &Path) -> u64 {

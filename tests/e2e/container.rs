@@ -1,8 +1,8 @@
 //! The container files, checked where no container engine runs (CI builds the image only where
 //! one does): `docker-compose.yml` starts Heurist with a model server and SearXNG, keeps
-//! `data_dir` on a named volume, mounts a SearXNG `settings.yml` that enables the JSON format,
+//! `data_dir` and the backups on named volumes, mounts a SearXNG `settings.yml` that enables the JSON format,
 //! and passes Heurist only environment variables it knows (the ones `.env.example`
-//! documents); the `Dockerfile` runs as a non-root user with `data_dir` a volume.
+//! documents); the `Dockerfile` runs as a non-root user with `data_dir` and the backups volumes.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -86,25 +86,27 @@ fn the_compose_file_starts_heurist_with_a_model_server_and_searxng() {
             .starts_with("ghcr.io/ggml-org/llama.cpp:server")
     );
 
-    // data_dir is a named volume the compose file declares.
-    let data_dir = var("HEURIST_DATA_DIR");
+    // data_dir and the backups are named volumes the compose file declares.
     let mounts: Vec<(String, String)> = heurist["volumes"]
         .as_sequence()
         .unwrap()
         .iter()
         .map(mount)
         .collect();
-    let (volume, _) = mounts
-        .iter()
-        .find(|(_, target)| *target == data_dir)
-        .expect("a volume at HEURIST_DATA_DIR");
-    assert!(
-        compose["volumes"]
-            .as_mapping()
-            .unwrap()
-            .contains_key(volume.as_str()),
-        "{volume} is declared"
-    );
+    for name in ["HEURIST_DATA_DIR", "HEURIST_BACKUP_DIR"] {
+        let dir = var(name);
+        let (volume, _) = mounts
+            .iter()
+            .find(|(_, target)| *target == dir)
+            .unwrap_or_else(|| panic!("a volume at {name}"));
+        assert!(
+            compose["volumes"]
+                .as_mapping()
+                .unwrap()
+                .contains_key(volume.as_str()),
+            "{volume} is declared"
+        );
+    }
     // The config (and skills under it) mount where the image reads them.
     assert!(mounts.iter().any(|(_, target)| target == "/app/config"));
 
@@ -140,7 +142,8 @@ fn the_image_runs_unprivileged_with_data_dir_a_volume() {
         "gcr.io/distroless/static-debian12:nonroot",
         "\nUSER 65532:65532\n",
         "\nENV HEURIST_DATA_DIR=/data\n",
-        "\nVOLUME [\"/data\"]\n",
+        "\nENV HEURIST_BACKUP_DIR=/backups\n",
+        "\nVOLUME [\"/data\", \"/backups\"]\n",
         "\nWORKDIR /app\n",
         "\nENTRYPOINT [\"/usr/local/bin/heurist\"]\n",
     ] {

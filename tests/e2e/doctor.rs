@@ -10,6 +10,8 @@ use std::time::Duration;
 use heurist::Config;
 use heurist::config::ModelConfig;
 use heurist::ops::doctor::{self, Report, Status};
+use heurist::store::Store;
+use heurist::store::compaction::CompactionPolicy;
 use serde_json::{Value, json};
 
 use crate::support::mcp::stdio_server;
@@ -618,4 +620,47 @@ async fn an_unwritable_data_dir_and_an_empty_allow_list_fail() {
         "nobody can use the bot",
         Some("HEURIST_ALLOWED_USERS"),
     );
+}
+
+/// The backups line: nothing to warn about on a new deployment, a warning with the fix for a
+/// store without a backup or with one older than twice the interval, the age otherwise, and
+/// backups off said as such.
+#[tokio::test]
+async fn the_last_backups_age_is_shown_and_warned_about_past_twice_the_interval() {
+    let tg = FakeTelegram::start().await;
+    let llm = model_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let daily = |config: &mut Config| config.backup.every_hours = 24;
+    let report = check(&tg, &llm.url, dir.path(), daily).await;
+    expect(&report, "backups", Status::Ok, "no store to back up", None);
+
+    let config = config(&tg, &llm.url, dir.path());
+    let (store, _) =
+        Store::open_data_dir(&config.data_dir, 1 << 20, CompactionPolicy::NEVER).unwrap();
+    let report = check(&tg, &llm.url, dir.path(), daily).await;
+    let fix = Some("cannot write a backup");
+    expect(&report, "backups", Status::Warn, "no backup in", fix);
+
+    let written = store
+        .write_backup(&config.backup_dir(), chrono::Utc::now())
+        .unwrap();
+    let report = check(&tg, &llm.url, dir.path(), daily).await;
+    let fresh = "the last one 0 min ago in";
+    expect(&report, "backups", Status::Ok, fresh, None);
+    assert!(report.healthy());
+
+    let three_days = std::time::Duration::from_secs(3 * 86_400);
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&written.path)
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now() - three_days)
+        .unwrap();
+    let report = check(&tg, &llm.url, dir.path(), daily).await;
+    let late = "is 3 d old, past twice the interval (24 h)";
+    expect(&report, "backups", Status::Warn, late, fix);
+    assert!(report.healthy(), "a warning, not a failure");
+
+    let report = check(&tg, &llm.url, dir.path(), |c| c.backup.every_hours = 0).await;
+    expect(&report, "backups", Status::Ok, "none scheduled", None);
 }

@@ -25,10 +25,7 @@ fn entry(text: &str) -> HeuristicEntry {
 
 /// Every lesson of the store in `data_dir` (opened, read, closed).
 fn stored(data_dir: &Path) -> Vec<Heuristic> {
-    let policy = CompactionPolicy {
-        factor: 0.0,
-        min_growth: 0,
-    };
+    let policy = CompactionPolicy::NEVER;
     let (store, _) = Store::open_data_dir(data_dir, 1 << 20, policy).unwrap();
     store.learning().heuristics()
 }

@@ -4,6 +4,7 @@
 mod support;
 
 mod answers;
+mod backups;
 mod budgets;
 mod cancel;
 mod commands;

@@ -1,6 +1,9 @@
 //! The Prometheus endpoint: a bot started with `[metrics] listen` on a free port serves
 //! `GET /metrics`, and after a few turns (answered, failed, refused, one 429 from Telegram, a
-//! reflection that learned) every family shows with the values those turns make.
+//! reflection that learned) every family shows with the values those turns make: in
+//! OpenMetrics to Prometheus, and in Prometheus' text format, every sample under its family's
+//! help, to anything else (what `promtool check metrics` reads; CI runs it on the scrape this
+//! test writes to `HEURIST_SCRAPE_OUT`).
 
 use std::time::Duration;
 
@@ -37,9 +40,17 @@ fn sample(text: &str, name: &str) -> Option<f64> {
         .and_then(|value| value.parse().ok())
 }
 
-/// The exposition at `url`; `None` while nothing listens there.
+/// What Prometheus 2.42 sends as it scrapes.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// The exposition at `url`, as Prometheus asks for it; `None` while nothing listens there.
 async fn scrape(url: &str) -> Option<String> {
-    let response = reqwest::get(url).await.ok()?;
+    let request = reqwest::Client::new().get(url);
+    let response = request
+        .header("accept", PROMETHEUS_ACCEPT)
+        .send()
+        .await
+        .ok()?;
     assert_eq!(response.status(), 200);
     let kind = response.headers()["content-type"].to_str().unwrap();
     assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
@@ -164,7 +175,39 @@ async fn a_scrape_after_a_few_turns_shows_every_family() {
     let inf = "heurist_turn_duration_seconds_bucket{le=\"+Inf\"}";
     assert_eq!(sample(&text, inf), Some(3.0), "{text}");
     assert_eq!(text.lines().last(), Some("# EOF"));
+    plain_scrape_has_help_for_every_sample(&url).await;
     h.stop().await;
+}
+
+/// What `curl` and `promtool check metrics` read: Prometheus' text format, every sample
+/// under its family's help and type; written to `HEURIST_SCRAPE_OUT` when it is set (CI runs
+/// promtool on it).
+async fn plain_scrape_has_help_for_every_sample(url: &str) {
+    let response = reqwest::get(url).await.unwrap();
+    let kind = response.headers()["content-type"].to_str().unwrap();
+    assert_eq!(kind, "text/plain; version=0.0.4; charset=utf-8");
+    let text = response.text().await.unwrap();
+    let answered = "heurist_turns_total{outcome=\"answered\"}";
+    assert_eq!(sample(&text, answered), Some(2.0), "{text}");
+    let missing = heurist::metrics::samples_without_help(&text);
+    assert!(missing.is_empty(), "no help for {missing:?} in\n{text}");
+    for family in [
+        "heurist_llm_calls_total",
+        "heurist_llm_tokens_total",
+        "heurist_telegram_calls_total",
+        "heurist_reflections_total",
+        "heurist_backup_last_success_timestamp_seconds",
+        "heurist_store_size_bytes",
+        "heurist_data_volume_available_bytes",
+    ] {
+        assert!(
+            text.contains(&format!("# HELP {family} ")),
+            "{family}:\n{text}"
+        );
+    }
+    if let Some(out) = std::env::var_os("HEURIST_SCRAPE_OUT") {
+        std::fs::write(out, &text).unwrap();
+    }
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! The doctor's checks of this machine and the configuration itself: the data directory (the
-//! bot can write there; how big the store is and when it compacts), the allow-list (an empty
+//! bot can write there; how big the store is and when it compacts), the backups (how old the
+//! last one is; a warning past twice the interval), the allow-list (an empty
 //! one lets nobody use the bot) and the PDF reader (a test PDF read in the jail's child
 //! process, with the `[documents]` limits, as the bot reads one).
 
@@ -8,6 +9,7 @@ use std::path::Path;
 use super::context::{Checked, Context};
 use super::report::Line;
 use crate::agent::jail::{Failure, Jail, Parser};
+use crate::store::backup;
 use crate::store::compaction::{CompactionPolicy, peek};
 use crate::texts::ops as texts;
 
@@ -47,6 +49,63 @@ pub(super) fn data_dir<'a>(context: &'a Context<'a>) -> Checked<'a> {
         };
         vec![line]
     })
+}
+
+/// The newest backup's age, warned about past twice `backup.every_hours` (a backup failing, or
+/// none written yet); backups off is said, not warned about.
+pub(super) fn backups<'a>(context: &'a Context<'a>) -> Checked<'a> {
+    Box::pin(async move {
+        let config = context.config;
+        let dir = config.backup_dir();
+        let shown = dir.display().to_string();
+        let age = backup::list(&dir)
+            .into_iter()
+            .next()
+            .map(|(_, written)| written.elapsed().unwrap_or_default());
+        let line = match (config.backup_interval(), age) {
+            (None, age) => {
+                let last =
+                    age.map_or_else(|| "none yet".to_string(), |a| texts::backups_last(&ago(a)));
+                Line::ok(texts::BACKUPS, texts::backups_off(&shown, &last))
+            }
+            // A new deployment: nothing to back up yet; the bot writes one as it starts.
+            (Some(_), None)
+                if matches!(peek(&config.data_dir, CompactionPolicy::NEVER), Ok(None)) =>
+            {
+                Line::ok(texts::BACKUPS, texts::backups_first(&shown))
+            }
+            (Some(_), None) => Line::warn(
+                texts::BACKUPS,
+                texts::backups_none(&shown),
+                texts::BACKUPS_FIX,
+            ),
+            (Some(every), Some(age)) if age > every * 2 => Line::warn(
+                texts::BACKUPS,
+                texts::backups_late(&shown, &ago(age), config.backup.every_hours),
+                texts::BACKUPS_FIX,
+            ),
+            (Some(_), Some(age)) => Line::ok(
+                texts::BACKUPS,
+                texts::backups_ok(
+                    &shown,
+                    &ago(age),
+                    config.backup.every_hours,
+                    config.backup.keep,
+                ),
+            ),
+        };
+        vec![line]
+    })
+}
+
+/// An age for a reader: "5 min", "3 h", "2 d".
+fn ago(age: std::time::Duration) -> String {
+    let secs = age.as_secs();
+    match secs {
+        s if s < 3600 => format!("{} min", s / 60),
+        s if s < 2 * 86_400 => format!("{} h", s / 3600),
+        s => format!("{} d", s / 86_400),
+    }
 }
 
 /// Creates `root` if needed, then a file in it, which is removed again.

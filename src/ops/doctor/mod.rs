@@ -10,11 +10,12 @@
 //! "not checked" instead of repeating its error.
 //!
 //! What is *needed* fails: the token, the LLM endpoint and every configured model, tool
-//! calling, the data directory, a non-empty allow-list. What the bot works without warns: a
-//! webhook left set (polling deletes it at start), the embeddings model (retrieval falls back
-//! to BM25), SearXNG and MCP servers (their tools are missing), the speech endpoint (voice
-//! notes get an error), the PDF reader (PDFs get an apology). Nothing here writes to the store;
-//! the report is redacted with the configuration's secrets before it is printed.
+//! calling, the data directory, a non-empty allow-list. What the bot works without warns: no
+//! recent backup, a webhook left set (polling deletes it at start), the embeddings model
+//! (retrieval falls back to BM25), SearXNG and MCP servers (their tools are missing), the
+//! speech endpoint (voice notes get an error), the PDF reader (PDFs get an apology). Nothing
+//! here writes to the store; the report is redacted with the configuration's secrets before it
+//! is printed.
 
 mod context;
 mod llm;
@@ -39,6 +40,7 @@ const CHECKS: &[Check] = &[
     services::mcp,
     services::speech,
     local::data_dir,
+    local::backups,
     local::allow_list,
     local::pdf_reader,
 ];

@@ -1,6 +1,6 @@
 //! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory`,
 //! `/tasks`, `/timezone` for everyone (the last two in [`super::tasks`]), and the admins'
-//! `/model`, `/heuristics`, `/skills`, `/tools`. Each reply is posted (see [`replies`]), so the
+//! `/model`, `/heuristics`, `/skills`, `/tools`, `/backup` (in a private chat only). Each reply is posted (see [`replies`]), so the
 //! handler returns without waiting for a paced send.
 
 use teloxide::prelude::*;
@@ -74,10 +74,42 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
                 replies::notice(&deps, chat, part);
             }
         }
+        Command::Backup => backup_command(&deps, chat).await,
         Command::Tasks => super::tasks::list(&deps, chat, user),
         Command::Timezone(zone) => super::tasks::timezone(&deps, chat, user, zone.trim()),
     }
     Ok(())
+}
+
+/// `/backup` (an admin's, checked by the caller): a backup written now, answered with its file
+/// name and size; in a group, only where to ask (the answer names a file on the server).
+async fn backup_command(deps: &Deps, chat: Conversation) {
+    if !chat.chat.is_private() {
+        replies::notice(deps, chat, texts::BACKUP_ASK_PRIVATELY.to_string());
+        return;
+    }
+    let said = match crate::maintenance::back_up(&deps.app).await {
+        Ok(written) => {
+            let name = written
+                .path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy();
+            texts::backup_written(&name, &size(written.bytes))
+        }
+        Err(_) => texts::BACKUP_FAILED.to_string(),
+    };
+    replies::notice(deps, chat, said);
+}
+
+/// `bytes` for a reader: "812 KB", "1.2 MB".
+fn size(bytes: u64) -> String {
+    let kb = bytes as f64 / 1024.0;
+    if kb < 1024.0 {
+        format!("{kb:.0} KB")
+    } else {
+        format!("{:.1} MB", kb / 1024.0)
+    }
 }
 
 /// `/model`: the model keyboard; `/model <id>`: switch directly.

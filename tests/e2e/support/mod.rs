@@ -63,6 +63,10 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
     config.telegram.group_interval_ms = 20;
     // Tests about learning bring their own skills; elsewhere none match by accident.
     config.learning.skills_dir = data_dir.join("no-skills");
+    // No scheduled backups (the backup tests turn them on), and none beside the temporary
+    // directory, which would be the shared temporary directory itself.
+    config.backup.every_hours = 0;
+    config.backup.dir = data_dir.join("backups");
     // PDFs are parsed by the real binary's hidden subcommand (this process is a test binary).
     config.documents.parser_program = Some(env!("CARGO_BIN_EXE_heurist").into());
     config
@@ -137,9 +141,8 @@ pub struct BotProcess {
 }
 
 impl BotProcess {
-    /// Config for tests: fast LLM retries, no skills.
-    pub const TEST_TOML: &str =
-        "[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n";
+    /// Config for tests: fast LLM retries, no skills, no scheduled backups.
+    pub const TEST_TOML: &str = "[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n[backup]\nevery_hours = 0\n";
 
     pub fn spawn(
         tg: &FakeTelegram,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::db::Store;
 use super::error::Result;
 use super::records::decode_json;
+use super::tree::Tree;
 
 const TREE: &str = "rewrites";
 
@@ -74,8 +75,8 @@ fn key(tool: &str, argument: &str) -> Vec<u8> {
 }
 
 impl Rewrites<'_> {
-    fn tree(&self) -> Result<sled::Tree> {
-        Ok(self.store.db.open_tree(TREE)?)
+    fn tree(&self) -> Result<Tree> {
+        self.store.tree(TREE)
     }
 
     /// Every argument of `tool` with a form taught, by argument name (unreadable records

@@ -601,6 +601,9 @@ impl Config {
         }
         self.validate()?;
         validate_tasks(&self.tasks)?;
+        if self.backup.every_hours > 24 * 366 {
+            bail!("backup.every_hours must be at most a year (8784); 0 turns backups off");
+        }
         if self.backup.keep == 0 {
             bail!("backup.keep must be at least 1 (the backup just written is kept)");
         }

@@ -49,7 +49,7 @@ pub async fn back_up(app: &Arc<App>) -> anyhow::Result<Written> {
         let dir = app2.config().backup_dir();
         let started = std::time::Instant::now();
         let written = app2.store().write_backup(&dir, chrono::Utc::now())?;
-        let pruned = backup::prune(&dir, app2.config().backup.keep);
+        let pruned = backup::prune(&dir, app2.config().backup.keep, &written.path);
         tracing::info!(
             file = %written.path.display(),
             bytes = written.bytes,

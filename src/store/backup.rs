@@ -30,7 +30,7 @@
 //! next backup removes the leftover. Only files named like backups are ever pruned.
 
 use std::fs;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -274,9 +274,34 @@ fn file_name(now: chrono::DateTime<chrono::Utc>, nth: u32) -> String {
     }
 }
 
-/// Whether `name` is a backup's file name (what pruning and the newest backup consider).
+/// Whether `name` is a backup's file name (what pruning and the newest backup consider):
+/// exactly what [`file_name`] writes, so an operator's `heurist-pre-upgrade.backup` beside
+/// them is never taken for the newest nor pruned.
 fn is_backup_name(name: &str) -> bool {
-    name.starts_with(PREFIX) && name.ends_with(SUFFIX)
+    backup_order(name).is_some()
+}
+
+/// Where a backup's file name sorts: its time stamp (`YYYYMMDD-HHMMSS-mmm`), then its number
+/// within the millisecond (`-1`, ...; none is 0).
+fn backup_order(name: &str) -> Option<(&str, u32)> {
+    let middle = name.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
+    let (stamp, nth) = match middle.get(19..) {
+        Some("") => (middle, 0),
+        Some(rest) => (&middle[..19], rest.strip_prefix('-')?.parse().ok()?),
+        None => return None,
+    };
+    let digits = |range: std::ops::Range<usize>| {
+        stamp
+            .get(range)
+            .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    (stamp.len() == 19
+        && digits(0..8)
+        && &stamp[8..9] == "-"
+        && digits(9..15)
+        && &stamp[15..16] == "-"
+        && digits(16..19))
+    .then_some((stamp, nth))
 }
 
 impl Store {
@@ -293,7 +318,13 @@ impl Store {
             .backing_up
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        fs::create_dir_all(dir)
+        // Its files hold every conversation and memory: the directory is its owner's only.
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(dir)
             .with_context(|| format!("cannot create the backup directory {}", dir.display()))?;
         remove_leftovers(dir);
         // The id counter is a record like any other: raised above every id given first, so a
@@ -317,9 +348,20 @@ impl Store {
 
     /// Every tree's records into `file` with the gate held whole; then the file is synced
     /// (after the gate is let go). Returns the count of records.
+    ///
+    /// While the gate is held, the frames go to a spool file in the system's temporary
+    /// directory where one can be made (local and fast), and are copied into `file` after the
+    /// gate is let go: writers (which wait on the gate on the runtime's threads) never wait
+    /// for a slow or hung backup disk. Without a spool, straight into `file`.
     fn write_frames(&self, file: fs::File, tmp: &Path) -> anyhow::Result<u64> {
         let cannot = || format!("cannot write {}", tmp.display());
-        let mut encoder = Encoder::new(BufWriter::new(file)).with_context(cannot)?;
+        // The crash test's pause (debug builds) wants a half-written file where it stops.
+        let spool = if pause_asked() { None } else { spool_file() };
+        let (spooled, target) = match spool {
+            Some(spool) => (true, spool),
+            None => (false, file.try_clone().with_context(cannot)?),
+        };
+        let mut encoder = Encoder::new(BufWriter::new(target)).with_context(cannot)?;
         {
             let _all = self.gate.hold_all();
             for name in self.db.tree_names() {
@@ -332,10 +374,15 @@ impl Store {
             }
         }
         let (out, records) = encoder.finish().with_context(cannot)?;
-        let file = out
+        let mut written = out
             .into_inner()
             .map_err(|e| e.into_error())
             .with_context(cannot)?;
+        let mut file = file;
+        if spooled {
+            written.seek(io::SeekFrom::Start(0)).with_context(cannot)?;
+            io::copy(&mut written, &mut file).with_context(cannot)?;
+        }
         file.sync_all().with_context(cannot)?;
         Ok(records)
     }
@@ -344,6 +391,12 @@ impl Store {
 /// A debug build with `HEURIST_TEST_PAUSE_BACKUP` set to a path stops a backup after its
 /// first tree (written out to the temporary file), creates that path and waits there for good:
 /// the end-to-end test kills the bot mid-backup that way. Release builds have no such hook.
+/// Whether a debug build was asked to pause a backup (`HEURIST_TEST_PAUSE_BACKUP`).
+fn pause_asked() -> bool {
+    cfg!(debug_assertions)
+        && std::env::var_os("HEURIST_TEST_PAUSE_BACKUP").is_some_and(|m| !m.is_empty())
+}
+
 fn test_pause(out: &mut BufWriter<fs::File>) {
     #[cfg(debug_assertions)]
     if let Some(marker) = std::env::var_os("HEURIST_TEST_PAUSE_BACKUP").filter(|m| !m.is_empty()) {
@@ -356,6 +409,24 @@ fn test_pause(out: &mut BufWriter<fs::File>) {
     }
     #[cfg(not(debug_assertions))]
     let _ = out;
+}
+
+/// An unnamed file (created 0600, then unlinked) in the system's temporary directory for a
+/// backup's frames while the gate is held; `None` where none can be made.
+fn spool_file() -> Option<fs::File> {
+    let path = std::env::temp_dir().join(format!(
+        ".heurist-backup-spool-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
+    ));
+    let mut options = fs::OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(&path).ok()?;
+    // Unlinked at once: gone with the process whatever happens; still written and read here.
+    fs::remove_file(&path).ok()?;
+    Some(file)
 }
 
 /// A new temporary file in `dir` for the backup named after `now` (a second backup in the same
@@ -422,15 +493,23 @@ pub(crate) fn list(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
             is_backup_name(&name).then(|| (name, entry.path(), modified))
         })
         .collect();
-    backups.sort_by(|a, b| b.0.cmp(&a.0));
+    backups.sort_by(|a, b| backup_order(&b.0).cmp(&backup_order(&a.0)));
     backups.into_iter().map(|(_, p, t)| (p, t)).collect()
 }
 
-/// Deletes all but the newest `keep` backups in `dir`; how many went. Only backups' names
-/// are considered: nothing else in the directory is touched.
-pub(crate) fn prune(dir: &Path, keep: usize) -> usize {
+/// Deletes all but the newest `keep` backups in `dir`, never `written` (the one just made,
+/// whatever the clock did); how many went. Only backups' names are considered: nothing else
+/// in the directory is touched.
+pub(crate) fn prune(dir: &Path, keep: usize, written: &Path) -> usize {
     let mut removed = 0;
-    for (path, _) in list(dir).into_iter().skip(keep) {
+    let backups = list(dir);
+    let slots = if backups.iter().any(|(path, _)| path == written) {
+        keep.saturating_sub(1)
+    } else {
+        keep
+    };
+    let older = backups.into_iter().filter(|(path, _)| path != written);
+    for (path, _) in older.skip(slots) {
         match fs::remove_file(&path) {
             Ok(()) => removed += 1,
             Err(e) => {
@@ -462,7 +541,13 @@ pub(crate) fn restore(file: &Path, data_dir: &Path, cache_bytes: u64) -> anyhow:
     decode(open()?, |_| Ok(())).map_err(damaged)?;
     let restored = fs::create_dir_all(data_dir)
         .with_context(|| format!("cannot create {}", data_dir.display()))
-        .and_then(|()| fill(data_dir, open()?, cache_bytes));
+        .and_then(|()| {
+            // The new directory's name is durable before anything is said restored.
+            if let Some(parent) = data_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync_dir(parent)?;
+            }
+            fill(data_dir, open()?, cache_bytes)
+        });
     if restored.is_err() {
         // It was empty or missing: what is there now is this restore's.
         let _ = if existed {
@@ -490,7 +575,11 @@ fn empty(dir: &Path) -> io::Result<()> {
 /// Refuses a data directory that holds anything; whether it exists.
 fn ensure_empty(data_dir: &Path) -> anyhow::Result<bool> {
     match fs::read_dir(data_dir) {
-        Ok(mut entries) => {
+        Ok(entries) => {
+            // A file system's own `lost+found` (an ext4 volume's mount point) is no data.
+            let mut entries = entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name() != "lost+found");
             if entries.next().is_some() {
                 bail!(
                     "{} is not empty: restore into an empty or missing directory (set \
@@ -836,6 +925,7 @@ mod tests {
         let backups = dir.path().join("backups");
         fs::create_dir_all(&backups).unwrap();
         fs::write(backups.join("notes.txt"), "mine").unwrap();
+        fs::write(backups.join("heurist-pre-upgrade.backup"), "mine too").unwrap();
         let leftover = backups.join(".heurist-20261205-000000-000.backup.tmp");
         fs::write(&leftover, "half").unwrap();
         let start = now();
@@ -844,7 +934,7 @@ mod tests {
             store.write_backup(&backups, at).unwrap();
         }
         assert!(!leftover.exists());
-        assert_eq!(prune(&backups, 2), 2);
+        assert_eq!(prune(&backups, 2, Path::new("none")), 2);
         let names: Vec<String> = list(&backups)
             .into_iter()
             .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -857,14 +947,24 @@ mod tests {
             ]
         );
         assert!(backups.join("notes.txt").exists());
-        // Two in the same millisecond both keep their files.
-        store.write_backup(&backups, start).unwrap();
-        store.write_backup(&backups, start).unwrap();
+        assert!(backups.join("heurist-pre-upgrade.backup").exists());
+        // Two in the same millisecond both keep their files, the second sorting newer.
+        let first = store.write_backup(&backups, start).unwrap();
+        let second = store.write_backup(&backups, start).unwrap();
         assert!(
-            backups
-                .join("heurist-20261206-070000-250-1.backup")
-                .exists()
+            second
+                .path
+                .ends_with("heurist-20261206-070000-250-1.backup")
         );
+        assert_eq!(list(&backups)[2].0, second.path);
+        assert_eq!(list(&backups)[3].0, first.path);
+        // A backup written after the clock went back is not pruned as the oldest.
+        let earlier = store
+            .write_backup(&backups, start - chrono::Duration::days(1))
+            .unwrap();
+        prune(&backups, 2, &earlier.path);
+        assert!(earlier.path.exists());
+        assert_eq!(list(&backups).len(), 2);
     }
 
     /// The backup of format 1 committed under tests/data restores, with its lesson's scores

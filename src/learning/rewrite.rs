@@ -798,16 +798,30 @@ mod tests {
         assert_eq!(consistent_newest(&newest_first).len(), 2);
     }
 
+    const STOCK: &str = "desk__stock_level";
+
+    fn stock_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    /// What a turn taught of the stock tool's `sku`.
+    fn taught(from: &str, to: &str) -> (String, String, Example) {
+        (STOCK.to_string(), "sku".to_string(), Example::new(from, to))
+    }
+
+    /// A rewritten call of the stock tool's `sku` that `worked` or not.
+    fn call(worked: bool) -> (String, String, bool) {
+        (STOCK.to_string(), "sku".to_string(), worked)
+    }
+
     /// Kept per tool and argument; a rewrite whose calls failed twice in a row is left out
     /// until the tool teaches a new example; a call that worked resets the count.
     #[test]
     fn rewrites_that_keep_failing_retire_until_a_new_example() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let tool = "desk__stock_level".to_string();
-        let taught =
-            |from: &str, to: &str| (tool.clone(), "sku".to_string(), Example::new(from, to));
-        let call = |worked| (tool.clone(), "sku".to_string(), worked);
+        let (_dir, store) = stock_store();
+        let tool = STOCK.to_string();
         keep(&store, &[taught("4411", "SKU-004411")], &[]);
         assert_eq!(forms_of(&store, &tool).len(), 1);
         keep(&store, &[], &[call(false), call(true), call(false)]);
@@ -848,12 +862,8 @@ mod tests {
     /// once that form is retired, the tool's new examples are followed.
     #[test]
     fn a_form_the_tool_took_is_not_pushed_out_by_an_unconfirmed_example() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let tool = "desk__stock_level".to_string();
-        let taught =
-            |from: &str, to: &str| (tool.clone(), "sku".to_string(), Example::new(from, to));
-        let call = |worked| (tool.clone(), "sku".to_string(), worked);
+        let (_dir, store) = stock_store();
+        let tool = STOCK.to_string();
         keep(&store, &[taught("4411", "SKU-004411")], &[call(true)]);
         keep(&store, &[taught("30s", "30")], &[]);
         assert_eq!(

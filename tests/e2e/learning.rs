@@ -10,6 +10,7 @@ use heurist::learning::Source;
 use heurist::learning::heuristics::{Heuristic, HeuristicEntry, ReviewState};
 use serde_json::{Value, json};
 
+use crate::support::mcp::this_turns_results;
 use crate::support::*;
 
 const TIP: &str = "Always confirm the time zone before converting times";
@@ -1659,20 +1660,6 @@ fn as_written(desk: &crate::support::desk::DeskServer) -> heurist::config::McpSe
         rewrite_arguments: false,
         ..desk.entry()
     }
-}
-
-/// The tool results of the request's current turn (after its last user message), in order.
-fn this_turns_results(request: &Value) -> Vec<String> {
-    let messages = request["messages"].as_array().unwrap();
-    let start = messages
-        .iter()
-        .rposition(|m| m["role"] == "user")
-        .map_or(0, |i| i + 1);
-    messages[start..]
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
 }
 
 /// The run with Qwen2.5-Coder-1.5B, as fixtures: a ticket tool whose id has a house

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::desk::{DeskCall, DeskServer};
+use crate::support::mcp::this_turns_results;
 use crate::support::telegram::Call;
 use crate::support::*;
 
@@ -46,7 +47,7 @@ async fn qwen_like() -> FakeLlm {
         } else {
             format!("SKU-{number}")
         };
-        let results = turn_results(req);
+        let results = this_turns_results(req);
         match results.last() {
             None => Reply::tool_call("c1", STOCK, json!({ "sku": sku })),
             Some(last) if last.starts_with("error") && results.len() < 2 => {
@@ -61,20 +62,6 @@ async fn qwen_like() -> FakeLlm {
     .await
 }
 
-/// The tool results of the request's current turn, in order.
-fn turn_results(request: &Value) -> Vec<String> {
-    let messages = request["messages"].as_array().unwrap();
-    let start = messages
-        .iter()
-        .rposition(|m| m["role"] == "user")
-        .map_or(0, |i| i + 1);
-    messages[start..]
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 /// The tool's own line inside the bot's delimiters.
 fn tool_words(result: &str) -> String {
     result
@@ -82,6 +69,16 @@ fn tool_words(result: &str) -> String {
         .find(|l| l.starts_with("SKU-"))
         .unwrap_or(result)
         .to_string()
+}
+
+/// Whether the store kept no form of the stock tool.
+fn no_form_kept(h: &Harness) -> bool {
+    h.app()
+        .store()
+        .rewrites()
+        .of_tool(STOCK)
+        .unwrap()
+        .is_empty()
 }
 
 fn skus(calls: &[DeskCall]) -> Vec<(String, bool)> {
@@ -178,14 +175,7 @@ async fn a_server_that_switched_it_off_gets_every_call_as_written() {
     // The repeat is refused by the bot (the same failing call), never rewritten.
     assert_eq!(skus(&desk.calls()), [("SKU-15".into(), false)]);
     assert!(!answer[0].text().contains("SKU-000015"));
-    assert!(
-        h.app()
-            .store()
-            .rewrites()
-            .of_tool(STOCK)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(no_form_kept(&h));
     h.stop().await;
 }
 
@@ -201,14 +191,7 @@ async fn a_bot_that_does_not_learn_rewrites_nothing() {
     h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
     h.tg.wait_messages(ALICE, 1).await;
     assert_eq!(skus(&desk.calls()), [("SKU-15".into(), false)]);
-    assert!(
-        h.app()
-            .store()
-            .rewrites()
-            .of_tool(STOCK)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(no_form_kept(&h));
     h.stop().await;
 }
 
@@ -224,12 +207,7 @@ async fn a_forwarded_message_uses_what_the_tool_says_but_teaches_later_turns_not
         [("SKU-15".into(), false), ("SKU-000015".into(), true)]
     );
     assert!(
-        h.app()
-            .store()
-            .rewrites()
-            .of_tool(STOCK)
-            .unwrap()
-            .is_empty(),
+        no_form_kept(&h),
         "someone else's message teaches no later turn"
     );
     h.tg.send_text(BOB, "Stock for item number 982?");
@@ -254,7 +232,7 @@ async fn answers_from_memory() -> FakeLlm {
             return Reply::text(r#"{"options": []}"#);
         }
         let asked = last_user_text(req);
-        let results = turn_results(req);
+        let results = this_turns_results(req);
         if asked.contains("item 15") || asked.contains("SKU-") {
             return match results.last() {
                 None => Reply::tool_call("c1", STOCK, json!({ "sku": "SKU-15" })),

@@ -90,6 +90,20 @@ impl Drop for HttpServer {
     }
 }
 
+/// The tool results of the request's current turn (after its last user message), in order.
+pub fn this_turns_results(request: &Value) -> Vec<String> {
+    let messages = request["messages"].as_array().unwrap();
+    let start = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .map_or(0, |i| i + 1);
+    messages[start..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// The names in a request's `tools` array, in order.
 pub fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]

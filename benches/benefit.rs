@@ -382,6 +382,7 @@ async fn judge_wired(model: &Model, families: &[&'static families::Family]) -> V
 
 #[tokio::main]
 async fn main() {
+    report::remember_commit();
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(e) => {

@@ -190,8 +190,22 @@ fn review_name(review: ReviewMode) -> &'static str {
     }
 }
 
-/// The commit of the working tree (`-dirty` with changes not committed), if git can tell.
+/// The commit the run measures, read when the invocation starts ([`remember_commit`]): a run
+/// takes most of an hour, and the tree may move on meanwhile.
+static COMMIT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Reads the commit now, for the results written at the end.
+pub(crate) fn remember_commit() {
+    COMMIT.get_or_init(describe);
+}
+
+/// The commit the invocation started on.
 fn commit() -> String {
+    COMMIT.get_or_init(describe).clone()
+}
+
+/// The commit of the working tree (`-dirty` with changes not committed), if git can tell.
+fn describe() -> String {
     std::process::Command::new("git")
         .args(["describe", "--always", "--dirty", "--abbrev=7"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -291,6 +291,98 @@ async fn a_recording_longer_than_it_claims_is_refused_once_measured() {
     h.stop().await;
 }
 
+/// An MP4 box of type `kind` around `body`.
+fn mp4_box(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut out = u32::try_from(body.len() + 8)
+        .unwrap()
+        .to_be_bytes()
+        .to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(body);
+    out
+}
+
+/// A round video note (MP4) that lasts `seconds` by its movie header, with `picture` bytes of
+/// media data (a video note is mostly picture).
+fn mp4_video_note(seconds: u32, picture: usize) -> Vec<u8> {
+    let mut mvhd = vec![0; 12];
+    mvhd.extend_from_slice(&1_000u32.to_be_bytes());
+    mvhd.extend_from_slice(&(seconds * 1_000).to_be_bytes());
+    mvhd.extend_from_slice(&[0; 8]);
+    [
+        mp4_box(b"ftyp", b"isom\0\0\x02\0"),
+        mp4_box(b"moov", &mp4_box(b"mvhd", &mvhd)),
+        mp4_box(b"mdat", &vec![b'v'; picture]),
+    ]
+    .concat()
+}
+
+/// A round video note is transcribed like a voice note: its MP4 goes to the transcription
+/// server as `video_note.mp4`, the transcript is shown and answered as the user's own words
+/// (not third-party text), and the budget is charged. It is measured from its MP4 tables, not
+/// by the byte-rate floor (its 2 MB of picture would count 31 s there, over the 20 s cap),
+/// and one whose tables say longer than the cap is refused whatever the client claims.
+#[tokio::test]
+async fn a_video_note_is_transcribed_and_answered_like_a_voice_note() {
+    let whisper = FakeWhisper::start("What is the capital of Italy?").await;
+    let url = whisper.url.clone();
+    let h = Harness::start_with(echoing_llm().await, |c| {
+        c.speech.base_url = url;
+        c.speech.max_audio_secs = 20;
+        c.limits.daily_tokens = 1_000_000;
+    })
+    .await;
+    let note = mp4_video_note(12, 2_000_000);
+    h.tg.serve_file("round-1", &note);
+    h.tg.send_video_note(ALICE, "round-1", 12, note.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(
+        sent[0].text(),
+        "🎤 <blockquote>What is the capital of Italy?</blockquote>"
+    );
+    assert!(
+        sent[1]
+            .text()
+            .contains("you said: What is the capital of Italy?"),
+        "{sent:#?}"
+    );
+    let heard = whisper.heard();
+    assert_eq!(heard.len(), 1);
+    assert!(
+        heard[0].body.contains("filename=\"video_note.mp4\""),
+        "the MP4 is sent under a name that tells its format"
+    );
+    assert!(
+        heard[0].body.contains("ftypisom"),
+        "the downloaded bytes are sent"
+    );
+    let window = h
+        .app()
+        .store()
+        .history()
+        .window(in_chat(ALICE), 100_000)
+        .unwrap();
+    assert!(!window.external, "a video note is the user's own words");
+    let alice = heurist::ids::UserId(ALICE as u64);
+    assert!(h.app().store().usage().user_tokens_today(alice) > 110);
+
+    // A note whose client claims 5 s but whose MP4 says 10 minutes: refused, not sent.
+    let long = mp4_video_note(600, 1_000);
+    h.tg.serve_file("round-2", &long);
+    h.tg.send_video_note(ALICE, "round-2", 5, long.len() as u64);
+    let said = h.tg.wait_messages(ALICE, 3).await[2].text();
+    assert!(
+        said.contains("This recording lasts at least 10 min; I can transcribe up to 20 s"),
+        "{said}"
+    );
+    assert_eq!(
+        whisper.heard().len(),
+        1,
+        "the long one never reached the server"
+    );
+    h.stop().await;
+}
+
 /// A transcript longer than anyone speaks in `max_audio_secs` (40 characters a second) is
 /// cut, with a note to the model saying so.
 #[tokio::test]

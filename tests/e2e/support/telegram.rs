@@ -237,6 +237,17 @@ impl FakeTelegram {
         })
     }
 
+    /// A round video note from `user`: file `file_id`, `seconds` long as the client claims,
+    /// `size` bytes as Telegram says (video notes carry no MIME type nor name).
+    pub fn send_video_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
+        let file_id = file_id.to_string();
+        self.push_update(move |_, message_id| {
+            let note = json!({"video_note": {"file_id": file_id, "file_unique_id": "un",
+                "length": 384, "duration": seconds, "file_size": size}});
+            json!({"message": message(message_id, user, user_json(user), note)})
+        })
+    }
+
     /// A document from `user`: file `file_id` named `name` of type `mime`, `size` bytes as
     /// Telegram says, with an optional caption.
     pub fn send_document(

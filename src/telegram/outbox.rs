@@ -40,6 +40,11 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
+    /// Where live answers stream as drafts, and which turn each live draft shows.
+    pub(crate) fn drafts(&self) -> &Arc<Drafts> {
+        &self.drafts
+    }
+
     /// The outbox of `app`'s bot: paced by its `[telegram]`, counted in its metrics.
     pub(crate) fn new(bot: Bot, app: &App) -> Self {
         let config = &app.config().telegram;

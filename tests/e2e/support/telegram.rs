@@ -95,6 +95,8 @@ struct Inner {
     /// Where sendMessageDraft is refused, by chat (`None`: every chat): the HTTP status it
     /// gets (404: a Bot API server without the method; 400: drafts refused there).
     refuse_drafts: HashMap<Option<i64>, u16>,
+    /// sendMessageDraft refuses `can_stop` (a Bot API server older than 9.5).
+    refuse_can_stop: bool,
 }
 
 #[derive(Clone)]
@@ -407,6 +409,21 @@ impl FakeTelegram {
             .unwrap()
             .refuse_drafts
             .insert(chat, status);
+    }
+
+    /// From now on, a sendMessageDraft with `can_stop` is refused with a 400 naming it.
+    pub fn refuse_can_stop(&self) {
+        self.inner.lock().unwrap().refuse_can_stop = true;
+    }
+
+    /// `user` presses the stop control of draft `draft_id` in their private chat: Telegram
+    /// sends a `stopped_message_generation` update (Bot API 9.5).
+    pub fn stop_draft(&self, user: i64, draft_id: i64) -> i64 {
+        self.push_update(move |_, _| {
+            json!({"stopped_message_generation": {
+                "chat": {"id": user, "type": "private", "first_name": "Tester"},
+                "draft_id": draft_id}})
+        })
     }
 
     /// The sendMessageDraft calls to `chat`, answered or refused, in order.
@@ -886,6 +903,9 @@ fn draft(inner: &Inner, chat: i64, params: &Value) -> (u16, Value) {
     }
     if params["draft_id"].as_i64().unwrap_or_default() == 0 {
         return bad_request("draft_id must be non-zero");
+    }
+    if inner.refuse_can_stop && params.get("can_stop").is_some() {
+        return bad_request("unknown parameter can_stop");
     }
     let text = params["text"].as_str().unwrap_or_default();
     if let Err(e) = check_text(text, params["parse_mode"].as_str()) {

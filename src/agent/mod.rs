@@ -29,6 +29,7 @@ pub(crate) mod remember;
 pub mod rewriting;
 pub(crate) mod scheduling;
 pub(crate) mod search;
+pub mod spoken;
 pub mod tools;
 
 use std::collections::HashSet;

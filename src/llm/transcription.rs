@@ -144,7 +144,7 @@ impl Transcriber {
 }
 
 /// `url` without user name, password and query, which may hold credentials.
-fn without_credentials(url: &str) -> String {
+pub(super) fn without_credentials(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut url) => {
             url.set_query(None);

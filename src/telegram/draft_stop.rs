@@ -1,5 +1,5 @@
 //! The client's stop control on a draft (see [`super::drafts`]): pressing it sends the bot a
-//! `stopped_message_generation` update (Bot API 9.5, `MessageGenerationStopped`: the chat, the
+//! `stopped_message_generation` update (`MessageGenerationStopped` in the Bot API docs: the chat, the
 //! topic, the draft id), which cancels the turn whose draft it was exactly as ⏹ and `/cancel`
 //! do, and is confirmed like `/cancel`.
 //!

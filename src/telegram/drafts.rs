@@ -9,7 +9,7 @@
 //! (`turn::visibility`) is untouched: the answer's one send is recorded exactly as a
 //! non-streamed answer's is, before and after it.
 //!
-//! Each draft carries the client's stop control (`can_stop`, Bot API 9.5: "Pass True to show
+//! Each draft carries the client's stop control (`can_stop` "Pass True to show
 //! the user a button to stop further drafts"), without `keep_on_stop`, so a stopped draft goes
 //! from the screen: a stop cancels the turn exactly as ⏹ and `/cancel` do, nothing kept. The
 //! press reaches the bot as a `stopped_message_generation` update naming the chat and the draft

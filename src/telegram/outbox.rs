@@ -243,6 +243,20 @@ impl Messenger for Outbox {
         .boxed()
     }
 
+    fn voice<'a>(
+        &'a self,
+        chat: Conversation,
+        reply_to: Option<i32>,
+        audio: Vec<u8>,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        let to = Target::new(chat, reply_to);
+        async move {
+            send::send_voice(&self.bot, &self.policy, to, audio).await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
     fn react(
         &self,
         chat: crate::ids::ChatId,

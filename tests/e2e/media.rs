@@ -16,7 +16,7 @@ use crate::support::*;
 
 /// A transcription request as the fake received it.
 #[derive(Debug, Clone)]
-struct Heard {
+pub(crate) struct Heard {
     /// The multipart body, lossily as text (the audio bytes are ASCII in these tests).
     body: String,
     authorization: Option<String>,
@@ -24,19 +24,19 @@ struct Heard {
 
 /// An OpenAI-compatible transcription server under `/v1` that answers every recording with
 /// one transcript (the first one never, if told to hang), and records what it was sent.
-struct FakeWhisper {
+pub(crate) struct FakeWhisper {
     /// Base URL, as `speech.base_url` takes it.
-    url: String,
+    pub(crate) url: String,
     heard: Arc<Mutex<Vec<Heard>>>,
 }
 
 impl FakeWhisper {
-    async fn start(transcript: &'static str) -> Self {
+    pub(crate) async fn start(transcript: &'static str) -> Self {
         Self::start_with(transcript, false).await
     }
 
     /// `hang_first`: the first request is recorded and never answered (a crash comes first).
-    async fn start_with(transcript: &'static str, hang_first: bool) -> Self {
+    pub(crate) async fn start_with(transcript: &'static str, hang_first: bool) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let heard: Arc<Mutex<Vec<Heard>>> = Arc::default();
         let app = axum::Router::new()
@@ -70,14 +70,14 @@ impl FakeWhisper {
         Self { url, heard }
     }
 
-    fn heard(&self) -> Vec<Heard> {
+    pub(crate) fn heard(&self) -> Vec<Heard> {
         self.heard.lock().unwrap().clone()
     }
 }
 
 /// An LLM that echoes the user message it was asked about (options and reflections fail, so
 /// only agent calls answer).
-async fn echoing_llm() -> FakeLlm {
+pub(crate) async fn echoing_llm() -> FakeLlm {
     FakeLlm::start(|req, _| {
         if is_options_request(req) || is_reflection_request(req) {
             return Reply::error(500, "not now");
@@ -88,7 +88,7 @@ async fn echoing_llm() -> FakeLlm {
 }
 
 /// A fake OGG voice note's bytes (the fake server does not decode them).
-const VOICE: &[u8] = b"OggS-fake-opus-audio";
+pub(crate) const VOICE: &[u8] = b"OggS-fake-opus-audio";
 
 #[tokio::test]
 async fn a_voice_note_is_transcribed_shown_and_answered_as_the_users_message() {
@@ -489,7 +489,7 @@ async fn a_failed_transcription_names_no_url_and_reads_a_bounded_answer() {
 
 /// Answers in one message when done, nothing but the answer (no options, no 👍/👎, no
 /// reflection), so the chat shows the transcript and the answer only.
-const PLAIN_TOML: &str = "[llm]\nretry_base_ms = 20\n\
+pub(crate) const PLAIN_TOML: &str = "[llm]\nretry_base_ms = 20\n\
     [learning]\nskills_dir = \"/nonexistent\"\nreflect = false\nfeedback_buttons = false\n\
     [options]\nenabled = false\n\
     [telegram]\nchat_interval_ms = 100\npoll_timeout_secs = 1\nstreaming = false\n";

@@ -417,7 +417,7 @@ impl FakeTelegram {
     }
 
     /// `user` presses the stop control of draft `draft_id` in their private chat: Telegram
-    /// sends a `stopped_message_generation` update (Bot API 9.5).
+    /// sends a `stopped_message_generation` update.
     pub fn stop_draft(&self, user: i64, draft_id: i64) -> i64 {
         self.push_update(move |_, _| {
             json!({"stopped_message_generation": {
@@ -510,6 +510,14 @@ impl FakeTelegram {
         self.calls("sendMessage")
             .into_iter()
             .filter(|c| c.ok && c.params["chat_id"] == json!(chat))
+            .collect()
+    }
+
+    /// The voice notes sent to `chat` (their multipart fields, the audio as lossy text).
+    pub fn voices_to(&self, chat: i64) -> Vec<Call> {
+        self.calls("sendVoice")
+            .into_iter()
+            .filter(|c| c.ok && c.params["chat_id"] == json!(chat.to_string()))
             .collect()
     }
 
@@ -862,6 +870,18 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             ok(message(message_id, chat, bot_json(), content))
         }
         "sendMessageDraft" => draft(inner, chat, params),
+        "sendVoice" => {
+            // A multipart form: its fields are text.
+            let chat = params["chat_id"]
+                .as_str()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_default();
+            let id = inner.next_message_id;
+            inner.next_message_id += 1;
+            let voice = json!({"voice": {"file_id": "sent-voice", "file_unique_id": "sv",
+                "duration": 1}});
+            ok(message(id, chat, bot_json(), voice))
+        }
         "editMessageReplyMarkup" => {
             if let Err(e) = check_markup(&params["reply_markup"]) {
                 return bad_request(&e);

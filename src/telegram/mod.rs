@@ -269,14 +269,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     crate::maintenance::start(&app);
     turn::recover(&app, &out).await;
     turn::scheduled::start(&app, &out);
-    // Strangers' messages start no turn: they are refused, and not held.
-    let config = app.config().clone();
-    let intake = Arc::new(Intake::new(Box::new(move |update: &Update| {
-        let allowed = update
-            .from()
-            .is_some_and(|user| config.role_of(crate::ids::UserId(user.id.0)) != Role::Stranger);
-        allowed && listener::may_start_turn(update)
-    })));
+    let intake = intake(app.config().clone());
     let deps = Deps {
         app: app.clone(),
         tg,
@@ -326,6 +319,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         server,
         metrics,
     })
+}
+
+/// The intake of updates: an allowed user's update that may start a turn is held until it is
+/// durable; strangers' messages start no turn (they are refused, and not held).
+fn intake(config: Config) -> Arc<Intake> {
+    Arc::new(Intake::new(Box::new(move |update: &Update| {
+        let allowed = update
+            .from()
+            .is_some_and(|user| config.role_of(crate::ids::UserId(user.id.0)) != Role::Stranger);
+        allowed && listener::may_start_turn(update)
+    })))
 }
 
 /// Runs `dispatcher` on `listener` in a task, which sets `ended` when it ends (stopped, or

@@ -44,22 +44,25 @@ fn opus_bytes() -> Vec<u8> {
     [ogg_page(&head), ogg_page(b"OpusTags-fake")].concat()
 }
 
+/// The requests a fake speech server received: each JSON body and its authorization.
+type Asked = Arc<Mutex<Vec<(Value, Option<String>)>>>;
+
 /// An OpenAI-compatible speech server under `/v1` that records each request (its JSON body
 /// and authorization) and answers as told; the first request never, if told to hang.
 struct FakeSpeech {
     url: String,
-    asked: Arc<Mutex<Vec<(Value, Option<String>)>>>,
+    asked: Asked,
 }
 
 impl FakeSpeech {
     async fn start(answer: Speech, hang_first: bool) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let asked: Arc<Mutex<Vec<(Value, Option<String>)>>> = Arc::default();
+        let asked: Asked = Arc::default();
         let app = axum::Router::new()
             .route(
                 "/v1/audio/speech",
                 axum::routing::post(
-                    move |State(asked): State<Arc<Mutex<Vec<(Value, Option<String>)>>>>,
+                    move |State(asked): State<Asked>,
                           headers: HeaderMap,
                           axum::Json(body): axum::Json<Value>| async move {
                         let auth = headers

@@ -10,10 +10,8 @@
 //! built from source by the Rust crates that wrap it; not done here.) Like the transcription
 //! endpoint, the server's URL is kept out of what the error says beyond its host and path.
 
-use std::time::Duration;
-
 use super::client::{describe_transport_error, read_up_to};
-use super::transcription::without_credentials;
+use super::transcription::{speech_http, without_credentials};
 use crate::config::SpeechConfig;
 
 /// Longest answer read: a spoken answer of `max_spoken_chars` is a few hundred kilobytes of
@@ -40,12 +38,8 @@ impl Synthesizer {
         if !config.speaks() {
             return Ok(None);
         }
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_secs.max(1)))
-            .connect_timeout(Duration::from_secs(10))
-            .build()?;
         Ok(Some(Self {
-            http,
+            http: speech_http(config)?,
             url: format!("{}/audio/speech", config.tts_url.trim_end_matches('/')),
             model: config.tts_model.clone(),
             voice: config.tts_voice.clone(),

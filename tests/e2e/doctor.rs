@@ -122,9 +122,11 @@ async fn a_healthy_deployment_passes_every_check() {
     )
     .await;
     let (speech, _) = whisper(200, json!({"text": ""})).await;
+    let (voice, _) = tts(200, OPUS).await;
     let report = check(&tg, &llm.url, dir.path(), |config| {
         config.tools.searxng_url = search;
         config.speech.base_url = speech;
+        config.speech.tts_url = voice;
         config.learning.embedding_model = "embedder".into();
         config.mcp.servers = vec![stdio_server("probe")];
     })

@@ -19,6 +19,7 @@ use crate::config::{Config, ModelConfig};
 use crate::conversation::Conversation;
 use crate::learning::Learning;
 use crate::limits::Limits;
+use crate::llm::synthesis::Synthesizer;
 use crate::llm::transcription::Transcriber;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::metrics::Metrics;
@@ -41,6 +42,8 @@ pub struct App {
     ledger: Ledger,
     /// The transcription endpoint of voice notes (`None`: `[speech]` not configured).
     speech: Option<Transcriber>,
+    /// The endpoint that speaks answers to voice notes (`None`: spoken replies off).
+    voice: Option<Synthesizer>,
     /// Where PDFs are parsed: child processes with limits, a few at once.
     jail: Jail,
     queues: ChatQueues,
@@ -83,6 +86,7 @@ impl App {
         );
         let agent = Agent::new(llm, tools, &config);
         let speech = Transcriber::new(&config.speech)?;
+        let voice = Synthesizer::new(&config.speech)?;
         Ok(Arc::new(Self {
             store,
             data_dir,
@@ -92,6 +96,7 @@ impl App {
             limits: Limits::new(config.limits.clone()),
             ledger,
             speech,
+            voice,
             jail: Jail::new(&config.documents),
             queues: ChatQueues::default(),
             replies: ChatQueues::default(),
@@ -177,6 +182,11 @@ impl App {
 
     pub(crate) fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    /// The speech synthesis endpoint, if spoken replies are on.
+    pub(crate) fn voice(&self) -> Option<&Synthesizer> {
+        self.voice.as_ref()
     }
 
     /// The transcription endpoint, if `[speech]` configures one.

@@ -298,6 +298,27 @@ pub struct SpeechConfig {
     /// `HEURIST_SPEECH_API_KEY`; environment only, never logged.
     #[serde(skip)]
     pub api_key: Option<String>,
+    /// Base URL of `POST {tts_url}/audio/speech` (`HEURIST_TTS_URL`), which speaks answers to
+    /// voice notes; empty: answers are text only.
+    pub tts_url: String,
+    pub tts_model: String,
+    pub tts_voice: String,
+    /// Whether an answer to a voice or video note is also spoken (on by default: it takes
+    /// effect wherever `tts_url` is set). Each user can turn it off for themselves
+    /// (`/voice off`).
+    pub reply_with_voice: bool,
+    /// The most characters of an answer spoken (the text message always has all of it).
+    pub max_spoken_chars: usize,
+    /// `HEURIST_TTS_API_KEY`; environment only, never logged.
+    #[serde(skip)]
+    pub tts_api_key: Option<String>,
+}
+
+impl SpeechConfig {
+    /// Whether answers to voice notes are spoken at all (before each user's `/voice`).
+    pub(crate) fn speaks(&self) -> bool {
+        !self.tts_url.is_empty() && self.reply_with_voice
+    }
 }
 
 /// Documents read into a turn: how much is downloaded, how much of the text the model gets,
@@ -564,6 +585,10 @@ impl Config {
             self.speech.base_url = url;
         }
         self.speech.api_key = set("HEURIST_SPEECH_API_KEY");
+        if let Some(url) = set("HEURIST_TTS_URL") {
+            self.speech.tts_url = url;
+        }
+        self.speech.tts_api_key = set("HEURIST_TTS_API_KEY");
         if let Some(listen) = set("HEURIST_METRICS_LISTEN") {
             self.metrics.listen = listen;
         }
@@ -711,6 +736,10 @@ impl Config {
             http_url(&self.speech.base_url)
                 .map_err(|e| anyhow::anyhow!("HEURIST_SPEECH_URL / speech.base_url {e}"))?;
         }
+        if !self.speech.tts_url.is_empty() {
+            http_url(&self.speech.tts_url)
+                .map_err(|e| anyhow::anyhow!("HEURIST_TTS_URL / speech.tts_url {e}"))?;
+        }
         validate_turn_attempts(self.max_turn_attempts)
             .and_then(|()| validate_mcp_servers(&self.mcp.servers))
             .and_then(|()| validate_models(&self.models))
@@ -726,6 +755,7 @@ impl Config {
         }
         secrets.extend(self.llm.api_key.clone());
         secrets.extend(self.speech.api_key.clone());
+        secrets.extend(self.speech.tts_api_key.clone());
         secrets.extend(self.models.iter().filter_map(|m| m.api_key.clone()));
         if !self.telegram.webhook_secret.is_empty() {
             secrets.push(self.telegram.webhook_secret.clone());

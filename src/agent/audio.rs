@@ -11,6 +11,9 @@
 //!   TOC: frame size and frame count, RFC 6716), over every page. A forged last granule
 //!   cannot make a long stream short this way.
 //!
+//! An MP4 (a video note, an `.m4a`) is measured from its own tables instead, by
+//! [`crate::agent::mp4`], and gets no floor: its bytes are mostly picture.
+//!
 //! Any other file (or Ogg that is not Opus) is measured by a floor from its size at
 //! [`FLOOR_BYTES_PER_SECOND`], a bitrate above any lossy codec's, so the floor never says
 //! longer than a compressed recording is; uncompressed or lossless audio (WAV, FLAC) it
@@ -23,6 +26,8 @@
 //! assert_eq!(measured_seconds(b"not audio at all"), 0);
 //! assert_eq!(measured_seconds(&vec![0; 640_000]), 10, "ten seconds at the floor's bitrate");
 //! ```
+
+use super::mp4::mp4_millis;
 
 /// The floor's bitrate, 512 kbit/s in bytes: above MP3's and AAC's highest (320 kbit/s) and
 /// Opus's (510 kbit/s), so a compressed recording lasts at least its size over this.
@@ -43,13 +48,15 @@ const NO_GRANULE: u64 = u64::MAX;
 
 /// At least how many seconds the recording in `bytes` lasts (rounded to the nearest second):
 /// the longer reading of its Opus stream, never under the size floor, or the floor alone (see
-/// the module docs).
+/// the module docs); an MP4 by its tables alone.
 pub fn measured_seconds(bytes: &[u8]) -> u32 {
     let floor = bytes.len() as u64 / FLOOR_BYTES_PER_SECOND;
-    let seconds = opus_samples(bytes).map_or(floor, |samples| {
-        samples.saturating_add(OPUS_RATE / 2) / OPUS_RATE
-    });
-    u32::try_from(seconds.max(floor)).unwrap_or(u32::MAX)
+    let seconds = match (opus_samples(bytes), mp4_millis(bytes)) {
+        (Some(samples), _) => (samples.saturating_add(OPUS_RATE / 2) / OPUS_RATE).max(floor),
+        (None, Some(millis)) => millis.saturating_add(500) / 1_000,
+        (None, None) => floor,
+    };
+    u32::try_from(seconds).unwrap_or(u32::MAX)
 }
 
 /// The samples an Ogg Opus file lasts: the longer of what its last granule position says (less

@@ -20,6 +20,7 @@ pub(crate) mod host_addrs;
 pub mod html_text;
 pub mod jail;
 pub(crate) mod mcp;
+pub mod mp4;
 pub mod net_guard;
 pub(crate) mod output;
 pub mod parrot;
@@ -28,6 +29,7 @@ pub(crate) mod remember;
 pub mod rewriting;
 pub(crate) mod scheduling;
 pub(crate) mod search;
+pub mod spoken;
 pub mod tools;
 
 use std::collections::HashSet;

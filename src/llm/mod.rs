@@ -18,6 +18,7 @@ mod endpoints;
 mod error;
 pub mod extraction;
 pub mod fallback;
+pub(crate) mod synthesis;
 pub mod text_calls;
 pub mod think;
 pub(crate) mod transcription;

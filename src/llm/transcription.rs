@@ -65,12 +65,8 @@ impl Transcriber {
         if config.base_url.is_empty() {
             return Ok(None);
         }
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_secs.max(1)))
-            .connect_timeout(Duration::from_secs(10))
-            .build()?;
         Ok(Some(Self {
-            http,
+            http: speech_http(config)?,
             url: format!(
                 "{}/audio/transcriptions",
                 config.base_url.trim_end_matches('/')
@@ -143,8 +139,17 @@ impl Transcriber {
     }
 }
 
+/// The HTTP client of the speech endpoints (transcription and synthesis): one request may
+/// take `speech.timeout_secs`, a connection 10 s.
+pub(super) fn speech_http(config: &SpeechConfig) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(config.timeout_secs.max(1)))
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+}
+
 /// `url` without user name, password and query, which may hold credentials.
-fn without_credentials(url: &str) -> String {
+pub(super) fn without_credentials(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut url) => {
             url.set_query(None);

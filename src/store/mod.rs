@@ -50,6 +50,9 @@
 //! - `tasks.rs`, tree `tasks`: users' scheduled tasks (key `t` ‖ id) and their runs per day
 //!   (key `r` ‖ user ‖ day); a run is fired in one transaction with its inbox record.
 //! - `zones.rs`, tree `zones`: each user's time zone from `/timezone`.
+//! - `voices.rs`, tree `voices`: each user's `/voice on|off` (key `p` ‖ user) and the spoken
+//!   replies owed (key `o` ‖ update id, a JSON [`OwedVoice`], flushed before the text answer
+//!   is shown, removed once sent; one marked `sending` is never sent again).
 //! - `proposals.rs`, tree `proposals`: key a random 13-character base-36 id, value a JSON
 //!   [`Proposal`]: a fact or task a tainted turn proposed, made only on its user's ✅ (see
 //!   [`crate::provenance`]).
@@ -104,6 +107,7 @@ mod tasks;
 mod tickets;
 mod tree;
 mod usage;
+mod voices;
 mod zones;
 
 pub use answers::{AnswerRecord, Answers};
@@ -133,6 +137,7 @@ pub use tickets::Tickets;
 pub use tickets::{Choice, FeedbackTicket, OptionTicket, TICKET_ID_CHARS, Vote};
 pub use usage::UsageLedger;
 pub use usage::UsageTotals;
+pub use voices::{OwedVoice, Voices};
 pub use zones::Zones;
 
 #[cfg(test)]

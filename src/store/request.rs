@@ -39,6 +39,10 @@ pub struct TurnRequest {
     /// text (what its turn teaches waits for review).
     #[serde(default, skip_serializing_if = "is_false")]
     pub forwarded: bool,
+    /// The user spoke the request (a voice or video note, now transcribed): its answer is
+    /// also spoken where spoken replies are on. Written only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub spoken: bool,
     /// A voice note, audio file or document the turn reads first (see [`Attachment`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attachment: Option<Attachment>,
@@ -82,6 +86,7 @@ impl TurnRequest {
             topic: None,
             reply_to: None,
             forwarded: false,
+            spoken: false,
             attachment: None,
             message: None,
             reminder: false,

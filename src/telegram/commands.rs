@@ -35,6 +35,8 @@ pub(crate) enum Command {
     Tasks,
     #[command(description = "your time zone for reminders, e.g. /timezone Europe/Berlin")]
     Timezone(String),
+    #[command(description = "answers to your voice notes spoken too: /voice on or /voice off")]
+    Voice(String),
     #[command(
         description = "write a backup of everything the bot keeps now (admins, private chat)"
     )]

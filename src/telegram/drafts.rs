@@ -9,6 +9,13 @@
 //! (`turn::visibility`) is untouched: the answer's one send is recorded exactly as a
 //! non-streamed answer's is, before and after it.
 //!
+//! Each draft carries the client's stop control (`can_stop` "Pass True to show
+//! the user a button to stop further drafts"), without `keep_on_stop`, so a stopped draft goes
+//! from the screen: a stop cancels the turn exactly as ⏹ and `/cancel` do, nothing kept. The
+//! press reaches the bot as a `stopped_message_generation` update naming the chat and the draft
+//! ([`super::draft_stop`]); [`Drafts`] knows which turn each draft on screen shows. A server
+//! that refuses the parameter (a 400 naming it) gets drafts without it, found out once.
+//!
 //! Where drafts cannot be had, the display falls back to edits, and [`Drafts`] remembers why,
 //! so it is found out once: a Bot API server without the method (404, "method not found")
 //! for the whole bot, a chat or topic that refuses drafts (any other 400) for that
@@ -16,7 +23,7 @@
 //! teloxide 0.17 does not know the method, so it is a raw JSON POST through the bot's own
 //! HTTP client, in the chat's paced slot and with 429s waited out like every other call.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -27,8 +34,10 @@ use teloxide::types::Seconds;
 
 use super::render::html_to_plain;
 use super::send::{SendPolicy, Target, with_retry};
+use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
+use crate::ids::ChatId;
 
 /// What became of one draft, as a live display acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +60,8 @@ enum Verdict {
     Refused,
     /// Telegram could not parse our HTML: the plain text is tried.
     BadHtml,
+    /// The server does not take `can_stop`: drafts go on without it.
+    NoStop,
     /// Anything else (blocked by the user, a server error): this draft only.
     Failed,
 }
@@ -64,6 +75,8 @@ fn verdict(ok: bool, code: u16, description: &str) -> Verdict {
         Verdict::Done
     } else if description.contains("can't parse entities") {
         Verdict::BadHtml
+    } else if code == 400 && description.contains("can_stop") {
+        Verdict::NoStop
     } else if code == 404 || description.contains("method not found") {
         Verdict::NoMethod
     } else if code == 400 {
@@ -83,6 +96,11 @@ pub(crate) struct Drafts {
     refused: Mutex<HashSet<Conversation>>,
     /// The last draft id handed out: each answer animates a draft of its own.
     last_id: AtomicU32,
+    /// Set once the server refused `can_stop`: drafts are sent without it from then on.
+    no_stop: AtomicBool,
+    /// The drafts of answers being written, by draft id: where, and which turn a stop of it
+    /// cancels. As small as the answers streaming now.
+    live: Mutex<HashMap<u32, (Conversation, TurnId)>>,
 }
 
 impl Drafts {
@@ -92,7 +110,31 @@ impl Drafts {
             no_method: AtomicBool::new(false),
             refused: Mutex::default(),
             last_id: AtomicU32::new(0),
+            no_stop: AtomicBool::new(false),
+            live: Mutex::default(),
         }
+    }
+
+    /// Draft `id` shows turn `turn`'s answer in `at`, until [`Drafts::ended`].
+    pub(crate) fn track(&self, id: u32, at: Conversation, turn: TurnId) {
+        self.lock_live().insert(id, (at, turn));
+    }
+
+    /// Draft `id`'s answer is no longer being written.
+    pub(crate) fn ended(&self, id: u32) {
+        self.lock_live().remove(&id);
+    }
+
+    /// The turn whose draft `id` a stop in `chat` names, and its conversation; `None` for a
+    /// draft that is over, or one of another chat (a stop names its chat: it must match).
+    pub(crate) fn stopped(&self, chat: ChatId, id: u32) -> Option<(Conversation, TurnId)> {
+        let live = self.lock_live();
+        let &(at, turn) = live.get(&id)?;
+        (at.chat == chat).then_some((at, turn))
+    }
+
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<u32, (Conversation, TurnId)>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a live display in `at` streams as a draft: drafts wanted, a private chat, and
@@ -123,9 +165,19 @@ impl Drafts {
         id: u32,
         html: &str,
     ) -> Drafted {
-        let mut answer = post_paced(bot, policy, to, id, html, true).await;
+        let mut stop = !self.no_stop.load(Ordering::Relaxed);
+        let mut answer = post_paced(bot, policy, to, id, html, true, stop).await;
+        if answer == Some(Verdict::NoStop) {
+            if !self.no_stop.swap(true, Ordering::Relaxed) {
+                tracing::info!(
+                    "the Bot API server refused sendMessageDraft's can_stop: drafts go on without the client's stop control (⏹ and /cancel still stop)"
+                );
+            }
+            stop = false;
+            answer = post_paced(bot, policy, to, id, html, true, stop).await;
+        }
         if answer == Some(Verdict::BadHtml) {
-            answer = post_paced(bot, policy, to, id, &html_to_plain(html), false).await;
+            answer = post_paced(bot, policy, to, id, &html_to_plain(html), false, stop).await;
         }
         match answer {
             Some(Verdict::Done) => Drafted::Shown,
@@ -145,13 +197,13 @@ impl Drafts {
                     .insert(at);
                 Drafted::Refused
             }
-            Some(Verdict::BadHtml | Verdict::Failed) | None => Drafted::Missed,
+            Some(Verdict::BadHtml | Verdict::NoStop | Verdict::Failed) | None => Drafted::Missed,
         }
     }
 }
 
-/// One draft in the chat's paced slot; `None` if it never got an answer (the network, or a
-/// `retry_after` longer than we wait).
+/// One draft in the chat's paced slot, with the client's stop control if `stop`; `None` if
+/// it never got an answer (the network, or a `retry_after` longer than we wait).
 async fn post_paced(
     bot: &Bot,
     policy: &SendPolicy,
@@ -159,8 +211,12 @@ async fn post_paced(
     id: u32,
     text: &str,
     html: bool,
+    stop: bool,
 ) -> Option<Verdict> {
     let mut body = json!({"chat_id": to.chat.0, "draft_id": id, "text": text});
+    if stop {
+        body["can_stop"] = json!(true);
+    }
     if let Some(thread) = to.thread {
         body["message_thread_id"] = json!(thread.0.0);
     }
@@ -222,7 +278,7 @@ async fn post(bot: &Bot, body: &Value) -> Result<(bool, u16, String), RequestErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ChatId, TopicId};
+    use crate::ids::TopicId;
 
     #[test]
     fn an_answer_is_read_by_its_code_and_description() {
@@ -248,6 +304,13 @@ mod tests {
                 400,
                 "Bad Request: TEXTDRAFT_PEER_INVALID",
                 Verdict::Refused,
+            ),
+            (
+                "a server that does not take the stop control",
+                false,
+                400,
+                "Bad Request: unknown parameter can_stop",
+                Verdict::NoStop,
             ),
             (
                 "our HTML",
@@ -301,6 +364,18 @@ mod tests {
             ..shipped()
         });
         assert!(!off.offered(private), "telegram.drafts = false");
+    }
+
+    #[test]
+    fn a_stop_finds_the_turn_of_a_live_draft_in_its_own_chat_only() {
+        let drafts = Drafts::new(&shipped());
+        let at = Conversation::new(ChatId(7), None);
+        drafts.track(3, at, TurnId(11));
+        assert_eq!(drafts.stopped(ChatId(7), 3), Some((at, TurnId(11))));
+        assert_eq!(drafts.stopped(ChatId(8), 3), None, "another chat's stop");
+        assert_eq!(drafts.stopped(ChatId(7), 4), None, "another draft");
+        drafts.ended(3);
+        assert_eq!(drafts.stopped(ChatId(7), 3), None, "a draft that is over");
     }
 
     #[test]

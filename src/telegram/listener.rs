@@ -43,6 +43,7 @@ use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
 use super::callback_data::CallbackData;
+use super::draft_stop::{DraftStop, ask_for_stops, draft_stop};
 use crate::ids::UpdateId;
 
 /// How long the next batch waits for held updates before it looks for lost ones: far longer
@@ -60,6 +61,10 @@ pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 3] = [
     AllowedUpdate::CallbackQuery,
     AllowedUpdate::MessageReaction,
 ];
+
+/// What the polling listener does with a draft's stop, which never reaches the dispatcher
+/// (see [`super::draft_stop`]).
+pub(crate) type OnDraftStop = Box<dyn Fn(DraftStop) + Send + Sync>;
 
 /// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
 pub(crate) type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
@@ -278,13 +283,23 @@ pub(crate) struct Polling {
     /// Long-poll timeout, in seconds.
     timeout: u32,
     allowed: Option<Vec<AllowedUpdate>>,
+    /// Telegram was told the kinds to send, draft stops included (once, before the first
+    /// batch): `getUpdates` then names none, and Telegram keeps what it was told.
+    told: bool,
+    on_stop: OnDraftStop,
     token: StopToken,
     flag: StopFlag,
 }
 
 impl Polling {
     /// Polling for `bot`; deletes a webhook left registered (Telegram refuses getUpdates then).
-    pub(crate) async fn new(bot: Bot, intake: Arc<Intake>, timeout: u32) -> Self {
+    /// A draft's stop goes to `on_stop`.
+    pub(crate) async fn new(
+        bot: Bot,
+        intake: Arc<Intake>,
+        timeout: u32,
+        on_stop: OnDraftStop,
+    ) -> Self {
         match bot.get_webhook_info().await {
             Ok(info) if info.url.is_some() => {
                 if let Err(e) = bot.delete_webhook().await {
@@ -300,6 +315,8 @@ impl Polling {
             intake,
             timeout,
             allowed: None,
+            told: false,
+            on_stop,
             token,
             flag,
         }
@@ -357,6 +374,10 @@ impl Batches<'_> {
         let polling = &mut *self.polling;
         loop {
             if let Some(update) = self.buffer.pop_front() {
+                if let Some(stop) = draft_stop(&update) {
+                    (polling.on_stop)(stop);
+                    continue;
+                }
                 polling.intake.hold(&update);
                 return Some(Ok(update));
             }
@@ -397,7 +418,12 @@ impl Batches<'_> {
                 .offset(self.offset)
                 .timeout(polling.timeout);
             if let Some(allowed) = &polling.allowed {
-                request = request.allowed_updates(allowed.clone());
+                if !polling.told {
+                    polling.told = ask_for_stops(&polling.bot, allowed).await;
+                }
+                if !polling.told {
+                    request = request.allowed_updates(allowed.clone());
+                }
             }
             let received = tokio::select! {
                 received = request.send() => received,

@@ -12,6 +12,7 @@
 pub(crate) mod access;
 pub mod callback_data;
 pub(crate) mod commands;
+pub(crate) mod draft_stop;
 pub(crate) mod drafts;
 pub(crate) mod handlers;
 pub mod keyboards;
@@ -48,7 +49,7 @@ use crate::turn::{self, Out};
 use callback_data::{Action, CallbackData};
 use commands::Command;
 use handlers::{Deps, presses};
-use listener::{Intake, Polling};
+use listener::{Intake, OnDraftStop, Polling};
 use outbox::Outbox;
 
 /// How many updates of one chat teloxide queues for its worker before the dispatcher waits
@@ -268,20 +269,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     crate::maintenance::start(&app);
     turn::recover(&app, &out).await;
     turn::scheduled::start(&app, &out);
-    // Strangers' messages start no turn: they are refused, and not held.
-    let config = app.config().clone();
-    let intake = Arc::new(Intake::new(Box::new(move |update: &Update| {
-        let allowed = update
-            .from()
-            .is_some_and(|user| config.role_of(crate::ids::UserId(user.id.0)) != Role::Stranger);
-        allowed && listener::may_start_turn(update)
-    })));
+    let intake = intake(app.config().clone());
+    let deps = Deps {
+        app: app.clone(),
+        tg,
+    };
+    let stops = deps.clone();
+    let on_stop: OnDraftStop = Box::new(move |stop| draft_stop::stopped(&stops, stop));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![
-            Deps {
-                app: app.clone(),
-                tg
-            },
+            deps,
             intake.clone(),
             Arc::new(access::Strangers::default())
         ])
@@ -295,7 +292,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let telegram = &app.config().telegram;
     let (ended, ended_rx) = tokio::sync::watch::channel(false);
     let (dispatcher, stop_listening, server) = if telegram.webhook_url.is_empty() {
-        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs).await;
+        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs, on_stop).await;
         let (dispatching, stop) = dispatch(dispatcher, listener, ended);
         (dispatching, stop, None)
     } else {
@@ -322,6 +319,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         server,
         metrics,
     })
+}
+
+/// The intake of updates: an allowed user's update that may start a turn is held until it is
+/// durable; strangers' messages start no turn (they are refused, and not held).
+fn intake(config: Config) -> Arc<Intake> {
+    Arc::new(Intake::new(Box::new(move |update: &Update| {
+        let allowed = update
+            .from()
+            .is_some_and(|user| config.role_of(crate::ids::UserId(user.id.0)) != Role::Stranger);
+        allowed && listener::may_start_turn(update)
+    })))
 }
 
 /// Runs `dispatcher` on `listener` in a task, which sets `ended` when it ends (stopped, or

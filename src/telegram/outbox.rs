@@ -40,6 +40,11 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
+    /// Where live answers stream as drafts, and which turn each live draft shows.
+    pub(crate) fn drafts(&self) -> &Arc<Drafts> {
+        &self.drafts
+    }
+
     /// The outbox of `app`'s bot: paced by its `[telegram]`, counted in its metrics.
     pub(crate) fn new(bot: Bot, app: &App) -> Self {
         let config = &app.config().telegram;
@@ -234,6 +239,20 @@ impl Messenger for Outbox {
             {
                 tracing::warn!(%chat, error = %e, "cannot show a transcript");
             }
+        }
+        .boxed()
+    }
+
+    fn voice<'a>(
+        &'a self,
+        chat: Conversation,
+        reply_to: Option<i32>,
+        audio: Vec<u8>,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        let to = Target::new(chat, reply_to);
+        async move {
+            send::send_voice(&self.bot, &self.policy, to, audio).await?;
+            Ok(())
         }
         .boxed()
     }

@@ -118,6 +118,28 @@ fn placed<R: SendMessageSetters>(mut request: R, to: Target) -> R {
     request
 }
 
+/// Sends `audio` (Ogg Opus) to `to` as a voice note, in the chat's paced slot.
+pub(crate) async fn send_voice(
+    bot: &Bot,
+    policy: &SendPolicy,
+    to: Target,
+    audio: Vec<u8>,
+) -> Result<Message, RequestError> {
+    with_retry(policy, to.chat, "sendVoice", || {
+        let file = teloxide::types::InputFile::memory(audio.clone()).file_name("answer.ogg");
+        let mut request = bot.send_voice(to.chat, file);
+        if let Some(thread) = to.thread {
+            request = request.message_thread_id(thread);
+        }
+        if let Some(message) = to.reply_to {
+            request = request
+                .reply_parameters(ReplyParameters::new(message).allow_sending_without_reply());
+        }
+        request.send()
+    })
+    .await
+}
+
 /// Runs a Telegram request to `chat` in its paced slot, waiting out 429s (and pushing the
 /// chat's next slot back) and retrying connection failures.
 pub(crate) async fn with_retry<T, F, Fut>(

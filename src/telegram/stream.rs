@@ -14,8 +14,10 @@
 //! part of the answer being written), refreshed before it fades while a tool runs; no message
 //! is live, so [`finish`] sends the answer once. A draft refused mid-answer hands over to the
 //! edits with the same frame, so nothing is lost (the draft goes as the first message comes).
-//! A draft has no Stop button, and a stopped one is left as it is: the stop's confirmation
-//! (`/cancel`'s reply, a message) takes it away.
+//! A draft has no Stop button; it carries the client's own stop control instead, whose press
+//! finds the turn through the draft's id (tracked while the display lives). A draft stopped by
+//! `/cancel` is left as it is: the stop's confirmation (`/cancel`'s reply, a message) takes it
+//! away.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,6 +90,21 @@ pub(crate) struct Display {
     /// This answer's draft id, and the draft on screen.
     draft_id: u32,
     draft: Option<Draft>,
+    /// Keeps the draft's turn findable by a stop of it while this display lives.
+    _tracked: Option<Tracked>,
+}
+
+/// A draft id registered with [`Drafts::track`], forgotten when dropped (the display ended,
+/// however it ended).
+struct Tracked {
+    drafts: Arc<Drafts>,
+    id: u32,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drafts.ended(self.id);
+    }
 }
 
 impl Display {
@@ -112,6 +129,7 @@ impl Display {
             drafts: None,
             draft_id: 0,
             draft: None,
+            _tracked: None,
         }
     }
 
@@ -121,6 +139,11 @@ impl Display {
         if drafts.offered(self.to.conversation()) {
             self.draft_id = drafts.next_id();
             self.drafts = Some(drafts.clone());
+            drafts.track(self.draft_id, self.to.conversation(), self.turn);
+            self._tracked = Some(Tracked {
+                drafts: drafts.clone(),
+                id: self.draft_id,
+            });
         }
         self
     }

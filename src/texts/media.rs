@@ -130,6 +130,30 @@ fn megabytes(bytes: u64) -> String {
     }
 }
 
+/// `/voice` where no speech synthesis endpoint is configured.
+pub(crate) const VOICE_NOT_SET_UP: &str = "🔇 I cannot speak here yet: the bot's owner has to set HEURIST_TTS_URL (or [speech] tts_url) to an OpenAI-compatible speech endpoint. Your voice notes are answered in text.";
+
+/// `/voice` with something other than on or off.
+pub(crate) const VOICE_USAGE: &str = "Say /voice on to get answers to your voice notes as a voice note too, or /voice off for text only.";
+
+/// `/voice` alone: the sender's choice now.
+pub(crate) fn voice_now(on: bool) -> String {
+    if on {
+        "🔊 Answers to your voice notes come as a voice note too (/voice off for text only).".into()
+    } else {
+        "🔇 Answers to your voice notes are text only (/voice on to hear them too).".into()
+    }
+}
+
+/// `/voice on|off` done.
+pub(crate) fn voice_set(on: bool) -> String {
+    if on {
+        "🔊 From now on I answer your voice notes with a voice note too, after the text.".into()
+    } else {
+        "🔇 From now on I answer your voice notes in text only.".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ pub(crate) const IMAGE_QUESTION: &str = "What is in this image?";
 
 /// The answer to a sticker, a location or anything else that is neither text, a photo, a
 /// recording nor a document.
-pub(crate) const NOT_TEXT: &str = "I can only read text messages, photos, voice notes and documents. Please send your request as text.";
+pub(crate) const NOT_TEXT: &str = "I can only read text messages, photos, voice notes, video notes and documents. Please send your request as text.";
 
 /// What the model reads after a caption whose photo it cannot see, so its answer does not
 /// pretend to have seen it.
@@ -108,8 +108,8 @@ pub(crate) fn help_html(limits: &str) -> String {
          message is kept, and a tap sends it again, once.\n\
          • <b>Photos</b>: send one with a question as its caption; models that cannot see \
          images answer the caption only.\n\
-         • <b>Voice notes and documents</b>: a voice note or audio file is transcribed \
-         (I show what I heard) and answered; a text file, CSV, JSON, code or PDF is read, \
+         • <b>Voice notes and documents</b>: a voice note, round video note or audio \
+         file is transcribed (I show what I heard) and answered; a text file, CSV, JSON, code or PDF is read, \
          and its caption is your question (none: I summarise it).\n\
          • <b>Reminders and scheduled tasks</b>: ask \"remind me at 9 to …\" or \"every \
          Monday, summarise …\"; /tasks lists them with ❌ Cancel, /timezone sets your zone.\n\

@@ -158,6 +158,7 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<String, 
     // An audio file is a recording of anyone's speech, not the user's own voice note: its
     // words are someone else's (see `crate::provenance`).
     request.forwarded |= !attachment.voice;
+    request.spoken = attachment.voice;
     Ok(shown)
 }
 

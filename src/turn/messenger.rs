@@ -163,6 +163,17 @@ pub trait Messenger: Send + Sync {
         Box::pin(async {})
     }
 
+    /// Sends `audio` (Ogg Opus) as a voice note replying to `reply_to`. By default a chat
+    /// takes none (a test double's).
+    fn voice<'a>(
+        &'a self,
+        _chat: Conversation,
+        _reply_to: Option<i32>,
+        _audio: Vec<u8>,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async { anyhow::bail!("this chat takes no voice notes") })
+    }
+
     /// Puts reaction `emoji` on message `message` of `chat` in place of the bot's earlier one,
     /// or (`None`) takes the bot's reaction off; whether a reaction was put on. A chat that has
     /// no reactions shows nothing, and a bot whose Telegram calls are backed up puts none on

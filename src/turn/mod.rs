@@ -45,6 +45,7 @@ mod reminder;
 pub(crate) mod retry;
 pub(crate) mod scheduled;
 mod show;
+mod speak;
 mod state;
 pub(crate) mod task_desk;
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! reflections resume. What the inbox records for this is kept by [`super::visibility`].
 //! Each of these starts is counted on disk before it runs, and an update started
 //! `max_turn_attempts` times is given up with an apology instead (see [`super::quarantine`]).
-//! The working reaction a crash left on the user's message is taken off.
+//! The working reaction a crash left on the user's message is taken off. Spoken replies owed
+//! for answers that are done are sent (see [`super::speak`]).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use super::input::TurnInput;
 use super::messenger::{Keyboard, Live, Out, unrecorded};
 use super::quarantine::{Start, count_start, quarantine};
 use super::reflect::{bare_prefix, queue_reflection};
+use super::speak;
 use super::visibility::{record_visible, set_state};
 use super::working::clear_left;
 use crate::app::App;
@@ -34,6 +36,8 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
     for (update, entry) in app.store().inbox().unfinished() {
         resume(app, out, update, entry).await;
     }
+    // After the answers: a spoken reply is sent once its text is shown.
+    speak::resume(app, out);
 }
 
 /// Finishes unfinished inbox update `update`, by what its state, its starts so far and the

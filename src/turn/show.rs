@@ -1,9 +1,11 @@
 //! Stage four, show: the answer goes on screen (finishing the live display's messages, or
 //! the messages of an answer a crash interrupted) with its buttons, after the history write,
-//! and the inbox records it visible and then answered, so recovery never sends it twice.
+//! and the inbox records it visible and then answered, so recovery never sends it twice. An
+//! answer to a voice or video note is then spoken too, in the background (see [`speak`]).
 
 use super::follow_up::{FollowUps, Quick};
 use super::messenger::{Keyboard, Options};
+use super::speak;
 use super::state::Turn;
 use super::think::Thought;
 use super::visibility::{record_visible, set_state};
@@ -34,10 +36,15 @@ pub(super) async fn show(
     let on_visible = record_visible(&turn.app, turn.input.update, !live.messages.is_empty());
     let on_visible = turn.clock.first_text(on_visible);
     let (at, reply_to) = (turn.at(), turn.input.request.reply_to);
+    // Owed (on disk) before the text is shown, so a crash after it still speaks it once.
+    let spoken = speak::owe(turn, &result.status, &result.answer).await;
     let shown = turn
         .out
         .answer(at, reply_to, live, &result.answer, keyboard, on_visible)
         .await;
+    if let Some(update) = spoken {
+        speak::start(&turn.app, &turn.out, update);
+    }
     turn.control.apply(Event::Show);
     turn.clock.shown();
     if turn.resumed.is_some() && shown.is_empty() {

@@ -122,9 +122,11 @@ async fn a_healthy_deployment_passes_every_check() {
     )
     .await;
     let (speech, _) = whisper(200, json!({"text": ""})).await;
+    let (voice, _) = tts(200, OPUS).await;
     let report = check(&tg, &llm.url, dir.path(), |config| {
         config.tools.searxng_url = search;
         config.speech.base_url = speech;
+        config.speech.tts_url = voice;
         config.learning.embedding_model = "embedder".into();
         config.mcp.servers = vec![stdio_server("probe")];
     })
@@ -545,6 +547,73 @@ async fn the_speech_endpoint_transcribes_a_test_recording_or_says_what_to_fix() 
         Status::Warn,
         "500",
         Some("HEURIST_SPEECH_URL"),
+    );
+}
+
+/// A speech server that answers every request with `status` and `body`, counting requests
+/// that ask for Opus.
+async fn tts(status: u16, body: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/v1/audio/speech",
+        axum::routing::post(move |axum::Json(request): axum::Json<Value>| {
+            let counter = counter.clone();
+            async move {
+                if request["response_format"] == "opus" && request["input"].is_string() {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+                (axum::http::StatusCode::from_u16(status).unwrap(), body)
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, asked)
+}
+
+/// An Ogg page whose packet is an `OpusHead`.
+const OPUS: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01\x08OpusHead";
+
+#[tokio::test]
+async fn the_speech_synthesis_endpoint_speaks_a_test_sentence_or_says_what_to_fix() {
+    let tg = FakeTelegram::start().await;
+    let llm = model_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let report = check(&tg, &llm.url, dir.path(), |_| {}).await;
+    expect(
+        &report,
+        "spoken replies",
+        Status::Skipped,
+        "not configured",
+        None,
+    );
+
+    let (url, asked) = tts(200, OPUS).await;
+    let report = check(&tg, &llm.url, dir.path(), |c| c.speech.tts_url = url).await;
+    expect(
+        &report,
+        "spoken replies",
+        Status::Ok,
+        "speaks a test sentence as Ogg Opus",
+        None,
+    );
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "one sentence asked for as opus"
+    );
+
+    let (url, _) = tts(200, b"ID3 an mp3").await;
+    let report = check(&tg, &llm.url, dir.path(), |c| c.speech.tts_url = url).await;
+    assert!(report.healthy(), "spoken replies are optional: a warning");
+    expect(
+        &report,
+        "spoken replies",
+        Status::Warn,
+        "not Ogg Opus",
+        Some("HEURIST_TTS_URL"),
     );
 }
 

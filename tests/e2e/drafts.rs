@@ -262,3 +262,77 @@ async fn kill_9_during_a_draft_then_restart_gives_exactly_one_answer() {
         "nothing to clean up"
     );
 }
+
+/// The draft carries the client's stop control (`can_stop`, the draft not kept on stop); its
+/// press reaches the bot as a `stopped_message_generation` update, which cancels the turn as
+/// ⏹ and `/cancel` do: the confirmation is the one message, no draft and no late answer come
+/// after it, and nothing of the turn is stored. A stop naming another draft stops nothing.
+#[tokio::test]
+async fn the_drafts_stop_control_cancels_the_turn_like_cancel() {
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"word ".repeat(400), 100, Duration::from_millis(100))
+    })
+    .await;
+    let h = Harness::start_with(llm, drafting).await;
+    h.tg.send_text(ALICE, "a long one");
+    let first =
+        h.tg.wait_for(|t| t.drafts_to(ALICE).into_iter().find(|d| d.ok))
+            .await;
+    assert_eq!(first.params["can_stop"], json!(true), "{:?}", first.params);
+    assert!(
+        first.params.get("keep_on_stop").is_none(),
+        "a stopped draft goes"
+    );
+    let id = first.params["draft_id"].as_i64().unwrap();
+    h.tg.stop_draft(ALICE, id + 1000);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        h.tg.messages_to(ALICE).is_empty(),
+        "another draft's stop stops nothing"
+    );
+
+    h.tg.stop_draft(ALICE, id);
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert!(sent[0].text().contains("Stopped"), "{:?}", sent[0].text());
+    let drafted = h.tg.drafts_to(ALICE).len();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(h.tg.drafts_to(ALICE).len(), drafted, "no draft after it");
+    assert_eq!(h.tg.messages_to(ALICE).len(), 1, "no late answer");
+    let window = h
+        .app()
+        .store()
+        .history()
+        .window(in_chat(ALICE), 100_000)
+        .unwrap();
+    assert!(
+        window.messages.is_empty(),
+        "nothing kept: {:?}",
+        window.messages
+    );
+    h.stop().await;
+}
+
+/// A Bot API server that refuses `can_stop` gets the same draft again without it, and no
+/// draft asks for it again, in this answer or the next.
+#[tokio::test]
+async fn a_server_refusing_the_stop_control_gets_drafts_without_it_found_once() {
+    let h = Harness::start_with(slow_llm().await, drafting).await;
+    h.tg.refuse_can_stop();
+    h.tg.send_text(ALICE, "one");
+    shows(&h.tg, ALICE, &answer_to("one")).await;
+    h.tg.send_text(ALICE, "two");
+    shows(&h.tg, ALICE, &answer_to("two")).await;
+    let drafts = h.tg.drafts_to(ALICE);
+    let asked: Vec<&Call> = drafts
+        .iter()
+        .filter(|d| d.params.get("can_stop").is_some())
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once: {drafts:#?}");
+    assert!(!asked[0].ok);
+    assert!(
+        drafts.iter().filter(|d| d.ok).count() >= 2,
+        "drafts go on without it: {drafts:#?}"
+    );
+    assert!(edits_in(&h, ALICE).is_empty(), "still drafts, not edits");
+    h.stop().await;
+}

@@ -39,3 +39,4 @@ mod skeleton;
 mod streaming;
 mod tasks;
 mod topics;
+mod voice;

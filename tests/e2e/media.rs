@@ -16,7 +16,7 @@ use crate::support::*;
 
 /// A transcription request as the fake received it.
 #[derive(Debug, Clone)]
-struct Heard {
+pub(crate) struct Heard {
     /// The multipart body, lossily as text (the audio bytes are ASCII in these tests).
     body: String,
     authorization: Option<String>,
@@ -24,19 +24,19 @@ struct Heard {
 
 /// An OpenAI-compatible transcription server under `/v1` that answers every recording with
 /// one transcript (the first one never, if told to hang), and records what it was sent.
-struct FakeWhisper {
+pub(crate) struct FakeWhisper {
     /// Base URL, as `speech.base_url` takes it.
-    url: String,
+    pub(crate) url: String,
     heard: Arc<Mutex<Vec<Heard>>>,
 }
 
 impl FakeWhisper {
-    async fn start(transcript: &'static str) -> Self {
+    pub(crate) async fn start(transcript: &'static str) -> Self {
         Self::start_with(transcript, false).await
     }
 
     /// `hang_first`: the first request is recorded and never answered (a crash comes first).
-    async fn start_with(transcript: &'static str, hang_first: bool) -> Self {
+    pub(crate) async fn start_with(transcript: &'static str, hang_first: bool) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let heard: Arc<Mutex<Vec<Heard>>> = Arc::default();
         let app = axum::Router::new()
@@ -70,14 +70,14 @@ impl FakeWhisper {
         Self { url, heard }
     }
 
-    fn heard(&self) -> Vec<Heard> {
+    pub(crate) fn heard(&self) -> Vec<Heard> {
         self.heard.lock().unwrap().clone()
     }
 }
 
 /// An LLM that echoes the user message it was asked about (options and reflections fail, so
 /// only agent calls answer).
-async fn echoing_llm() -> FakeLlm {
+pub(crate) async fn echoing_llm() -> FakeLlm {
     FakeLlm::start(|req, _| {
         if is_options_request(req) || is_reflection_request(req) {
             return Reply::error(500, "not now");
@@ -88,7 +88,7 @@ async fn echoing_llm() -> FakeLlm {
 }
 
 /// A fake OGG voice note's bytes (the fake server does not decode them).
-const VOICE: &[u8] = b"OggS-fake-opus-audio";
+pub(crate) const VOICE: &[u8] = b"OggS-fake-opus-audio";
 
 #[tokio::test]
 async fn a_voice_note_is_transcribed_shown_and_answered_as_the_users_message() {
@@ -291,6 +291,98 @@ async fn a_recording_longer_than_it_claims_is_refused_once_measured() {
     h.stop().await;
 }
 
+/// An MP4 box of type `kind` around `body`.
+fn mp4_box(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut out = u32::try_from(body.len() + 8)
+        .unwrap()
+        .to_be_bytes()
+        .to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(body);
+    out
+}
+
+/// A round video note (MP4) that lasts `seconds` by its movie header, with `picture` bytes of
+/// media data (a video note is mostly picture).
+fn mp4_video_note(seconds: u32, picture: usize) -> Vec<u8> {
+    let mut mvhd = vec![0; 12];
+    mvhd.extend_from_slice(&1_000u32.to_be_bytes());
+    mvhd.extend_from_slice(&(seconds * 1_000).to_be_bytes());
+    mvhd.extend_from_slice(&[0; 8]);
+    [
+        mp4_box(b"ftyp", b"isom\0\0\x02\0"),
+        mp4_box(b"moov", &mp4_box(b"mvhd", &mvhd)),
+        mp4_box(b"mdat", &vec![b'v'; picture]),
+    ]
+    .concat()
+}
+
+/// A round video note is transcribed like a voice note: its MP4 goes to the transcription
+/// server as `video_note.mp4`, the transcript is shown and answered as the user's own words
+/// (not third-party text), and the budget is charged. It is measured from its MP4 tables, not
+/// by the byte-rate floor (its 2 MB of picture would count 31 s there, over the 20 s cap),
+/// and one whose tables say longer than the cap is refused whatever the client claims.
+#[tokio::test]
+async fn a_video_note_is_transcribed_and_answered_like_a_voice_note() {
+    let whisper = FakeWhisper::start("What is the capital of Italy?").await;
+    let url = whisper.url.clone();
+    let h = Harness::start_with(echoing_llm().await, |c| {
+        c.speech.base_url = url;
+        c.speech.max_audio_secs = 20;
+        c.limits.daily_tokens = 1_000_000;
+    })
+    .await;
+    let note = mp4_video_note(12, 2_000_000);
+    h.tg.serve_file("round-1", &note);
+    h.tg.send_video_note(ALICE, "round-1", 12, note.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(
+        sent[0].text(),
+        "🎤 <blockquote>What is the capital of Italy?</blockquote>"
+    );
+    assert!(
+        sent[1]
+            .text()
+            .contains("you said: What is the capital of Italy?"),
+        "{sent:#?}"
+    );
+    let heard = whisper.heard();
+    assert_eq!(heard.len(), 1);
+    assert!(
+        heard[0].body.contains("filename=\"video_note.mp4\""),
+        "the MP4 is sent under a name that tells its format"
+    );
+    assert!(
+        heard[0].body.contains("ftypisom"),
+        "the downloaded bytes are sent"
+    );
+    let window = h
+        .app()
+        .store()
+        .history()
+        .window(in_chat(ALICE), 100_000)
+        .unwrap();
+    assert!(!window.external, "a video note is the user's own words");
+    let alice = heurist::ids::UserId(ALICE as u64);
+    assert!(h.app().store().usage().user_tokens_today(alice) > 110);
+
+    // A note whose client claims 5 s but whose MP4 says 10 minutes: refused, not sent.
+    let long = mp4_video_note(600, 1_000);
+    h.tg.serve_file("round-2", &long);
+    h.tg.send_video_note(ALICE, "round-2", 5, long.len() as u64);
+    let said = h.tg.wait_messages(ALICE, 3).await[2].text();
+    assert!(
+        said.contains("This recording lasts at least 10 min; I can transcribe up to 20 s"),
+        "{said}"
+    );
+    assert_eq!(
+        whisper.heard().len(),
+        1,
+        "the long one never reached the server"
+    );
+    h.stop().await;
+}
+
 /// A transcript longer than anyone speaks in `max_audio_secs` (40 characters a second) is
 /// cut, with a note to the model saying so.
 #[tokio::test]
@@ -397,7 +489,7 @@ async fn a_failed_transcription_names_no_url_and_reads_a_bounded_answer() {
 
 /// Answers in one message when done, nothing but the answer (no options, no 👍/👎, no
 /// reflection), so the chat shows the transcript and the answer only.
-const PLAIN_TOML: &str = "[llm]\nretry_base_ms = 20\n\
+pub(crate) const PLAIN_TOML: &str = "[llm]\nretry_base_ms = 20\n\
     [learning]\nskills_dir = \"/nonexistent\"\nreflect = false\nfeedback_buttons = false\n\
     [options]\nenabled = false\n\
     [telegram]\nchat_interval_ms = 100\npoll_timeout_secs = 1\nstreaming = false\n";

@@ -333,10 +333,9 @@ async fn non_text_messages_get_a_polite_answer_and_no_llm_call() {
     h.tg.send_location(ALICE);
     let sent = h.tg.wait_messages(ALICE, 1).await;
     assert!(
-        sent[0].params["text"]
-            .as_str()
-            .unwrap()
-            .contains("I can only read text messages, photos, voice notes and documents")
+        sent[0].params["text"].as_str().unwrap().contains(
+            "I can only read text messages, photos, voice notes, video notes and documents"
+        )
     );
     assert!(h.llm.requests().is_empty());
     h.stop().await;

@@ -39,6 +39,7 @@ const CHECKS: &[Check] = &[
     services::searxng,
     services::mcp,
     services::speech,
+    services::voice,
     local::data_dir,
     local::backups,
     local::allow_list,

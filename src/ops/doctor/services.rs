@@ -1,11 +1,13 @@
 //! The doctor's checks of what the tools use: SearXNG answers a query in JSON (a 403 is the
 //! instance without the `json` format), each MCP server starts and lists its tools, through
 //! the bot's own MCP client, so what works here works for the bot, and the speech endpoint
-//! transcribes a tenth of a second of silence, through the bot's own transcriber.
+//! transcribes a tenth of a second of silence, through the bot's own transcriber, and the
+//! speech synthesis endpoint speaks one short sentence as Ogg Opus, through its own client.
 
 use super::context::{Checked, Context};
 use super::report::Line;
 use crate::agent::mcp::{Mcp, ServerStatus};
+use crate::llm::synthesis::Synthesizer;
 use crate::llm::transcription::Transcriber;
 use crate::texts::ops as texts;
 
@@ -108,6 +110,36 @@ pub(super) fn speech<'a>(context: &'a Context<'a>) -> Checked<'a> {
                 texts::SPEECH,
                 texts::speech_failed(e.detail()),
                 texts::SPEECH_FIX,
+            ),
+        };
+        vec![line]
+    })
+}
+
+/// The sentence the speech synthesis check has spoken.
+const TEST_SENTENCE: &str = "Hello from Heurist.";
+
+/// The speech synthesis endpoint, when spoken replies are on, speaks one short sentence as Ogg
+/// Opus (optional: without it, answers are text only).
+pub(super) fn voice<'a>(context: &'a Context<'a>) -> Checked<'a> {
+    Box::pin(async move {
+        let synthesizer = match Synthesizer::new(&context.config.speech) {
+            Ok(Some(synthesizer)) => synthesizer,
+            Ok(None) => return vec![Line::skipped(texts::VOICE, texts::NOT_CONFIGURED)],
+            Err(e) => {
+                let found = texts::voice_failed(&format!("{e:#}"));
+                return vec![Line::warn(texts::VOICE, found, texts::VOICE_FIX)];
+            }
+        };
+        let line = match synthesizer.speak(TEST_SENTENCE).await {
+            Ok(audio) => Line::ok(
+                texts::VOICE,
+                texts::voice_ok(synthesizer.model(), audio.len()),
+            ),
+            Err(e) => Line::warn(
+                texts::VOICE,
+                texts::voice_failed(&format!("{e:#}")),
+                texts::VOICE_FIX,
             ),
         };
         vec![line]

@@ -1,5 +1,5 @@
 //! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory`,
-//! `/tasks`, `/timezone` for everyone (the last two in [`super::tasks`]), and the admins'
+//! `/tasks`, `/timezone`, `/voice` for everyone (the last two in [`super::tasks`]), and the admins'
 //! `/model`, `/heuristics`, `/skills`, `/tools`, `/backup` (in a private chat only). Each reply is posted (see [`replies`]), so the
 //! handler returns without waiting for a paced send.
 
@@ -11,6 +11,7 @@ use crate::limits::Verdict;
 use crate::role::Role;
 use crate::telegram::commands::Command;
 use crate::telegram::{keyboards, memory_list, replies, stats, tool_list, views};
+use crate::texts::media;
 use crate::texts::telegram as texts;
 use crate::texts::turn::ADMINS_ONLY;
 use crate::turn::actions::{self, Stop};
@@ -77,8 +78,40 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
         Command::Backup => backup_command(&deps, chat).await,
         Command::Tasks => super::tasks::list(&deps, chat, user),
         Command::Timezone(zone) => super::tasks::timezone(&deps, chat, user, zone.trim()),
+        Command::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
     }
     Ok(())
+}
+
+/// `/voice on|off`: whether the sender's voice notes are answered by a voice note too (their
+/// own choice, stored); without an argument, what it is now.
+fn voice_command(deps: &Deps, chat: Conversation, user: crate::ids::UserId, choice: &str) {
+    let app = &deps.app;
+    if app.voice().is_none() {
+        replies::notice(deps, chat, media::VOICE_NOT_SET_UP);
+        return;
+    }
+    let voices = app.store().voices();
+    let on = match choice.to_ascii_lowercase().as_str() {
+        "" => {
+            replies::notice(deps, chat, media::voice_now(voices.wanted_by(user)));
+            return;
+        }
+        "on" => true,
+        "off" => false,
+        _ => {
+            replies::notice(deps, chat, media::VOICE_USAGE);
+            return;
+        }
+    };
+    let said = match voices.set_wanted(user, on) {
+        Ok(()) => media::voice_set(on),
+        Err(e) => {
+            tracing::error!(%user, error = %e, "cannot store a /voice choice");
+            crate::texts::tasks::NOT_SAVED.to_string()
+        }
+    };
+    replies::notice(deps, chat, said);
 }
 
 /// `/backup` (an admin's, checked by the caller): a backup written now, answered with its file

@@ -1,4 +1,4 @@
-//! Voice notes, audio files and documents: what the update says of the file decides, before
+//! Voice notes, video notes, audio files and documents: what the update says of the file decides, before
 //! anything is downloaded, whether it becomes a turn (whose first stage reads it, see
 //! `turn::attachment`) or gets an answer saying why not: no transcription endpoint, a recording
 //! too long or too big, a document too big or of a kind that cannot be read. The update's
@@ -11,6 +11,10 @@ use crate::agent::document::document_kind;
 use crate::config::Config;
 use crate::store::{Attachment, AttachmentKind};
 use crate::texts::media as texts;
+
+/// The file name a video note is sent to the transcription server under (it has none of its
+/// own; Telegram records them as MP4).
+const VIDEO_NOTE_NAME: &str = "video_note.mp4";
 
 /// What to do with a message's file.
 #[derive(Debug, PartialEq)]
@@ -28,6 +32,13 @@ pub(super) fn incoming(msg: &Message, config: &Config, speech: bool) -> Option<I
         let mime = voice.mime_type.as_ref().map(ToString::to_string);
         let seconds = voice.duration.seconds();
         (AttachmentKind::Audio, &voice.file, None, mime, seconds)
+    } else if let Some(note) = msg.video_note() {
+        // A round video: its audio track is the user speaking, like a voice note's. The
+        // transcription server reads the MP4 as it is (its name tells the format).
+        let name = Some(VIDEO_NOTE_NAME.to_string());
+        let mime = Some("video/mp4".to_string());
+        let seconds = note.duration.seconds();
+        (AttachmentKind::Audio, &note.file, name, mime, seconds)
     } else if let Some(audio) = msg.audio() {
         let mime = audio.mime_type.as_ref().map(ToString::to_string);
         let seconds = audio.duration.seconds();
@@ -46,7 +57,7 @@ pub(super) fn incoming(msg: &Message, config: &Config, speech: bool) -> Option<I
         name: name.unwrap_or_default(),
         mime: mime.unwrap_or_default(),
         seconds,
-        voice: msg.voice().is_some(),
+        voice: msg.voice().is_some() || msg.video_note().is_some(),
     };
     Some(match refusal(&attachment, file.size, config, speech) {
         Some(answer) => Incoming::Refused(answer),

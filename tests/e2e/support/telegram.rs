@@ -95,6 +95,8 @@ struct Inner {
     /// Where sendMessageDraft is refused, by chat (`None`: every chat): the HTTP status it
     /// gets (404: a Bot API server without the method; 400: drafts refused there).
     refuse_drafts: HashMap<Option<i64>, u16>,
+    /// sendMessageDraft refuses `can_stop` (a Bot API server older than 9.5).
+    refuse_can_stop: bool,
 }
 
 #[derive(Clone)]
@@ -234,6 +236,17 @@ impl FakeTelegram {
             let voice = json!({"voice": {"file_id": file_id, "file_unique_id": "uv",
                 "duration": seconds, "mime_type": "audio/ogg", "file_size": size}});
             json!({"message": message(message_id, user, user_json(user), voice)})
+        })
+    }
+
+    /// A round video note from `user`: file `file_id`, `seconds` long as the client claims,
+    /// `size` bytes as Telegram says (video notes carry no MIME type nor name).
+    pub fn send_video_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
+        let file_id = file_id.to_string();
+        self.push_update(move |_, message_id| {
+            let note = json!({"video_note": {"file_id": file_id, "file_unique_id": "un",
+                "length": 384, "duration": seconds, "file_size": size}});
+            json!({"message": message(message_id, user, user_json(user), note)})
         })
     }
 
@@ -398,6 +411,21 @@ impl FakeTelegram {
             .insert(chat, status);
     }
 
+    /// From now on, a sendMessageDraft with `can_stop` is refused with a 400 naming it.
+    pub fn refuse_can_stop(&self) {
+        self.inner.lock().unwrap().refuse_can_stop = true;
+    }
+
+    /// `user` presses the stop control of draft `draft_id` in their private chat: Telegram
+    /// sends a `stopped_message_generation` update.
+    pub fn stop_draft(&self, user: i64, draft_id: i64) -> i64 {
+        self.push_update(move |_, _| {
+            json!({"stopped_message_generation": {
+                "chat": {"id": user, "type": "private", "first_name": "Tester"},
+                "draft_id": draft_id}})
+        })
+    }
+
     /// The sendMessageDraft calls to `chat`, answered or refused, in order.
     pub fn drafts_to(&self, chat: i64) -> Vec<Call> {
         self.calls("sendMessageDraft")
@@ -482,6 +510,14 @@ impl FakeTelegram {
         self.calls("sendMessage")
             .into_iter()
             .filter(|c| c.ok && c.params["chat_id"] == json!(chat))
+            .collect()
+    }
+
+    /// The voice notes sent to `chat` (their multipart fields, the audio as lossy text).
+    pub fn voices_to(&self, chat: i64) -> Vec<Call> {
+        self.calls("sendVoice")
+            .into_iter()
+            .filter(|c| c.ok && c.params["chat_id"] == json!(chat.to_string()))
             .collect()
     }
 
@@ -834,6 +870,18 @@ fn answer(inner: &mut Inner, method: &str, params: &Value) -> (u16, Value) {
             ok(message(message_id, chat, bot_json(), content))
         }
         "sendMessageDraft" => draft(inner, chat, params),
+        "sendVoice" => {
+            // A multipart form: its fields are text.
+            let chat = params["chat_id"]
+                .as_str()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_default();
+            let id = inner.next_message_id;
+            inner.next_message_id += 1;
+            let voice = json!({"voice": {"file_id": "sent-voice", "file_unique_id": "sv",
+                "duration": 1}});
+            ok(message(id, chat, bot_json(), voice))
+        }
         "editMessageReplyMarkup" => {
             if let Err(e) = check_markup(&params["reply_markup"]) {
                 return bad_request(&e);
@@ -875,6 +923,9 @@ fn draft(inner: &Inner, chat: i64, params: &Value) -> (u16, Value) {
     }
     if params["draft_id"].as_i64().unwrap_or_default() == 0 {
         return bad_request("draft_id must be non-zero");
+    }
+    if inner.refuse_can_stop && params.get("can_stop").is_some() {
+        return bad_request("unknown parameter can_stop");
     }
     let text = params["text"].as_str().unwrap_or_default();
     if let Err(e) = check_text(text, params["parse_mode"].as_str()) {

@@ -1,0 +1,143 @@
+//! The client's stop control on a draft (see [`super::drafts`]): pressing it sends the bot a
+//! `stopped_message_generation` update (`MessageGenerationStopped` in the Bot API docs: the chat, the
+//! topic, the draft id), which cancels the turn whose draft it was exactly as ⏹ and `/cancel`
+//! do, and is confirmed like `/cancel`.
+//!
+//! teloxide 0.17 knows neither the update nor its name in `allowed_updates`: its dispatcher drops
+//! an update it cannot parse, so the polling listener takes stops out of each batch before
+//! the dispatcher sees it ([`draft_stop`]), and asks Telegram for them by name once, with a raw
+//! `getUpdates` that names every kind the bot routes ([`ask_for_stops`]; Telegram keeps the
+//! last `allowed_updates` it was given). Webhook mode does not get stops yet: its update kinds
+//! are set by teloxide's typed `setWebhook`.
+
+use serde_json::{Value, json};
+use teloxide::prelude::*;
+use teloxide::types::{AllowedUpdate, UpdateKind};
+
+use super::handlers::Deps;
+use super::replies;
+use crate::ids::{ChatId, UserId};
+use crate::role::Role;
+use crate::turn::actions;
+
+/// The update's name in `allowed_updates` and in the update itself.
+const STOP_UPDATE: &str = "stopped_message_generation";
+
+/// A user's press of a draft's stop control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DraftStop {
+    pub(crate) chat: ChatId,
+    pub(crate) draft_id: u32,
+}
+
+/// The draft stop `update` carries, if it is one (teloxide hands it over unparsed, as JSON).
+pub(crate) fn draft_stop(update: &Update) -> Option<DraftStop> {
+    let UpdateKind::Error(value) = &update.kind else {
+        return None;
+    };
+    let stop = value.get(STOP_UPDATE)?;
+    Some(DraftStop {
+        chat: ChatId(stop["chat"]["id"].as_i64()?),
+        draft_id: u32::try_from(stop["draft_id"].as_u64()?).ok()?,
+    })
+}
+
+/// Tells Telegram to send the kinds in `allowed` and draft stops, without confirming any
+/// update (no `offset`, no wait); `false` if it was not told (the caller then names `allowed`
+/// in every `getUpdates`, without stops).
+pub(crate) async fn ask_for_stops(bot: &Bot, allowed: &[AllowedUpdate]) -> bool {
+    let mut names = serde_json::to_value(allowed).unwrap_or_else(|_| json!([]));
+    if let Some(names) = names.as_array_mut() {
+        names.push(json!(STOP_UPDATE));
+    }
+    let mut url = bot.api_url();
+    let Ok(mut path) = url.path_segments_mut() else {
+        return false;
+    };
+    path.push(&format!("bot{}", bot.token())).push("getUpdates");
+    drop(path);
+    let body = json!({"timeout": 0, "limit": 1, "allowed_updates": names});
+    let answer = match bot.client().post(url).json(&body).send().await {
+        Ok(response) => response.json::<Value>().await.ok(),
+        Err(e) => {
+            tracing::warn!(error = %e.without_url(), "cannot ask Telegram for draft stops");
+            None
+        }
+    };
+    answer.is_some_and(|answer| answer["ok"] == json!(true))
+}
+
+/// Cancels the turn whose draft was stopped, if it is still being written in that chat, and
+/// confirms it there as `/cancel` does. A stop of a draft that is over, of another chat, or
+/// from someone not allowed, is ignored.
+pub(crate) fn stopped(deps: &Deps, stop: DraftStop) {
+    let Some((at, turn)) = deps.tg.drafts().stopped(stop.chat, stop.draft_id) else {
+        tracing::debug!(
+            chat = stop.chat.0,
+            draft = stop.draft_id,
+            "a stop of no live draft"
+        );
+        return;
+    };
+    // Drafts are private chats only, whose id is the user's.
+    let user = u64::try_from(at.chat.0).map(UserId);
+    if user.map_or(true, |user| {
+        deps.app.config().role_of(user) == Role::Stranger
+    }) {
+        return;
+    }
+    let outcome = actions::cancel(&deps.app, at, Some(turn));
+    replies::notice(deps, at, outcome.reply());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_is_read_from_the_update_teloxide_could_not_parse() {
+        let update = |body: &str| -> Update {
+            serde_json::from_str(&format!(r#"{{"update_id": 5, {body}}}"#)).unwrap()
+        };
+        let with_value = |body: &str| -> Update {
+            let mut parsed = update(body);
+            let value: Value = serde_json::from_str(&format!("{{{body}}}")).unwrap();
+            parsed.kind = UpdateKind::Error(value);
+            parsed
+        };
+        let cases = [
+            (
+                "a stop",
+                with_value(
+                    r#""stopped_message_generation": {"chat": {"id": 7, "type": "private"},
+                    "draft_id": 12}"#,
+                ),
+                Some(DraftStop {
+                    chat: ChatId(7),
+                    draft_id: 12,
+                }),
+            ),
+            (
+                "a stop without a draft id",
+                with_value(r#""stopped_message_generation": {"chat": {"id": 7}}"#),
+                None,
+            ),
+            (
+                "another unknown kind",
+                with_value(r#""something_new": {"chat": {"id": 7}, "draft_id": 1}"#),
+                None,
+            ),
+            (
+                "a message",
+                update(
+                    r#""message": {"message_id": 1, "date": 0, "text": "hi",
+                    "chat": {"id": 7, "type": "private", "first_name": "A"}}"#,
+                ),
+                None,
+            ),
+        ];
+        for (name, update, want) in cases {
+            assert_eq!(draft_stop(&update), want, "{name}");
+        }
+    }
+}

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::desk::{DeskCall, DeskServer};
 use crate::support::mcp::this_turns_results;

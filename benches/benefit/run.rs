@@ -296,10 +296,12 @@ impl Bench {
     }
 }
 
-/// How many of `calls` have a first argument that none of the model's replies that call a
-/// tool wrote (in `tool_calls` or as text): the bot wrote it in the tool's form.
+/// How many of `calls` have a first argument that the model's replies that call a tool did
+/// not write (in `tool_calls` or as text) up to the reply that made the call: the bot wrote
+/// it in the tool's form. Only the replies up to it: Qwen repeats a call that worked, copying
+/// the rewritten value from the conversation.
 fn rewritten(calls: &[DeskCall], exchanges: &[Exchange]) -> usize {
-    let written: String = exchanges
+    let replies: Vec<String> = exchanges
         .iter()
         .map(|e| &e.response["choices"][0]["message"])
         .filter(|m| {
@@ -310,15 +312,19 @@ fn rewritten(calls: &[DeskCall], exchanges: &[Exchange]) -> usize {
         })
         .map(Value::to_string)
         .collect();
-    // Whole tokens: `1500` is not written by a reply that wrote `15000`.
-    let tokens: Vec<&str> = written
-        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
-        .collect();
     calls
         .iter()
-        .filter_map(|c| c.arguments.as_object()?.values().next().cloned())
-        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-        .filter(|v| !tokens.contains(&v.as_str()))
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, c.arguments.as_object()?.values().next().cloned()?)))
+        .filter(|(i, v)| {
+            let value = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            // Whole tokens: `1500` is not written by a reply that wrote `15000`.
+            !replies.iter().take(i + 1).any(|reply| {
+                reply
+                    .split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
+                    .any(|token| token == value)
+            })
+        })
         .count()
 }
 

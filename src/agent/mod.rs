@@ -567,6 +567,10 @@ struct Underway {
     /// The tools the seat says this message needs, until the model was asked once to call
     /// one (emptied then).
     needed: Vec<String>,
+    /// The model was asked to call a tool it needed ([`calls::use_the_tool`]).
+    asked_to_use: bool,
+    /// The conversation was cut to the question alone (see [`Underway::ask_alone`]).
+    alone: bool,
 }
 
 /// What a completion, just appended to the conversation, calls for.
@@ -627,6 +631,8 @@ impl Underway {
             parrot_asks: 0,
             forms: seat.forms.clone(),
             needed: seat.needed.clone(),
+            asked_to_use: false,
+            alone: false,
         }
     }
 
@@ -759,17 +765,9 @@ impl Underway {
                 self.conversation.push(ChatMessage::user(ask));
                 Verdict::AskedAgain
             }
-            2 if self.turn_start > 1 => {
+            2 if self.turn_start > 1 && !self.alone => {
                 tracing::info!("asking once more with the question alone, without the history");
-                let system = self.conversation[..self.turn_start]
-                    .iter()
-                    .take_while(|m| matches!(m, ChatMessage::System { .. }))
-                    .cloned();
-                let question = question_alone(&self.conversation[self.turn_start]);
-                self.conversation = system.chain(std::iter::once(question)).collect();
-                self.turn_start = self.conversation.len() - 1;
-                // An earlier answer word for word is still none, history or not.
-                self.asked_again = false;
+                self.ask_alone();
                 Verdict::AskedAgain
             }
             _ => Verdict::NoAnswer,
@@ -873,9 +871,38 @@ impl Underway {
             self.conversation.pop();
             self.conversation
                 .push(ChatMessage::user(calls::use_the_tool(&tool)));
+            self.asked_to_use = true;
+            return Verdict::AskedAgain;
+        }
+        if self.result.tools_used.is_empty()
+            && self.asked_to_use
+            && !self.alone
+            && self.turn_start > 1
+        {
+            // Asked to call it, the model answered from the chat's history again ("The stock
+            // level for item 31 is 0 units", Qwen2.5-Coder-1.5B in one chat): once more with
+            // the question alone, where it calls the tool as in a fresh chat.
+            tracing::info!("the answer still used no tool; asking with the question alone");
+            self.conversation.pop();
+            self.ask_alone();
             return Verdict::AskedAgain;
         }
         Verdict::Answered
+    }
+
+    /// Cuts the conversation to the system prompt and the question alone (no history, no
+    /// context block; see [`question_alone`]), for one more ask.
+    fn ask_alone(&mut self) {
+        let system = self.conversation[..self.turn_start]
+            .iter()
+            .take_while(|m| matches!(m, ChatMessage::System { .. }))
+            .cloned();
+        let question = question_alone(&self.conversation[self.turn_start]);
+        self.conversation = system.chain(std::iter::once(question)).collect();
+        self.turn_start = self.conversation.len() - 1;
+        self.alone = true;
+        // An earlier answer word for word is still none, history or not.
+        self.asked_again = false;
     }
 
     fn ask_for_the_answer(&mut self) {

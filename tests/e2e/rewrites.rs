@@ -288,3 +288,61 @@ async fn an_answer_from_memory_is_asked_once_to_use_the_tool_the_bot_learned_it_
         h.stop().await;
     }
 }
+
+/// Agent calls: item 15's question as [`qwen_like`] does; any other is answered from the chat's
+/// history ("There are 12 units.") whatever the bot asks, unless the request holds the
+/// question alone (a system prompt and one user message), then called with the bare number.
+async fn copies_history() -> FakeLlm {
+    FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return Reply::text(r#"{"heuristics": []}"#);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let messages = req["messages"].as_array().unwrap();
+        let asked = last_user_text(req);
+        let results = this_turns_results(req);
+        if let Some(last) = results.last() {
+            if last.starts_with("error") && results.len() < 2 {
+                return Reply::tool_call("c2", STOCK, json!({ "sku": "SKU-15" }));
+            }
+            return Reply::text(&format!("The warehouse says: {}", tool_words(last)));
+        }
+        let alone = messages.iter().filter(|m| m["role"] != "system").count() == 1;
+        if asked.contains("item 15") {
+            Reply::tool_call("c1", STOCK, json!({ "sku": "SKU-15" }))
+        } else if alone {
+            Reply::tool_call("c1", STOCK, json!({ "sku": "77" }))
+        } else {
+            Reply::text("There are 12 units.")
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_chat_that_keeps_answering_from_its_history_is_asked_with_the_question_alone() {
+    let desk = DeskServer::start().await;
+    let h = Harness::start_with(copies_history().await, with_desk(&desk, true)).await;
+    h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "How many units of item 77 are in stock?");
+    let answers = h.tg.wait_messages(ALICE, 2).await;
+    let asks: Vec<String> = h.llm.agent_requests().iter().map(last_user_text).collect();
+    assert!(
+        asks.iter()
+            .any(|a| a.starts_with("Do not answer that from memory: call desk__stock_level")),
+        "{asks:?}"
+    );
+    assert!(
+        answers[1].text().contains("SKU-000077"),
+        "{}",
+        answers[1].text()
+    );
+    assert_eq!(
+        skus(&desk.calls()).last(),
+        Some(&("SKU-000077".into(), true))
+    );
+    h.stop().await;
+}

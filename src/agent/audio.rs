@@ -11,8 +11,10 @@
 //!   TOC: frame size and frame count, RFC 6716), over every page. A forged last granule
 //!   cannot make a long stream short this way.
 //!
-//! An MP4 (a video note, an `.m4a`) is measured from its own tables instead, by
-//! [`crate::agent::mp4`], and gets no floor: its bytes are mostly picture.
+//! A video note's MP4 is measured from its own tables instead, by [`crate::agent::mp4`], never
+//! under a video floor ([`VIDEO_FLOOR_BYTES_PER_SECOND`]: its bytes are mostly picture); an
+//! audio file keeps the audio floor whatever its tables say (an `.m4a` whose header claims
+//! 0 s must not carry hours past the caps and the budget).
 //!
 //! Any other file (or Ogg that is not Opus) is measured by a floor from its size at
 //! [`FLOOR_BYTES_PER_SECOND`], a bitrate above any lossy codec's, so the floor never says
@@ -23,8 +25,8 @@
 //!
 //! ```
 //! use heurist::agent::audio::measured_seconds;
-//! assert_eq!(measured_seconds(b"not audio at all"), 0);
-//! assert_eq!(measured_seconds(&vec![0; 640_000]), 10, "ten seconds at the floor's bitrate");
+//! assert_eq!(measured_seconds(b"not audio at all", false), 0);
+//! assert_eq!(measured_seconds(&vec![0; 640_000], false), 10, "ten seconds at the floor's bitrate");
 //! ```
 
 use super::mp4::mp4_millis;
@@ -32,6 +34,9 @@ use super::mp4::mp4_millis;
 /// The floor's bitrate, 512 kbit/s in bytes: above MP3's and AAC's highest (320 kbit/s) and
 /// Opus's (510 kbit/s), so a compressed recording lasts at least its size over this.
 pub const FLOOR_BYTES_PER_SECOND: u64 = 64_000;
+
+/// A video note's floor: 2 Mbit/s, well above what Telegram's round videos take.
+pub const VIDEO_FLOOR_BYTES_PER_SECOND: u64 = 256_000;
 
 /// Opus counts time in 48 kHz samples, whatever the input's rate (RFC 7845).
 const OPUS_RATE: u64 = 48_000;
@@ -48,12 +53,14 @@ const NO_GRANULE: u64 = u64::MAX;
 
 /// At least how many seconds the recording in `bytes` lasts (rounded to the nearest second):
 /// the longer reading of its Opus stream, never under the size floor, or the floor alone (see
-/// the module docs); an MP4 by its tables alone.
-pub fn measured_seconds(bytes: &[u8]) -> u32 {
+/// the module docs); a `video` note's MP4 by its tables, never under the video floor.
+pub fn measured_seconds(bytes: &[u8], video: bool) -> u32 {
     let floor = bytes.len() as u64 / FLOOR_BYTES_PER_SECOND;
-    let seconds = match (opus_samples(bytes), mp4_millis(bytes)) {
+    let mp4 = if video { mp4_millis(bytes) } else { None };
+    let seconds = match (opus_samples(bytes), mp4) {
         (Some(samples), _) => (samples.saturating_add(OPUS_RATE / 2) / OPUS_RATE).max(floor),
-        (None, Some(millis)) => millis.saturating_add(500) / 1_000,
+        (None, Some(millis)) => (millis.saturating_add(500) / 1_000)
+            .max(bytes.len() as u64 / VIDEO_FLOOR_BYTES_PER_SECOND),
         (None, None) => floor,
     };
     u32::try_from(seconds).unwrap_or(u32::MAX)
@@ -325,10 +332,10 @@ mod tests {
             ("Ogg that is not Opus: the floor", vorbis, 0),
         ];
         for (name, bytes, want) in cases {
-            assert_eq!(measured_seconds(&bytes), want, "{name}");
+            assert_eq!(measured_seconds(&bytes, false), want, "{name}");
         }
         assert_eq!(
-            measured_seconds(&vec![b'x'; 1_280_000]),
+            measured_seconds(&vec![b'x'; 1_280_000], false),
             20,
             "no Ogg: the floor"
         );
@@ -385,7 +392,7 @@ mod tests {
             ),
         ];
         for (name, bytes) in cases {
-            assert_eq!(measured_seconds(bytes), 0, "{name}");
+            assert_eq!(measured_seconds(bytes, false), 0, "{name}");
         }
     }
 }

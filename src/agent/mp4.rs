@@ -186,6 +186,28 @@ mod tests {
         mp4_box(b"trak", &mp4_box(b"mdia", &mdia))
     }
 
+    /// A file whose header says it lasts 0 s, padded with `padding` bytes (hours of audio, say):
+    /// measured as an audio file by the floor, as a video note never under the video floor.
+    #[test]
+    fn a_header_that_claims_nothing_cannot_carry_bytes_past_the_floors() {
+        use crate::agent::audio::{
+            FLOOR_BYTES_PER_SECOND, VIDEO_FLOOR_BYTES_PER_SECOND, measured_seconds,
+        };
+        let mut bytes = mp4_box(b"ftyp", b"isom");
+        bytes.extend(mp4_box(b"moov", &mp4_box(b"mvhd", &header(1_000, 0))));
+        bytes.extend(mp4_box(b"mdat", &vec![0; 2_560_000]));
+        assert_eq!(mp4_millis(&bytes), Some(0));
+        let len = bytes.len() as u64;
+        assert_eq!(
+            u64::from(measured_seconds(&bytes, false)),
+            len / FLOOR_BYTES_PER_SECOND
+        );
+        assert_eq!(
+            u64::from(measured_seconds(&bytes, true)),
+            len / VIDEO_FLOOR_BYTES_PER_SECOND
+        );
+    }
+
     /// A video note's shape: `ftyp`, then `moov` with an `mvhd` of `seconds` and an audio
     /// track of 48 kHz AAC frames lasting `audio_seconds` by its header and its samples.
     fn video_note(seconds: u32, audio_seconds: u32) -> Vec<u8> {

@@ -105,8 +105,10 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<String, 
         .await
         .map_err(|e| texts::transcription_failed(&said(turn, &e)))?;
     // Off the runtime's threads: up to 20 MB are scanned.
+    // A round video's MP4 is measured by its tables; any other file by its audio.
+    let video = attachment.voice && attachment.name.ends_with(".mp4");
     let (audio, measured) = tokio::task::spawn_blocking(move || {
-        let seconds = measured_seconds(&audio);
+        let seconds = measured_seconds(&audio, video);
         (audio, seconds)
     })
     .await
@@ -158,7 +160,8 @@ async fn transcribe(turn: &mut Turn, attachment: &Attachment) -> Result<String, 
     // An audio file is a recording of anyone's speech, not the user's own voice note: its
     // words are someone else's (see `crate::provenance`).
     request.forwarded |= !attachment.voice;
-    request.spoken = attachment.voice;
+    // A forwarded voice note is someone else's recording: answered in text only.
+    request.spoken = attachment.voice && !request.forwarded;
     Ok(shown)
 }
 

@@ -42,8 +42,11 @@ pub(super) async fn show(
         .out
         .answer(at, reply_to, live, &result.answer, keyboard, on_visible)
         .await;
-    if let Some(update) = spoken {
-        speak::start(&turn.app, &turn.out, update);
+    match spoken {
+        // Never a voice without its text: a text Telegram would not take is not spoken.
+        Some(update) if shown.is_empty() => speak::settle(&turn.app, update),
+        Some(update) => speak::start(&turn.app, &turn.out, update),
+        None => {}
     }
     turn.control.apply(Event::Show);
     turn.clock.shown();

@@ -164,7 +164,7 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
 }
 
 /// Forgets the reply owed for `update` (logged if the store refuses).
-fn settle(app: &App, update: UpdateId) {
+pub(super) fn settle(app: &App, update: UpdateId) {
     if let Err(e) = app.store().voices().settle(update) {
         tracing::warn!(%update, error = %e, "cannot forget a spoken reply");
     }

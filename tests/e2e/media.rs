@@ -104,18 +104,8 @@ async fn a_voice_note_is_transcribed_shown_and_answered_as_the_users_message() {
     h.tg.serve_file("voice-1", VOICE);
     h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
     let sent = h.tg.wait_messages(ALICE, 2).await;
-    assert_eq!(
-        sent[0].text(),
-        "🎤 <blockquote>What is the capital of France?</blockquote>",
-        "the transcript is shown first"
-    );
+    shown_then_answered(&sent, "What is the capital of France?");
     assert_eq!(sent[0].params["parse_mode"], "HTML");
-    assert!(
-        sent[1]
-            .text()
-            .contains("you said: What is the capital of France?"),
-        "{sent:#?}"
-    );
     let heard = whisper.heard();
     assert_eq!(heard.len(), 1);
     let form = &heard[0].body;
@@ -336,16 +326,7 @@ async fn a_video_note_is_transcribed_and_answered_like_a_voice_note() {
     h.tg.serve_file("round-1", &note);
     h.tg.send_video_note(ALICE, "round-1", 12, note.len() as u64);
     let sent = h.tg.wait_messages(ALICE, 2).await;
-    assert_eq!(
-        sent[0].text(),
-        "🎤 <blockquote>What is the capital of Italy?</blockquote>"
-    );
-    assert!(
-        sent[1]
-            .text()
-            .contains("you said: What is the capital of Italy?"),
-        "{sent:#?}"
-    );
+    shown_then_answered(&sent, "What is the capital of Italy?");
     let heard = whisper.heard();
     assert_eq!(heard.len(), 1);
     assert!(
@@ -688,4 +669,17 @@ async fn a_file_that_cannot_be_read_gets_a_polite_answer_naming_what_works() {
     assert!(h.tg.calls("getFile").is_empty(), "nothing fetched");
     assert!(h.llm.requests().is_empty());
     h.stop().await;
+}
+
+/// The transcript `heard` shown first, then the answer to it.
+fn shown_then_answered(sent: &[crate::support::telegram::Call], heard: &str) {
+    assert_eq!(
+        sent[0].text(),
+        format!("🎤 <blockquote>{heard}</blockquote>"),
+        "the transcript is shown first"
+    );
+    assert!(
+        sent[1].text().contains(&format!("you said: {heard}")),
+        "{sent:#?}"
+    );
 }

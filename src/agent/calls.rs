@@ -47,17 +47,27 @@ const REPEATED_RESULT_CHARS: usize = 1_500;
 /// admin-only tool's result (in other users' turns) would not reach it: the result of a call
 /// in `admin_only` is never repeated.
 pub(crate) fn answer_now(conversation: &[ChatMessage], admin_only: &[String]) -> String {
+    answer_from_result(conversation, admin_only).unwrap_or_else(|| ANSWER_NOW_PROMPT.to_string())
+}
+
+/// [`ANSWER_FROM_RESULT_PROMPT`] with the conversation's last message, when that is a tool
+/// result that worked (and not an `admin_only` call's): the ask that puts the result in front
+/// of the model, after an empty reply or one that was not an answer.
+pub(crate) fn answer_from_result(
+    conversation: &[ChatMessage],
+    admin_only: &[String],
+) -> Option<String> {
     match conversation.last() {
         Some(ChatMessage::Tool {
             tool_call_id,
             content,
         }) if !content.starts_with(ERROR_PREFIX) && !admin_only.contains(tool_call_id) => {
-            format!(
+            Some(format!(
                 "{ANSWER_FROM_RESULT_PROMPT}\n{}",
                 cut(content.trim(), REPEATED_RESULT_CHARS)
-            )
+            ))
         }
-        _ => ANSWER_NOW_PROMPT.to_string(),
+        _ => None,
     }
 }
 

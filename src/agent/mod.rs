@@ -726,17 +726,23 @@ impl Underway {
             });
         // A tool counts as called once a call to it worked: an answer that describes a call
         // that failed is still telling the user how to call it.
-        given.called_tools = self.tools_that_worked();
+        given.results = self.calls_that_worked();
+        given.called_tools = given.results.iter().map(|w| w.tool.clone()).collect();
         parrot::parroted(answer, &given)
     }
 
-    /// The tools with a call in this turn whose result was not an error.
-    fn tools_that_worked(&self) -> Vec<String> {
+    /// The calls of this turn whose result was not an error, with what they gave.
+    fn calls_that_worked(&self) -> Vec<parrot::Worked> {
         let turn = &self.conversation[self.turn_start..];
-        let worked = |id: &str| {
-            turn.iter().any(|m| {
-                matches!(m, ChatMessage::Tool { tool_call_id, content }
-                    if tool_call_id == id && !content.starts_with(tools::ERROR_PREFIX))
+        let output = |id: &str| {
+            turn.iter().find_map(|m| match m {
+                ChatMessage::Tool {
+                    tool_call_id,
+                    content,
+                } if tool_call_id == id && !content.starts_with(tools::ERROR_PREFIX) => {
+                    Some(content.clone())
+                }
+                _ => None,
             })
         };
         turn.iter()
@@ -745,8 +751,13 @@ impl Underway {
                 _ => None,
             })
             .flatten()
-            .filter(|call| worked(&call.id))
-            .map(|call| call.function.name.clone())
+            .filter_map(|call| {
+                Some(parrot::Worked {
+                    tool: call.function.name.clone(),
+                    arguments: call.function.arguments.clone(),
+                    output: output(&call.id)?,
+                })
+            })
             .collect()
     }
 
@@ -759,8 +770,11 @@ impl Underway {
         match self.parrot_asks {
             1 => {
                 let ask = match parrot {
-                    parrot::Parrot::DescribedCall => calls::MAKE_THE_CALL_PROMPT,
-                    _ => calls::NOT_AN_ANSWER_PROMPT,
+                    parrot::Parrot::DescribedCall => calls::MAKE_THE_CALL_PROMPT.to_string(),
+                    _ => {
+                        calls::answer_from_result(&self.conversation, &self.result.admin_only_calls)
+                            .unwrap_or_else(|| calls::NOT_AN_ANSWER_PROMPT.to_string())
+                    }
                 };
                 self.conversation.push(ChatMessage::user(ask));
                 Verdict::AskedAgain
@@ -1043,9 +1057,16 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, seat: &Seat) -> parrot::Giv
             _ => None,
         })
         .collect();
+    let question = match question_alone(user) {
+        ChatMessage::User {
+            content: crate::llm::UserContent::Text(text),
+        } => crate::memory::without_memory(&text).to_string(),
+        _ => String::new(),
+    };
     parrot::Given {
         context,
         earlier_answers,
+        question,
         ..parrot::Given::default()
     }
 }

@@ -22,7 +22,9 @@
 //! assert_eq!(said("Item 982 has 12 units in stock."), None);
 //! ```
 
-use crate::learning::text::{text_similarity, words};
+use std::collections::HashSet;
+
+use crate::learning::text::{terms, text_similarity, words};
 
 /// What the turn's context held that an answer must not merely give back.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +41,19 @@ pub struct Given {
     /// was not an error.
     pub offered_tools: Vec<String>,
     pub called_tools: Vec<String>,
+    /// The user's question (without the context block in front of it).
+    pub question: String,
+    /// What this turn's calls that worked gave: each tool's name, its arguments and its
+    /// output.
+    pub results: Vec<Worked>,
+}
+
+/// A call of this turn that worked: what an answer naming its tool should pass on.
+#[derive(Debug, Clone, Default)]
+pub struct Worked {
+    pub tool: String,
+    pub arguments: String,
+    pub output: String,
 }
 
 /// What a parroted answer gave back.
@@ -52,6 +67,15 @@ pub enum Parrot {
     EarlierAnswer,
     /// How to call a tool, instead of calling it.
     DescribedCall,
+    /// A call that worked, described, without any figure its result gave ("I called
+    /// desk__stock_level with SKU-000015 to check the stock.").
+    UnsharedResult,
+    /// The user's question asked back ("Ticket 31337: who is it waiting for?", Qwen2.5-Coder-1.5B
+    /// in one chat): a question that uses no word the user's did not.
+    Question,
+    /// The chat template's tool markup in the answer (`<tool_response>…`): a tool result the
+    /// model made up, or a call it wrote half as text.
+    Markup,
 }
 
 /// Word-set similarity from which an answer restates a line (the dedupe's 0.8 allows less
@@ -65,6 +89,9 @@ const MIN_WORDS: usize = 4;
 /// What `answer` only gives back of `given`, if anything (see the module doc).
 pub fn parroted(answer: &str, given: &Given) -> Option<Parrot> {
     let answer = answer.trim();
+    if has_tool_markup(answer) {
+        return Some(Parrot::Markup);
+    }
     let answer_words = words(answer);
     if answer_words.len() < MIN_WORDS - 1 {
         return None;
@@ -79,6 +106,12 @@ pub fn parroted(answer: &str, given: &Given) -> Option<Parrot> {
     }
     if describes_a_call(answer, given) {
         return Some(Parrot::DescribedCall);
+    }
+    if asks_the_question_back(answer, &given.question) {
+        return Some(Parrot::Question);
+    }
+    if keeps_the_result_back(answer, &given.results) {
+        return Some(Parrot::UnsharedResult);
     }
     if answer_words.len() < MIN_WORDS {
         return None;
@@ -117,6 +150,57 @@ fn describes_a_call(answer: &str, given: &Given) -> bool {
         .iter()
         .filter(|tool| !given.called_tools.contains(tool))
         .any(|tool| names(answer, tool))
+}
+
+/// Whether the answer is a question whose every content word (see `learning::text::terms`)
+/// is in the user's question: the question asked back, which answers nothing. A question of
+/// the bot's own ("Which ticket do you mean?") brings words of its own.
+fn asks_the_question_back(answer: &str, question: &str) -> bool {
+    if !answer.contains('?') {
+        return false;
+    }
+    let asked: HashSet<String> = terms(question).into_iter().collect();
+    let terms = terms(answer);
+    terms.len() >= 2 && terms.iter().all(|t| asked.contains(t))
+}
+
+/// Whether the answer names a tool whose call worked but carries none of the figures its
+/// result gave (the numbers in its output that were not in the call's own arguments): it
+/// describes the call instead of passing its result on. A result with no such figure cannot
+/// tell, and counts as shared.
+fn keeps_the_result_back(answer: &str, results: &[Worked]) -> bool {
+    let figures = |text: &str| -> HashSet<String> {
+        words(text)
+            .into_iter()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .collect()
+    };
+    let said = figures(answer);
+    results
+        .iter()
+        .filter(|worked| names(answer, &worked.tool))
+        .any(|worked| {
+            let asked = figures(&worked.arguments);
+            let gave: HashSet<String> = figures(&worked.output)
+                .into_iter()
+                .filter(|f| !asked.contains(f))
+                .collect();
+            !gave.is_empty() && said.is_disjoint(&gave)
+        })
+}
+
+/// The tags chat templates wrap tool calls and results in (Qwen's, Hermes'): in a final
+/// answer they are a result the model made up or a call it did not finish.
+const TOOL_MARKUP: &[&str] = &[
+    "<tool_response>",
+    "</tool_response>",
+    "<tool_call>",
+    "</tool_call>",
+];
+
+fn has_tool_markup(answer: &str) -> bool {
+    let lower = answer.to_lowercase();
+    TOOL_MARKUP.iter().any(|tag| lower.contains(tag))
 }
 
 /// Whether `text` holds `tool`'s name as a word of its own (not inside a longer name).
@@ -164,6 +248,12 @@ mod tests {
             earlier_answers: vec!["The tool reported an error.".into(), "Done.".into()],
             offered_tools: vec!["inv__stock_level".into(), "inv__ship_quote".into()],
             called_tools: vec!["inv__ship_quote".into()],
+            question: "Who is ticket 31337 waiting for? And the quote for 1.5 kg?".into(),
+            results: vec![Worked {
+                tool: "inv__ship_quote".into(),
+                arguments: r#"{"grams": 1500}"#.into(),
+                output: "Shipping 1500 g to Berlin costs 7.90 EUR (tariff 3).".into(),
+            }],
         }
     }
 
@@ -215,6 +305,36 @@ mod tests {
                 None,
             ),
             ("short answers are too common to judge", "Done.", None),
+            (
+                "the question asked back (Qwen2.5-Coder-1.5B in one chat)",
+                "Ticket 31337: who is it waiting for?",
+                Some(Parrot::Question),
+            ),
+            (
+                "a question of the bot's own",
+                "Which ticket do you mean, 31337 or 31338?",
+                None,
+            ),
+            (
+                "an answer that takes up the question's words and answers it",
+                "Ticket 31337 is waiting for the payments team.",
+                None,
+            ),
+            (
+                "a tool result the model made up",
+                "<tool_response>\n{\"units\": 12}\n</tool_response>",
+                Some(Parrot::Markup),
+            ),
+            (
+                "a call that worked, described without its result",
+                "I called inv__ship_quote with 1500 grams to get the shipping quote.",
+                Some(Parrot::UnsharedResult),
+            ),
+            (
+                "a call that worked, with one figure of its result",
+                "The inv__ship_quote tool found the tariff: 3.",
+                None,
+            ),
         ];
         for (name, answer, want) in cases {
             assert_eq!(parroted(answer, &given), want, "{name}");

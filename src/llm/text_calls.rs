@@ -48,11 +48,13 @@ const MAX_UNDECIDED: usize = 256;
 pub fn parse_text_tool_calls(content: &str, offered: &[&str]) -> Option<Vec<FunctionCall>> {
     let mut values = Vec::new();
     if units(content, 0, &mut values).is_none() {
-        if !content.contains("{{") {
+        if !content.contains("{{") && !content.contains("}}") {
             return None;
         }
-        values.clear();
-        units(&collapse_doubled_braces(content), 0, &mut values)?;
+        values = undoubled(content).find_map(|text| {
+            let mut values = Vec::new();
+            units(&text, 0, &mut values).map(|()| values)
+        })?;
     }
     let mut calls = Vec::new();
     for value in values {
@@ -147,10 +149,29 @@ fn is_tool_like(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-/// `{{…}}` as `{…}` (and `}}` as `}`), left to right: both all-doubled and outer-doubled
-/// braces come out balanced.
-fn collapse_doubled_braces(text: &str) -> String {
-    text.replace("{{", "{").replace("}}", "}")
+/// `text` with its doubled braces read as single ones, in the three ways a model doubles
+/// them, the first that parses wins: every brace doubled (`{{…{{…}}}}`), or only the object's
+/// own braces (`{{…{…}}}`, both come out balanced by collapsing every pair); and only the
+/// opening one (`{{"name": …, "arguments": {…}}`, Qwen2.5-Coder-1.5B), or only the closing.
+fn undoubled(text: &str) -> impl Iterator<Item = String> + '_ {
+    [
+        ("{{", "{", "}}", "}"),
+        ("{{", "{", "", ""),
+        ("", "", "}}", "}"),
+    ]
+    .into_iter()
+    .map(move |(open, one_open, close, one_close)| {
+        let text = if open.is_empty() {
+            text.to_string()
+        } else {
+            text.replace(open, one_open)
+        };
+        if close.is_empty() {
+            text
+        } else {
+            text.replace(close, one_close)
+        }
+    })
 }
 
 fn is_call_fence_info(info: &str) -> bool {
@@ -332,6 +353,21 @@ mod tests {
             Case {
                 name: "outer braces doubled",
                 text: "{{\"name\": \"fetch_url\", \"arguments\": {\"url\": \"https://e.com\"}}}",
+                calls: Some(&[("fetch_url", r#"{"url":"https://e.com"}"#)]),
+            },
+            Case {
+                name: "only the opening brace doubled (Qwen2.5-Coder-1.5B)",
+                text: "{{\"name\": \"fetch_url\", \"arguments\": {\"url\": \"https://e.com\"}}",
+                calls: Some(&[("fetch_url", r#"{"url":"https://e.com"}"#)]),
+            },
+            Case {
+                name: "only the opening brace doubled, in a fence",
+                text: "```json\n{{\"name\": \"fetch_url\", \"arguments\": {\"url\": \"https://e.com\"}}\n```",
+                calls: Some(&[("fetch_url", r#"{"url":"https://e.com"}"#)]),
+            },
+            Case {
+                name: "only the closing brace doubled",
+                text: "{\"name\": \"fetch_url\", \"arguments\": {\"url\": \"https://e.com\"}}}}",
                 calls: Some(&[("fetch_url", r#"{"url":"https://e.com"}"#)]),
             },
             Case {

@@ -172,3 +172,68 @@ async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
     );
     h.stop().await;
 }
+
+/// The user's question asked back (Qwen2.5-Coder-1.5B in one chat: "Ticket 31337: who is it
+/// waiting for?") is no answer: asked again, never shown.
+#[tokio::test]
+async fn the_question_asked_back_is_not_an_answer() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("I cannot see ticket 31337 from here.");
+        }
+        Reply::text("Ticket 31337: who is it waiting for?")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "Who is ticket 31337 waiting for?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), "I cannot see ticket 31337 from here.");
+    h.stop().await;
+}
+
+/// A tool result the model wrote itself in the chat template's markup (a run of Qwen's
+/// answers held a raw `<tool_response>` block) is never shown.
+#[tokio::test]
+async fn a_made_up_tool_result_is_not_shown() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("I have no stock figures for item 15.");
+        }
+        Reply::text("<tool_response>\n{\"units\": 12}\n</tool_response>")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), "I have no stock figures for item 15.");
+    h.stop().await;
+}
+
+/// A call that worked, described instead of passed on ("I called current_time to get the
+/// time"), is asked once more with the result in front of the model.
+#[tokio::test]
+async fn a_call_that_worked_described_is_asked_for_its_result() {
+    let llm = FakeLlm::start(|req, _| {
+        let last = last_user_text(req);
+        if last.starts_with(heurist::agent::ANSWER_FROM_RESULT_PROMPT) {
+            let figure = last
+                .chars()
+                .filter(char::is_ascii_digit)
+                .take(4)
+                .collect::<String>();
+            return Reply::text(&format!("The clock says {figure}."));
+        }
+        if messages(req).last().unwrap()["role"] == "tool" {
+            return Reply::text("I called current_time to get the time for you.");
+        }
+        Reply::tool_call("c1", "current_time", json!({}))
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "What time is it?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    assert!(shown.starts_with("The clock says "), "{shown}");
+    assert!(shown.chars().any(|c| c.is_ascii_digit()), "{shown}");
+    h.stop().await;
+}

@@ -128,7 +128,7 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
         return;
     };
     let audio = match synthesizer.speak(&voice.text).await {
-        Ok(audio) => audio,
+        Ok(speech) => speech.ogg_opus,
         Err(e) => {
             hold.release();
             tracing::warn!(%update, %chat, error = %format!("{e:#}"), "cannot speak an answer: it stays text only");

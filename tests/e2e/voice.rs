@@ -22,9 +22,15 @@ enum Speech {
     Opus,
     /// MP3 bytes (a server that ignores `response_format`).
     Mp3,
+    /// A WAV file of [`WAV_SECONDS`] at 22.05 kHz (Piper's rate; a server that ignores
+    /// `response_format`), which the bot encodes itself.
+    Wav,
     /// A 500.
     Broken,
 }
+
+/// How long the WAV answer lasts.
+const WAV_SECONDS: f64 = 1.3;
 
 /// An Ogg page of one segment carrying `packet`.
 fn ogg_page(packet: &[u8]) -> Vec<u8> {
@@ -80,6 +86,8 @@ impl FakeSpeech {
                         match answer {
                             Speech::Opus => (StatusCode::OK, opus_bytes()).into_response(),
                             Speech::Mp3 => (StatusCode::OK, b"ID3\x04\0\0\0\0 mp3 audio".to_vec())
+                                .into_response(),
+                            Speech::Wav => (StatusCode::OK, audio::wav_tone(22_050, WAV_SECONDS))
                                 .into_response(),
                             Speech::Broken => {
                                 (StatusCode::INTERNAL_SERVER_ERROR, "voice model not loaded")
@@ -181,6 +189,38 @@ async fn a_voice_note_is_answered_by_text_then_once_by_a_voice_note() {
         "once, and not after /voice off"
     );
     assert_eq!(speech.asked().len(), 1);
+    h.stop().await;
+}
+
+/// A server that answers WAV whatever was asked: the bot encodes it to Ogg Opus itself, and
+/// the voice note Telegram gets is a valid Ogg Opus stream as long as the WAV was.
+#[tokio::test]
+async fn a_speech_endpoint_answering_wav_is_encoded_to_an_ogg_opus_voice_note() {
+    let speech = FakeSpeech::start(Speech::Wav, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    let voices = wait_voices(&h.tg, ALICE, 1).await;
+    assert!(voices[0].at > sent[1].at, "after the text answer");
+    let field = voices[0].params["voice"].as_str().unwrap_or_default();
+    let part = field.strip_prefix("attach://").unwrap_or("voice");
+    let ogg = voices[0].part(part).expect("the voice note's bytes");
+    let info = audio::opus_info(&ogg);
+    assert_eq!((info.channels, info.input_rate), (1, 22_050), "{info:?}");
+    assert!(info.pre_skip > 0 && info.packets > 0, "{info:?}");
+    assert!(
+        (info.seconds - WAV_SECONDS).abs() < 0.1,
+        "lasts {} s, the WAV {WAV_SECONDS} s",
+        info.seconds
+    );
+    assert_eq!(
+        speech.asked()[0].0["response_format"],
+        "opus",
+        "opus asked first"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(h.tg.voices_to(ALICE).len(), 1, "once");
     h.stop().await;
 }
 

@@ -26,9 +26,32 @@ pub struct Call {
     pub ok: bool,
     /// What it answered (`result` of the response, or the error body).
     pub result: Value,
+    /// The body as sent, when it was a multipart form (an upload), else empty.
+    pub multipart: Vec<u8>,
 }
 
 impl Call {
+    /// The bytes of the multipart part named `name` (an uploaded file), as sent.
+    pub fn part(&self, name: &str) -> Option<Vec<u8>> {
+        let first_line = self.multipart.split(|b| *b == b'\n').next()?;
+        let boundary = first_line.strip_suffix(b"\r").unwrap_or(first_line);
+        let delimiter = [b"\r\n".as_slice(), boundary].concat();
+        let named = format!("name=\"{name}\"");
+        let mut rest = self.multipart.get(boundary.len()..)?;
+        while let Some(end) = find(rest, &delimiter) {
+            let part = &rest[..end];
+            rest = &rest[end + delimiter.len()..];
+            let Some(split) = find(part, b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&part[..split]);
+            if head.contains(&named) {
+                return Some(part[split + 4..].to_vec());
+            }
+        }
+        None
+    }
+
     /// The text the call sent ("" if none).
     pub fn text(&self) -> String {
         self.params["text"].as_str().unwrap_or_default().to_string()
@@ -614,6 +637,11 @@ fn bad_request(description: &str) -> (u16, Value) {
     )
 }
 
+/// Where `needle` first starts in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Form fields of a multipart body (teloxide sends `setWebhook` as multipart).
 fn multipart_fields(content_type: &str, body: &[u8]) -> Value {
     let Some(boundary) = content_type.split("boundary=").nth(1) else {
@@ -697,6 +725,7 @@ async fn handle(
     while hang && !fake.inner.lock().unwrap().hung_released {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let sent = body.clone();
     let (status, body, delay) = {
         let mut inner = fake.inner.lock().unwrap();
         let delay = inner.slow.get_mut(&method).and_then(VecDeque::pop_front);
@@ -723,6 +752,11 @@ async fn handle(
             at: Instant::now(),
             ok: status == 200,
             result,
+            multipart: if content_type.starts_with("multipart/") {
+                sent.to_vec()
+            } else {
+                Vec::new()
+            },
         });
         (status, body, delay)
     };
@@ -767,6 +801,7 @@ async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
                     at: Instant::now(),
                     ok: true,
                     result: json!(ready.len()),
+                    multipart: Vec::new(),
                 });
                 return axum::Json(json!({"ok": true, "result": ready})).into_response();
             }

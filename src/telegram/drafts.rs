@@ -10,7 +10,9 @@
 //! non-streamed answer's is, before and after it.
 //!
 //! Each draft carries the client's stop control (`can_stop` "Pass True to show
-//! the user a button to stop further drafts"), without `keep_on_stop`, so a stopped draft goes
+//! the user a button to stop further drafts") once Telegram was told to send the bot the
+//! stops ([`Drafts::stops_reach_bot`]: until then a press would take the draft away while the
+//! turn went on), without `keep_on_stop`, so a stopped draft goes
 //! from the screen: a stop cancels the turn exactly as ⏹ and `/cancel` do, nothing kept. The
 //! press reaches the bot as a `stopped_message_generation` update naming the chat and the draft
 //! ([`super::draft_stop`]); [`Drafts`] knows which turn each draft on screen shows. A server
@@ -98,6 +100,8 @@ pub(crate) struct Drafts {
     last_id: AtomicU32,
     /// Set once the server refused `can_stop`: drafts are sent without it from then on.
     no_stop: AtomicBool,
+    /// Set once Telegram agreed to send the bot draft stops: only then is `can_stop` offered.
+    stops_heard: AtomicBool,
     /// The drafts of answers being written, by draft id: where, and which turn a stop of it
     /// cancels. As small as the answers streaming now.
     live: Mutex<HashMap<u32, (Conversation, TurnId)>>,
@@ -111,8 +115,21 @@ impl Drafts {
             refused: Mutex::default(),
             last_id: AtomicU32::new(0),
             no_stop: AtomicBool::new(false),
+            stops_heard: AtomicBool::new(false),
             live: Mutex::default(),
         }
+    }
+
+    /// Telegram agreed to send the bot `stopped_message_generation` updates: drafts offer the
+    /// stop control from now on.
+    pub(crate) fn stops_reach_bot(&self) {
+        self.stops_heard.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether drafts carry the client's stop control: its presses reach the bot, and the
+    /// server did not refuse it.
+    fn stop_offered(&self) -> bool {
+        self.stops_heard.load(Ordering::Relaxed) && !self.no_stop.load(Ordering::Relaxed)
     }
 
     /// Draft `id` shows turn `turn`'s answer in `at`, until [`Drafts::ended`].
@@ -165,7 +182,7 @@ impl Drafts {
         id: u32,
         html: &str,
     ) -> Drafted {
-        let mut stop = !self.no_stop.load(Ordering::Relaxed);
+        let mut stop = self.stop_offered();
         let mut answer = post_paced(bot, policy, to, id, html, true, stop).await;
         if answer == Some(Verdict::NoStop) {
             if !self.no_stop.swap(true, Ordering::Relaxed) {

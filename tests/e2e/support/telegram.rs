@@ -120,6 +120,8 @@ struct Inner {
     refuse_drafts: HashMap<Option<i64>, u16>,
     /// sendMessageDraft refuses `can_stop` (a Bot API server older than 9.5).
     refuse_can_stop: bool,
+    /// `getUpdates` naming `stopped_message_generation` is refused (a 400).
+    refuse_stop_updates: bool,
 }
 
 #[derive(Clone)]
@@ -437,6 +439,12 @@ impl FakeTelegram {
     /// From now on, a sendMessageDraft with `can_stop` is refused with a 400 naming it.
     pub fn refuse_can_stop(&self) {
         self.inner.lock().unwrap().refuse_can_stop = true;
+    }
+
+    /// Refuses (400) every `getUpdates` whose `allowed_updates` names draft stops, as a Bot
+    /// API server that does not know the update would.
+    pub fn refuse_stop_updates(&self) {
+        self.inner.lock().unwrap().refuse_stop_updates = true;
     }
 
     /// `user` presses the stop control of draft `draft_id` in their private chat: Telegram
@@ -768,6 +776,13 @@ async fn handle(
 }
 
 async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
+    let names_stops = params["allowed_updates"]
+        .as_array()
+        .is_some_and(|names| names.contains(&json!("stopped_message_generation")));
+    if names_stops && fake.inner.lock().unwrap().refuse_stop_updates {
+        let (_, body) = bad_request("unsupported update type stopped_message_generation");
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
     fake.inner
         .lock()
         .unwrap()

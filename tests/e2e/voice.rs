@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::media::{FakeWhisper, PLAIN_TOML, VOICE, echoing_llm};
 use crate::support::telegram::Call;
@@ -240,6 +240,73 @@ async fn a_failing_or_non_opus_speech_endpoint_leaves_the_text_answer_alone() {
         assert_eq!(h.tg.messages_to(ALICE).len(), 2, "nothing else said");
         h.stop().await;
     }
+}
+
+/// Telegram refuses the voice note (`sendVoice` answers 400): the spoken characters are not
+/// charged (one that goes through is: `a_voice_note_is_answered_by_text_then_once_by_a_voice_note`).
+#[tokio::test]
+async fn a_spoken_reply_telegram_refuses_is_not_charged() {
+    let speech = FakeSpeech::start(Speech::Opus, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    let refusal = json!({"ok": false, "error_code": 400,
+        "description": "Bad Request: VOICE_MESSAGES_FORBIDDEN"});
+    h.tg.script("sendVoice", 400, refusal);
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    h.tg.wait_messages(ALICE, 2).await;
+    h.tg.wait_for(|t| (!t.calls("sendVoice").is_empty()).then_some(()))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.tg.voices_to(ALICE).is_empty(), "refused");
+    let alice = heurist::ids::UserId(ALICE as u64);
+    let used = h.app().store().usage().user_tokens_today(alice);
+    // The agent's 110 and the transcript's 11; not the 10 of the 40 characters spoken.
+    assert_eq!(used, 110 + 11, "a refused voice note is not charged");
+    h.stop().await;
+}
+
+/// A voice note the user forwards is not their own voice asking: it is transcribed and
+/// answered in text, never spoken back.
+#[tokio::test]
+async fn a_forwarded_voice_note_gets_a_text_answer_only() {
+    let speech = FakeSpeech::start(Speech::Opus, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_forwarded_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(sent[1].text(), "you said: What is the capital of France?");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.tg.calls("sendVoice").is_empty(), "no voice note");
+    assert!(speech.asked().is_empty(), "nothing synthesised");
+    h.stop().await;
+}
+
+/// Never a voice without its text: where Telegram refuses the chat's messages (400), the
+/// answer is not spoken either.
+#[tokio::test]
+async fn no_voice_when_the_text_answer_could_not_be_shown() {
+    let speech = FakeSpeech::start(Speech::Opus, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    let refusal =
+        json!({"ok": false, "error_code": 400, "description": "Bad Request: chat not found"});
+    for _ in 0..12 {
+        h.tg.script("sendMessage", 400, refusal.clone());
+    }
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    h.tg.wait_for(|t| {
+        let asked = t.calls("sendMessage");
+        asked
+            .iter()
+            .any(|c| c.text().starts_with("you said"))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(h.tg.messages_to(ALICE).is_empty(), "nothing shown");
+    assert!(h.tg.calls("sendVoice").is_empty(), "no voice note");
+    assert!(speech.asked().is_empty(), "nothing synthesised");
+    h.stop().await;
 }
 
 /// kill -9 after the text answer is shown, while the reply is being synthesised: the restart

@@ -264,6 +264,26 @@ impl FakeTelegram {
         })
     }
 
+    /// A voice note `user` forwards from a channel: file `file_id`, `seconds` long, `size`
+    /// bytes.
+    pub fn send_forwarded_voice_note(
+        &self,
+        user: i64,
+        file_id: &str,
+        seconds: u32,
+        size: u64,
+    ) -> i64 {
+        let file_id = file_id.to_string();
+        self.push_update(move |_, message_id| {
+            let origin = json!({"type": "channel", "date": 1_699_999_000,
+                "chat": {"id": -100_999, "type": "channel", "title": "Deals"}, "message_id": 12});
+            let voice = json!({"voice": {"file_id": file_id, "file_unique_id": "uv",
+                "duration": seconds, "mime_type": "audio/ogg", "file_size": size},
+                "forward_origin": origin});
+            json!({"message": message(message_id, user, user_json(user), voice)})
+        })
+    }
+
     /// A round video note from `user`: file `file_id`, `seconds` long as the client claims,
     /// `size` bytes as Telegram says (video notes carry no MIME type nor name).
     pub fn send_video_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {

@@ -7,8 +7,9 @@ ARG RUST_VERSION=1.95
 
 # ---- build: a static binary, so the runtime image needs no libc ----
 FROM rust:${RUST_VERSION}-alpine AS build
-# ring (rustls' crypto) compiles C and assembly.
-RUN apk add --no-cache musl-dev
+# ring (rustls' crypto) compiles C and assembly; libopus (spoken replies) is built from the
+# source its crate bundles, with cmake, and linked statically.
+RUN apk add --no-cache musl-dev cmake make
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 # Cargo reads every target the manifest declares (the benches too) before it builds one.

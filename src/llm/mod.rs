@@ -23,6 +23,7 @@ pub mod text_calls;
 pub mod think;
 pub(crate) mod transcription;
 mod types;
+pub mod voice_note;
 mod wire;
 
 pub(crate) use concurrency::Priority;

@@ -4,22 +4,31 @@
 //! is asked for as `opus`, which these servers give as Opus in Ogg: what Telegram plays as a
 //! voice note.
 //!
-//! The bytes are checked to be Ogg Opus (an `OggS` page whose first packet is `OpusHead`)
-//! before anything is sent: a server that answers another format is refused with an error,
-//! never passed off as a voice note. (Encoding it in-process would need libopus, a C library
-//! built from source by the Rust crates that wrap it; not done here.) Like the transcription
-//! endpoint, the server's URL is kept out of what the error says beyond its host and path.
+//! What comes back is made a voice note by [`super::voice_note`] on a blocking thread: Ogg
+//! Opus passes as it is, WAV (what a server that ignores `response_format` gives most often)
+//! is encoded here by libopus, anything else is refused with an error naming its format,
+//! never passed off as a voice note. Like the transcription endpoint, the server's URL is kept
+//! out of what the error says beyond its host and path.
 
 use super::client::{describe_transport_error, read_up_to};
 use super::transcription::{speech_http, without_credentials};
+use super::voice_note::{Format, voice_note};
 use crate::config::SpeechConfig;
 
 /// Longest answer read: a spoken answer of `max_spoken_chars` is a few hundred kilobytes of
-/// Opus; Telegram takes voice notes up to 50 MB.
+/// Opus, or a few megabytes of WAV; Telegram takes voice notes up to 50 MB.
 const MAX_AUDIO_BYTES: usize = 20 << 20;
 
 /// Longest error body quoted in the log.
 const MAX_ERROR_CHARS: usize = 300;
+
+/// Spoken text, ready to send as a voice note.
+pub(crate) struct Speech {
+    /// Ogg Opus bytes.
+    pub(crate) ogg_opus: Vec<u8>,
+    /// The format the endpoint answered in (Ogg Opus, or what was encoded here).
+    pub(crate) from: Format,
+}
 
 /// The configured speech synthesis endpoint.
 pub(crate) struct Synthesizer {
@@ -52,9 +61,9 @@ impl Synthesizer {
         &self.model
     }
 
-    /// `text` spoken, as Ogg Opus bytes; the error says where and what went wrong (for the
-    /// log: no user reads it).
-    pub(crate) async fn speak(&self, text: &str) -> anyhow::Result<Vec<u8>> {
+    /// `text` spoken, as Ogg Opus; the error says where and what went wrong (for the log: no
+    /// user reads it).
+    pub(crate) async fn speak(&self, text: &str) -> anyhow::Result<Speech> {
         let body = serde_json::json!({
             "model": self.model,
             "voice": self.voice,
@@ -83,61 +92,9 @@ impl Synthesizer {
         if cut {
             anyhow::bail!("POST {at}: the audio is over {} MB", MAX_AUDIO_BYTES >> 20);
         }
-        if !is_ogg_opus(&bytes) {
-            anyhow::bail!(
-                "POST {at}: the answer is not Ogg Opus (asked for response_format \"opus\"; \
-                 its first bytes: {:?})",
-                String::from_utf8_lossy(&bytes[..bytes.len().min(8)])
-            );
-        }
-        Ok(bytes)
-    }
-}
-
-/// Whether `bytes` start as an Ogg Opus file does: an `OggS` page (version 0) whose body
-/// starts with the `OpusHead` identification header (RFC 7845).
-pub(crate) fn is_ogg_opus(bytes: &[u8]) -> bool {
-    let Some(header) = bytes.get(..27) else {
-        return false;
-    };
-    if &header[..4] != b"OggS" || header[4] != 0 {
-        return false;
-    }
-    let body = 27 + usize::from(header[26]);
-    bytes
-        .get(body..)
-        .is_some_and(|rest| rest.starts_with(b"OpusHead"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An Ogg page of one segment carrying `packet`.
-    fn page(packet: &[u8]) -> Vec<u8> {
-        let mut page = b"OggS\0\x02".to_vec();
-        page.extend_from_slice(&[0; 20]);
-        page.push(1);
-        page.push(u8::try_from(packet.len()).unwrap());
-        page.extend_from_slice(packet);
-        page
-    }
-
-    #[test]
-    fn only_ogg_opus_passes() {
-        let cases = [
-            ("ogg opus", page(b"OpusHead\x01\x01"), true),
-            ("ogg vorbis", page(b"\x01vorbis"), false),
-            (
-                "mp3",
-                b"ID3\x04\0\0\0\0\0\0 mp3 bytes, long enough to be looked at".to_vec(),
-                false,
-            ),
-            ("a torn page", b"OggS\0\x02".to_vec(), false),
-            ("nothing", Vec::new(), false),
-        ];
-        for (name, bytes, want) in cases {
-            assert_eq!(is_ogg_opus(&bytes), want, "{name}");
-        }
+        let made = tokio::task::spawn_blocking(move || voice_note(bytes)).await?;
+        let (ogg_opus, from) = made
+            .map_err(|e| anyhow::anyhow!("POST {at}: asked for response_format \"opus\": {e}"))?;
+        Ok(Speech { ogg_opus, from })
     }
 }

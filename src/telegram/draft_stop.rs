@@ -7,8 +7,9 @@
 //! an update it cannot parse, so the polling listener takes stops out of each batch before
 //! the dispatcher sees it ([`draft_stop`]), and asks Telegram for them by name once, with a raw
 //! `getUpdates` that names every kind the bot routes ([`ask_for_stops`]; Telegram keeps the
-//! last `allowed_updates` it was given). Webhook mode does not get stops yet: its update kinds
-//! are set by teloxide's typed `setWebhook`.
+//! last `allowed_updates` it was given). Only once Telegram agreed do drafts offer the stop
+//! control ([`super::drafts::Drafts::stops_reach_bot`]). Webhook mode does not get stops yet
+//! (its update kinds are set by teloxide's typed `setWebhook`), so its drafts go without it.
 
 use serde_json::{Value, json};
 use teloxide::prelude::*;

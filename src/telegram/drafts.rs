@@ -10,7 +10,9 @@
 //! non-streamed answer's is, before and after it.
 //!
 //! Each draft carries the client's stop control (`can_stop` "Pass True to show
-//! the user a button to stop further drafts"), without `keep_on_stop`, so a stopped draft goes
+//! the user a button to stop further drafts") once Telegram was told to send the bot the
+//! stops ([`Drafts::stops_reach_bot`]: until then a press would take the draft away while the
+//! turn went on), without `keep_on_stop`, so a stopped draft goes
 //! from the screen: a stop cancels the turn exactly as ⏹ and `/cancel` do, nothing kept. The
 //! press reaches the bot as a `stopped_message_generation` update naming the chat and the draft
 //! ([`super::draft_stop`]); [`Drafts`] knows which turn each draft on screen shows. A server
@@ -26,6 +28,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use teloxide::RequestError;
@@ -94,10 +97,14 @@ pub(crate) struct Drafts {
     no_method: AtomicBool,
     /// Conversations that refused a draft; as small as the chats that ever did.
     refused: Mutex<HashSet<Conversation>>,
-    /// The last draft id handed out: each answer animates a draft of its own.
+    /// The last draft id handed out: each answer animates a draft of its own. Seeded from the
+    /// clock ([`first_id`]), so a restart does not hand out the ids of the run before (a stale
+    /// stop delivered again must not stop a new turn).
     last_id: AtomicU32,
     /// Set once the server refused `can_stop`: drafts are sent without it from then on.
     no_stop: AtomicBool,
+    /// Set once Telegram agreed to send the bot draft stops: only then is `can_stop` offered.
+    stops_heard: AtomicBool,
     /// The drafts of answers being written, by draft id: where, and which turn a stop of it
     /// cancels. As small as the answers streaming now.
     live: Mutex<HashMap<u32, (Conversation, TurnId)>>,
@@ -105,14 +112,35 @@ pub(crate) struct Drafts {
 
 impl Drafts {
     pub(crate) fn new(config: &TelegramConfig) -> Self {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Self::started_at(config, now)
+    }
+
+    /// Drafts of a bot started `now` after the Unix epoch.
+    fn started_at(config: &TelegramConfig, now: Duration) -> Self {
         Self {
             wanted: config.drafts,
             no_method: AtomicBool::new(false),
             refused: Mutex::default(),
-            last_id: AtomicU32::new(0),
+            last_id: AtomicU32::new(first_id(now)),
             no_stop: AtomicBool::new(false),
+            stops_heard: AtomicBool::new(false),
             live: Mutex::default(),
         }
+    }
+
+    /// Telegram agreed to send the bot `stopped_message_generation` updates: drafts offer the
+    /// stop control from now on.
+    pub(crate) fn stops_reach_bot(&self) {
+        self.stops_heard.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether drafts carry the client's stop control: its presses reach the bot, and the
+    /// server did not refuse it.
+    fn stop_offered(&self) -> bool {
+        self.stops_heard.load(Ordering::Relaxed) && !self.no_stop.load(Ordering::Relaxed)
     }
 
     /// Draft `id` shows turn `turn`'s answer in `at`, until [`Drafts::ended`].
@@ -165,7 +193,7 @@ impl Drafts {
         id: u32,
         html: &str,
     ) -> Drafted {
-        let mut stop = !self.no_stop.load(Ordering::Relaxed);
+        let mut stop = self.stop_offered();
         let mut answer = post_paced(bot, policy, to, id, html, true, stop).await;
         if answer == Some(Verdict::NoStop) {
             if !self.no_stop.swap(true, Ordering::Relaxed) {
@@ -200,6 +228,15 @@ impl Drafts {
             Some(Verdict::BadHtml | Verdict::NoStop | Verdict::Failed) | None => Drafted::Missed,
         }
     }
+}
+
+/// Where the draft ids of a bot started `now` after the epoch begin: its milliseconds, within
+/// an Integer's 31 bits. A run hands out ids from there one by one, so the next run's start
+/// (milliseconds later) is past every id of the one before unless that one drafted more than
+/// an answer a millisecond; the ids come round every 24.8 days, far past the 24 hours Telegram
+/// keeps an unconfirmed update.
+fn first_id(now: Duration) -> u32 {
+    u32::try_from(now.as_millis() % u128::from(i32::MAX as u32)).unwrap_or(0)
 }
 
 /// One draft in the chat's paced slot, with the client's stop control if `stop`; `None` if
@@ -376,6 +413,44 @@ mod tests {
         assert_eq!(drafts.stopped(ChatId(7), 4), None, "another draft");
         drafts.ended(3);
         assert_eq!(drafts.stopped(ChatId(7), 3), None, "a draft that is over");
+    }
+
+    #[test]
+    fn a_restart_does_not_hand_out_the_ids_of_the_run_before() {
+        let at = |ms: u64| Duration::from_millis(ms);
+        let cases = [
+            (
+                "a second later",
+                at(1_700_000_000_000),
+                500,
+                at(1_700_000_001_000),
+            ),
+            (
+                "a day later",
+                at(1_700_000_000_000),
+                80_000,
+                at(1_700_086_400_000),
+            ),
+            (
+                "across the 31-bit wrap",
+                at(2_147_483_000),
+                100,
+                at(2_147_483_900),
+            ),
+        ];
+        for (name, first_start, drafted, second_start) in cases {
+            let first = Drafts::started_at(&shipped(), first_start);
+            let before: HashSet<u32> = (0..drafted).map(|_| first.next_id()).collect();
+            let second = Drafts::started_at(&shipped(), second_start);
+            let after: Vec<u32> = (0..drafted).map(|_| second.next_id()).collect();
+            assert!(
+                after.iter().all(|id| !before.contains(id) && *id != 0),
+                "{name}: {:?} then {:?}..{:?}",
+                (before.iter().min(), before.iter().max()),
+                after.first(),
+                after.last()
+            );
+        }
     }
 
     #[test]

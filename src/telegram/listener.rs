@@ -44,6 +44,7 @@ use tokio::sync::Notify;
 
 use super::callback_data::CallbackData;
 use super::draft_stop::{DraftStop, ask_for_stops, draft_stop};
+use super::drafts::Drafts;
 use crate::ids::UpdateId;
 
 /// How long the next batch waits for held updates before it looks for lost ones: far longer
@@ -287,18 +288,22 @@ pub(crate) struct Polling {
     /// batch): `getUpdates` then names none, and Telegram keeps what it was told.
     told: bool,
     on_stop: OnDraftStop,
+    /// Told when Telegram agreed to send draft stops, so drafts offer the stop control.
+    drafts: Arc<Drafts>,
     token: StopToken,
     flag: StopFlag,
 }
 
 impl Polling {
     /// Polling for `bot`; deletes a webhook left registered (Telegram refuses getUpdates then).
-    /// A draft's stop goes to `on_stop`.
+    /// A draft's stop goes to `on_stop`; `drafts` offer the stop control once Telegram agreed
+    /// to send stops.
     pub(crate) async fn new(
         bot: Bot,
         intake: Arc<Intake>,
         timeout: u32,
         on_stop: OnDraftStop,
+        drafts: Arc<Drafts>,
     ) -> Self {
         match bot.get_webhook_info().await {
             Ok(info) if info.url.is_some() => {
@@ -317,6 +322,7 @@ impl Polling {
             allowed: None,
             told: false,
             on_stop,
+            drafts,
             token,
             flag,
         }
@@ -420,6 +426,9 @@ impl Batches<'_> {
             if let Some(allowed) = &polling.allowed {
                 if !polling.told {
                     polling.told = ask_for_stops(&polling.bot, allowed).await;
+                    if polling.told {
+                        polling.drafts.stops_reach_bot();
+                    }
                 }
                 if !polling.told {
                     request = request.allowed_updates(allowed.clone());

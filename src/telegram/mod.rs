@@ -275,6 +275,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         tg,
     };
     let stops = deps.clone();
+    let drafts = deps.tg.drafts().clone();
     let on_stop: OnDraftStop = Box::new(move |stop| draft_stop::stopped(&stops, stop));
     let dispatcher = Dispatcher::builder(bot.clone(), schema())
         .dependencies(dptree::deps![
@@ -292,7 +293,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let telegram = &app.config().telegram;
     let (ended, ended_rx) = tokio::sync::watch::channel(false);
     let (dispatcher, stop_listening, server) = if telegram.webhook_url.is_empty() {
-        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs, on_stop).await;
+        let listener = Polling::new(bot, intake, telegram.poll_timeout_secs, on_stop, drafts).await;
         let (dispatching, stop) = dispatch(dispatcher, listener, ended);
         (dispatching, stop, None)
     } else {

@@ -168,16 +168,23 @@ pub(crate) const SPEECH_FIX: &str = "start the transcription server, or fix HEUR
     (its /audio/transcriptions, e.g. http://127.0.0.1:8000/v1), speech.model and \
     HEURIST_SPEECH_API_KEY; until then voice notes get an error";
 pub(crate) const VOICE: &str = "spoken replies";
-pub(crate) fn voice_ok(model: &str, bytes: usize) -> String {
-    format!("speaks a test sentence as Ogg Opus ({model}, {bytes} bytes)")
+/// `from`: the format the endpoint answered in (Ogg Opus, or WAV encoded here).
+pub(crate) fn voice_ok(model: &str, bytes: usize, from: &str) -> String {
+    if from == "Ogg Opus" {
+        format!("speaks a test sentence as Ogg Opus ({model}, {bytes} bytes)")
+    } else {
+        format!(
+            "speaks a test sentence as {from}, encoded here to Ogg Opus ({model}, {bytes} bytes)"
+        )
+    }
 }
 pub(crate) fn voice_failed(error: &str) -> String {
     format!("cannot speak a test sentence: {error}")
 }
 pub(crate) const VOICE_FIX: &str = "start the speech server, or fix HEURIST_TTS_URL (its \
     /audio/speech, e.g. http://127.0.0.1:8880/v1), speech.tts_model, speech.tts_voice and \
-    HEURIST_TTS_API_KEY; it must answer response_format \"opus\" as Ogg Opus; until then \
-    answers are text only";
+    HEURIST_TTS_API_KEY; it must answer response_format \"opus\" as Ogg Opus (or as WAV, \
+    encoded here); until then answers are text only";
 pub(crate) const SEARXNG: &str = "SearXNG";
 pub(crate) const NOT_CONFIGURED: &str = "not configured";
 pub(crate) fn searxng_ok(results: usize) -> String {

@@ -12,8 +12,8 @@
 //!
 //! A synthesis that fails is one line in the log; the text answer stands. The characters
 //! spoken are charged to the user's daily budget, [`CHARS_PER_TOKEN`] a token (reserved
-//! before the synthesis, like a transcription), and the chat's usage counts one call of the
-//! speech model.
+//! before the synthesis, like a transcription, and charged only once `sendVoice` succeeded),
+//! and the chat's usage counts one call of the speech model.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -111,7 +111,8 @@ pub(super) fn resume(app: &Arc<App>, out: &Out) {
     }
 }
 
-/// Synthesises `voice`'s text and sends it once, charged to its user; every failure is one
+/// Synthesises `voice`'s text and sends it once, charged to its user once Telegram took it
+/// (the reservation is released if the synthesis or the send fails); every failure is one
 /// line in the log.
 async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
     let Some(synthesizer) = app.voice() else {
@@ -128,7 +129,7 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
         return;
     };
     let audio = match synthesizer.speak(&voice.text).await {
-        Ok(audio) => audio,
+        Ok(speech) => speech.ogg_opus,
         Err(e) => {
             hold.release();
             tracing::warn!(%update, %chat, error = %format!("{e:#}"), "cannot speak an answer: it stays text only");
@@ -145,6 +146,12 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
         hold.release();
         return;
     }
+    if let Err(e) = out.voice(chat, voice.reply_to, audio).await {
+        hold.release();
+        tracing::warn!(%update, %chat, error = %format!("{e:#}"), "cannot send a spoken reply: not charged");
+        settle(app, update);
+        return;
+    }
     let usage = Usage {
         completion_tokens: tokens,
         ..Usage::default()
@@ -156,9 +163,6 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
         .charge(voice.chat, synthesizer.model(), 0, 1, usage)
     {
         tracing::warn!(%chat, error = %e, "cannot record a spoken reply's usage");
-    }
-    if let Err(e) = out.voice(chat, voice.reply_to, audio).await {
-        tracing::warn!(%update, %chat, error = %format!("{e:#}"), "cannot send a spoken reply");
     }
     settle(app, update);
 }

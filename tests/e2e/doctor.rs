@@ -122,7 +122,7 @@ async fn a_healthy_deployment_passes_every_check() {
     )
     .await;
     let (speech, _) = whisper(200, json!({"text": ""})).await;
-    let (voice, _) = tts(200, OPUS).await;
+    let (voice, _) = tts(200, OPUS.to_vec()).await;
     let report = check(&tg, &llm.url, dir.path(), |config| {
         config.tools.searxng_url = search;
         config.speech.base_url = speech;
@@ -552,7 +552,7 @@ async fn the_speech_endpoint_transcribes_a_test_recording_or_says_what_to_fix() 
 
 /// A speech server that answers every request with `status` and `body`, counting requests
 /// that ask for Opus.
-async fn tts(status: u16, body: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+async fn tts(status: u16, body: Vec<u8>) -> (String, Arc<AtomicUsize>) {
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -560,7 +560,7 @@ async fn tts(status: u16, body: &'static [u8]) -> (String, Arc<AtomicUsize>) {
     let app = axum::Router::new().route(
         "/v1/audio/speech",
         axum::routing::post(move |axum::Json(request): axum::Json<Value>| {
-            let counter = counter.clone();
+            let (counter, body) = (counter.clone(), body.clone());
             async move {
                 if request["response_format"] == "opus" && request["input"].is_string() {
                     counter.fetch_add(1, Ordering::SeqCst);
@@ -590,7 +590,7 @@ async fn the_speech_synthesis_endpoint_speaks_a_test_sentence_or_says_what_to_fi
         None,
     );
 
-    let (url, asked) = tts(200, OPUS).await;
+    let (url, asked) = tts(200, OPUS.to_vec()).await;
     let report = check(&tg, &llm.url, dir.path(), |c| c.speech.tts_url = url).await;
     expect(
         &report,
@@ -605,14 +605,25 @@ async fn the_speech_synthesis_endpoint_speaks_a_test_sentence_or_says_what_to_fi
         "one sentence asked for as opus"
     );
 
-    let (url, _) = tts(200, b"ID3 an mp3").await;
+    // A server that answers WAV whatever was asked: encoded here, so it passes.
+    let (url, _) = tts(200, audio::wav_tone(24_000, 0.5)).await;
+    let report = check(&tg, &llm.url, dir.path(), |c| c.speech.tts_url = url).await;
+    expect(
+        &report,
+        "spoken replies",
+        Status::Ok,
+        "speaks a test sentence as WAV, encoded here to Ogg Opus",
+        None,
+    );
+
+    let (url, _) = tts(200, b"ID3 an mp3".to_vec()).await;
     let report = check(&tg, &llm.url, dir.path(), |c| c.speech.tts_url = url).await;
     assert!(report.healthy(), "spoken replies are optional: a warning");
     expect(
         &report,
         "spoken replies",
         Status::Warn,
-        "not Ogg Opus",
+        "the audio is MP3, which is not encoded here",
         Some("HEURIST_TTS_URL"),
     );
 }

@@ -336,3 +336,21 @@ async fn a_server_refusing_the_stop_control_gets_drafts_without_it_found_once() 
     assert!(edits_in(&h, ALICE).is_empty(), "still drafts, not edits");
     h.stop().await;
 }
+
+/// Where Telegram refused to send the bot draft stops (the start-up `getUpdates` naming
+/// them got a 400), a press could not reach the bot: drafts go without the stop control.
+#[tokio::test]
+async fn drafts_offer_no_stop_control_when_stops_cannot_reach_the_bot() {
+    let mut h = Harness::start_with(slow_llm().await, drafting).await;
+    h.tg.refuse_stop_updates();
+    h.restart().await;
+    h.tg.send_text(ALICE, "one");
+    shows(&h.tg, ALICE, &answer_to("one")).await;
+    let drafts = h.tg.drafts_to(ALICE);
+    assert!(drafts.iter().any(|d| d.ok), "drafted: {drafts:#?}");
+    assert!(
+        drafts.iter().all(|d| d.params.get("can_stop").is_none()),
+        "no stop control: {drafts:#?}"
+    );
+    h.stop().await;
+}

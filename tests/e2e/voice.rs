@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::media::{FakeWhisper, PLAIN_TOML, VOICE, echoing_llm};
 use crate::support::telegram::Call;
@@ -22,9 +22,15 @@ enum Speech {
     Opus,
     /// MP3 bytes (a server that ignores `response_format`).
     Mp3,
+    /// A WAV file of [`WAV_SECONDS`] at 22.05 kHz (Piper's rate; a server that ignores
+    /// `response_format`), which the bot encodes itself.
+    Wav,
     /// A 500.
     Broken,
 }
+
+/// How long the WAV answer lasts.
+const WAV_SECONDS: f64 = 1.3;
 
 /// An Ogg page of one segment carrying `packet`.
 fn ogg_page(packet: &[u8]) -> Vec<u8> {
@@ -80,6 +86,8 @@ impl FakeSpeech {
                         match answer {
                             Speech::Opus => (StatusCode::OK, opus_bytes()).into_response(),
                             Speech::Mp3 => (StatusCode::OK, b"ID3\x04\0\0\0\0 mp3 audio".to_vec())
+                                .into_response(),
+                            Speech::Wav => (StatusCode::OK, audio::wav_tone(22_050, WAV_SECONDS))
                                 .into_response(),
                             Speech::Broken => {
                                 (StatusCode::INTERNAL_SERVER_ERROR, "voice model not loaded")
@@ -184,6 +192,38 @@ async fn a_voice_note_is_answered_by_text_then_once_by_a_voice_note() {
     h.stop().await;
 }
 
+/// A server that answers WAV whatever was asked: the bot encodes it to Ogg Opus itself, and
+/// the voice note Telegram gets is a valid Ogg Opus stream as long as the WAV was.
+#[tokio::test]
+async fn a_speech_endpoint_answering_wav_is_encoded_to_an_ogg_opus_voice_note() {
+    let speech = FakeSpeech::start(Speech::Wav, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    let voices = wait_voices(&h.tg, ALICE, 1).await;
+    assert!(voices[0].at > sent[1].at, "after the text answer");
+    let field = voices[0].params["voice"].as_str().unwrap_or_default();
+    let part = field.strip_prefix("attach://").unwrap_or("voice");
+    let ogg = voices[0].part(part).expect("the voice note's bytes");
+    let info = audio::opus_info(&ogg);
+    assert_eq!((info.channels, info.input_rate), (1, 22_050), "{info:?}");
+    assert!(info.pre_skip > 0 && info.packets > 0, "{info:?}");
+    assert!(
+        (info.seconds - WAV_SECONDS).abs() < 0.1,
+        "lasts {} s, the WAV {WAV_SECONDS} s",
+        info.seconds
+    );
+    assert_eq!(
+        speech.asked()[0].0["response_format"],
+        "opus",
+        "opus asked first"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(h.tg.voices_to(ALICE).len(), 1, "once");
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn a_failing_or_non_opus_speech_endpoint_leaves_the_text_answer_alone() {
     for answer in [Speech::Broken, Speech::Mp3] {
@@ -200,6 +240,73 @@ async fn a_failing_or_non_opus_speech_endpoint_leaves_the_text_answer_alone() {
         assert_eq!(h.tg.messages_to(ALICE).len(), 2, "nothing else said");
         h.stop().await;
     }
+}
+
+/// Telegram refuses the voice note (`sendVoice` answers 400): the spoken characters are not
+/// charged (one that goes through is: `a_voice_note_is_answered_by_text_then_once_by_a_voice_note`).
+#[tokio::test]
+async fn a_spoken_reply_telegram_refuses_is_not_charged() {
+    let speech = FakeSpeech::start(Speech::Opus, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    let refusal = json!({"ok": false, "error_code": 400,
+        "description": "Bad Request: VOICE_MESSAGES_FORBIDDEN"});
+    h.tg.script("sendVoice", 400, refusal);
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    h.tg.wait_messages(ALICE, 2).await;
+    h.tg.wait_for(|t| (!t.calls("sendVoice").is_empty()).then_some(()))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.tg.voices_to(ALICE).is_empty(), "refused");
+    let alice = heurist::ids::UserId(ALICE as u64);
+    let used = h.app().store().usage().user_tokens_today(alice);
+    // The agent's 110 and the transcript's 11; not the 10 of the 40 characters spoken.
+    assert_eq!(used, 110 + 11, "a refused voice note is not charged");
+    h.stop().await;
+}
+
+/// A voice note the user forwards is not their own voice asking: it is transcribed and
+/// answered in text, never spoken back.
+#[tokio::test]
+async fn a_forwarded_voice_note_gets_a_text_answer_only() {
+    let speech = FakeSpeech::start(Speech::Opus, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_forwarded_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    assert_eq!(sent[1].text(), "you said: What is the capital of France?");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.tg.calls("sendVoice").is_empty(), "no voice note");
+    assert!(speech.asked().is_empty(), "nothing synthesised");
+    h.stop().await;
+}
+
+/// Never a voice without its text: where Telegram refuses the chat's messages (400), the
+/// answer is not spoken either.
+#[tokio::test]
+async fn no_voice_when_the_text_answer_could_not_be_shown() {
+    let speech = FakeSpeech::start(Speech::Opus, false).await;
+    let h = speaking_bot("What is the capital of France?", &speech).await;
+    let refusal =
+        json!({"ok": false, "error_code": 400, "description": "Bad Request: chat not found"});
+    for _ in 0..12 {
+        h.tg.script("sendMessage", 400, refusal.clone());
+    }
+    h.tg.serve_file("voice-1", VOICE);
+    h.tg.send_voice_note(ALICE, "voice-1", 3, VOICE.len() as u64);
+    h.tg.wait_for(|t| {
+        let asked = t.calls("sendMessage");
+        asked
+            .iter()
+            .any(|c| c.text().starts_with("you said"))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(h.tg.messages_to(ALICE).is_empty(), "nothing shown");
+    assert!(h.tg.calls("sendVoice").is_empty(), "no voice note");
+    assert!(speech.asked().is_empty(), "nothing synthesised");
+    h.stop().await;
 }
 
 /// kill -9 after the text answer is shown, while the reply is being synthesised: the restart

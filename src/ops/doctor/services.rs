@@ -120,7 +120,7 @@ pub(super) fn speech<'a>(context: &'a Context<'a>) -> Checked<'a> {
 const TEST_SENTENCE: &str = "Hello from Heurist.";
 
 /// The speech synthesis endpoint, when spoken replies are on, speaks one short sentence as Ogg
-/// Opus (optional: without it, answers are text only).
+/// Opus, or as WAV encoded here (optional: without it, answers are text only).
 pub(super) fn voice<'a>(context: &'a Context<'a>) -> Checked<'a> {
     Box::pin(async move {
         let synthesizer = match Synthesizer::new(&context.config.speech) {
@@ -132,9 +132,13 @@ pub(super) fn voice<'a>(context: &'a Context<'a>) -> Checked<'a> {
             }
         };
         let line = match synthesizer.speak(TEST_SENTENCE).await {
-            Ok(audio) => Line::ok(
+            Ok(speech) => Line::ok(
                 texts::VOICE,
-                texts::voice_ok(synthesizer.model(), audio.len()),
+                texts::voice_ok(
+                    synthesizer.model(),
+                    speech.ogg_opus.len(),
+                    speech.from.name(),
+                ),
             ),
             Err(e) => Line::warn(
                 texts::VOICE,

@@ -4,6 +4,7 @@
 //! What every end-to-end test needs: fake servers, a temporary sled directory, and the real
 //! bot configured through its public environment-variable contract.
 
+pub mod audio;
 pub mod desk;
 pub mod llm;
 pub mod mcp;

@@ -26,9 +26,32 @@ pub struct Call {
     pub ok: bool,
     /// What it answered (`result` of the response, or the error body).
     pub result: Value,
+    /// The body as sent, when it was a multipart form (an upload), else empty.
+    pub multipart: Vec<u8>,
 }
 
 impl Call {
+    /// The bytes of the multipart part named `name` (an uploaded file), as sent.
+    pub fn part(&self, name: &str) -> Option<Vec<u8>> {
+        let first_line = self.multipart.split(|b| *b == b'\n').next()?;
+        let boundary = first_line.strip_suffix(b"\r").unwrap_or(first_line);
+        let delimiter = [b"\r\n".as_slice(), boundary].concat();
+        let named = format!("name=\"{name}\"");
+        let mut rest = self.multipart.get(boundary.len()..)?;
+        while let Some(end) = find(rest, &delimiter) {
+            let part = &rest[..end];
+            rest = &rest[end + delimiter.len()..];
+            let Some(split) = find(part, b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&part[..split]);
+            if head.contains(&named) {
+                return Some(part[split + 4..].to_vec());
+            }
+        }
+        None
+    }
+
     /// The text the call sent ("" if none).
     pub fn text(&self) -> String {
         self.params["text"].as_str().unwrap_or_default().to_string()
@@ -97,6 +120,8 @@ struct Inner {
     refuse_drafts: HashMap<Option<i64>, u16>,
     /// sendMessageDraft refuses `can_stop` (a Bot API server older than 9.5).
     refuse_can_stop: bool,
+    /// `getUpdates` naming `stopped_message_generation` is refused (a 400).
+    refuse_stop_updates: bool,
 }
 
 #[derive(Clone)]
@@ -235,6 +260,26 @@ impl FakeTelegram {
         self.push_update(move |_, message_id| {
             let voice = json!({"voice": {"file_id": file_id, "file_unique_id": "uv",
                 "duration": seconds, "mime_type": "audio/ogg", "file_size": size}});
+            json!({"message": message(message_id, user, user_json(user), voice)})
+        })
+    }
+
+    /// A voice note `user` forwards from a channel: file `file_id`, `seconds` long, `size`
+    /// bytes.
+    pub fn send_forwarded_voice_note(
+        &self,
+        user: i64,
+        file_id: &str,
+        seconds: u32,
+        size: u64,
+    ) -> i64 {
+        let file_id = file_id.to_string();
+        self.push_update(move |_, message_id| {
+            let origin = json!({"type": "channel", "date": 1_699_999_000,
+                "chat": {"id": -100_999, "type": "channel", "title": "Deals"}, "message_id": 12});
+            let voice = json!({"voice": {"file_id": file_id, "file_unique_id": "uv",
+                "duration": seconds, "mime_type": "audio/ogg", "file_size": size},
+                "forward_origin": origin});
             json!({"message": message(message_id, user, user_json(user), voice)})
         })
     }
@@ -414,6 +459,12 @@ impl FakeTelegram {
     /// From now on, a sendMessageDraft with `can_stop` is refused with a 400 naming it.
     pub fn refuse_can_stop(&self) {
         self.inner.lock().unwrap().refuse_can_stop = true;
+    }
+
+    /// Refuses (400) every `getUpdates` whose `allowed_updates` names draft stops, as a Bot
+    /// API server that does not know the update would.
+    pub fn refuse_stop_updates(&self) {
+        self.inner.lock().unwrap().refuse_stop_updates = true;
     }
 
     /// `user` presses the stop control of draft `draft_id` in their private chat: Telegram
@@ -614,6 +665,11 @@ fn bad_request(description: &str) -> (u16, Value) {
     )
 }
 
+/// Where `needle` first starts in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Form fields of a multipart body (teloxide sends `setWebhook` as multipart).
 fn multipart_fields(content_type: &str, body: &[u8]) -> Value {
     let Some(boundary) = content_type.split("boundary=").nth(1) else {
@@ -697,6 +753,7 @@ async fn handle(
     while hang && !fake.inner.lock().unwrap().hung_released {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let sent = body.clone();
     let (status, body, delay) = {
         let mut inner = fake.inner.lock().unwrap();
         let delay = inner.slow.get_mut(&method).and_then(VecDeque::pop_front);
@@ -723,6 +780,11 @@ async fn handle(
             at: Instant::now(),
             ok: status == 200,
             result,
+            multipart: if content_type.starts_with("multipart/") {
+                sent.to_vec()
+            } else {
+                Vec::new()
+            },
         });
         (status, body, delay)
     };
@@ -734,6 +796,13 @@ async fn handle(
 }
 
 async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
+    let names_stops = params["allowed_updates"]
+        .as_array()
+        .is_some_and(|names| names.contains(&json!("stopped_message_generation")));
+    if names_stops && fake.inner.lock().unwrap().refuse_stop_updates {
+        let (_, body) = bad_request("unsupported update type stopped_message_generation");
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
     fake.inner
         .lock()
         .unwrap()
@@ -767,6 +836,7 @@ async fn get_updates(fake: &FakeTelegram, params: Value) -> Response {
                     at: Instant::now(),
                     ok: true,
                     result: json!(ready.len()),
+                    multipart: Vec::new(),
                 });
                 return axum::Json(json!({"ok": true, "result": ready})).into_response();
             }

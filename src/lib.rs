@@ -19,11 +19,9 @@
 //! owns ([`turn::Messenger`]), which the adapter implements. This root stands outside the
 //! layers: it declares them, and its [`run`] starts the adapter.
 
-// Every item is `pub(crate)` unless tests, benches, the binary or a doc example need it, and a
-// function outside tests reads in one screen (clippy.toml: 80 lines, counted without comments
-// and blank lines; `scripts/long_fns.py` counts them too); CI denies both warnings.
-#![warn(unreachable_pub)]
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// The lints (`unreachable_pub`, `clippy::too_many_lines`) are set for every target in
+// Cargo.toml's `[lints]`; a unit test may be longer than a production function.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod agent;
 pub mod app;

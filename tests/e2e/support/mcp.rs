@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// The test server's executable, which `cargo test` builds beside the test binaries
 /// (`target/<profile>/examples/`).
-pub fn test_server() -> PathBuf {
+pub(crate) fn test_server() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe
         .parent()
@@ -26,7 +26,7 @@ pub fn test_server() -> PathBuf {
 }
 
 /// A stdio server entry running the test server, with the defaults a user's entry gets.
-pub fn stdio_server(name: &str) -> McpServerConfig {
+pub(crate) fn stdio_server(name: &str) -> McpServerConfig {
     McpServerConfig {
         name: name.to_string(),
         command: Some(test_server().display().to_string()),
@@ -44,14 +44,14 @@ pub fn stdio_server(name: &str) -> McpServerConfig {
 }
 
 /// The test server serving streamable HTTP on 127.0.0.1; killed when dropped.
-pub struct HttpServer {
-    pub url: String,
+pub(crate) struct HttpServer {
+    pub(crate) url: String,
     child: std::process::Child,
 }
 
 impl HttpServer {
     /// Starts it; with `header` (`"name: value"`), requests without that header get 401.
-    pub fn start(header: Option<&str>) -> Self {
+    pub(crate) fn start(header: Option<&str>) -> Self {
         let mut command = std::process::Command::new(test_server());
         command.arg("--http");
         if let Some(header) = header {
@@ -74,7 +74,7 @@ impl HttpServer {
     }
 
     /// An entry for this server.
-    pub fn entry(&self, name: &str) -> McpServerConfig {
+    pub(crate) fn entry(&self, name: &str) -> McpServerConfig {
         McpServerConfig {
             command: None,
             url: Some(self.url.clone()),
@@ -91,7 +91,7 @@ impl Drop for HttpServer {
 }
 
 /// The tool results of the request's current turn (after its last user message), in order.
-pub fn this_turns_results(request: &Value) -> Vec<String> {
+pub(crate) fn this_turns_results(request: &Value) -> Vec<String> {
     let messages = request["messages"].as_array().unwrap();
     let start = messages
         .iter()
@@ -105,7 +105,7 @@ pub fn this_turns_results(request: &Value) -> Vec<String> {
 }
 
 /// The names in a request's `tools` array, in order.
-pub fn tool_names(request: &Value) -> Vec<String> {
+pub(crate) fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|tools| {
@@ -119,7 +119,7 @@ pub fn tool_names(request: &Value) -> Vec<String> {
 }
 
 /// The tool results a request carries (its `role: tool` messages), in order.
-pub fn tool_results(request: &Value) -> Vec<String> {
+pub(crate) fn tool_results(request: &Value) -> Vec<String> {
     request["messages"]
         .as_array()
         .unwrap()

@@ -1,4 +1,4 @@
-//! The MCP test server (`examples/mcp_test_server.rs`) as the bot's tests start it: over stdio
+//! The MCP test server (`tests/bin/mcp_test_server.rs`) as the bot's tests start it: over stdio
 //! as a configured child process, or as a separate streamable-HTTP server process.
 
 use std::io::BufRead;
@@ -7,22 +7,10 @@ use std::path::PathBuf;
 use heurist::config::{McpRoles, McpServerConfig};
 use serde_json::Value;
 
-/// The test server's executable, which `cargo test` builds beside the test binaries
-/// (`target/<profile>/examples/`).
+/// The test server's executable: a binary of this package, which Cargo builds before any
+/// integration test or bench (`cargo test --test e2e` alone included).
 pub(crate) fn test_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test binaries live in target/<profile>/deps");
-    let path = profile_dir.join("examples").join("mcp_test_server");
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds it; after `cargo test --test e2e` alone, run \
-         `cargo build --example mcp_test_server` first",
-        path.display()
-    );
-    path
+    PathBuf::from(env!("CARGO_BIN_EXE_mcp_test_server"))
 }
 
 /// A stdio server entry running the test server, with the defaults a user's entry gets.

@@ -11,6 +11,7 @@ pub(crate) mod pdf;
 pub(crate) mod telegram;
 
 use std::path::Path;
+use std::time::Duration;
 
 use heurist::conversation::Conversation;
 use heurist::ids::ChatId;
@@ -81,6 +82,8 @@ pub(crate) struct Harness {
     pub(crate) bot: Option<Running>,
     /// The configuration the bot was started with (restarts reuse it).
     pub(crate) config: Config,
+    /// The time the bot's scheduler reads, which a test may move forward (restarts reuse it).
+    pub(crate) clock: heurist::clock::Clock,
 }
 
 impl Harness {
@@ -93,13 +96,17 @@ impl Harness {
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(&tg, &llm.url, dir.path());
         tweak(&mut config);
-        let bot = heurist::start(config.clone()).await.unwrap();
+        let clock = heurist::clock::Clock::system();
+        let bot = heurist::start_with_clock(config.clone(), clock.clone())
+            .await
+            .unwrap();
         Self {
             tg,
             llm,
             _dir: dir,
             bot: Some(bot),
             config,
+            clock,
         }
     }
 
@@ -110,7 +117,23 @@ impl Harness {
     /// Stops the bot gracefully and starts a new one on the same database.
     pub(crate) async fn restart(&mut self) {
         self.bot.take().unwrap().stop().await;
-        self.bot = Some(heurist::start(self.config.clone()).await.unwrap());
+        self.start_again().await;
+    }
+
+    /// Waits (at most 10 s) until no turn, queued turn, reply or follow-up is running: what
+    /// was started has been shown.
+    pub(crate) async fn settled(&self) {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !self.app().idle() {
+            assert!(std::time::Instant::now() < until, "the bot never went idle");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Starts the bot (stopped by the test) on the same database, configuration and clock.
+    pub(crate) async fn start_again(&mut self) {
+        let bot = heurist::start_with_clock(self.config.clone(), self.clock.clone());
+        self.bot = Some(bot.await.unwrap());
     }
 
     pub(crate) async fn stop(mut self) {

@@ -14,7 +14,7 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 # Cargo reads every target the manifest declares (the benches too) before it builds one.
 COPY benches benches
-COPY examples examples
+COPY tests/bin tests/bin
 COPY config config
 COPY src src
 ENV CARGO_PROFILE_RELEASE_STRIP=true

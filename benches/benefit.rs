@@ -45,6 +45,10 @@
 //! (`benefit/fake.rs`): that proves the plumbing, evidence → reflection → quality gate →
 //! storage → retrieval → prompt. Against a real server, it measures the model.
 
+// A benchmark's scenario may read longer than a production function (Cargo.toml's `[lints]` hold
+// `clippy::too_many_lines` for production code; unit tests are exempt alike in src/lib.rs).
+#![allow(clippy::too_many_lines)]
+
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 

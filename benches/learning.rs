@@ -17,6 +17,10 @@
 //! `cargo bench --bench learning` runs it (about a minute on 2 cores); `-- --smoke` a small
 //! version that CI runs with the goals checked, so it cannot rot.
 
+// A benchmark's scenario may read longer than a production function (Cargo.toml's `[lints]` hold
+// `clippy::too_many_lines` for production code; unit tests are exempt alike in src/lib.rs).
+#![allow(clippy::too_many_lines)]
+
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 

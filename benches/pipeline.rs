@@ -31,6 +31,10 @@
 //! each figure of the table as its median over five runs of the scenario (one run's CPU per
 //! turn can be a third off the next one's on a small shared machine).
 
+// A benchmark's scenario may read longer than a production function (Cargo.toml's `[lints]` hold
+// `clippy::too_many_lines` for production code; unit tests are exempt alike in src/lib.rs).
+#![allow(clippy::too_many_lines)]
+
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 

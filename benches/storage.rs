@@ -19,6 +19,10 @@
 //! about two minutes on 2 cores; `-- --smoke` a tiny run whose prune counts and compaction CI
 //! checks.
 
+// A benchmark's scenario may read longer than a production function (Cargo.toml's `[lints]` hold
+// `clippy::too_many_lines` for production code; unit tests are exempt alike in src/lib.rs).
+#![allow(clippy::too_many_lines)]
+
 #[path = "common/disk.rs"]
 mod disk;
 

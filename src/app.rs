@@ -15,6 +15,7 @@ use crate::agent::tools::Tools;
 use crate::background::Background;
 use crate::budget::Ledger;
 use crate::cancel::Turns;
+use crate::clock::Clock;
 use crate::config::{Config, ModelConfig};
 use crate::conversation::Conversation;
 use crate::learning::Learning;
@@ -60,11 +61,18 @@ pub struct App {
     admin_alerted: std::sync::Mutex<Option<std::time::Instant>>,
     /// What the bot counts for Prometheus (`[metrics]`).
     metrics: Metrics,
+    /// The time the scheduler reads (tests move it).
+    clock: Clock,
 }
 
 impl App {
     /// Opens the database and builds the clients; fails with a message naming what to fix.
     pub fn new(config: Config) -> anyhow::Result<Arc<Self>> {
+        Self::with_clock(config, Clock::system())
+    }
+
+    /// [`App::new`], with the scheduler reading `clock`.
+    pub fn with_clock(config: Config, clock: Clock) -> anyhow::Result<Arc<Self>> {
         let policy = CompactionPolicy {
             factor: config.compact_factor,
             min_growth: config.compact_min_mb.saturating_mul(1 << 20),
@@ -109,12 +117,18 @@ impl App {
             admin_alerted: std::sync::Mutex::new(None),
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
             metrics,
+            clock,
             config,
         }))
     }
 
     pub(crate) fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The time the scheduler reads.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Whether the admins may be alerted of a setup error now; if so, the next hour's alerts
@@ -155,8 +169,8 @@ impl App {
     }
 
     /// Whether no turn, queued turn, reflection or other follow-up (option buttons, say) is
-    /// running: a quiet moment to restart.
-    pub(crate) fn idle(&self) -> bool {
+    /// running: a quiet moment to restart (and for a test, a moment where nothing is on its way).
+    pub fn idle(&self) -> bool {
         self.queues.busy_chats() == 0
             && self.replies.busy_chats() == 0
             && self.learning.reflections_running() == 0

@@ -99,8 +99,8 @@ impl TurnControl {
         self.id
     }
 
-    /// Applies `event` atomically (under the channel's lock) and wakes [`Self::stopped`]
-    /// when the turn was stopped.
+    /// Applies `event` atomically (under the channel's lock) and wakes
+    /// [`Self::until_store`] when the turn was stopped.
     pub(crate) fn apply(&self, event: Event) -> Verdict {
         let mut verdict = Verdict::Refused;
         self.phase.send_if_modified(|phase| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
 /// Secrets shorter than this are replaced only where they stand as a word of their own: a
-/// short key such as `k` must not turn "key provided" into "[redacted]ey provided".
+/// short key such as `k` must not turn `key provided` into `[redacted]ey provided`.
 const WHOLE_WORD_BELOW: usize = 8;
 
 /// Replaces every secret in `text` with `[redacted]`.

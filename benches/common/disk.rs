@@ -3,7 +3,7 @@
 use std::path::Path;
 
 /// The bytes of every file below `path` (unreadable entries count as nothing).
-pub fn dir_size(path: &Path) -> u64 {
+pub(crate) fn dir_size(path: &Path) -> u64 {
     std::fs::read_dir(path)
         .map(|entries| {
             entries

@@ -184,7 +184,7 @@ pub(crate) struct CatalogTool {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ServerReport {
     pub name: String,
-    /// "stdio: <command>" or "http: <url without its query>" (never headers or env).
+    /// `stdio: <command>` or `http: <url without its query>` (never headers or env).
     pub transport: String,
     pub admins_only: bool,
     pub status: ServerStatus,

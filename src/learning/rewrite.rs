@@ -9,7 +9,7 @@
 //! (one example `5127 → TCK-5127` fits every zero-padding width up to 4), so a value is
 //! rewritten only where *every* rule that fits gives the same result (`98765`, not `98`). The examples
 //! are the tool's own words: a refused value and the value a later call of the same tool
-//! worked with ([`fixed_pairs`]), or a refusal that states the form by example, in reading
+//! worked with ([`fixed_pair`]), or a refusal that states the form by example, in reading
 //! order ("… (this one is TCK-005127)", "a 0.3 kg parcel is 300"; [`stated_pairs`]). What
 //! the tool takes is the check: a rewritten call that fails counts against the rewrite.
 //!

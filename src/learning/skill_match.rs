@@ -141,7 +141,7 @@ fn share<T: Eq + std::hash::Hash>(shares: &HashMap<T, usize>, item: &T) -> f32 {
     shares.get(item).copied().unwrap_or(1).max(1) as f32
 }
 
-/// `text` with each link replaced by its scheme, so "https://www.bbc.com/news/x" is one word
+/// `text` with each link replaced by its scheme, so `https://www.bbc.com/news/x` is one word
 /// of evidence ("https"), not "bbc" and "news".
 fn without_addresses(text: &str) -> String {
     text.split_whitespace()

@@ -50,7 +50,7 @@ pub(crate) struct Endpoint {
     retry_budget: Duration,
     slots: PrioritySemaphore,
     contexts: std::sync::Arc<ContextWindows>,
-    /// Where each call is counted (its own, unscraped, until [`LlmClient::with_metrics`]).
+    /// Where each call is counted (its own, unscraped, until [`Endpoint::with_metrics`]).
     metrics: Metrics,
 }
 
@@ -127,7 +127,7 @@ impl Endpoint {
         self.metrics.llm_call(kind, model, used);
     }
 
-    /// [`LlmClient::complete`], uncounted.
+    /// [`Endpoint::complete`], uncounted.
     async fn completion(
         &self,
         request: &ChatRequest,
@@ -157,7 +157,7 @@ impl Endpoint {
         done
     }
 
-    /// [`LlmClient::complete_streaming`], uncounted.
+    /// [`Endpoint::complete_streaming`], uncounted.
     async fn streamed_completion(
         &self,
         request: &ChatRequest,
@@ -217,7 +217,7 @@ impl Endpoint {
         done
     }
 
-    /// [`LlmClient::embed`], uncounted.
+    /// [`Endpoint::embed`], uncounted.
     async fn embeddings(
         &self,
         model: &str,

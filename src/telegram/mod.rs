@@ -43,6 +43,7 @@ use teloxide::types::{BotCommandScope, Me, Recipient};
 use teloxide::update_listeners::{UpdateListener, webhooks};
 
 use crate::app::App;
+use crate::clock::Clock;
 use crate::config::{Config, TelegramConfig};
 use crate::role::Role;
 use crate::turn::{self, Out};
@@ -245,7 +246,12 @@ pub struct Running {
 /// Starts the bot: opens the store, checks the token, registers commands, finishes what a
 /// previous run left, starts taking updates.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
-    let app = App::new(config)?;
+    start_with_clock(config, Clock::system()).await
+}
+
+/// [`start`], with the scheduler reading `clock` (tests move it past a task's time).
+pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Running> {
+    let app = App::with_clock(config, clock)?;
     // Bound first, so a taken port fails the start before anything runs.
     let metrics = scrape::bind(&app.config().metrics.listen).await?;
     // MCP servers list their tools before the first turn is taken.

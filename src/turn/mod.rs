@@ -1,4 +1,4 @@
-//! One user turn, from the chat's queue to the reply: [`run`] is a pipeline of stages over one
+//! One user turn, from the chat's queue to the reply: [`run`](pipeline::run) is a pipeline of stages over one
 //! turn, each in a file of its own. It is admitted (`gate`: the user allowed and within budget
 //! now) → prepare (the history window, skills and heuristics, the prompt) → think (the agent,
 //! shown live; a failure explained) → persist (the history, usage, the heuristics' scores) →
@@ -11,7 +11,7 @@
 //! user's message (with a short assistant note), so nothing the user said is lost.
 //!
 //! The turn talks to the chat only through [`Messenger`], which the Telegram adapter
-//! implements; [`accept`] is its way in (the inbox, then the chat's queue); [`actions`] holds
+//! implements; [`accept`](mod@accept) is its way in (the inbox, then the chat's queue); [`actions`] holds
 //! the chat-level decisions (clear, model switch, stop, feedback) that commands and buttons
 //! share, [`reactions`] a reaction on an answer as its vote, `working` the reaction a user's
 //! message carries while its turn runs, and `retry` the 🔁 Retry of a failed turn. [`recover`] finishes at start-up what a

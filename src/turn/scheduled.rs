@@ -1,8 +1,9 @@
 //! Scheduled tasks at their time: the scheduler loop. (A turn's desk for the `schedule_task`
 //! tool is `task_desk`'s; how a reminder is shown, `reminder`'s.)
 //!
-//! The loop sleeps until the soonest task is due (or the `tasks` tree changes, or a minute
-//! passes, so a changed clock is noticed), then fires every due task: the run is recorded in
+//! The loop reads the time from the app's [`crate::clock::Clock`] and sleeps until the
+//! soonest task is due (or the `tasks` tree changes, or the clock is moved, or a minute
+//! passes, so a changed system clock is noticed), then fires every due task: the run is recorded in
 //! the inbox in the same transaction that moves the task on (see `store::tasks`), flushed,
 //! and queued like a typed message. So it passes the same gate (the owner still allowed,
 //! within budget), waits in the same queue of its conversation (its chat and topic), and a
@@ -12,8 +13,6 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-
-use chrono::Utc;
 
 use super::accept::enqueue;
 use super::input::TurnInput;
@@ -28,7 +27,7 @@ use crate::texts::tasks as texts;
 /// Starts the scheduler, ended by the shutdown. Started after recovery, so a run a crash
 /// left in the inbox is resumed before any new one fires.
 pub(crate) fn start(app: &Arc<App>, out: &Out) {
-    let started = Utc::now().timestamp();
+    let started = app.clock().now();
     app.spawn_loop(schedule_forever(app.clone(), out.clone(), started));
 }
 
@@ -38,7 +37,8 @@ async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
     loop {
         // Watched before the scan, so a task added during it wakes the next sleep.
         let changed = app.store().tasks().changed();
-        let now_ms = Utc::now().timestamp_millis();
+        let moved = app.clock().moved();
+        let now_ms = app.clock().now_ms();
         let now = now_ms.div_euclid(1000);
         let mut soonest: Option<i64> = None;
         let mut failed = false;
@@ -52,15 +52,22 @@ async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
         let wait_ms = soonest.map_or(60_000, |at| (at * 1000 - now_ms).clamp(0, 60_000));
         // A store that fails is tried again in a while, not in a busy loop.
         let wait_ms = if failed { wait_ms.max(5_000) } else { wait_ms };
+        app.clock().scanned(now_ms);
         let sleep = tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs()));
         match changed {
             Ok(changed) if !failed => {
                 tokio::select! {
                     () = sleep => {}
                     _ = changed => {}
+                    () = moved => {}
                 }
             }
-            _ => sleep.await,
+            _ => {
+                tokio::select! {
+                    () = sleep => {}
+                    () = moved => {}
+                }
+            }
         }
     }
 }

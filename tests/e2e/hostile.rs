@@ -156,7 +156,7 @@ async fn a_5_mb_hostile_page_is_read_and_cannot_forge_its_end() {
 }
 
 /// Every text `chat` was shown: sent messages and edits, in order.
-pub fn everything_shown(h: &Harness, chat: i64) -> Vec<String> {
+pub(crate) fn everything_shown(h: &Harness, chat: i64) -> Vec<String> {
     let mut calls: Vec<_> = ["sendMessage", "editMessageText"]
         .iter()
         .flat_map(|m| h.tg.calls(m))
@@ -171,7 +171,7 @@ pub fn everything_shown(h: &Harness, chat: i64) -> Vec<String> {
 
 /// Every assistant tool call in `request` is followed by its result, and every result
 /// answers a call: what servers check before they accept a history.
-pub fn assert_valid_tool_history(request: &Value) {
+pub(crate) fn assert_valid_tool_history(request: &Value) {
     let messages = request["messages"].as_array().unwrap();
     for (i, message) in messages.iter().enumerate() {
         for call in message["tool_calls"].as_array().into_iter().flatten() {

@@ -30,7 +30,7 @@ fn json_options(labels: &[&str]) -> Reply {
 }
 
 /// The option buttons of a call that carried a keyboard, with the message they are under.
-pub fn option_keyboard(call: &Call) -> Option<(i64, Vec<(String, String)>)> {
+pub(crate) fn option_keyboard(call: &Call) -> Option<(i64, Vec<(String, String)>)> {
     if !call.ok {
         return None;
     }
@@ -57,7 +57,7 @@ pub fn option_keyboard(call: &Call) -> Option<(i64, Vec<(String, String)>)> {
 }
 
 /// Every call to `chat` that put option buttons under a message, oldest first.
-pub fn option_calls(h: &Harness, chat: i64) -> Vec<Call> {
+pub(crate) fn option_calls(h: &Harness, chat: i64) -> Vec<Call> {
     let mut calls: Vec<Call> = ["sendMessage", "editMessageText", "editMessageReplyMarkup"]
         .into_iter()
         .flat_map(|method| h.tg.calls(method))

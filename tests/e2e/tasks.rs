@@ -91,6 +91,15 @@ async fn wait_starting(
     }
 }
 
+/// Moves `h`'s clock `by` forward and waits until the scheduler has looked at every task as
+/// of then, and until what it fired has been shown (the chats idle again): whatever was due
+/// by then has run or been skipped, in moments instead of a sleep through the task's time.
+async fn pass(h: &Harness, by: Duration) {
+    h.clock.advance(by);
+    h.clock.scheduler_caught_up().await;
+    h.settled().await;
+}
+
 /// Sends `ask` (the fake model's `schedule_task` arguments) to `chat` and waits until the
 /// tool's answer starting with `said` comes back.
 async fn schedule(tg: &FakeTelegram, chat: i64, ask: &Value, said: &str) -> Vec<Call> {
@@ -149,7 +158,7 @@ async fn a_reminder_set_through_the_tool_fires_at_its_time_in_its_chat_and_topic
         .filter(|r| last_user_text(r).contains("Reminder"))
         .count();
     assert_eq!(reminded, 0);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    pass(&h, Duration::from_secs(2)).await;
     assert_eq!(starting(&h.tg, FORUM, "⏰ Reminder").len(), 1, "once");
     assert!(
         h.app().store().tasks().all().is_empty(),
@@ -236,9 +245,9 @@ async fn a_repeating_task_fires_on_schedule_until_cancelled_from_tasks() {
     })
     .await;
     // A run fired just before the press may still be on its way.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    h.settled().await;
     let runs = starting(&h.tg, ALICE, "⏰ Reminder: ping").len();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    pass(&h, Duration::from_secs(5)).await;
     assert_eq!(
         starting(&h.tg, ALICE, "⏰ Reminder: ping").len(),
         runs,
@@ -253,10 +262,11 @@ async fn a_task_missed_while_the_bot_was_down_runs_once_after_the_restart_marked
     let ask = json!({"request": "summarise the news", "kind": "task", "in_secs": 2});
     schedule(&h.tg, ALICE, &ask, "tool said: Scheduled a task").await;
     h.bot.take().unwrap().stop().await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Down past the task's time.
+    h.clock.advance(Duration::from_secs(4));
     assert!(starting(&h.tg, ALICE, "done:").is_empty(), "not while down");
 
-    h.bot = Some(heurist::start(h.config.clone()).await.unwrap());
+    h.start_again().await;
     let done = wait_starting(
         &h.tg,
         ALICE,
@@ -278,7 +288,7 @@ async fn a_task_missed_while_the_bot_was_down_runs_once_after_the_restart_marked
         "{}",
         last_user_text(&runs[0])
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    pass(&h, Duration::from_secs(2)).await;
     assert_eq!(
         starting(&h.tg, ALICE, "done:").len(),
         1,
@@ -296,8 +306,8 @@ async fn a_task_of_a_user_no_longer_allowed_does_not_run() {
     // The operator takes Bob off the allow-list and restarts the bot.
     h.bot.take().unwrap().stop().await;
     h.config.access.allowed_users.retain(|u| u.0 != BOB as u64);
-    h.bot = Some(heurist::start(h.config.clone()).await.unwrap());
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.start_again().await;
+    pass(&h, Duration::from_secs(5)).await;
     assert!(starting(&h.tg, BOB, "⏰").is_empty(), "no reminder for Bob");
     assert!(
         h.app().store().tasks().all().is_empty(),

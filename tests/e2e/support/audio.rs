@@ -5,7 +5,7 @@ use std::f64::consts::PI;
 use std::io::Cursor;
 
 /// `seconds` of a 440 Hz tone as a 16-bit mono WAV file at `rate`.
-pub fn wav_tone(rate: u32, seconds: f64) -> Vec<u8> {
+pub(crate) fn wav_tone(rate: u32, seconds: f64) -> Vec<u8> {
     let frames = (f64::from(rate) * seconds) as usize;
     let data: Vec<u8> = (0..frames)
         .flat_map(|i| {
@@ -26,21 +26,21 @@ pub fn wav_tone(rate: u32, seconds: f64) -> Vec<u8> {
 
 /// What an Ogg Opus file's `OpusHead` and last page say.
 #[derive(Debug)]
-pub struct OpusInfo {
-    pub channels: u8,
+pub(crate) struct OpusInfo {
+    pub(crate) channels: u8,
     /// 48 kHz samples the decoder drops at the start.
-    pub pre_skip: u64,
+    pub(crate) pre_skip: u64,
     /// The rate the audio came at.
-    pub input_rate: u32,
+    pub(crate) input_rate: u32,
     /// How long it plays: the last granule position less the pre-skip, at 48 kHz.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Audio packets after the two headers.
-    pub packets: usize,
+    pub(crate) packets: usize,
 }
 
 /// Reads `bytes` as an Ogg Opus stream; panics where it is not one (RFC 7845: `OpusHead`
 /// version 1 alone on the first page, then `OpusTags`).
-pub fn opus_info(bytes: &[u8]) -> OpusInfo {
+pub(crate) fn opus_info(bytes: &[u8]) -> OpusInfo {
     let mut reader = ogg::PacketReader::new(Cursor::new(bytes));
     let head = reader.read_packet_expected().expect("an Ogg page");
     let h = &head.data;

@@ -35,14 +35,14 @@ use serde_json::{Value, json};
 
 /// One call the desk served.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DeskCall {
+pub(crate) struct DeskCall {
     /// The tool's name on the desk (`ticket`), without the bot's `desk__` prefix.
-    pub tool: String,
-    pub arguments: Value,
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
     /// The error it answered, if it failed.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// What it answered: its result, or the error.
-    pub reply: String,
+    pub(crate) reply: String,
 }
 
 #[derive(Clone, Default)]
@@ -53,13 +53,13 @@ struct Desk {
 
 /// The running desk server; stops with the test's runtime.
 #[derive(Clone)]
-pub struct DeskServer {
-    pub url: String,
+pub(crate) struct DeskServer {
+    pub(crate) url: String,
     desk: Desk,
 }
 
 impl DeskServer {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let desk = Desk::default();
         let served = desk.clone();
         let service: StreamableHttpService<Desk, LocalSessionManager> = StreamableHttpService::new(
@@ -75,7 +75,7 @@ impl DeskServer {
     }
 
     /// The bot's entry for it, named `desk` (its tools are `desk__ticket`, ...).
-    pub fn entry(&self) -> McpServerConfig {
+    pub(crate) fn entry(&self) -> McpServerConfig {
         McpServerConfig {
             name: "desk".into(),
             command: None,
@@ -93,7 +93,7 @@ impl DeskServer {
     }
 
     /// Every call so far, in order.
-    pub fn calls(&self) -> Vec<DeskCall> {
+    pub(crate) fn calls(&self) -> Vec<DeskCall> {
         self.desk.calls.lock().unwrap().clone()
     }
 }
@@ -164,22 +164,22 @@ fn number_in(text: &str) -> u64 {
 }
 
 /// A ticket id in the house form, from any way of writing its number.
-pub fn ticket_id(text: &str) -> String {
+pub(crate) fn ticket_id(text: &str) -> String {
     format!("TCK-{:06}", number_in(text) % 1_000_000)
 }
 
-pub fn is_ticket_id(id: &str) -> bool {
+pub(crate) fn is_ticket_id(id: &str) -> bool {
     id.strip_prefix("TCK-")
         .is_some_and(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The team a ticket waits for, by its number.
-pub fn ticket_team(id: &str) -> &'static str {
+pub(crate) fn ticket_team(id: &str) -> &'static str {
     ["billing", "shipping", "returns", "accounts"][(number_in(id) % 4) as usize]
 }
 
 /// `DD.MM.YYYY` from an ISO date or the house form itself; `None` for anything else.
-pub fn house_date(text: &str) -> Option<String> {
+pub(crate) fn house_date(text: &str) -> Option<String> {
     let text = text.trim();
     let iso: Vec<&str> = text.split('-').collect();
     if let [y, m, d] = iso[..]
@@ -192,7 +192,7 @@ pub fn house_date(text: &str) -> Option<String> {
     is_house_date(text).then(|| text.to_string())
 }
 
-pub fn is_house_date(date: &str) -> bool {
+pub(crate) fn is_house_date(date: &str) -> bool {
     let parts: Vec<&str> = date.split('.').collect();
     matches!(parts[..], [d, m, y] if d.len() == 2 && m.len() == 2 && y.len() == 4)
         && date.bytes().all(|b| b.is_ascii_digit() || b == b'.')
@@ -200,28 +200,28 @@ pub fn is_house_date(date: &str) -> bool {
 
 /// The room booked on a date (the same date, the same room), by its day and month: dates of
 /// one year get different rooms, so two right answers never read the same.
-pub fn booked_room(date: &str) -> &'static str {
+pub(crate) fn booked_room(date: &str) -> &'static str {
     ["Aurora", "Boreal", "Cirrus", "Delta"][(number_in(date) / 10_000 % 4) as usize]
 }
 
 /// An SKU in the house form, from any way of writing its item number.
-pub fn house_sku(text: &str) -> String {
+pub(crate) fn house_sku(text: &str) -> String {
     format!("SKU-{:06}", number_in(text) % 1_000_000)
 }
 
 /// `SKU-` and six digits: the house form, whichever item it names.
-pub fn is_house_sku(sku: &str) -> bool {
+pub(crate) fn is_house_sku(sku: &str) -> bool {
     sku.strip_prefix("SKU-")
         .is_some_and(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Units in stock of an SKU.
-pub fn units(sku: &str) -> u64 {
+pub(crate) fn units(sku: &str) -> u64 {
     11 + number_in(sku) * 7 % 89
 }
 
 /// A weight in whole grams: digits only (a JSON integer or a string of digits), at least 1.
-pub fn whole_grams(weight: &str) -> Option<u64> {
+pub(crate) fn whole_grams(weight: &str) -> Option<u64> {
     let weight = weight.trim();
     if weight.is_empty() || !weight.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -230,7 +230,7 @@ pub fn whole_grams(weight: &str) -> Option<u64> {
 }
 
 /// The price of shipping a parcel of `grams`, in euros with two decimals ("4.65").
-pub fn shipping_price(grams: u64) -> String {
+pub(crate) fn shipping_price(grams: u64) -> String {
     let cents = 390 + (grams * 3).div_ceil(100);
     format!("{}.{:02}", cents / 100, cents % 100)
 }

@@ -17,22 +17,22 @@ use axum::routing::{get, post};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-pub struct Reply {
-    pub status: u16,
-    pub body: Value,
-    pub delay: Duration,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
+    pub(crate) delay: Duration,
     /// Server-sent events to stream instead of `body`, one every `gap`.
-    pub events: Option<(Vec<Value>, Duration)>,
+    pub(crate) events: Option<(Vec<Value>, Duration)>,
     /// Extra response headers.
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 impl Reply {
-    pub fn text(content: &str) -> Self {
+    pub(crate) fn text(content: &str) -> Self {
         Self::completion(json!({"role": "assistant", "content": content}), "stop")
     }
 
-    pub fn tool_call(id: &str, name: &str, arguments: Value) -> Self {
+    pub(crate) fn tool_call(id: &str, name: &str, arguments: Value) -> Self {
         Self::completion(
             json!({"role": "assistant", "content": null, "tool_calls": [
                 {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
@@ -41,7 +41,7 @@ impl Reply {
         )
     }
 
-    pub fn completion(message: Value, finish_reason: &str) -> Self {
+    pub(crate) fn completion(message: Value, finish_reason: &str) -> Self {
         Self {
             status: 200,
             body: json!({
@@ -55,12 +55,12 @@ impl Reply {
         }
     }
 
-    pub fn error(status: u16, message: &str) -> Self {
+    pub(crate) fn error(status: u16, message: &str) -> Self {
         Self::status_body(status, json!({"error": {"message": message}}))
     }
 
     /// Any status with this JSON body.
-    pub fn status_body(status: u16, body: Value) -> Self {
+    pub(crate) fn status_body(status: u16, body: Value) -> Self {
         Self {
             status,
             body,
@@ -71,7 +71,7 @@ impl Reply {
     }
 
     /// Streams these events (`data:` lines), one every 10 ms, then `[DONE]`.
-    pub fn events(events: Vec<Value>) -> Self {
+    pub(crate) fn events(events: Vec<Value>) -> Self {
         Self {
             status: 200,
             body: Value::Null,
@@ -81,14 +81,14 @@ impl Reply {
         }
     }
 
-    pub fn with_header(mut self, name: &'static str, value: &str) -> Self {
+    pub(crate) fn with_header(mut self, name: &'static str, value: &str) -> Self {
         self.headers.push((name, value.to_string()));
         self
     }
 
     /// Streams `text` in `pieces` chunks, one every `gap` (llama.cpp-style: a first chunk with
     /// `content: null`, usage at the end).
-    pub fn streamed(text: &str, pieces: usize, gap: Duration) -> Self {
+    pub(crate) fn streamed(text: &str, pieces: usize, gap: Duration) -> Self {
         let chars: Vec<char> = text.chars().collect();
         let size = chars.len().div_ceil(pieces.max(1)).max(1);
         let mut events = vec![
@@ -111,7 +111,7 @@ impl Reply {
     }
 
     /// A tool call streamed in fragments, as OpenAI sends it.
-    pub fn streamed_tool_call(id: &str, name: &str, arguments: Value) -> Self {
+    pub(crate) fn streamed_tool_call(id: &str, name: &str, arguments: Value) -> Self {
         let arguments = arguments.to_string();
         let (a, b) = arguments.split_at(arguments.len() / 2);
         let events = vec![
@@ -129,7 +129,7 @@ impl Reply {
         }
     }
 
-    pub fn after(mut self, delay: Duration) -> Self {
+    pub(crate) fn after(mut self, delay: Duration) -> Self {
         self.delay = delay;
         self
     }
@@ -139,9 +139,9 @@ impl Reply {
 type Responder = dyn Fn(&Value, usize, usize) -> Reply + Send + Sync;
 
 #[derive(Clone)]
-pub struct FakeLlm {
+pub(crate) struct FakeLlm {
     /// Base URL including `/v1`, as `OPENAI_BASE_URL` takes it.
-    pub url: String,
+    pub(crate) url: String,
     requests: Arc<Mutex<Vec<Value>>>,
     /// The status each request got, by index.
     statuses: Arc<Mutex<Vec<u16>>>,
@@ -170,13 +170,15 @@ impl Drop for InFlight {
 
 impl FakeLlm {
     /// `responder(request, index)` answers the request with zero-based `index`.
-    pub async fn start(responder: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Self {
+    pub(crate) async fn start(
+        responder: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         Self::start_with_load(move |request, index, _| responder(request, index)).await
     }
 
     /// `responder(request, index, others)` also sees how many other requests were in flight
     /// when this one arrived.
-    pub async fn start_with_load(
+    pub(crate) async fn start_with_load(
         responder: impl Fn(&Value, usize, usize) -> Reply + Send + Sync + 'static,
     ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -204,47 +206,47 @@ impl FakeLlm {
     }
 
     /// Serves `GET /props` (llama.cpp) with this body from now on.
-    pub fn serve_props(&self, body: Value) {
+    pub(crate) fn serve_props(&self, body: Value) {
         *self.props.lock().unwrap() = Some(body);
     }
 
     /// Serves `GET /v1/models` with this body from now on.
-    pub fn serve_models(&self, body: Value) {
+    pub(crate) fn serve_models(&self, body: Value) {
         *self.models.lock().unwrap() = Some(body);
     }
 
     /// Paths of the GET requests received, in order.
-    pub fn gets(&self) -> Vec<String> {
+    pub(crate) fn gets(&self) -> Vec<String> {
         self.gets.lock().unwrap().clone()
     }
 
     /// The most chat requests that were in flight at once.
-    pub fn max_in_flight(&self) -> usize {
+    pub(crate) fn max_in_flight(&self) -> usize {
         self.max_in_flight.load(Ordering::SeqCst)
     }
 
     /// When each chat request arrived, in the order of `requests()`.
-    pub fn arrivals(&self) -> Vec<Instant> {
+    pub(crate) fn arrivals(&self) -> Vec<Instant> {
         self.arrivals.lock().unwrap().clone()
     }
 
     /// The status each chat request was answered with, in arrival order.
-    pub fn statuses(&self) -> Vec<u16> {
+    pub(crate) fn statuses(&self) -> Vec<u16> {
         self.statuses.lock().unwrap().clone()
     }
 
     /// Always answers `text`.
-    pub async fn answering(text: &'static str) -> Self {
+    pub(crate) async fn answering(text: &'static str) -> Self {
         Self::start(move |_, _| Reply::text(text)).await
     }
 
     /// Every request, extraction calls included.
-    pub fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
     }
 
     /// The agent's own requests (options and reflection calls left out).
-    pub fn agent_requests(&self) -> Vec<Value> {
+    pub(crate) fn agent_requests(&self) -> Vec<Value> {
         self.requests()
             .into_iter()
             .filter(|r| !is_options_request(r) && !is_reflection_request(r))
@@ -252,7 +254,7 @@ impl FakeLlm {
     }
 
     /// The reflection calls.
-    pub fn reflection_requests(&self) -> Vec<Value> {
+    pub(crate) fn reflection_requests(&self) -> Vec<Value> {
         self.requests()
             .into_iter()
             .filter(is_reflection_request)
@@ -260,12 +262,12 @@ impl FakeLlm {
     }
 
     /// The `Authorization` header of each chat request (`None`: none sent), in arrival order.
-    pub fn authorizations(&self) -> Vec<Option<String>> {
+    pub(crate) fn authorizations(&self) -> Vec<Option<String>> {
         self.authorizations.lock().unwrap().clone()
     }
 
     /// A base URL where nothing listens: connections are refused.
-    pub async fn down_url() -> String {
+    pub(crate) async fn down_url() -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
@@ -356,7 +358,7 @@ fn served(body: Option<Value>) -> Response {
 }
 
 /// The text of the last user message of a request.
-pub fn last_user_text(request: &Value) -> String {
+pub(crate) fn last_user_text(request: &Value) -> String {
     request["messages"]
         .as_array()
         .unwrap()
@@ -371,7 +373,7 @@ pub fn last_user_text(request: &Value) -> String {
 /// An LLM whose agent calls answer `answer` only after 30 s while the returned flag is set, and
 /// at once after it is cleared (options and reflection fail): a turn stays in flight until the
 /// test kills the bot, and the restarted bot's turn is answered at once.
-pub async fn stalling_llm(answer: &'static str) -> (FakeLlm, Arc<AtomicBool>) {
+pub(crate) async fn stalling_llm(answer: &'static str) -> (FakeLlm, Arc<AtomicBool>) {
     let slow = Arc::new(AtomicBool::new(true));
     let flag = slow.clone();
     let llm = FakeLlm::start(move |req, _| {
@@ -386,14 +388,14 @@ pub async fn stalling_llm(answer: &'static str) -> (FakeLlm, Arc<AtomicBool>) {
 }
 
 /// Whether a request is an options extraction (its last user message is that prompt).
-pub fn is_options_request(request: &Value) -> bool {
+pub(crate) fn is_options_request(request: &Value) -> bool {
     let last = last_user_text(request);
     let prompt_start = &heurist::options::OPTIONS_PROMPT_TEMPLATE[..40];
     last.starts_with(prompt_start) || last == heurist::options::OPTIONS_RETRY_PROMPT
 }
 
 /// Whether a request is a reflection (its last user message is that prompt).
-pub fn is_reflection_request(request: &Value) -> bool {
+pub(crate) fn is_reflection_request(request: &Value) -> bool {
     use heurist::learning::heuristics::{
         REFLECTION_EXTRACT_PROMPT_TEMPLATE, REFLECTION_RETRY_PROMPT,
     };

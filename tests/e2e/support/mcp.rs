@@ -1,4 +1,4 @@
-//! The MCP test server (`examples/mcp_test_server.rs`) as the bot's tests start it: over stdio
+//! The MCP test server (`tests/bin/mcp_test_server.rs`) as the bot's tests start it: over stdio
 //! as a configured child process, or as a separate streamable-HTTP server process.
 
 use std::io::BufRead;
@@ -7,26 +7,14 @@ use std::path::PathBuf;
 use heurist::config::{McpRoles, McpServerConfig};
 use serde_json::Value;
 
-/// The test server's executable, which `cargo test` builds beside the test binaries
-/// (`target/<profile>/examples/`).
-pub fn test_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test binaries live in target/<profile>/deps");
-    let path = profile_dir.join("examples").join("mcp_test_server");
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds it; after `cargo test --test e2e` alone, run \
-         `cargo build --example mcp_test_server` first",
-        path.display()
-    );
-    path
+/// The test server's executable: a binary of this package, which Cargo builds before any
+/// integration test or bench (`cargo test --test e2e` alone included).
+pub(crate) fn test_server() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcp_test_server"))
 }
 
 /// A stdio server entry running the test server, with the defaults a user's entry gets.
-pub fn stdio_server(name: &str) -> McpServerConfig {
+pub(crate) fn stdio_server(name: &str) -> McpServerConfig {
     McpServerConfig {
         name: name.to_string(),
         command: Some(test_server().display().to_string()),
@@ -44,14 +32,14 @@ pub fn stdio_server(name: &str) -> McpServerConfig {
 }
 
 /// The test server serving streamable HTTP on 127.0.0.1; killed when dropped.
-pub struct HttpServer {
-    pub url: String,
+pub(crate) struct HttpServer {
+    pub(crate) url: String,
     child: std::process::Child,
 }
 
 impl HttpServer {
     /// Starts it; with `header` (`"name: value"`), requests without that header get 401.
-    pub fn start(header: Option<&str>) -> Self {
+    pub(crate) fn start(header: Option<&str>) -> Self {
         let mut command = std::process::Command::new(test_server());
         command.arg("--http");
         if let Some(header) = header {
@@ -74,7 +62,7 @@ impl HttpServer {
     }
 
     /// An entry for this server.
-    pub fn entry(&self, name: &str) -> McpServerConfig {
+    pub(crate) fn entry(&self, name: &str) -> McpServerConfig {
         McpServerConfig {
             command: None,
             url: Some(self.url.clone()),
@@ -91,7 +79,7 @@ impl Drop for HttpServer {
 }
 
 /// The tool results of the request's current turn (after its last user message), in order.
-pub fn this_turns_results(request: &Value) -> Vec<String> {
+pub(crate) fn this_turns_results(request: &Value) -> Vec<String> {
     let messages = request["messages"].as_array().unwrap();
     let start = messages
         .iter()
@@ -105,7 +93,7 @@ pub fn this_turns_results(request: &Value) -> Vec<String> {
 }
 
 /// The names in a request's `tools` array, in order.
-pub fn tool_names(request: &Value) -> Vec<String> {
+pub(crate) fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|tools| {
@@ -119,7 +107,7 @@ pub fn tool_names(request: &Value) -> Vec<String> {
 }
 
 /// The tool results a request carries (its `role: tool` messages), in order.
-pub fn tool_results(request: &Value) -> Vec<String> {
+pub(crate) fn tool_results(request: &Value) -> Vec<String> {
     request["messages"]
         .as_array()
         .unwrap()

@@ -4,39 +4,40 @@
 //! What every end-to-end test needs: fake servers, a temporary sled directory, and the real
 //! bot configured through its public environment-variable contract.
 
-pub mod audio;
-pub mod desk;
-pub mod llm;
-pub mod mcp;
-pub mod pdf;
-pub mod telegram;
+pub(crate) mod audio;
+pub(crate) mod desk;
+pub(crate) mod llm;
+pub(crate) mod mcp;
+pub(crate) mod pdf;
+pub(crate) mod telegram;
 
 use std::path::Path;
+use std::time::Duration;
 
 use heurist::conversation::Conversation;
 use heurist::ids::ChatId;
 use heurist::{Config, Running};
 use tempfile::TempDir;
 
-pub use llm::{FakeLlm, Reply, is_options_request, is_reflection_request, last_user_text};
-pub use telegram::FakeTelegram;
+pub(crate) use llm::{FakeLlm, Reply, is_options_request, is_reflection_request, last_user_text};
+pub(crate) use telegram::FakeTelegram;
 
 /// An allowed user (private chat id = user id).
-pub const ALICE: i64 = 1001;
-pub const BOB: i64 = 1002;
+pub(crate) const ALICE: i64 = 1001;
+pub(crate) const BOB: i64 = 1002;
 /// An admin.
-pub const ADMIN: i64 = 9001;
+pub(crate) const ADMIN: i64 = 9001;
 /// Nobody allowed this one.
-pub const STRANGER: i64 = 666;
+pub(crate) const STRANGER: i64 = 666;
 
 /// The conversation of chat `id` outside any topic (a private chat, a plain group), where the
 /// store keeps its history.
-pub fn in_chat(id: i64) -> Conversation {
+pub(crate) fn in_chat(id: i64) -> Conversation {
     Conversation::new(ChatId(id), None)
 }
 
 /// The configuration a deployment would get from these environment variables.
-pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
+pub(crate) fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
     let mut config = Config::from_toml(None, Path::new("config/heurist.toml")).unwrap();
     let data = data_dir.display().to_string();
     let tg_url = tg.url.clone();
@@ -74,47 +75,69 @@ pub fn config(tg: &FakeTelegram, llm_url: &str, data_dir: &Path) -> Config {
 }
 
 /// A bot under test with its fakes and database.
-pub struct Harness {
-    pub tg: FakeTelegram,
-    pub llm: FakeLlm,
+pub(crate) struct Harness {
+    pub(crate) tg: FakeTelegram,
+    pub(crate) llm: FakeLlm,
     /// The sled directory, deleted when the harness is dropped.
     _dir: TempDir,
-    pub bot: Option<Running>,
+    pub(crate) bot: Option<Running>,
     /// The configuration the bot was started with (restarts reuse it).
-    pub config: Config,
+    pub(crate) config: Config,
+    /// The time the bot's scheduler reads, which a test may move forward (restarts reuse it).
+    pub(crate) clock: heurist::clock::Clock,
 }
 
 impl Harness {
-    pub async fn start(llm: FakeLlm) -> Self {
+    pub(crate) async fn start(llm: FakeLlm) -> Self {
         Self::start_with(llm, |_| {}).await
     }
 
-    pub async fn start_with(llm: FakeLlm, tweak: impl FnOnce(&mut Config)) -> Self {
+    pub(crate) async fn start_with(llm: FakeLlm, tweak: impl FnOnce(&mut Config)) -> Self {
         let tg = FakeTelegram::start().await;
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(&tg, &llm.url, dir.path());
         tweak(&mut config);
-        let bot = heurist::start(config.clone()).await.unwrap();
+        let clock = heurist::clock::Clock::system();
+        let bot = heurist::start_with_clock(config.clone(), clock.clone())
+            .await
+            .unwrap();
         Self {
             tg,
             llm,
             _dir: dir,
             bot: Some(bot),
             config,
+            clock,
         }
     }
 
-    pub fn app(&self) -> &heurist::App {
+    pub(crate) fn app(&self) -> &heurist::App {
         self.bot.as_ref().unwrap().app()
     }
 
     /// Stops the bot gracefully and starts a new one on the same database.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.bot.take().unwrap().stop().await;
-        self.bot = Some(heurist::start(self.config.clone()).await.unwrap());
+        self.start_again().await;
     }
 
-    pub async fn stop(mut self) {
+    /// Waits (at most 10 s) until no turn, queued turn, reply or follow-up is running: what
+    /// was started has been shown.
+    pub(crate) async fn settled(&self) {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !self.app().idle() {
+            assert!(std::time::Instant::now() < until, "the bot never went idle");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Starts the bot (stopped by the test) on the same database, configuration and clock.
+    pub(crate) async fn start_again(&mut self) {
+        let bot = heurist::start_with_clock(self.config.clone(), self.clock.clone());
+        self.bot = Some(bot.await.unwrap());
+    }
+
+    pub(crate) async fn stop(mut self) {
         if let Some(bot) = self.bot.take() {
             bot.stop().await;
         }
@@ -122,7 +145,7 @@ impl Harness {
 }
 
 /// Serves `html` at a loopback URL (the tests enable `fetch_allow_private`).
-pub async fn serve_html(html: &'static str) -> String {
+pub(crate) async fn serve_html(html: &'static str) -> String {
     use axum::response::Html;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/page", listener.local_addr().unwrap());
@@ -136,16 +159,16 @@ pub async fn serve_html(html: &'static str) -> String {
 
 /// The real `heurist` binary as a deployment runs it: configured only through environment
 /// variables and a config file, logging to a file the test can read.
-pub struct BotProcess {
-    pub child: std::process::Child,
-    pub log: std::path::PathBuf,
+pub(crate) struct BotProcess {
+    pub(crate) child: std::process::Child,
+    pub(crate) log: std::path::PathBuf,
 }
 
 impl BotProcess {
     /// Config for tests: fast LLM retries, no skills, no scheduled backups.
-    pub const TEST_TOML: &str = "[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n[backup]\nevery_hours = 0\n";
+    pub(crate) const TEST_TOML: &str = "[llm]\nretry_base_ms = 20\n[learning]\nskills_dir = \"/nonexistent\"\n[backup]\nevery_hours = 0\n";
 
-    pub fn spawn(
+    pub(crate) fn spawn(
         tg: &FakeTelegram,
         llm_url: &str,
         data: &Path,
@@ -155,7 +178,7 @@ impl BotProcess {
     }
 
     /// Spawns with `toml` as the config file (over the shipped defaults).
-    pub fn spawn_with(
+    pub(crate) fn spawn_with(
         tg: &FakeTelegram,
         llm_url: &str,
         data: &Path,
@@ -195,7 +218,7 @@ impl BotProcess {
     }
 
     /// Sends SIGTERM, as a service manager does to stop the bot.
-    pub fn terminate(&self) {
+    pub(crate) fn terminate(&self) {
         let status = std::process::Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
@@ -205,13 +228,13 @@ impl BotProcess {
     }
 
     /// Sends SIGKILL and reaps the process: no shutdown code runs, as in a power cut.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Waits for the process to exit (at most `limit`), returning its exit code.
-    pub async fn wait(&mut self, limit: std::time::Duration) -> Option<i32> {
+    pub(crate) async fn wait(&mut self, limit: std::time::Duration) -> Option<i32> {
         let until = std::time::Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -228,14 +251,19 @@ impl BotProcess {
         }
     }
 
-    pub fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Waits (at most `limit`) until this run asked for the webhook settings, as it does once it
     /// finished what the previous run left, right before it starts polling: `before` is how
     /// many times runs before it asked.
-    pub async fn started(&self, tg: &FakeTelegram, before: usize, limit: std::time::Duration) {
+    pub(crate) async fn started(
+        &self,
+        tg: &FakeTelegram,
+        before: usize,
+        limit: std::time::Duration,
+    ) {
         let until = std::time::Instant::now() + limit;
         while tg.calls("getWebhookInfo").len() == before {
             assert!(
@@ -256,7 +284,7 @@ impl Drop for BotProcess {
 }
 
 /// The toast the press `query` was answered with.
-pub async fn toast(tg: &FakeTelegram, query: &str) -> String {
+pub(crate) async fn toast(tg: &FakeTelegram, query: &str) -> String {
     tg.wait_for(|tg| {
         tg.calls("answerCallbackQuery")
             .into_iter()
@@ -268,7 +296,7 @@ pub async fn toast(tg: &FakeTelegram, query: &str) -> String {
 
 /// The first confirmation (✅ / ✖ under a fact or task the provenance gate held) sent to
 /// `chat` after its first `after` messages.
-pub async fn confirmation(tg: &FakeTelegram, chat: i64, after: usize) -> telegram::Call {
+pub(crate) async fn confirmation(tg: &FakeTelegram, chat: i64, after: usize) -> telegram::Call {
     tg.wait_for(|tg| {
         tg.messages_to(chat)
             .into_iter()

@@ -7,7 +7,7 @@
 
 /// A PDF of `objects` (object `n` is `objects[n - 1]`, its body without `obj`/`endobj`), with a
 /// correct cross-reference table and `1 0 R` as its root.
-pub fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
@@ -34,7 +34,7 @@ pub fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// A stream object: `dict` (without its `/Length`) and `data`.
-pub fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
+pub(crate) fn stream(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut out = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
     out.extend_from_slice(data);
     out.extend_from_slice(b"\nendstream");
@@ -50,7 +50,7 @@ fn catalog_and_pages() -> Vec<Vec<u8>> {
 }
 
 /// A valid one-page PDF whose text is `line` (ASCII, no parentheses or backslashes).
-pub fn one_line(line: &str) -> Vec<u8> {
+pub(crate) fn one_line(line: &str) -> Vec<u8> {
     let mut objects = catalog_and_pages();
     objects.push(
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
@@ -68,7 +68,7 @@ pub fn one_line(line: &str) -> Vec<u8> {
 
 /// About 800 bytes: the page draws form XObject `/X0`, whose own content draws `/X0` again.
 /// The parser follows `Do` by recursion: its stack overflows, which aborts the process.
-pub fn self_drawing_form() -> Vec<u8> {
+pub(crate) fn self_drawing_form() -> Vec<u8> {
     let mut objects = catalog_and_pages();
     objects.push(
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R \
@@ -86,7 +86,7 @@ pub fn self_drawing_form() -> Vec<u8> {
 /// About 450 bytes: the page has no `/Resources` nor `/MediaBox`, so the parser looks for them
 /// up the page tree, whose node is its own `/Parent`: the lookup never ends (or, where the
 /// compiler keeps the recursion, overflows the stack).
-pub fn looping_page_tree() -> Vec<u8> {
+pub(crate) fn looping_page_tree() -> Vec<u8> {
     pdf(&[
         b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 /Parent 2 0 R >>".to_vec(),
@@ -97,7 +97,7 @@ pub fn looping_page_tree() -> Vec<u8> {
 
 /// The page's content is `/Filter [/FlateDecode /FlateDecode]` over `spaces` spaces (1 GiB in
 /// the tests: about 50 kB of PDF). A parser that inflates it whole holds a gigabyte or more.
-pub fn flate_bomb(spaces: u64) -> Vec<u8> {
+pub(crate) fn flate_bomb(spaces: u64) -> Vec<u8> {
     let mut objects = catalog_and_pages();
     objects.push(
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << >> >>"
@@ -110,7 +110,7 @@ pub fn flate_bomb(spaces: u64) -> Vec<u8> {
 
 /// A zlib stream of `n` (≥ 1) spaces: one literal, then matches of 258 bytes at distance 1, so
 /// 13 bits of output per 258 bytes and no work proportional to `n` but a loop over the matches.
-pub fn zlib_spaces(n: u64) -> Vec<u8> {
+pub(crate) fn zlib_spaces(n: u64) -> Vec<u8> {
     let mut deflate = FixedDeflate::default();
     deflate.literal(b' ');
     let mut left = n - 1;
@@ -127,7 +127,7 @@ pub fn zlib_spaces(n: u64) -> Vec<u8> {
 
 /// `data` as a zlib stream, compressed only by repeats at distances up to 32 bytes, which is all
 /// the periodic output of [`zlib_spaces`] needs (its bits repeat every 13 bytes).
-pub fn zlib_repeating(data: &[u8]) -> Vec<u8> {
+pub(crate) fn zlib_repeating(data: &[u8]) -> Vec<u8> {
     let mut deflate = FixedDeflate::default();
     let mut at = 0;
     while at < data.len() {

@@ -14,25 +14,25 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-pub const BOT_ID: i64 = 4242;
-pub const BOT_USERNAME: &str = "heurist_test_bot";
+pub(crate) const BOT_ID: i64 = 4242;
+pub(crate) const BOT_USERNAME: &str = "heurist_test_bot";
 
 #[derive(Debug, Clone)]
-pub struct Call {
-    pub method: String,
-    pub params: Value,
-    pub at: Instant,
+pub(crate) struct Call {
+    pub(crate) method: String,
+    pub(crate) params: Value,
+    pub(crate) at: Instant,
     /// Whether the fake answered `ok: true`.
-    pub ok: bool,
+    pub(crate) ok: bool,
     /// What it answered (`result` of the response, or the error body).
-    pub result: Value,
+    pub(crate) result: Value,
     /// The body as sent, when it was a multipart form (an upload), else empty.
-    pub multipart: Vec<u8>,
+    pub(crate) multipart: Vec<u8>,
 }
 
 impl Call {
     /// The bytes of the multipart part named `name` (an uploaded file), as sent.
-    pub fn part(&self, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn part(&self, name: &str) -> Option<Vec<u8>> {
         let first_line = self.multipart.split(|b| *b == b'\n').next()?;
         let boundary = first_line.strip_suffix(b"\r").unwrap_or(first_line);
         let delimiter = [b"\r\n".as_slice(), boundary].concat();
@@ -53,12 +53,12 @@ impl Call {
     }
 
     /// The text the call sent ("" if none).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.params["text"].as_str().unwrap_or_default().to_string()
     }
 
     /// The callback data of every button the call sent, row by row.
-    pub fn buttons(&self) -> Vec<String> {
+    pub(crate) fn buttons(&self) -> Vec<String> {
         callback_data(&self.params["reply_markup"])
     }
 }
@@ -98,7 +98,7 @@ struct Inner {
     chat_rate: Option<Duration>,
     last_in_chat: HashMap<i64, Instant>,
     /// 429s answered because of `chat_rate`.
-    pub flood_refusals: usize,
+    pub(crate) flood_refusals: usize,
     /// When each update was handed to the bot by getUpdates.
     delivered_at: HashMap<i64, Instant>,
     /// When each (chat, text) was first sent successfully: an index for `wait_text`.
@@ -125,8 +125,8 @@ struct Inner {
 }
 
 #[derive(Clone)]
-pub struct FakeTelegram {
-    pub url: String,
+pub(crate) struct FakeTelegram {
+    pub(crate) url: String,
     inner: Arc<Mutex<Inner>>,
     notify: Arc<Notify>,
     /// Woken on every call the bot makes (waiters then look at what arrived).
@@ -134,7 +134,7 @@ pub struct FakeTelegram {
 }
 
 impl FakeTelegram {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let inner = Arc::new(Mutex::new(Inner {
             next_update_id: 1,
             next_message_id: 1000,
@@ -169,11 +169,11 @@ impl FakeTelegram {
     }
 
     /// A text message from `user` in the private chat with the same id.
-    pub fn send_text(&self, user: i64, text: &str) -> i64 {
+    pub(crate) fn send_text(&self, user: i64, text: &str) -> i64 {
         self.send_in_chat(user, user, text)
     }
 
-    pub fn send_in_chat(&self, chat: i64, user: i64, text: &str) -> i64 {
+    pub(crate) fn send_in_chat(&self, chat: i64, user: i64, text: &str) -> i64 {
         let text = text.to_string();
         self.push_update(move |_, message_id| {
             json!({"message": message(message_id, chat, user_json(user), json!({"text": text}))})
@@ -181,7 +181,7 @@ impl FakeTelegram {
     }
 
     /// A channel post forwarded by `user` into their private chat: someone else wrote `text`.
-    pub fn send_forwarded(&self, user: i64, text: &str) -> i64 {
+    pub(crate) fn send_forwarded(&self, user: i64, text: &str) -> i64 {
         let text = text.to_string();
         self.push_update(move |_, message_id| {
             let origin = json!({
@@ -197,7 +197,7 @@ impl FakeTelegram {
 
     /// A text message from `user` in forum topic `topic` (its `message_thread_id`) of the
     /// forum supergroup `chat`.
-    pub fn send_in_topic(&self, chat: i64, topic: i64, user: i64, text: &str) -> i64 {
+    pub(crate) fn send_in_topic(&self, chat: i64, topic: i64, user: i64, text: &str) -> i64 {
         let text = text.to_string();
         self.push_update(move |_, message_id| {
             let content =
@@ -209,7 +209,7 @@ impl FakeTelegram {
     }
 
     /// The id of the message that update `update_id` carried.
-    pub fn message_id_of(&self, update_id: i64) -> i64 {
+    pub(crate) fn message_id_of(&self, update_id: i64) -> i64 {
         let inner = self.inner.lock().unwrap();
         let update = inner
             .delivered
@@ -221,7 +221,7 @@ impl FakeTelegram {
 
     /// Delivers update `update_id` again, as Telegram does when a bot crashed before
     /// confirming it.
-    pub fn redeliver(&self, update_id: i64) {
+    pub(crate) fn redeliver(&self, update_id: i64) {
         let mut inner = self.inner.lock().unwrap();
         let update = inner
             .delivered
@@ -235,7 +235,7 @@ impl FakeTelegram {
     }
 
     /// A text message in `chat` that replies to the bot's message `reply_to`.
-    pub fn send_reply_to_bot(&self, chat: i64, user: i64, text: &str, reply_to: i64) -> i64 {
+    pub(crate) fn send_reply_to_bot(&self, chat: i64, user: i64, text: &str, reply_to: i64) -> i64 {
         let text = text.to_string();
         self.push_update(move |_, message_id| {
             let replied = message(reply_to, chat, bot_json(), json!({"text": "earlier answer"}));
@@ -244,18 +244,18 @@ impl FakeTelegram {
     }
 
     /// Makes `bytes` downloadable as file `file_id` (through `getFile` and `/file/bot<token>/`).
-    pub fn serve_file(&self, file_id: &str, bytes: &[u8]) {
+    pub(crate) fn serve_file(&self, file_id: &str, bytes: &[u8]) {
         let mut inner = self.inner.lock().unwrap();
         inner.files.insert(file_id.to_string(), bytes.to_vec());
     }
 
     /// The paths of the files downloaded so far.
-    pub fn downloads(&self) -> Vec<String> {
+    pub(crate) fn downloads(&self) -> Vec<String> {
         self.inner.lock().unwrap().downloads.clone()
     }
 
     /// A voice note from `user`: file `file_id`, `seconds` long, `size` bytes as Telegram says.
-    pub fn send_voice_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
+    pub(crate) fn send_voice_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
         let file_id = file_id.to_string();
         self.push_update(move |_, message_id| {
             let voice = json!({"voice": {"file_id": file_id, "file_unique_id": "uv",
@@ -266,7 +266,7 @@ impl FakeTelegram {
 
     /// A voice note `user` forwards from a channel: file `file_id`, `seconds` long, `size`
     /// bytes.
-    pub fn send_forwarded_voice_note(
+    pub(crate) fn send_forwarded_voice_note(
         &self,
         user: i64,
         file_id: &str,
@@ -286,7 +286,7 @@ impl FakeTelegram {
 
     /// A round video note from `user`: file `file_id`, `seconds` long as the client claims,
     /// `size` bytes as Telegram says (video notes carry no MIME type nor name).
-    pub fn send_video_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
+    pub(crate) fn send_video_note(&self, user: i64, file_id: &str, seconds: u32, size: u64) -> i64 {
         let file_id = file_id.to_string();
         self.push_update(move |_, message_id| {
             let note = json!({"video_note": {"file_id": file_id, "file_unique_id": "un",
@@ -297,7 +297,7 @@ impl FakeTelegram {
 
     /// A document from `user`: file `file_id` named `name` of type `mime`, `size` bytes as
     /// Telegram says, with an optional caption.
-    pub fn send_document(
+    pub(crate) fn send_document(
         &self,
         user: i64,
         file_id: &str,
@@ -316,7 +316,7 @@ impl FakeTelegram {
     }
 
     /// A location from `user`: neither text, a photo, a recording nor a document.
-    pub fn send_location(&self, user: i64) -> i64 {
+    pub(crate) fn send_location(&self, user: i64) -> i64 {
         self.push_update(move |_, message_id| {
             let location = json!({"location": {"latitude": 52.5, "longitude": 13.4}});
             json!({"message": message(message_id, user, user_json(user), location)})
@@ -324,7 +324,7 @@ impl FakeTelegram {
     }
 
     /// A photo from `user`, in two sizes, with an optional caption.
-    pub fn send_photo_with_caption(&self, user: i64, caption: Option<&str>) -> i64 {
+    pub(crate) fn send_photo_with_caption(&self, user: i64, caption: Option<&str>) -> i64 {
         let caption = caption.map(str::to_string);
         self.push_update(move |_, message_id| {
             let mut photo = json!({"photo": [
@@ -339,7 +339,7 @@ impl FakeTelegram {
     }
 
     /// A press of an inline button with `data` under the bot's message `message_id`.
-    pub fn press(&self, user: i64, chat: i64, message_id: i64, data: &str) -> String {
+    pub(crate) fn press(&self, user: i64, chat: i64, message_id: i64, data: &str) -> String {
         let (query_id, markup, topic) = {
             let inner = self.inner.lock().unwrap();
             let markup = inner.markups.get(&(chat, message_id)).cloned();
@@ -372,7 +372,14 @@ impl FakeTelegram {
 
     /// `user` changes their reactions on message `message_id` of `chat` from the emoji `old`
     /// to the emoji `new` (a `message_reaction` update; empty `new`: taken off).
-    pub fn react(&self, user: i64, chat: i64, message_id: i64, old: &[&str], new: &[&str]) -> i64 {
+    pub(crate) fn react(
+        &self,
+        user: i64,
+        chat: i64,
+        message_id: i64,
+        old: &[&str],
+        new: &[&str],
+    ) -> i64 {
         let emoji = |list: &[&str]| -> Vec<Value> {
             list.iter()
                 .map(|e| json!({"type": "emoji", "emoji": e}))
@@ -392,7 +399,7 @@ impl FakeTelegram {
     }
 
     /// When getUpdates handed `update_id` to the bot.
-    pub fn delivered_at(&self, update_id: i64) -> Option<Instant> {
+    pub(crate) fn delivered_at(&self, update_id: i64) -> Option<Instant> {
         self.inner
             .lock()
             .unwrap()
@@ -402,12 +409,17 @@ impl FakeTelegram {
     }
 
     /// When the first getUpdates request arrived (not when its long poll was answered).
-    pub fn first_poll(&self) -> Option<Instant> {
+    pub(crate) fn first_poll(&self) -> Option<Instant> {
         self.inner.lock().unwrap().first_poll
     }
 
     /// Waits (event-driven, up to `limit`) until `chat` was sent `text`; returns when it was.
-    pub async fn wait_text(&self, chat: i64, text: &str, limit: Duration) -> Option<Instant> {
+    pub(crate) async fn wait_text(
+        &self,
+        chat: i64,
+        text: &str,
+        limit: Duration,
+    ) -> Option<Instant> {
         let until = tokio::time::Instant::now() + limit;
         loop {
             let called = self.called.notified();
@@ -426,29 +438,29 @@ impl FakeTelegram {
     }
 
     /// Enforces at most one send or edit per `interval` per chat, answering 429 otherwise.
-    pub fn enforce_chat_rate(&self, interval: Duration) {
+    pub(crate) fn enforce_chat_rate(&self, interval: Duration) {
         self.inner.lock().unwrap().chat_rate = Some(interval);
     }
 
-    pub fn flood_refusals(&self) -> usize {
+    pub(crate) fn flood_refusals(&self) -> usize {
         self.inner.lock().unwrap().flood_refusals
     }
 
     /// The next call of `method` is not answered (the connection stays open) until
     /// [`Self::release_hung`].
-    pub fn hang_next(&self, method: &str) {
+    pub(crate) fn hang_next(&self, method: &str) {
         let mut inner = self.inner.lock().unwrap();
         *inner.hang.entry(method.to_string()).or_default() += 1;
     }
 
     /// Answers the calls [`Self::hang_next`] held.
-    pub fn release_hung(&self) {
+    pub(crate) fn release_hung(&self) {
         self.inner.lock().unwrap().hung_released = true;
     }
 
     /// From now on, sendMessageDraft in `chat` (`None`: in every chat) is answered `status`:
     /// 404 as a Bot API server without the method answers, 400 as a chat refusing drafts.
-    pub fn refuse_drafts(&self, chat: Option<i64>, status: u16) {
+    pub(crate) fn refuse_drafts(&self, chat: Option<i64>, status: u16) {
         self.inner
             .lock()
             .unwrap()
@@ -457,19 +469,19 @@ impl FakeTelegram {
     }
 
     /// From now on, a sendMessageDraft with `can_stop` is refused with a 400 naming it.
-    pub fn refuse_can_stop(&self) {
+    pub(crate) fn refuse_can_stop(&self) {
         self.inner.lock().unwrap().refuse_can_stop = true;
     }
 
     /// Refuses (400) every `getUpdates` whose `allowed_updates` names draft stops, as a Bot
     /// API server that does not know the update would.
-    pub fn refuse_stop_updates(&self) {
+    pub(crate) fn refuse_stop_updates(&self) {
         self.inner.lock().unwrap().refuse_stop_updates = true;
     }
 
     /// `user` presses the stop control of draft `draft_id` in their private chat: Telegram
     /// sends a `stopped_message_generation` update.
-    pub fn stop_draft(&self, user: i64, draft_id: i64) -> i64 {
+    pub(crate) fn stop_draft(&self, user: i64, draft_id: i64) -> i64 {
         self.push_update(move |_, _| {
             json!({"stopped_message_generation": {
                 "chat": {"id": user, "type": "private", "first_name": "Tester"},
@@ -478,7 +490,7 @@ impl FakeTelegram {
     }
 
     /// The sendMessageDraft calls to `chat`, answered or refused, in order.
-    pub fn drafts_to(&self, chat: i64) -> Vec<Call> {
+    pub(crate) fn drafts_to(&self, chat: i64) -> Vec<Call> {
         self.calls("sendMessageDraft")
             .into_iter()
             .filter(|c| c.params["chat_id"] == json!(chat))
@@ -486,12 +498,12 @@ impl FakeTelegram {
     }
 
     /// How many calls were left unanswered by [`Self::hang_next`].
-    pub fn hung(&self) -> usize {
+    pub(crate) fn hung(&self) -> usize {
         self.inner.lock().unwrap().hung
     }
 
     /// The user deletes a message (the bot's next edit of it finds nothing).
-    pub fn delete_on_screen(&self, chat: i64, message_id: i64) {
+    pub(crate) fn delete_on_screen(&self, chat: i64, message_id: i64) {
         self.inner
             .lock()
             .unwrap()
@@ -502,7 +514,7 @@ impl FakeTelegram {
     }
 
     /// The texts `chat` currently shows, oldest message first.
-    pub fn screen(&self, chat: i64) -> Vec<String> {
+    pub(crate) fn screen(&self, chat: i64) -> Vec<String> {
         self.screen_with_keyboards(chat)
             .into_iter()
             .map(|(text, _)| text)
@@ -510,7 +522,7 @@ impl FakeTelegram {
     }
 
     /// The texts and keyboards (`callback_data`s, comma-separated) `chat` currently shows.
-    pub fn screen_with_keyboards(&self, chat: i64) -> Vec<(String, String)> {
+    pub(crate) fn screen_with_keyboards(&self, chat: i64) -> Vec<(String, String)> {
         let inner = self.inner.lock().unwrap();
         inner
             .screen
@@ -527,7 +539,7 @@ impl FakeTelegram {
     }
 
     /// The next call of `method` gets this HTTP status and body instead of success.
-    pub fn script(&self, method: &str, status: u16, body: Value) {
+    pub(crate) fn script(&self, method: &str, status: u16, body: Value) {
         let mut inner = self.inner.lock().unwrap();
         inner
             .scripted
@@ -537,7 +549,7 @@ impl FakeTelegram {
     }
 
     /// The next call of `method` is answered only after `delay` (recorded at once).
-    pub fn slow_answer(&self, method: &str, delay: Duration) {
+    pub(crate) fn slow_answer(&self, method: &str, delay: Duration) {
         let mut inner = self.inner.lock().unwrap();
         inner
             .slow
@@ -546,7 +558,7 @@ impl FakeTelegram {
             .push_back(delay);
     }
 
-    pub fn calls(&self, method: &str) -> Vec<Call> {
+    pub(crate) fn calls(&self, method: &str) -> Vec<Call> {
         let inner = self.inner.lock().unwrap();
         inner
             .calls
@@ -557,7 +569,7 @@ impl FakeTelegram {
     }
 
     /// Successful sendMessage calls to `chat`.
-    pub fn messages_to(&self, chat: i64) -> Vec<Call> {
+    pub(crate) fn messages_to(&self, chat: i64) -> Vec<Call> {
         self.calls("sendMessage")
             .into_iter()
             .filter(|c| c.ok && c.params["chat_id"] == json!(chat))
@@ -565,7 +577,7 @@ impl FakeTelegram {
     }
 
     /// The voice notes sent to `chat` (their multipart fields, the audio as lossy text).
-    pub fn voices_to(&self, chat: i64) -> Vec<Call> {
+    pub(crate) fn voices_to(&self, chat: i64) -> Vec<Call> {
         self.calls("sendVoice")
             .into_iter()
             .filter(|c| c.ok && c.params["chat_id"] == json!(chat.to_string()))
@@ -573,7 +585,7 @@ impl FakeTelegram {
     }
 
     /// Waits until `chat` received at least `count` messages; panics after 10 s.
-    pub async fn wait_messages(&self, chat: i64, count: usize) -> Vec<Call> {
+    pub(crate) async fn wait_messages(&self, chat: i64, count: usize) -> Vec<Call> {
         self.wait_for(|t| {
             let sent = t.messages_to(chat);
             (sent.len() >= count).then_some(sent)
@@ -584,7 +596,7 @@ impl FakeTelegram {
     /// Waits until `f` returns `Some`; panics after 10 s with what was sent.
     /// Waits until the last message on `chat`'s screen, as text and keyboard (see
     /// [`Self::screen_with_keyboards`]), is one `wanted` accepts, and returns it.
-    pub async fn wait_last(
+    pub(crate) async fn wait_last(
         &self,
         chat: i64,
         wanted: impl Fn(&str, &str) -> bool,
@@ -598,7 +610,7 @@ impl FakeTelegram {
         .await
     }
 
-    pub async fn wait_for<T>(&self, f: impl Fn(&Self) -> Option<T>) -> T {
+    pub(crate) async fn wait_for<T>(&self, f: impl Fn(&Self) -> Option<T>) -> T {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(value) = f(self) {
@@ -620,7 +632,7 @@ impl FakeTelegram {
     }
 }
 
-pub fn user_json(user: i64) -> Value {
+pub(crate) fn user_json(user: i64) -> Value {
     json!({"id": user, "is_bot": false, "first_name": format!("User{user}")})
 }
 
@@ -1005,7 +1017,7 @@ fn draft(inner: &Inner, chat: i64, params: &Value) -> (u16, Value) {
 }
 
 /// Telegram's length limit and its HTML parser, strictly.
-pub fn check_text(text: &str, parse_mode: Option<&str>) -> Result<(), String> {
+pub(crate) fn check_text(text: &str, parse_mode: Option<&str>) -> Result<(), String> {
     if text.trim().is_empty() {
         return Err("message text is empty".into());
     }

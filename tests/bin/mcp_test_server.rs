@@ -1,4 +1,5 @@
-//! An MCP server for Heurist's end-to-end tests, not part of the bot. `cargo test` builds it;
+//! An MCP server for Heurist's end-to-end tests, not part of the bot. Cargo builds it (a
+//! `[[bin]]` of the package) before the tests and benches, which name it by `CARGO_BIN_EXE_`;
 //! the tests start it as a child process, as a deployment starts any MCP server.
 //!
 //! Its tools exercise what the bot must cope with: `echo` (a round trip), `env` (what the

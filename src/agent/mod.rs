@@ -763,8 +763,8 @@ impl Underway {
 
     /// After an answer that only gave back what the model was shown (it was taken off the
     /// conversation): asked again once with what the turn has (a described call: to make
-    /// it), then, where the chat's history is what it may be copying, once with the question
-    /// alone; then no answer is coming (the user gets the honest note and 🔁 Retry).
+    /// it), then, where the chat's history is what it may be copying and no call of the turn
+    /// has worked yet, once with the question alone; then no answer is coming (the user gets the honest note and 🔁 Retry).
     fn parroted(&mut self, parrot: parrot::Parrot) -> Verdict {
         self.parrot_asks += 1;
         match self.parrot_asks {
@@ -779,7 +779,9 @@ impl Underway {
                 self.conversation.push(ChatMessage::user(ask));
                 Verdict::AskedAgain
             }
-            2 if self.turn_start > 1 && !self.alone => {
+            // Not once a call of this turn worked: the question alone drops its result, and
+            // the model would make the call again (a task scheduled twice, a fact stored twice).
+            2 if self.turn_start > 1 && !self.alone && self.calls_that_worked().is_empty() => {
                 tracing::info!("asking once more with the question alone, without the history");
                 self.ask_alone();
                 Verdict::AskedAgain

@@ -5,7 +5,9 @@
 //! words, the same earlier answer ("The tool reported an error.") for seven questions in a
 //! row, and how to call a tool instead of a call ("use the inv__stock_level function with the
 //! SKU as 'SKU-0015'"). [`parroted`] tells such an answer from a real one, mechanically, by what
-//! the turn's context held; the agent loop then asks again (see `Agent::run`).
+//! the turn's context held; the agent loop then asks again (see `Agent::run`). The checks are
+//! for what a model copies, not a guard against one that means to fool them: a word of its own
+//! gets an answer past them, as it would past a reader.
 //!
 //! ```
 //! use heurist::agent::parrot::{Given, Parrot, parroted};
@@ -110,7 +112,7 @@ pub fn parroted(answer: &str, given: &Given) -> Option<Parrot> {
     if asks_the_question_back(answer, &given.question) {
         return Some(Parrot::Question);
     }
-    if keeps_the_result_back(answer, &given.results) {
+    if keeps_the_result_back(answer, &given.question, &given.results) {
         return Some(Parrot::UnsharedResult);
     }
     if answer_words.len() < MIN_WORDS {
@@ -152,38 +154,48 @@ fn describes_a_call(answer: &str, given: &Given) -> bool {
         .any(|tool| names(answer, tool))
 }
 
-/// Whether the answer is a question whose every content word (see `learning::text::terms`)
-/// is in the user's question: the question asked back, which answers nothing. A question of
-/// the bot's own ("Which ticket do you mean?") brings words of its own.
+/// Whether the answer is the user's question asked back, which answers nothing: it ends as a
+/// question, every content word of it (see `learning::text::terms`) is the user's, and it
+/// leaves out at most a third of the user's (so it restates the whole question, not a part a
+/// task asked for: "fix the grammar: …" answered by the fixed question brings none of "fix
+/// grammar"). A question of the bot's own ("Which ticket do you mean?") brings words of its
+/// own; an answer after its question ("Can dogs eat grapes? No.") does not end as one.
 fn asks_the_question_back(answer: &str, question: &str) -> bool {
-    if !answer.contains('?') {
+    if !answer.trim_end().ends_with('?') {
         return false;
     }
     let asked: HashSet<String> = terms(question).into_iter().collect();
-    let terms = terms(answer);
-    terms.len() >= 2 && terms.iter().all(|t| asked.contains(t))
+    let terms: HashSet<String> = terms(answer).into_iter().collect();
+    let left_out = asked.difference(&terms).count();
+    terms.len() >= 2 && terms.is_subset(&asked) && left_out <= (asked.len() / 3).max(1)
 }
 
-/// Whether the answer names a tool whose call worked but carries none of the figures its
-/// result gave (the numbers in its output that were not in the call's own arguments): it
-/// describes the call instead of passing its result on. A result with no such figure cannot
-/// tell, and counts as shared.
-fn keeps_the_result_back(answer: &str, results: &[Worked]) -> bool {
-    let figures = |text: &str| -> HashSet<String> {
-        words(text)
+/// Whether the answer names a tool whose call worked but carries nothing its result gave (no
+/// word or figure of its output that was not already in the call's arguments or the
+/// question, or a word of the tool's name): it describes the call ("I called desk__stock_level with SKU-000015 to check the
+/// stock.") instead of passing its result on. Only tools with a name no sentence has
+/// (`fetch_url`, `desk__stock_level`, not `remember`) count as named; a result that gave
+/// nothing new cannot tell, and counts as shared.
+fn keeps_the_result_back(answer: &str, question: &str, results: &[Worked]) -> bool {
+    let carried = |text: &str| -> HashSet<String> {
+        let figures = words(text)
             .into_iter()
-            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
-            .collect()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()));
+        terms(text).into_iter().chain(figures).collect()
     };
-    let said = figures(answer);
+    let said = carried(answer);
+    let asked = carried(question);
     results
         .iter()
-        .filter(|worked| names(answer, &worked.tool))
+        .filter(|worked| worked.tool.contains(['_', '.', '-']) && names(answer, &worked.tool))
         .any(|worked| {
-            let asked = figures(&worked.arguments);
-            let gave: HashSet<String> = figures(&worked.output)
+            let known: HashSet<String> = carried(&worked.arguments)
+                .union(&carried(&worked.tool.replace(['_', '.', '-'], " ")))
+                .cloned()
+                .collect();
+            let gave: HashSet<String> = carried(&worked.output)
                 .into_iter()
-                .filter(|f| !asked.contains(f))
+                .filter(|w| !known.contains(w) && !asked.contains(w))
                 .collect();
             !gave.is_empty() && said.is_disjoint(&gave)
         })
@@ -198,9 +210,20 @@ const TOOL_MARKUP: &[&str] = &[
     "</tool_call>",
 ];
 
+/// Whether a line of the answer outside code (fences and backticks) begins with one of the
+/// [`TOOL_MARKUP`] tags, as the template writes them: an answer that quotes a tag in code, or
+/// mentions one inside a sentence, is not markup.
 fn has_tool_markup(answer: &str) -> bool {
-    let lower = answer.to_lowercase();
-    TOOL_MARKUP.iter().any(|tag| lower.contains(tag))
+    let mut in_fence = false;
+    answer.lines().any(|line| {
+        let line = line.trim_start();
+        if line.starts_with("```") {
+            in_fence = !in_fence;
+            return false;
+        }
+        let lower = line.to_lowercase();
+        !in_fence && TOOL_MARKUP.iter().any(|tag| lower.starts_with(tag))
+    })
 }
 
 /// Whether `text` holds `tool`'s name as a word of its own (not inside a longer name).
@@ -248,11 +271,11 @@ mod tests {
             earlier_answers: vec!["The tool reported an error.".into(), "Done.".into()],
             offered_tools: vec!["inv__stock_level".into(), "inv__ship_quote".into()],
             called_tools: vec!["inv__ship_quote".into()],
-            question: "Who is ticket 31337 waiting for? And the quote for 1.5 kg?".into(),
+            question: "Who is ticket 31337 waiting for?".into(),
             results: vec![Worked {
                 tool: "inv__ship_quote".into(),
                 arguments: r#"{"grams": 1500}"#.into(),
-                output: "Shipping 1500 g to Berlin costs 7.90 EUR (tariff 3).".into(),
+                output: "A 1500 g parcel ships for EUR 7.90 (standard delivery).".into(),
             }],
         }
     }
@@ -332,13 +355,116 @@ mod tests {
             ),
             (
                 "a call that worked, with one figure of its result",
-                "The inv__ship_quote tool found the tariff: 3.",
+                "The inv__ship_quote tool found the price: EUR 7.90.",
                 None,
             ),
         ];
         for (name, answer, want) in cases {
             assert_eq!(parroted(answer, &given), want, "{name}");
         }
+    }
+
+    /// Correct answers the question-back check must leave alone (a hostile reading found them
+    /// refused by its first form), beside the cases it is for.
+    #[test]
+    fn the_question_asked_back_is_told_from_answers_that_take_it_up() {
+        let cases = [
+            (
+                "Who is ticket 31337 waiting for?",
+                "Ticket 31337: who is it waiting for?",
+                true,
+            ),
+            (
+                "How many units of item 982 are in stock?",
+                "How many units of item 982 are in stock?",
+                true,
+            ),
+            (
+                "Can dogs eat grapes?",
+                "Can dogs eat grapes? No, never.",
+                false,
+            ),
+            (
+                "Is 9.11 bigger than 9.9?",
+                "Is 9.11 bigger than 9.9? No: 9.9 is.",
+                false,
+            ),
+            (
+                "Fix the grammar: where the train station is located?",
+                "Where is the train station located?",
+                false,
+            ),
+            (
+                "Which questions does this email ask? 'Dear team, when is the launch? Who \
+                 signs the contract? The budget is approved.'",
+                "When is the launch? Who signs the contract?",
+                false,
+            ),
+            (
+                "Who is ticket 31337 waiting for?",
+                "Which ticket, 31337 or 31338?",
+                false,
+            ),
+        ];
+        for (question, answer, want) in cases {
+            assert_eq!(asks_the_question_back(answer, question), want, "{answer}");
+        }
+    }
+
+    /// The result check counts what the answer passes on of the output, and only for tools
+    /// named as no word is.
+    #[test]
+    fn a_described_call_is_told_from_an_answer_that_passes_its_result_on() {
+        let stock = Worked {
+            tool: "desk__stock_level".into(),
+            arguments: r#"{"sku": "SKU-000982"}"#.into(),
+            output: "SKU-000982: 12 units in the Leipzig warehouse.".into(),
+        };
+        let page = Worked {
+            tool: "fetch_url".into(),
+            arguments: r#"{"url": "https://example.org/license"}"#.into(),
+            output: "Released 2024-03-01 under the MIT license, version 2.1.".into(),
+        };
+        let remember = Worked {
+            tool: "remember".into(),
+            arguments: r#"{"fact": "I live in Leipzig"}"#.into(),
+            output: "Remembered (7 of at most 50 facts).".into(),
+        };
+        let question = "How many of item 982 are in stock?";
+        let cases = [
+            (
+                "I called desk__stock_level with SKU-000982 to check the stock level.",
+                &stock,
+                true,
+            ),
+            (
+                "desk__stock_level says the Leipzig warehouse has 12.",
+                &stock,
+                false,
+            ),
+            ("fetch_url shows the page is MIT-licensed.", &page, false),
+            ("I'll remember that you live in Leipzig.", &remember, false),
+        ];
+        for (answer, worked, want) in cases {
+            let results = [worked.clone()];
+            assert_eq!(
+                keeps_the_result_back(answer, question, &results),
+                want,
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_markup_counts_only_as_the_template_writes_it() {
+        assert!(has_tool_markup(
+            "<tool_response>\n{\"units\": 12}\n</tool_response>"
+        ));
+        assert!(has_tool_markup("Sure.\n<tool_call>\n{\"name\": \"x\"}"));
+        assert!(!has_tool_markup("Qwen wraps calls in `<tool_call>` tags."));
+        assert!(!has_tool_markup(
+            "```\n<tool_call>\n{\"name\": \"x\"}\n</tool_call>\n```"
+        ));
     }
 
     #[test]

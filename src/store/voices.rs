@@ -38,6 +38,11 @@ pub struct OwedVoice {
     /// The send has begun: it may be in the chat.
     #[serde(default)]
     pub sending: bool,
+    /// Syntheses begun for it: a start-up after one that crashed during the synthesis or
+    /// encoding counts on from here, so a reply that brings the process down is given up
+    /// rather than tried at every start.
+    #[serde(default)]
+    pub syntheses: u8,
 }
 
 impl OwedVoice {
@@ -99,6 +104,21 @@ impl Voices<'_> {
         Ok(began)
     }
 
+    /// Counts a synthesis begun for the voice owed for `update` (the caller flushes before
+    /// it begins); the syntheses begun before this one, `None` if none is owed (any more).
+    pub(crate) fn begin_synthesis(&self, update: UpdateId) -> Result<Option<u8>> {
+        let tree = self.store.tree(TREE)?;
+        let key = owed_key(update);
+        let mut before = None;
+        tree.fetch_and_update(&key, |old| {
+            let mut voice: OwedVoice = decode_json(TREE, &key, old?)?;
+            before = Some(voice.syntheses);
+            voice.syntheses = voice.syntheses.saturating_add(1);
+            serde_json::to_vec(&voice).ok()
+        })?;
+        Ok(before)
+    }
+
     /// The voice for `update` is sent or given up.
     pub(crate) fn settle(&self, update: UpdateId) -> Result<()> {
         self.store.tree(TREE)?.remove(owed_key(update))?;
@@ -144,14 +164,34 @@ mod tests {
             reply_to: Some(3),
             text: "Paris.".into(),
             sending: false,
+            syntheses: 0,
         };
         voices.owe(UpdateId(5), &owed).unwrap();
         assert_eq!(voices.owed(), vec![(UpdateId(5), owed.clone())]);
+        assert_eq!(voices.begin_synthesis(UpdateId(5)).unwrap(), Some(0));
+        assert_eq!(
+            voices.begin_synthesis(UpdateId(5)).unwrap(),
+            Some(1),
+            "counted"
+        );
         assert!(voices.begin_sending(UpdateId(5)).unwrap());
         assert!(!voices.begin_sending(UpdateId(5)).unwrap(), "never twice");
         assert!(voices.owed()[0].1.sending);
         voices.settle(UpdateId(5)).unwrap();
         assert!(voices.owed().is_empty());
         assert!(!voices.begin_sending(UpdateId(5)).unwrap(), "nothing owed");
+        assert_eq!(
+            voices.begin_synthesis(UpdateId(5)).unwrap(),
+            None,
+            "nothing owed"
+        );
+    }
+
+    /// A voice owed by the version before the count reads, as never synthesised.
+    #[test]
+    fn an_owed_voice_stored_before_the_count_reads() {
+        let stored = r#"{"chat":7,"user":1,"reply_to":3,"text":"Paris.","sending":false}"#;
+        let voice: OwedVoice = serde_json::from_str(stored).unwrap();
+        assert_eq!(voice.syntheses, 0);
     }
 }

@@ -5,7 +5,9 @@
 //! Each of these starts is counted on disk before it runs, and an update started
 //! `max_turn_attempts` times is given up with an apology instead (see [`super::quarantine`]).
 //! The working reaction a crash left on the user's message is taken off. Spoken replies owed
-//! for answers that are done are sent (see [`super::speak`]).
+//! for answers that are done are sent (see [`super::speak`]); one whose text was not shown
+//! (given up, the chat cleared, the resend refused) is forgotten: never a voice without its
+//! text.
 
 use std::sync::Arc;
 
@@ -55,6 +57,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
     }
     match (resume, answer) {
         (Resume::Quarantine, _) => {
+            speak::settle(app, update);
             quarantine(app, out, update, &entry.request, progress.starts()).await;
         }
         // The answer may be on screen, in a message we cannot name: never a second one.
@@ -72,6 +75,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
                 .answer(chat, None, live, &answer, Keyboard::None, unrecorded())
                 .await;
             if shown.is_empty() {
+                speak::settle(app, update);
                 out.notice(chat, RESTART_NOTICE).await;
             }
             set_state(app, update, InboxState::Answered).await;
@@ -80,15 +84,19 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
             tracing::info!(%update, %chat, "sending an answer a crash held back");
             let on_visible = record_visible(app, Some(update), false);
             let live = Live::default();
-            out.answer(
-                chat,
-                entry.request.reply_to,
-                live,
-                &answer,
-                Keyboard::None,
-                on_visible,
-            )
-            .await;
+            let shown = out
+                .answer(
+                    chat,
+                    entry.request.reply_to,
+                    live,
+                    &answer,
+                    Keyboard::None,
+                    on_visible,
+                )
+                .await;
+            if shown.is_empty() {
+                speak::settle(app, update);
+            }
             set_state(app, update, InboxState::Answered).await;
         }
         // Not stored yet: run again (into the message already showing it, if any).
@@ -99,6 +107,7 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
         }
         // Stored, but the chat was cleared since: nothing left to send.
         (Resume::Close | Resume::Finish | Resume::Send, _) => {
+            speak::settle(app, update);
             set_state(app, update, InboxState::Answered).await
         }
     }

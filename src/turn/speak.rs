@@ -10,7 +10,10 @@
 //! that turn; one marked as being sent may be in the chat already and is given up (a crash in
 //! that moment loses one voice note rather than send it twice).
 //!
-//! A synthesis that fails is one line in the log; the text answer stands. The characters
+//! Each synthesis is counted on disk before it begins, and a reply whose synthesis was begun
+//! twice (a crash during it, then another) is given up, so it cannot bring every start down.
+//! A user whose Telegram refuses voice notes (`VOICE_MESSAGES_FORBIDDEN`) gets spoken replies
+//! turned off. A synthesis that fails is one line in the log; the text answer stands. The characters
 //! spoken are charged to the user's daily budget, [`CHARS_PER_TOKEN`] a token (reserved
 //! before the synthesis, like a transcription, and charged only once `sendVoice` succeeded),
 //! and the chat's usage counts one call of the speech model.
@@ -26,6 +29,10 @@ use crate::app::App;
 use crate::ids::UpdateId;
 use crate::llm::Usage;
 use crate::store::OwedVoice;
+
+/// Syntheses a spoken reply gets: the second covers a shutdown or crash during the first; a
+/// reply whose synthesis or encoding keeps bringing the process down is then given up.
+const MAX_SYNTHESES: u8 = 2;
 
 /// Characters of spoken text charged as one token: speech is billed by the character, and a
 /// token of English text is about four.
@@ -56,6 +63,7 @@ pub(super) async fn owe(turn: &Turn, status: &TurnStatus, answer: &str) -> Optio
         reply_to: request.message,
         text,
         sending: false,
+        syntheses: 0,
     };
     let store = app.store();
     let kept = match store.voices().owe(update, &voice) {
@@ -120,6 +128,10 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
         return;
     };
     let chat = voice.conversation();
+    if !may_synthesise(app, update).await {
+        settle(app, update);
+        return;
+    }
     let chars = voice.text.chars().count() as u64;
     let tokens = chars.div_ceil(CHARS_PER_TOKEN);
     let payer = app.ledger().payer(Some(voice.user), Some(chat));
@@ -148,7 +160,11 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
     }
     if let Err(e) = out.voice(chat, voice.reply_to, audio).await {
         hold.release();
-        tracing::warn!(%update, %chat, error = %format!("{e:#}"), "cannot send a spoken reply: not charged");
+        let error = format!("{e:#}");
+        tracing::warn!(%update, %chat, error, "cannot send a spoken reply: not charged");
+        if error.contains(VOICES_FORBIDDEN) {
+            refused_by_privacy(app, &voice);
+        }
         settle(app, update);
         return;
     }
@@ -165,6 +181,40 @@ async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
         tracing::warn!(%chat, error = %e, "cannot record a spoken reply's usage");
     }
     settle(app, update);
+}
+
+/// What Telegram answers a voice note to a user whose privacy settings refuse voice messages
+/// (a lasting setting of Telegram Premium users).
+const VOICES_FORBIDDEN: &str = "VOICE_MESSAGES_FORBIDDEN";
+
+/// Whether the reply owed for `update` may be synthesised now: its synthesis is counted on
+/// disk first, and one begun [`MAX_SYNTHESES`] times already is given up.
+async fn may_synthesise(app: &App, update: UpdateId) -> bool {
+    let counted = match app.store().voices().begin_synthesis(update) {
+        Ok(Some(before)) => app.store().db().flush_async().await.map(|()| before),
+        Ok(None) => return false,
+        Err(e) => Err(e),
+    };
+    match counted {
+        Ok(before) if before < MAX_SYNTHESES => true,
+        Ok(before) => {
+            tracing::warn!(%update, syntheses = before, "a spoken reply whose synthesis never finished: given up");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(%update, error = %e, "cannot count a spoken reply's synthesis: not spoken");
+            false
+        }
+    }
+}
+
+/// The user's Telegram refuses voice notes: their spoken replies are turned off (as `/voice
+/// off` does; `/voice on` turns them back on), so none is synthesised for nothing again.
+fn refused_by_privacy(app: &App, voice: &OwedVoice) {
+    tracing::info!(user = %voice.user, "the user's privacy settings refuse voice notes: spoken replies turned off for them");
+    if let Err(e) = app.store().voices().set_wanted(voice.user, false) {
+        tracing::warn!(user = %voice.user, error = %e, "cannot turn spoken replies off");
+    }
 }
 
 /// Forgets the reply owed for `update` (logged if the store refuses).

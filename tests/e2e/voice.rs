@@ -262,6 +262,8 @@ async fn a_spoken_reply_telegram_refuses_is_not_charged() {
     let used = h.app().store().usage().user_tokens_today(alice);
     // The agent's 110 and the transcript's 11; not the 10 of the 40 characters spoken.
     assert_eq!(used, 110 + 11, "a refused voice note is not charged");
+    // Her Telegram refuses voice notes: none is synthesised for her again.
+    assert!(!h.app().store().voices().wanted_by(alice), "turned off");
     h.stop().await;
 }
 

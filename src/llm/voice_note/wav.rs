@@ -86,7 +86,8 @@ impl Wav<'_> {
         let size = self.sample.bytes();
         let Some(frame) = index
             .checked_mul(self.frame_bytes())
-            .and_then(|start| self.data.get(start..start + self.frame_bytes()))
+            .and_then(|start| Some(start..start.checked_add(self.frame_bytes())?))
+            .and_then(|range| self.data.get(range))
         else {
             return 0.0;
         };

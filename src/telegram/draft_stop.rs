@@ -8,8 +8,9 @@
 //! the dispatcher sees it ([`draft_stop`]), and asks Telegram for them by name once, with a raw
 //! `getUpdates` that names every kind the bot routes ([`ask_for_stops`]; Telegram keeps the
 //! last `allowed_updates` it was given). Only once Telegram agreed do drafts offer the stop
-//! control ([`super::drafts::Drafts::stops_reach_bot`]). Webhook mode does not get stops yet
-//! (its update kinds are set by teloxide's typed `setWebhook`), so its drafts go without it.
+//! control ([`super::drafts::Drafts::stops_reach_bot`]). In webhook mode the bot registers the
+//! webhook by hand with the same names ([`register_webhook`]), and the webhook's middleware
+//! hands a stop on once the route took it (its secret token checked).
 
 use serde_json::{Value, json};
 use teloxide::prelude::*;
@@ -36,7 +37,12 @@ pub(crate) fn draft_stop(update: &Update) -> Option<DraftStop> {
     let UpdateKind::Error(value) = &update.kind else {
         return None;
     };
-    let stop = value.get(STOP_UPDATE)?;
+    stop_in(value)
+}
+
+/// The draft stop an update's JSON carries, if it is one.
+pub(crate) fn stop_in(update: &Value) -> Option<DraftStop> {
+    let stop = update.get(STOP_UPDATE)?;
     Some(DraftStop {
         chat: ChatId(stop["chat"]["id"].as_i64()?),
         draft_id: u32::try_from(stop["draft_id"].as_u64()?).ok()?,
@@ -47,21 +53,51 @@ pub(crate) fn draft_stop(update: &Update) -> Option<DraftStop> {
 /// update (no `offset`, no wait); `false` if it was not told (the caller then names `allowed`
 /// in every `getUpdates`, without stops).
 pub(crate) async fn ask_for_stops(bot: &Bot, allowed: &[AllowedUpdate]) -> bool {
+    let body = json!({"timeout": 0, "limit": 1, "allowed_updates": with_stops(allowed)});
+    raw_call(bot, "getUpdates", &body).await
+}
+
+/// Registers the webhook at `url` for the kinds in `allowed` and draft stops, as teloxide's
+/// typed `setWebhook` cannot name them; `false` if Telegram did not agree (the caller then
+/// registers it without stops). A stop then comes as the webhook's POST, which
+/// [`super::listener::answer_when_handled`] hands to [`stopped`].
+pub(crate) async fn register_webhook(
+    bot: &Bot,
+    url: &reqwest::Url,
+    secret: &str,
+    allowed: &[AllowedUpdate],
+) -> bool {
+    let body = json!({
+        "url": url.as_str(),
+        "secret_token": secret,
+        "drop_pending_updates": false,
+        "allowed_updates": with_stops(allowed),
+    });
+    raw_call(bot, "setWebhook", &body).await
+}
+
+/// The names of the kinds in `allowed`, and of draft stops.
+fn with_stops(allowed: &[AllowedUpdate]) -> Value {
     let mut names = serde_json::to_value(allowed).unwrap_or_else(|_| json!([]));
     if let Some(names) = names.as_array_mut() {
         names.push(json!(STOP_UPDATE));
     }
+    names
+}
+
+/// Calls `method` with `body` as JSON, by hand; whether Telegram answered `ok` (a failure is
+/// one line in the log, without the URL, which holds the token).
+async fn raw_call(bot: &Bot, method: &str, body: &Value) -> bool {
     let mut url = bot.api_url();
     let Ok(mut path) = url.path_segments_mut() else {
         return false;
     };
-    path.push(&format!("bot{}", bot.token())).push("getUpdates");
+    path.push(&format!("bot{}", bot.token())).push(method);
     drop(path);
-    let body = json!({"timeout": 0, "limit": 1, "allowed_updates": names});
-    let answer = match bot.client().post(url).json(&body).send().await {
+    let answer = match bot.client().post(url).json(body).send().await {
         Ok(response) => response.json::<Value>().await.ok(),
         Err(e) => {
-            tracing::warn!(error = %e.without_url(), "cannot ask Telegram for draft stops");
+            tracing::warn!(method, error = %e.without_url(), "cannot ask Telegram for draft stops");
             None
         }
     };

@@ -43,7 +43,7 @@ use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
 use super::callback_data::CallbackData;
-use super::draft_stop::{DraftStop, ask_for_stops, draft_stop};
+use super::draft_stop::{DraftStop, ask_for_stops, draft_stop, stop_in};
 use super::drafts::Drafts;
 use crate::ids::UpdateId;
 
@@ -63,8 +63,8 @@ pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 3] = [
     AllowedUpdate::MessageReaction,
 ];
 
-/// What the polling listener does with a draft's stop, which never reaches the dispatcher
-/// (see [`super::draft_stop`]).
+/// What the listener (polling, or the webhook's middleware) does with a draft's stop, which
+/// never reaches the dispatcher (see [`super::draft_stop`]).
 pub(crate) type OnDraftStop = Box<dyn Fn(DraftStop) + Send + Sync>;
 
 /// Whether an update may start a turn (and so must be in the inbox before it is confirmed).
@@ -498,19 +498,31 @@ fn backoff(errors: u32) -> Duration {
 /// The largest webhook body read; Telegram's updates are far smaller.
 const MAX_UPDATE_BYTES: usize = 1 << 20;
 
+/// What the webhook route's middleware needs: the intake, and where a draft's stop goes.
+#[derive(Clone)]
+pub(crate) struct Webhook {
+    pub(crate) intake: Arc<Intake>,
+    pub(crate) on_stop: Arc<OnDraftStop>,
+}
+
 /// Middleware for the webhook route: answers Telegram's POST only after the update was
 /// released (its message is then in the inbox, or it records nothing), so an update lost to a
-/// crash is sent again.
+/// crash is sent again. A draft's stop, which the dispatcher never sees (see
+/// [`super::draft_stop`]), goes to `on_stop` once the route took it.
 /// A request the route refuses (a wrong secret token) is answered at once.
 pub(crate) async fn answer_when_handled(
-    State(intake): State<Arc<Intake>>,
+    State(webhook): State<Webhook>,
     request: Request,
     next: Next,
 ) -> Response {
+    let intake = &webhook.intake;
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_UPDATE_BYTES).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
+    let stop = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|update| stop_in(&update));
     // Whether this request holds the update, and whether it took the hold (a second POST of
     // an update already held, forged or re-sent, must not release the first one's hold).
     let held = serde_json::from_slice::<Update>(&bytes)
@@ -520,6 +532,9 @@ pub(crate) async fn answer_when_handled(
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
     let answered = response.status() == StatusCode::OK;
+    if let Some(stop) = stop.filter(|_| answered) {
+        (webhook.on_stop)(stop);
+    }
     match held {
         // As in polling: a hold lost with a panicked handler must not hang Telegram's requests
         // for ever, and no other is answered before its handler released it.

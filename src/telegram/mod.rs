@@ -49,6 +49,7 @@ use crate::role::Role;
 use crate::turn::{self, Out};
 use callback_data::{Action, CallbackData};
 use commands::Command;
+use drafts::Drafts;
 use handlers::{Deps, presses};
 use listener::{Intake, OnDraftStop, Polling};
 use outbox::Outbox;
@@ -156,7 +157,8 @@ pub(crate) fn bot(config: &Config) -> anyhow::Result<Bot> {
 async fn webhook(
     bot: Bot,
     config: &TelegramConfig,
-    intake: Arc<Intake>,
+    webhook: listener::Webhook,
+    drafts: &Drafts,
 ) -> anyhow::Result<(
     impl UpdateListener<Err = std::convert::Infallible> + use<>,
     tokio::task::JoinHandle<()>,
@@ -173,13 +175,22 @@ async fn webhook(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen for the webhook on {address}: {e}"))?;
     // Registered here, not by teloxide, whose setWebhook names no `allowed_updates`: Telegram
-    // then sends no reactions.
-    bot.set_webhook(options.url.clone())
-        .secret_token(options.get_or_gen_secret_token().to_string())
-        .drop_pending_updates(false)
-        .allowed_updates(listener::ALLOWED_UPDATES.to_vec())
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))?;
+    // then sends no reactions. By hand first, to name draft stops too.
+    let secret = options.get_or_gen_secret_token().to_string();
+    let allowed = listener::ALLOWED_UPDATES;
+    if draft_stop::register_webhook(&bot, &options.url, &secret, &allowed).await {
+        drafts.stops_reach_bot();
+    } else {
+        tracing::warn!(
+            "the webhook is registered without draft stops: drafts go without the stop control (⏹ and /cancel still stop)"
+        );
+        bot.set_webhook(options.url.clone())
+            .secret_token(secret)
+            .drop_pending_updates(false)
+            .allowed_updates(allowed.to_vec())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))?;
+    }
     let (listener, stopped, router) = webhooks::axum_no_setup(options);
     let stopped = async move {
         stopped.await;
@@ -188,7 +199,7 @@ async fn webhook(
         }
     };
     let router = router.layer(axum::middleware::from_fn_with_state(
-        intake,
+        webhook,
         listener::answer_when_handled,
     ));
     let serving = tokio::spawn(async move {
@@ -303,7 +314,9 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ru
         let (dispatching, stop) = dispatch(dispatcher, listener, ended);
         (dispatching, stop, None)
     } else {
-        let (listener, server) = match webhook(bot, telegram, intake).await {
+        let on_stop = Arc::new(on_stop);
+        let hook = listener::Webhook { intake, on_stop };
+        let (listener, server) = match webhook(bot, telegram, hook, &drafts).await {
             Ok(listening) => listening,
             Err(e) => {
                 // Recovery has started turns and background work that hold the app (and the

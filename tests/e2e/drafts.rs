@@ -312,6 +312,72 @@ async fn the_drafts_stop_control_cancels_the_turn_like_cancel() {
     h.stop().await;
 }
 
+/// In webhook mode too: the bot registers the webhook for draft stops by name, offers the
+/// control, and a stop posted to the webhook (with its secret token) cancels the turn; one
+/// without the token is refused and stops nothing.
+#[tokio::test]
+async fn a_drafts_stop_reaches_a_webhook_bot_too() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = listener.local_addr().unwrap();
+    drop(listener);
+    let llm = FakeLlm::start(|_, _| {
+        Reply::streamed(&"word ".repeat(400), 100, Duration::from_millis(100))
+    })
+    .await;
+    let h = Harness::start_with(llm, move |c| {
+        drafting(c);
+        c.telegram.webhook_url = "https://bot.example.com/hook".into();
+        c.telegram.webhook_listen = listen.to_string();
+        c.telegram.webhook_secret = "s3cret".into();
+    })
+    .await;
+    let registered = h.tg.wait_for(|t| t.calls("setWebhook").pop()).await;
+    let allowed = registered.params["allowed_updates"].to_string();
+    assert!(allowed.contains("stopped_message_generation"), "{allowed}");
+    assert!(allowed.contains("message_reaction"), "{allowed}");
+    h.tg.wait_for(|_| std::net::TcpStream::connect(listen).ok())
+        .await;
+    let post = move |secret: &'static str, body: serde_json::Value| async move {
+        reqwest::Client::new()
+            .post(format!("http://{listen}/hook"))
+            .header("X-Telegram-Bot-Api-Secret-Token", secret)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    let message = json!({"update_id": 1, "message": {
+        "message_id": 1, "date": 1_700_000_000, "text": "a long one",
+        "chat": {"id": ALICE, "type": "private", "first_name": "A"},
+        "from": crate::support::telegram::user_json(ALICE),
+    }});
+    tokio::spawn(post("s3cret", message));
+    let first =
+        h.tg.wait_for(|t| t.drafts_to(ALICE).into_iter().find(|d| d.ok))
+            .await;
+    assert_eq!(first.params["can_stop"], json!(true), "{:?}", first.params);
+    let id = first.params["draft_id"].as_i64().unwrap();
+    let stop = |update_id: i64| {
+        json!({"update_id": update_id, "stopped_message_generation": {
+            "chat": {"id": ALICE, "type": "private", "first_name": "A"},
+            "draft_id": id}})
+    };
+    assert_eq!(post("wrong", stop(2)).await, 401);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        h.tg.messages_to(ALICE).is_empty(),
+        "a forged stop stops nothing"
+    );
+
+    assert_eq!(post("s3cret", stop(3)).await, 200);
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert!(sent[0].text().contains("Stopped"), "{:?}", sent[0].text());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(h.tg.messages_to(ALICE).len(), 1, "no late answer");
+    h.stop().await;
+}
+
 /// A Bot API server that refuses `can_stop` gets the same draft again without it, and no
 /// draft asks for it again, in this answer or the next.
 #[tokio::test]

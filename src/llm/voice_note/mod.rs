@@ -10,8 +10,9 @@
 //! Bounded: the bytes are capped by the caller (the synthesis endpoint's read limit), the
 //! audio at [`MAX_SECONDS`] (far past what `max_spoken_chars` makes), and no copy of the
 //! decoded audio is made: samples are read from the WAV bytes as the encoder asks for them.
-//! The work is CPU-bound (about a second of a core for a few minutes of speech): callers run
-//! it on a blocking thread.
+//! The work is CPU-bound: libopus's encoding, and where the rate is not one Opus takes, 32
+//! multiplications an output sample going up (the resampler keeps its weights per position,
+//! no sine or cosine a sample); callers run it on a blocking thread.
 //!
 //! ```
 //! # use heurist::llm::voice_note::{detect, Format};

@@ -10,7 +10,8 @@ both layers. Within a layer, imports must not form a cycle (checked per file, Ta
 Whole files are read, `#[cfg(test)]` modules included: a test that reaches up a layer is an
 edge like any other. Comments and string literals are blanked first; `super::` inside an inline
 `mod tests { ... }` is resolved against the file's own module. The crate root (lib.rs) stands
-outside the layers: it declares them, and its `run` starts the adapter.
+outside the layers: it declares them, and re-exports the runtime's entry points (`run`,
+`start`); `runtime` is the layer that starts and stops everything, below `ops` and the binary.
 
 Usage: python3 scripts/modgraph.py [--edges]   (exit 1 on any violation)"""
 import os

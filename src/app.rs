@@ -6,7 +6,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::agent::Agent;
 use crate::agent::jail::Jail;
@@ -25,6 +24,7 @@ use crate::llm::transcription::Transcriber;
 use crate::llm::{LlmClient, estimate_tokens};
 use crate::metrics::Metrics;
 use crate::queue::ChatQueues;
+use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::store::compaction::{CompactionPolicy, DataDir};
 
@@ -63,6 +63,8 @@ pub struct App {
     metrics: Metrics,
     /// The time the scheduler reads (tests move it).
     clock: Clock,
+    /// This run's shutdown, which every loop and server listens to; the runtime begins it.
+    shutdown: Shutdown,
 }
 
 impl App {
@@ -118,6 +120,7 @@ impl App {
             turn_slots: tokio::sync::Semaphore::new(config.agent.max_concurrent_turns.max(1)),
             metrics,
             clock,
+            shutdown: Shutdown::new(),
             config,
         }))
     }
@@ -129,6 +132,11 @@ impl App {
     /// The time the scheduler reads.
     pub(crate) fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// This run's shutdown: a loop or server started with the app ends when it begins.
+    pub(crate) fn shutdown(&self) -> &Shutdown {
+        &self.shutdown
     }
 
     /// Whether the admins may be alerted of a setup error now; if so, the next hour's alerts
@@ -171,8 +179,13 @@ impl App {
     /// Whether no turn, queued turn, reflection or other follow-up (option buttons, say) is
     /// running: a quiet moment to restart (and for a test, a moment where nothing is on its way).
     pub fn idle(&self) -> bool {
-        self.queues.busy_chats() == 0
-            && self.replies.busy_chats() == 0
+        self.queues.busy_chats() == 0 && self.follow_ups_done()
+    }
+
+    /// Whether no reply, reflection or other follow-up of a turn is running or waiting (the
+    /// turns themselves aside).
+    pub(crate) fn follow_ups_done(&self) -> bool {
+        self.replies.busy_chats() == 0
             && self.learning.reflections_running() == 0
             && self.background.running() == 0
     }
@@ -289,33 +302,13 @@ impl App {
         self.background.spawn_loop(work);
     }
 
-    /// Ends a shutdown: lets running turns and reflections finish within `grace`, then aborts
-    /// what is left and flushes the database. Reflections still running stay saved in sled
-    /// and resume at the next start.
-    pub(crate) async fn wind_down(&self, grace: Duration) {
-        let deadline = tokio::time::Instant::now() + grace;
-        if !self.queues.drain(grace).await {
-            tracing::warn!(
-                chats = self.queues.busy_chats(),
-                "turns still running at shutdown were abandoned"
-            );
-        }
-        // Replies, reflections, and the follow-ups of answers (option buttons, an answer's
-        // "sent" mark).
-        while (self.replies.busy_chats() > 0
-            || self.learning.reflections_running() > 0
-            || self.background.running() > 0)
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    /// Aborts every turn, reply, follow-up and loop still running (the end of a shutdown's
+    /// grace period), and waits until the background tasks have let go of what they held.
+    /// Reflections cut off stay saved in sled and resume at the next start; nothing started
+    /// after this runs.
+    pub(crate) async fn abort_remaining(&self) {
         self.queues.abort_all();
         self.replies.abort_all();
         self.background.abort_all().await;
-        // Dropped (logged): at shutdown nothing is left to retry with, and what recovery needs
-        // (accepted updates, their progress) was flushed when it was written.
-        if let Err(e) = self.store.db().flush() {
-            tracing::error!(error = %e, "cannot flush the database");
-        }
     }
 }

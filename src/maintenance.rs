@@ -2,10 +2,10 @@
 //! start-up and then every `prune_interval_secs`, a store grown enough to be due for
 //! compaction asks for a restart in place (the new start compacts, see
 //! [`crate::store::compaction`]), and a backup is written every `backup.every_hours` (see
-//! [`crate::store::backup`]). The adapter starts it once per start, beside recovery; the
-//! shutdown ends the loops (a backup being written then is waited for a moment, as a prune is;
-//! one the exit cuts off is left as a temporary file, which the next backup removes, and the
-//! earlier backups are untouched).
+//! [`crate::store::backup`]). The runtime starts it once per start, before recovery; the loops
+//! end at the app's shutdown (a backup or a prune being written then is finished first, and
+//! waited for a moment; one the exit cuts off is left as a temporary file, which the next
+//! backup removes, and the earlier backups are untouched).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use crate::app::App;
 use crate::store::backup::{self, Written};
 
-/// Starts the prune, compaction and backup schedules, ended by the shutdown.
+/// Starts the prune, compaction and backup schedules, which end at the app's shutdown.
 pub fn start(app: &Arc<App>) {
     let interval = Duration::from_secs(app.config().prune_interval_secs);
     app.spawn_loop(prune_forever(app.clone(), interval));
@@ -28,13 +28,12 @@ pub fn start(app: &Arc<App>) {
 }
 
 /// Writes a backup every `every`, the first when the newest one (`age` old; `None`: there is
-/// none) is due, until the shutdown aborts it.
+/// none) is due, until the shutdown.
 async fn back_up_forever(app: Arc<App>, every: Duration, age: Option<Duration>) {
     let first = age.map_or(Duration::ZERO, |age| every.saturating_sub(age));
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + first, every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
+    while app.shutdown().until(ticks.tick()).await.is_some() {
         // Logged and counted by `back_up`; the next one comes at the next tick.
         let _ = back_up(&app).await;
     }
@@ -80,7 +79,7 @@ fn unix_secs(time: SystemTime) -> i64 {
 }
 
 /// Prunes records older than `retention_days` now and then every `interval` (at least a
-/// second), until the shutdown aborts it. It holds the app, not a bare store handle, so a
+/// second), until the shutdown. It holds the app, not a bare store handle, so a
 /// shutdown that waits for the app to be released also waits for a prune in progress.
 ///
 /// After a prune, a store due for compaction asks for a restart in place
@@ -93,8 +92,7 @@ async fn prune_forever(app: Arc<App>, interval: Duration) {
     let mut ticks = tokio::time::interval(interval.max(Duration::from_secs(1)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut due_since = None;
-    loop {
-        ticks.tick().await;
+    while app.shutdown().until(ticks.tick()).await.is_some() {
         prune(&app).await;
         if !app.data_dir().compaction_due() {
             continue;

@@ -1,5 +1,6 @@
 //! Telegram, the adapter: the bot client, the one dptree schema of every route, the
-//! handlers, and start/stop.
+//! handlers, and the listener that takes updates until the shutdown (the runtime, see
+//! [`crate::runtime`], starts it after the services and stops it first).
 //!
 //! Every route is visible in [`schema`]: the sender's role is computed once, then messages
 //! (strangers refused first, then commands, text, anything else) and button presses
@@ -37,16 +38,15 @@ use std::time::Duration;
 
 use dptree::case;
 use teloxide::RequestError;
-use teloxide::dispatching::{ShutdownToken, UpdateHandler};
+use teloxide::dispatching::UpdateHandler;
 use teloxide::prelude::*;
 use teloxide::types::{BotCommandScope, Me, Recipient};
 use teloxide::update_listeners::{UpdateListener, webhooks};
 
 use crate::app::App;
-use crate::clock::Clock;
 use crate::config::{Config, TelegramConfig};
 use crate::role::Role;
-use crate::turn::{self, Out};
+use crate::shutdown::Shutdown;
 use callback_data::{Action, CallbackData};
 use commands::Command;
 use drafts::Drafts;
@@ -237,37 +237,10 @@ async fn register_commands(bot: &Bot, config: &Config) {
     }
 }
 
-/// A running bot; [`Running::stop`] shuts it down gracefully.
-pub struct Running {
-    app: Arc<App>,
-    shutdown: ShutdownToken,
-    /// Ends the listener's stream, which ends the dispatcher whatever its state: teloxide's own
-    /// shutdown is missed when it comes while the dispatcher is not waiting for an update.
-    stop_listening: teloxide::stop::StopToken,
-    dispatcher: tokio::task::JoinHandle<()>,
-    /// Set when the dispatcher's task has ended.
-    ended: tokio::sync::watch::Receiver<bool>,
-    /// The webhook's HTTP server, in webhook mode: stopped with the listener, and awaited so
-    /// its port is free when `stop` returns.
-    server: Option<tokio::task::JoinHandle<()>>,
-    /// The Prometheus endpoint, when `[metrics] listen` is set; stopped with the bot.
-    metrics: Option<scrape::MetricsServer>,
-}
-
-/// Starts the bot: opens the store, checks the token, registers commands, finishes what a
-/// previous run left, starts taking updates.
-pub async fn start(config: Config) -> anyhow::Result<Running> {
-    start_with_clock(config, Clock::system()).await
-}
-
-/// [`start`], with the scheduler reading `clock` (tests move it past a task's time).
-pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Running> {
-    let app = App::with_clock(config, clock)?;
-    // Bound first, so a taken port fails the start before anything runs.
-    let metrics = scrape::bind(&app.config().metrics.listen).await?;
-    // MCP servers list their tools before the first turn is taken.
-    app.agent().tools().ready().await;
-    let bot = bot(app.config())?;
+/// The adapter's connection: the client for this configuration, its token checked with
+/// Telegram, and the command menu registered.
+pub(crate) async fn connect(config: &Config) -> anyhow::Result<Bot> {
+    let bot = bot(config)?;
     let me = bot.get_me().await.map_err(|e| match e {
         RequestError::Api(_) => {
             anyhow::anyhow!("Telegram did not accept the bot token (check TELOXIDE_TOKEN): {e}")
@@ -278,14 +251,24 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ru
         ),
     })?;
     tracing::info!(username = %me.username(), "connected to Telegram");
-    register_commands(&bot, app.config()).await;
-    let tg = Arc::new(Outbox::new(bot.clone(), &app));
-    let out: Out = tg.clone();
-    // The prune and compaction schedule starts first, so its start-up prune comes before
-    // what recovery resumes, as it always did.
-    crate::maintenance::start(&app);
-    turn::recover(&app, &out).await;
-    turn::scheduled::start(&app, &out);
+    register_commands(&bot, config).await;
+    Ok(bot)
+}
+
+/// The adapter taking updates: the dispatcher on its listener (long polling, or the webhook's
+/// server), until the app's shutdown begins.
+pub(crate) struct Listening {
+    dispatcher: tokio::task::JoinHandle<()>,
+    /// Set when the dispatcher's task has ended.
+    ended: tokio::sync::watch::Receiver<bool>,
+    /// The webhook's HTTP server, in webhook mode: stopped with the listener, and awaited so
+    /// its port is free when [`Listening::stopped`] returns.
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts taking updates: the dispatcher of [`schema`], its handlers given `app` and `tg`, on
+/// long polling or the webhook. It stops when `app`'s shutdown begins.
+pub(crate) async fn listen(app: &Arc<App>, bot: Bot, tg: Arc<Outbox>) -> anyhow::Result<Listening> {
     let intake = intake(app.config().clone());
     let deps = Deps {
         app: app.clone(),
@@ -306,38 +289,26 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ru
         .error_handler(LoggingErrorHandler::with_custom_text("a handler failed"))
         .worker_queue_size(WORKER_QUEUE)
         .build();
-    let shutdown = dispatcher.shutdown_token();
     let telegram = &app.config().telegram;
+    let shutdown = app.shutdown().clone();
     let (ended, ended_rx) = tokio::sync::watch::channel(false);
-    let (dispatcher, stop_listening, server) = if telegram.webhook_url.is_empty() {
+    let (dispatcher, server) = if telegram.webhook_url.is_empty() {
         let listener = Polling::new(bot, intake, telegram.poll_timeout_secs, on_stop, drafts).await;
-        let (dispatching, stop) = dispatch(dispatcher, listener, ended);
-        (dispatching, stop, None)
+        (dispatch(dispatcher, listener, ended, shutdown), None)
     } else {
         let on_stop = Arc::new(on_stop);
         let hook = listener::Webhook { intake, on_stop };
-        let (listener, server) = match webhook(bot, telegram, hook, &drafts).await {
-            Ok(listening) => listening,
-            Err(e) => {
-                // Recovery has started turns and background work that hold the app (and the
-                // store's lock): end them, so a start tried again can open the store.
-                app.wind_down(Duration::ZERO).await;
-                return Err(e);
-            }
-        };
+        let (listener, server) = webhook(bot, telegram, hook, &drafts).await?;
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
-        let (dispatching, stop) = dispatch(dispatcher, listener, ended);
-        (dispatching, stop, Some(server))
+        (
+            dispatch(dispatcher, listener, ended, shutdown),
+            Some(server),
+        )
     };
-    let metrics = metrics.map(|bound| scrape::serve(bound, app.clone()));
-    Ok(Running {
-        app,
-        shutdown,
-        stop_listening,
+    Ok(Listening {
         dispatcher,
         ended: ended_rx,
         server,
-        metrics,
     })
 }
 
@@ -353,20 +324,31 @@ fn intake(config: Config) -> Arc<Intake> {
 }
 
 /// Runs `dispatcher` on `listener` in a task, which sets `ended` when it ends (stopped, or
-/// failed as it began: teloxide asks Telegram for the bot once more first). Returns the task
-/// and the listener's stop token.
+/// failed as it began: teloxide asks Telegram for the bot once more first), and stops it when
+/// `shutdown` begins. Returns the task.
 fn dispatch<L>(
     mut dispatcher: Dispatcher<Bot, anyhow::Error, teloxide::dispatching::DefaultKey>,
     mut listener: L,
     ended: tokio::sync::watch::Sender<bool>,
-) -> (tokio::task::JoinHandle<()>, teloxide::stop::StopToken)
+    shutdown: Shutdown,
+) -> tokio::task::JoinHandle<()>
 where
     L: UpdateListener + Send + 'static,
     L::Err: std::fmt::Debug + Send,
 {
-    let stop = listener.stop_token();
+    // teloxide's shutdown sets its state and wakes the dispatcher only if it is waiting for an
+    // update at that moment (a notification nobody awaits is lost), so the listener is stopped
+    // directly too: its stream ends, and with it the dispatcher's loop, once the batch in hand
+    // is handled.
+    let token = dispatcher.shutdown_token();
+    let stop_listening = listener.stop_token();
+    tokio::spawn(async move {
+        shutdown.begun().await;
+        let _ = token.shutdown();
+        stop_listening.stop();
+    });
     let errors = LoggingErrorHandler::with_custom_text("cannot get updates from Telegram");
-    let dispatching = tokio::spawn(async move {
+    tokio::spawn(async move {
         if let Err(e) = dispatcher
             .try_dispatch_with_listener(listener, errors)
             .await
@@ -374,58 +356,24 @@ where
             tracing::error!(error = %e, "cannot start taking updates");
         }
         ended.send_replace(true);
-    });
-    (dispatching, stop)
+    })
 }
 
-impl Running {
-    /// The bot's shared state (tests inspect the store through it).
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
-    }
-
-    /// Where `GET /metrics` is served (`None`: metrics are off); the port the system chose
-    /// when `metrics.listen` asked for port 0.
-    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
-        self.metrics.as_ref().map(scrape::MetricsServer::address)
-    }
-
-    /// Resolves once the store is due for compaction and the chats are idle: the caller
-    /// stops this run and starts a new one, which compacts ([`crate::run`] does).
-    pub(crate) async fn compaction_wanted(&self) {
-        self.app.compaction_wanted().await;
-    }
-
-    /// Resolves if the bot stops taking updates by itself (teloxide could not start, or its
-    /// task failed): the caller starts it again ([`crate::run`] does).
+impl Listening {
+    /// Resolves if the adapter stops taking updates by itself (teloxide could not start, or
+    /// its task failed): the runtime starts the bot again.
     pub(crate) async fn ended(&self) {
         let mut ended = self.ended.clone();
         let _ = ended.wait_for(|ended| *ended).await;
     }
 
-    /// Stops taking updates, lets running turns finish (up to a grace period), flushes sled.
-    pub async fn stop(self) {
-        // teloxide's shutdown sets its state and wakes the dispatcher only if it is waiting
-        // for an update at that moment (a notification nobody awaits is lost), so the listener
-        // is stopped directly too: its stream ends, and with it the dispatcher's loop, once
-        // the batch in hand is handled.
-        let _ = self.shutdown.shutdown();
-        self.stop_listening.stop();
+    /// Waits, once the shutdown has begun, until the dispatcher has handled the batch in hand
+    /// and the webhook's server (if any) has answered the requests in flight.
+    pub(crate) async fn stopped(self) {
         let _ = self.dispatcher.await;
         if let Some(server) = self.server {
             // Graceful: it waits for the requests in flight, which are answered by now.
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
-        }
-        if let Some(metrics) = self.metrics {
-            metrics.stop().await;
-        }
-        let grace = Duration::from_secs(self.app.config().shutdown_grace_secs);
-        self.app.wind_down(grace).await;
-        // Aborted tasks let go of the app (and with it sled's lock) as they are cancelled;
-        // wait for that, so the database is closed when `stop` returns.
-        let released = tokio::time::Instant::now() + Duration::from_secs(2);
-        while Arc::strong_count(&self.app) > 1 && tokio::time::Instant::now() < released {
-            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The Prometheus endpoint (`[metrics] listen`): `GET /metrics` on a listener of its own,
 //! bound as the bot starts (so a taken port fails the start with a clear message) and served
-//! from the end of the start until the bot stops.
+//! from the end of the start until the app's shutdown begins.
 //!
 //! A scrape reads the gauges from the app (the chat queues, the inbox, the retry tickets, the
 //! heuristics in memory, the MCP servers' states) and answers the exposition of
@@ -25,10 +25,9 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 /// format, the same families.
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The endpoint while it serves; [`MetricsServer::stop`] ends it.
+/// The endpoint while it serves, until the shutdown ([`MetricsServer::stopped`] waits for it).
 pub(crate) struct MetricsServer {
     address: SocketAddr,
-    stop: tokio::sync::oneshot::Sender<()>,
     serving: tokio::task::JoinHandle<()>,
 }
 
@@ -49,28 +48,22 @@ pub(crate) async fn bind(listen: &str) -> anyhow::Result<Option<Bound>> {
     Ok(Some((listener, address)))
 }
 
-/// Serves `GET /metrics` of `app` on the bound listener until stopped.
+/// Serves `GET /metrics` of `app` on the bound listener until `app`'s shutdown begins.
 pub(crate) fn serve((listener, address): Bound, app: Arc<App>) -> MetricsServer {
+    let shutdown = app.shutdown().clone();
     let router = axum::Router::new()
         .route("/metrics", axum::routing::get(scrape))
         .with_state(app);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(async move {
         let served = axum::serve(listener, router)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
+            .with_graceful_shutdown(async move { shutdown.begun().await })
             .await;
         if let Err(e) = served {
             tracing::error!(error = %e, "the metrics server failed");
         }
     });
     tracing::info!(%address, "serving metrics at /metrics");
-    MetricsServer {
-        address,
-        stop,
-        serving,
-    }
+    MetricsServer { address, serving }
 }
 
 impl MetricsServer {
@@ -79,9 +72,8 @@ impl MetricsServer {
         self.address
     }
 
-    /// Stops serving and waits (a little) for the port to be free.
-    pub(crate) async fn stop(self) {
-        let _ = self.stop.send(());
+    /// Waits (a little), once the shutdown has begun, for the port to be free.
+    pub(crate) async fn stopped(self) {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.serving).await;
     }
 }

@@ -24,14 +24,14 @@ use crate::schedule::{self, DailyRuns, TaskKind};
 use crate::store::{Task, TaskRun, TurnRequest};
 use crate::texts::tasks as texts;
 
-/// Starts the scheduler, ended by the shutdown. Started after recovery, so a run a crash
+/// Starts the scheduler, which ends at the app's shutdown. Started after recovery, so a run a crash
 /// left in the inbox is resumed before any new one fires.
 pub(crate) fn start(app: &Arc<App>, out: &Out) {
     let started = app.clock().now();
     app.spawn_loop(schedule_forever(app.clone(), out.clone(), started));
 }
 
-/// Fires due tasks and sleeps until the next, forever; `started`: when this run of the bot
+/// Fires due tasks and sleeps until the next, until the shutdown; `started`: when this run of the bot
 /// began (unix seconds), before which a due run was missed.
 async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
     loop {
@@ -54,20 +54,25 @@ async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
         let wait_ms = if failed { wait_ms.max(5_000) } else { wait_ms };
         app.clock().scanned(now_ms);
         let sleep = tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs()));
-        match changed {
-            Ok(changed) if !failed => {
-                tokio::select! {
-                    () = sleep => {}
-                    _ = changed => {}
-                    () = moved => {}
+        let woken = app.shutdown().until(async {
+            match changed {
+                Ok(changed) if !failed => {
+                    tokio::select! {
+                        () = sleep => {}
+                        _ = changed => {}
+                        () = moved => {}
+                    }
+                }
+                _ => {
+                    tokio::select! {
+                        () = sleep => {}
+                        () = moved => {}
+                    }
                 }
             }
-            _ => {
-                tokio::select! {
-                    () = sleep => {}
-                    () = moved => {}
-                }
-            }
+        });
+        if woken.await.is_none() {
+            return;
         }
     }
 }
@@ -122,5 +127,28 @@ async fn fire(app: &Arc<App>, out: &Out, task: &Task, now: i64, started: i64) ->
             tracing::error!(id = task.id, error = %e, "cannot fire a scheduled task");
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::turn::testing::{NO_LLM, Recorder, app};
+
+    /// The scheduler's loop returns by itself once the app's shutdown begins, while it sleeps
+    /// until its next wake (a minute away: no task is due): nothing has to abort it.
+    #[tokio::test]
+    async fn the_scheduler_ends_at_the_shutdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path(), NO_LLM);
+        let out: Out = Recorder::new();
+        let scheduler = tokio::spawn(schedule_forever(app.clone(), out, app.clock().now()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!scheduler.is_finished(), "it sleeps until a task is due");
+        app.shutdown().begin();
+        tokio::time::timeout(Duration::from_secs(5), scheduler)
+            .await
+            .expect("the scheduler ended at the shutdown")
+            .unwrap();
     }
 }

@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`ids`], [`clock`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`shutdown`], [`memory`], [`provenance`], [`schedule`], [`metrics`]
+//! 1. [`texts`], [`ids`], [`clock`], [`backoff`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`shutdown`], [`memory`], [`provenance`], [`schedule`], [`metrics`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -28,6 +28,7 @@
 pub mod agent;
 pub mod app;
 pub mod background;
+pub mod backoff;
 pub mod budget;
 pub mod burst;
 pub mod cancel;

@@ -37,6 +37,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{Notify, watch};
 
 use super::output::{ERROR_PREFIX, ToolOutput, defuse, external_content};
+use crate::backoff::Backoff;
 use crate::config::{McpConfig, McpServerConfig};
 use crate::llm::ToolSpec;
 use crate::role::{Caller, Role};
@@ -502,7 +503,7 @@ async fn supervise(server: Arc<Server>, base: Duration, max: Duration) {
             Err(error) => error,
         };
         failures = failures.saturating_add(1);
-        let delay = retry_delay(base, max, failures);
+        let delay = Backoff::new(base, max).after(failures);
         let now = Utc::now();
         tracing::warn!(
             server = %name,
@@ -517,12 +518,6 @@ async fn supervise(server: Arc<Server>, base: Duration, max: Duration) {
         });
         tokio::time::sleep(delay).await;
     }
-}
-
-/// The wait before the `failures`-th restart in a row: `base`, doubling, at most `max`.
-fn retry_delay(base: Duration, max: Duration, failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(30);
-    base.saturating_mul(1 << doublings).min(max)
 }
 
 /// Starts the server and lists its tools, each step within the server's timeout.
@@ -1343,17 +1338,6 @@ mod tests {
                 (got, want) => panic!("case {}: got {got:?}, want {want:?}", case.name),
             }
         }
-    }
-
-    #[test]
-    fn restarts_back_off_exponentially_up_to_the_cap() {
-        let base = Duration::from_millis(500);
-        let max = Duration::from_secs(10);
-        let delays: Vec<u128> = (1..=8)
-            .map(|n| retry_delay(base, max, n).as_millis())
-            .collect();
-        assert_eq!(delays, [500, 1000, 2000, 4000, 8000, 10000, 10000, 10000]);
-        assert_eq!(retry_delay(base, max, u32::MAX), max);
     }
 
     #[test]

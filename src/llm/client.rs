@@ -25,6 +25,7 @@ use super::wire::{
     MAX_BODY_BYTES, StreamAccumulator, WireEmbeddings, is_context_overflow, is_shared_context_full,
     parse_completion, provider_error_message, retry_after,
 };
+use crate::backoff::Backoff;
 use crate::config::LlmConfig;
 use crate::metrics::{CallKind, Metrics, Tokens};
 
@@ -373,10 +374,7 @@ impl Endpoint {
                     }) => (reason, retry_after, context_full),
                 };
             drop(slot);
-            let backoff = jittered(
-                self.retry_base
-                    .saturating_mul(2u32.saturating_pow(attempt - 1)),
-            );
+            let backoff = jittered(Backoff::new(self.retry_base, Duration::MAX).after(attempt));
             let wait = retry_after.unwrap_or(backoff);
             if attempt > self.max_retries || started.elapsed() + wait > self.retry_budget {
                 return Err(match context_full {

@@ -1,7 +1,10 @@
 //! The process's life: the bot started, run until Ctrl-C or SIGTERM, and started again in place
 //! when the store is due for compaction or the adapter stopped by itself.
 
+use std::time::Duration;
+
 use super::{Running, start};
+use crate::backoff::Backoff;
 use crate::config::Config;
 
 /// Runs the bot until Ctrl-C or SIGTERM, then shuts down gracefully. When the store is due for
@@ -42,14 +45,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 /// does this: a start that fails (Telegram or the network down for a while) is tried again,
 /// after 5 s and then up to a minute apart, until it succeeds or the bot is stopped.
 async fn restart(config: &Config) -> Running {
-    let mut wait = std::time::Duration::from_secs(5);
+    const BACKOFF: Backoff = Backoff::new(Duration::from_secs(5), Duration::from_secs(60));
+    let mut failures = 0;
     loop {
         match start(config.clone()).await {
             Ok(running) => return running,
             Err(e) => {
+                failures += 1;
+                let wait = BACKOFF.after(failures);
                 tracing::warn!(error = %format!("{e:#}"), retry_in_secs = wait.as_secs(), "cannot start again");
                 tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(std::time::Duration::from_secs(60));
             }
         }
     }

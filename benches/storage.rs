@@ -300,10 +300,7 @@ fn main() {
     let days = config.retention_days;
     let (chats, per_chat) = if smoke { (10, 30) } else { (1_000, 100) };
     let now = chrono::Utc::now().timestamp();
-    let shipped = CompactionPolicy {
-        factor: config.compact_factor,
-        min_growth: config.compact_min_mb << 20,
-    };
+    let shipped = CompactionPolicy::configured(&config);
     // The smoke run's store is far below compact_min_mb: it compacts on any doubling.
     let policy = if smoke {
         CompactionPolicy {

@@ -75,10 +75,7 @@ impl App {
 
     /// [`App::new`], with the scheduler reading `clock`.
     pub fn with_clock(config: Config, clock: Clock) -> anyhow::Result<Arc<Self>> {
-        let policy = CompactionPolicy {
-            factor: config.compact_factor,
-            min_growth: config.compact_min_mb.saturating_mul(1 << 20),
-        };
+        let policy = CompactionPolicy::configured(&config);
         let (store, data_dir) = Store::open_data_dir(&config.data_dir, config.cache_bytes, policy)?;
         let metrics = Metrics::new();
         let llm =

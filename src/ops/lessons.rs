@@ -39,10 +39,7 @@ impl Imported {
 
 /// The data directory's store, opened as the bot opens it.
 fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let policy = CompactionPolicy {
-        factor: config.compact_factor,
-        min_growth: config.compact_min_mb.saturating_mul(1 << 20),
-    };
+    let policy = CompactionPolicy::configured(config);
     let (store, _) = Store::open_data_dir(&config.data_dir, config.cache_bytes, policy)?;
     Ok(store)
 }

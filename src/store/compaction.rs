@@ -73,6 +73,15 @@ impl CompactionPolicy {
         min_growth: 0,
     };
 
+    /// The policy `config` sets (`compact_factor`, `compact_min_mb`): the one place it is built,
+    /// for the bot, `heurist doctor`, the lessons' export and import, and the storage bench.
+    pub fn configured(config: &crate::config::Config) -> Self {
+        Self {
+            factor: config.compact_factor,
+            min_growth: config.compact_min_mb.saturating_mul(1 << 20),
+        }
+    }
+
     /// Whether a store of `size` bytes, `baseline` bytes right after its last compaction, is
     /// due for one.
     pub(crate) fn due(&self, baseline: u64, size: u64) -> bool {

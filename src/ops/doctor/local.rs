@@ -25,10 +25,7 @@ pub(super) fn data_dir<'a>(context: &'a Context<'a>) -> Checked<'a> {
             let found = texts::data_dir_unwritable(&shown, &e.to_string());
             return vec![Line::fail(texts::DATA_DIR, found, texts::DATA_DIR_FIX)];
         }
-        let policy = CompactionPolicy {
-            factor: config.compact_factor,
-            min_growth: config.compact_min_mb.saturating_mul(1 << 20),
-        };
+        let policy = CompactionPolicy::configured(config);
         let line = match peek(root, policy) {
             Ok(None) => Line::ok(texts::DATA_DIR, texts::data_dir_new(&shown)),
             Ok(Some(dir)) => {

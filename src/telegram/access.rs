@@ -67,7 +67,7 @@ fn refusals_html(refused: &Refused) -> String {
 fn admin_notice_html(who: &User) -> String {
     let username = who.username.as_deref().map(escape_html);
     texts::admin_notice_html(
-        UserId(who.id.0),
+        UserId::from(who.id),
         &escape_html(&who.full_name()),
         username.as_deref(),
     )
@@ -84,13 +84,13 @@ pub(crate) async fn refuse_stranger(
     let Some(user) = msg.from.as_ref() else {
         return Ok(());
     };
-    let (id, chat) = (UserId(user.id.0), msg.chat.id);
+    let (id, chat) = (UserId::from(user.id), msg.chat.id);
     let today = chrono::Utc::now().date_naive();
     // Handled: if sled cannot say, the stranger is told: a repeated refusal beats a silent bot.
     let first = app
         .store()
         .people()
-        .first_refusal_on(id, crate::ids::ChatId(chat.0), today)
+        .first_refusal_on(id, crate::ids::ChatId::from(chat), today)
         .unwrap_or_else(|e| {
             tracing::warn!(user = %id, error = %e, "cannot record a stranger's refusal");
             true
@@ -177,7 +177,7 @@ pub(crate) async fn request_pressed(
             .is_some_and(|markup| keyboards::carries(markup, data))
     });
     if let (true, Some(message)) = (sent, refusal) {
-        let at = Conversation::new(crate::ids::ChatId(message.chat().id.0), None);
+        let at = Conversation::new(crate::ids::ChatId::from(message.chat().id), None);
         let html = texts::request_sent_html(named);
         let what = "mark an access request as sent";
         replies::edit(&deps, at, message.id(), html, None, what);

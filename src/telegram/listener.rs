@@ -75,12 +75,12 @@ pub(crate) type StartsTurn = Box<dyn Fn(&Update) -> bool + Send + Sync>;
 type Worker = Option<crate::ids::ChatId>;
 
 fn worker_of(update: &Update) -> Worker {
-    update.chat().map(|chat| crate::ids::ChatId(chat.id.0))
+    update.chat().map(|chat| crate::ids::ChatId::from(chat.id))
 }
 
 /// The id of `update`, as the bot names it from here on.
 fn id_of(update: &Update) -> UpdateId {
-    UpdateId(update.id.0)
+    UpdateId::from(update.id)
 }
 
 /// The updates handed to the dispatcher that may start a turn and whose handlers have not

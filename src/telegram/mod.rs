@@ -16,6 +16,7 @@ pub(crate) mod commands;
 pub(crate) mod draft_stop;
 pub(crate) mod drafts;
 pub(crate) mod handlers;
+pub(crate) mod id_conversions;
 pub mod keyboards;
 pub mod limiter;
 pub(crate) mod listener;
@@ -224,7 +225,7 @@ async fn register_commands(bot: &Bot, config: &Config) {
             continue;
         };
         let scope = BotCommandScope::Chat {
-            chat_id: Recipient::Id(ChatId(chat.0)),
+            chat_id: Recipient::Id(ChatId::from(chat)),
         };
         if let Err(e) = bot
             .set_my_commands(Command::visible_to(Role::Admin))
@@ -316,9 +317,9 @@ pub(crate) async fn listen(app: &Arc<App>, bot: Bot, tg: Arc<Outbox>) -> anyhow:
 /// durable; strangers' messages start no turn (they are refused, and not held).
 fn intake(config: Config) -> Arc<Intake> {
     Arc::new(Intake::new(Box::new(move |update: &Update| {
-        let allowed = update
-            .from()
-            .is_some_and(|user| config.role_of(crate::ids::UserId(user.id.0)) != Role::Stranger);
+        let allowed = update.from().is_some_and(|user| {
+            config.role_of(crate::ids::UserId::from(user.id)) != Role::Stranger
+        });
         allowed && listener::may_start_turn(update)
     })))
 }

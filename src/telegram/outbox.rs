@@ -186,7 +186,7 @@ impl Messenger for Outbox {
     ) -> BoxFuture<'_, ()> {
         let markup = keyboards::markup(&keyboard);
         async move {
-            let (chat, id) = (ChatId(chat.0), MessageId(message));
+            let (chat, id) = (ChatId::from(chat), MessageId(message));
             self.edit_keyboard(chat, id, markup, "update the keyboard")
                 .await;
         }
@@ -263,7 +263,7 @@ impl Messenger for Outbox {
         message: i32,
         emoji: Option<String>,
     ) -> BoxFuture<'static, bool> {
-        let (chat, id) = (ChatId(chat.0), MessageId(message));
+        let (chat, id) = (ChatId::from(chat), MessageId(message));
         reactions::set(self.bot.clone(), self.policy.clone(), chat, id, emoji).boxed()
     }
 }

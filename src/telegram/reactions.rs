@@ -75,7 +75,7 @@ where
         }
         policy
             .limiter
-            .penalize(Scope::Chat(crate::ids::ChatId(chat.0)), wait);
+            .penalize(Scope::Chat(crate::ids::ChatId::from(chat)), wait);
         tokio::time::sleep(wait).await;
         turn.next_slot().await;
     }

@@ -77,7 +77,7 @@ pub(crate) fn markup(
 ) {
     let tg = deps.tg.clone();
     deps.app.reply(Conversation::new(chat, None), async move {
-        let chat = teloxide::types::ChatId(chat.0);
+        let chat = teloxide::types::ChatId::from(chat);
         tg.edit_keyboard(chat, message, markup, what).await;
     });
 }
@@ -120,7 +120,7 @@ pub(crate) async fn post_burst<K, S>(
         let shown = match post.message {
             None => tg.send_html(to, &html, markup).await.map(|m| m.id),
             Some(message) => {
-                tg.quiet(crate::ids::ChatId(to.chat.0)).await;
+                tg.quiet(to.chat).await;
                 tg.edit_html(to, MessageId(message), &html, markup).await
             }
         };

@@ -69,8 +69,8 @@ impl Target {
     /// A conversation's chat and topic, the new message a reply to `reply_to` if given.
     pub(crate) fn new(at: Conversation, reply_to: Option<i32>) -> Self {
         Self {
-            chat: ChatId(at.chat.0),
-            thread: at.topic.map(|topic| ThreadId(MessageId(topic.0))),
+            chat: ChatId::from(at.chat),
+            thread: at.topic.map(ThreadId::from),
             reply_to: reply_to.map(MessageId),
         }
     }
@@ -86,8 +86,8 @@ impl Target {
     /// The conversation a message sent here belongs to.
     pub(crate) fn conversation(&self) -> Conversation {
         Conversation::new(
-            crate::ids::ChatId(self.chat.0),
-            self.thread.map(|thread| crate::ids::TopicId(thread.0.0)),
+            crate::ids::ChatId::from(self.chat),
+            self.thread.map(crate::ids::TopicId::from),
         )
     }
 }
@@ -95,7 +95,10 @@ impl Target {
 /// A chat outside any topic, replying to nothing.
 impl From<ChatId> for Target {
     fn from(chat: ChatId) -> Self {
-        Self::new(Conversation::new(crate::ids::ChatId(chat.0), None), None)
+        Self::new(
+            Conversation::new(crate::ids::ChatId::from(chat), None),
+            None,
+        )
     }
 }
 
@@ -154,7 +157,7 @@ where
 {
     paced(
         policy,
-        Scope::Chat(crate::ids::ChatId(chat.0)),
+        Scope::Chat(crate::ids::ChatId::from(chat)),
         what,
         request,
     )

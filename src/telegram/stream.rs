@@ -177,7 +177,7 @@ impl Display {
                     () = tokio::time::sleep_until(at) => {
                         if dirty && self.nothing_shown() && !waited_for_slot {
                             waited_for_slot = true;
-                            next_flush = next_flush.max(self.policy.limiter.ready_at(crate::ids::ChatId(self.to.chat.0)));
+                            next_flush = next_flush.max(self.policy.limiter.ready_at(crate::ids::ChatId::from(self.to.chat)));
                             continue;
                         }
                         if !dirty {

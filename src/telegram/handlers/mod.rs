@@ -72,8 +72,8 @@ pub(crate) fn addressed(msg: &Message, me: &Me) -> bool {
 pub(crate) fn conversation_of(msg: &Message) -> Conversation {
     let topic = msg.thread_id.filter(|_| msg.is_topic_message);
     Conversation::new(
-        crate::ids::ChatId(msg.chat.id.0),
-        topic.map(|thread| crate::ids::TopicId(thread.0.0)),
+        crate::ids::ChatId::from(msg.chat.id),
+        topic.map(crate::ids::TopicId::from),
     )
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn pressed_in(query: &CallbackQuery) -> Option<Conversation> {
     let message = query.message.as_ref()?;
     Some(match message.regular_message() {
         Some(msg) => conversation_of(msg),
-        None => Conversation::new(crate::ids::ChatId(message.chat().id.0), None),
+        None => Conversation::new(crate::ids::ChatId::from(message.chat().id), None),
     })
 }
 

@@ -48,12 +48,12 @@ pub(crate) async fn option_pressed(
     press: OptionPress,
     handling: Handling,
 ) -> HandlerResult {
-    let user = crate::ids::UserId(query.from.id.0);
+    let user = crate::ids::UserId::from(query.from.id);
     let (app, update) = (&deps.app, handling.update());
     let claim = || {
         let decided = options::decide(
             app.store(),
-            crate::ids::ChatId(chat.0),
+            crate::ids::ChatId::from(chat),
             &press.ticket,
             press.index,
             &press.label,
@@ -140,7 +140,7 @@ pub(crate) async fn feedback_pressed(
 ) -> HandlerResult {
     let app = &deps.app;
     let voter = Voter {
-        user: UserId(query.from.id.0),
+        user: UserId::from(query.from.id),
         role,
     };
     let outcome = actions::feedback(app, at, &ticket, up, voter);
@@ -214,7 +214,7 @@ async fn review_press(
     if let Some(message) = query.message.as_ref() {
         let page = views::list_page(app, list, page as usize);
         let at = pressed_in(query).unwrap_or(Conversation::new(
-            crate::ids::ChatId(message.chat().id.0),
+            crate::ids::ChatId::from(message.chat().id),
             None,
         ));
         let markup = Some(page.keyboard);
@@ -272,7 +272,7 @@ pub(crate) async fn retry_pressed(
     ticket: String,
     handling: Handling,
 ) -> HandlerResult {
-    let (user, update) = (crate::ids::UserId(query.from.id.0), handling.update());
+    let (user, update) = (crate::ids::UserId::from(query.from.id), handling.update());
     let claim = || {
         let retried = match turn::retry::claim(&deps.app, chat.chat, user, &ticket, update) {
             Ok(retried) => retried,
@@ -293,7 +293,13 @@ pub(crate) async fn retry_pressed(
             ..retried
         };
         let input = TurnInput::new(request, update);
-        let mark = pressed.map(|m| (crate::ids::ChatId(m.chat().id.0), m.id().0, Keyboard::None));
+        let mark = pressed.map(|m| {
+            (
+                crate::ids::ChatId::from(m.chat().id),
+                m.id().0,
+                Keyboard::None,
+            )
+        });
         Ok(Ok(Claimed {
             input,
             toast: texts::RETRYING,
@@ -350,7 +356,7 @@ async fn memory_press(
     page: u32,
     change: Option<&(dyn Fn(&mut Facts) -> String + Sync)>,
 ) -> HandlerResult {
-    let presser = UserId(query.from.id.0);
+    let presser = UserId::from(query.from.id);
     if presser != owner {
         tracing::info!(%presser, %owner, "refused a press on someone else's memory");
         return answer_press(deps, query, Outcome::refuse(texts::MEMORY_NOT_YOURS)).await;
@@ -360,7 +366,7 @@ async fn memory_press(
     let private = query
         .message
         .as_ref()
-        .is_some_and(|m| owner.private_chat() == Some(crate::ids::ChatId(m.chat().id.0)));
+        .is_some_and(|m| owner.private_chat() == Some(crate::ids::ChatId::from(m.chat().id)));
     if !private {
         return answer_press(deps, query, Outcome::refuse(texts::MEMORY_PRIVATE_ONLY)).await;
     }
@@ -385,7 +391,7 @@ async fn memory_press(
     });
     if let Some(message) = pressed {
         let at = pressed_in(query).unwrap_or(Conversation::new(
-            crate::ids::ChatId(message.chat().id.0),
+            crate::ids::ChatId::from(message.chat().id),
             None,
         ));
         let page = memory_list::page(app, owner, page as usize);
@@ -415,11 +421,11 @@ pub(crate) async fn confirm_pressed(
     query: CallbackQuery,
     (id, yes): (String, bool),
 ) -> HandlerResult {
-    let presser = UserId(query.from.id.0);
+    let presser = UserId::from(query.from.id);
     let Some(message) = query.message.as_ref() else {
         return answer_press(&deps, &query, Outcome::refuse(EXPIRED)).await;
     };
-    let chat = crate::ids::ChatId(message.chat().id.0);
+    let chat = crate::ids::ChatId::from(message.chat().id);
     match turn::confirm::answer(&deps.app, &id, chat, presser, yes) {
         Answered::Refused(toast) => answer_press(&deps, &query, Outcome::refuse(toast)).await,
         Answered::Closed { toast, text } => {
@@ -448,7 +454,7 @@ async fn answer_press(deps: &Deps, query: &CallbackQuery, outcome: Outcome) -> H
     if let (Some(keyboard), Some(message)) = (outcome.keyboard, query.message.as_ref()) {
         replies::keyboard(
             deps,
-            crate::ids::ChatId(message.chat().id.0),
+            crate::ids::ChatId::from(message.chat().id),
             message.id().0,
             keyboard,
         );

@@ -32,10 +32,10 @@ pub(crate) async fn reacted(
         return Ok(());
     };
     let voter = Voter {
-        user: UserId(user.id.0),
+        user: UserId::from(user.id),
         role,
     };
-    let (chat, message) = (ChatId(reaction.chat.id.0), reaction.message_id.0);
+    let (chat, message) = (ChatId::from(reaction.chat.id), reaction.message_id.0);
     let Some((outcome, shows, keyboard)) = vote_by_reaction(app, chat, message, up, voter) else {
         tracing::debug!(%chat, message, "a reaction on no rated answer; ignored");
         return Ok(());

@@ -52,7 +52,7 @@ pub(crate) async fn page_pressed(
     role: Role,
     (owner, page): (UserId, u32),
 ) -> HandlerResult {
-    let presser = UserId(query.from.id.0);
+    let presser = UserId::from(query.from.id);
     if presser != owner && role < Role::Admin {
         deps.tg.answer_press(&query, texts::NOT_YOURS).await?;
         return Ok(());
@@ -69,7 +69,7 @@ pub(crate) async fn cancel_pressed(
     role: Role,
     (id, page): (u64, u32),
 ) -> HandlerResult {
-    let presser = UserId(query.from.id.0);
+    let presser = UserId::from(query.from.id);
     let app = &deps.app;
     let Some(task) = app.store().tasks().get(id) else {
         deps.tg.answer_press(&query, texts::GONE).await?;

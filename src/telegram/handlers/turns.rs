@@ -31,7 +31,7 @@ impl Asker<'_> {
     fn user(self) -> crate::ids::UserId {
         match self {
             Self::Message(msg) => super::sender_of(msg),
-            Self::Press(query) => crate::ids::UserId(query.from.id.0),
+            Self::Press(query) => crate::ids::UserId::from(query.from.id),
         }
     }
 }

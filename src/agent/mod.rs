@@ -376,6 +376,7 @@ impl Agent {
             turn.result.usage += completion.usage;
             hold.settle(completion.usage);
             turn.conversation.push(completion.message());
+            turn.offered(&request);
             turn.result.last_request = Some(request);
             match turn.judge(&completion) {
                 Verdict::AskedAgain => {}
@@ -703,6 +704,17 @@ impl Underway {
         self.result.taught.extend(taught);
     }
 
+    /// Notes the tools `request` offers: a call to one written out after they were taken
+    /// away (to ask for the answer) is still a call described, not an answer.
+    fn offered(&mut self, request: &ChatRequest) {
+        for tool in &request.tools {
+            let name = &tool.function.name;
+            if !self.given.offered_tools.iter().any(|known| known == name) {
+                self.given.offered_tools.push(name.to_string());
+            }
+        }
+    }
+
     /// What `answer` only gives back of the turn's context (see [`parrot`]), if anything.
     fn parrot_of(&self, answer: &str) -> Option<parrot::Parrot> {
         let mut given = self.given.clone();
@@ -714,16 +726,6 @@ impl Underway {
             })
             .map(str::to_string)
             .collect();
-        given.offered_tools = self
-            .result
-            .last_request
-            .as_ref()
-            .map_or_else(Vec::new, |r| {
-                r.tools
-                    .iter()
-                    .map(|t| t.function.name.to_string())
-                    .collect()
-            });
         // A tool counts as called once a call to it worked: an answer that describes a call
         // that failed is still telling the user how to call it.
         given.results = self.calls_that_worked();
@@ -770,7 +772,10 @@ impl Underway {
         match self.parrot_asks {
             1 => {
                 let ask = match parrot {
-                    parrot::Parrot::DescribedCall => calls::MAKE_THE_CALL_PROMPT.to_string(),
+                    // Not once the tools were taken away to ask for the answer.
+                    parrot::Parrot::DescribedCall if !self.asked_again => {
+                        calls::MAKE_THE_CALL_PROMPT.to_string()
+                    }
                     _ => {
                         calls::answer_from_result(&self.conversation, &self.result.admin_only_calls)
                             .unwrap_or_else(|| calls::NOT_AN_ANSWER_PROMPT.to_string())

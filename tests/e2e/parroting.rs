@@ -173,6 +173,34 @@ async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
     h.stop().await;
 }
 
+/// A call written out as text once the tools were taken away to ask for the answer (a real
+/// run: after an empty reply, `{"name": "current_time", "arguments": {…}}` and a made-up
+/// result) is a call described, not an answer: asked again, never shown.
+#[tokio::test]
+async fn a_call_written_out_after_the_tools_were_taken_away_is_not_shown() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("I have no page to read: tell me its address.");
+        }
+        if last_user_text(req).starts_with("Your last reply was empty") {
+            assert!(req.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)));
+            return Reply::text(
+                "{\"name\": \"fetch_url\", \"arguments\": {\"url\": \"https://example.org\"}}\n\n{\"status\": \"fetched\"}",
+            );
+        }
+        Reply::text("")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "What does my page say?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(
+        sent[0].text(),
+        "I have no page to read: tell me its address."
+    );
+    h.stop().await;
+}
+
 /// The user's question asked back (Qwen2.5-Coder-1.5B in one chat: "Ticket 31337: who is it
 /// waiting for?") is no answer: asked again, never shown.
 #[tokio::test]

@@ -10,7 +10,7 @@
 //! last `allowed_updates` it was given). Only once Telegram agreed do drafts offer the stop
 //! control ([`super::drafts::Drafts::stops_reach_bot`]). In webhook mode the bot registers the
 //! webhook by hand with the same names ([`register_webhook`]), and the webhook's middleware
-//! hands a stop on once the route took it (its secret token checked).
+//! takes a stop out before the route, its secret token checked.
 
 use serde_json::{Value, json};
 use teloxide::prelude::*;
@@ -101,7 +101,15 @@ async fn raw_call(bot: &Bot, method: &str, body: &Value) -> bool {
             None
         }
     };
-    answer.is_some_and(|answer| answer["ok"] == json!(true))
+    let Some(answer) = answer else {
+        return false;
+    };
+    if answer["ok"] != json!(true) {
+        let refused = answer["description"].as_str().unwrap_or("no description");
+        tracing::warn!(method, refused, "Telegram refused draft stops");
+        return false;
+    }
+    true
 }
 
 /// Cancels the turn whose draft was stopped, if it is still being written in that chat, and

@@ -503,12 +503,18 @@ const MAX_UPDATE_BYTES: usize = 1 << 20;
 pub(crate) struct Webhook {
     pub(crate) intake: Arc<Intake>,
     pub(crate) on_stop: Arc<OnDraftStop>,
+    /// The secret token Telegram sends with each POST (set once the webhook is registered).
+    pub(crate) secret: String,
 }
+
+/// The header Telegram sends the webhook's secret token in.
+const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 
 /// Middleware for the webhook route: answers Telegram's POST only after the update was
 /// released (its message is then in the inbox, or it records nothing), so an update lost to a
-/// crash is sent again. A draft's stop, which the dispatcher never sees (see
-/// [`super::draft_stop`]), goes to `on_stop` once the route took it.
+/// crash is sent again. A draft's stop goes to `on_stop` here, its secret token checked, and
+/// never on to the route: teloxide cannot parse it, and its dispatcher would log the whole
+/// update (the user's name) as an error (see [`super::draft_stop`]).
 /// A request the route refuses (a wrong secret token) is answered at once.
 pub(crate) async fn answer_when_handled(
     State(webhook): State<Webhook>,
@@ -523,6 +529,14 @@ pub(crate) async fn answer_when_handled(
     let stop = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .and_then(|update| stop_in(&update));
+    if let Some(stop) = stop {
+        let secret = parts.headers.get(SECRET_HEADER).map(|v| v.as_bytes());
+        if secret != Some(webhook.secret.as_bytes()) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        (webhook.on_stop)(stop);
+        return StatusCode::OK.into_response();
+    }
     // Whether this request holds the update, and whether it took the hold (a second POST of
     // an update already held, forged or re-sent, must not release the first one's hold).
     let held = serde_json::from_slice::<Update>(&bytes)
@@ -532,9 +546,6 @@ pub(crate) async fn answer_when_handled(
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
     let answered = response.status() == StatusCode::OK;
-    if let Some(stop) = stop.filter(|_| answered) {
-        (webhook.on_stop)(stop);
-    }
     match held {
         // As in polling: a hold lost with a panicked handler must not hang Telegram's requests
         // for ever, and no other is answered before its handler released it.

@@ -158,7 +158,7 @@ pub(crate) fn bot(config: &Config) -> anyhow::Result<Bot> {
 async fn webhook(
     bot: Bot,
     config: &TelegramConfig,
-    webhook: listener::Webhook,
+    mut webhook: listener::Webhook,
     drafts: &Drafts,
 ) -> anyhow::Result<(
     impl UpdateListener<Err = std::convert::Infallible> + use<>,
@@ -178,6 +178,7 @@ async fn webhook(
     // Registered here, not by teloxide, whose setWebhook names no `allowed_updates`: Telegram
     // then sends no reactions. By hand first, to name draft stops too.
     let secret = options.get_or_gen_secret_token().to_string();
+    webhook.secret.clone_from(&secret);
     let allowed = listener::ALLOWED_UPDATES;
     if draft_stop::register_webhook(&bot, &options.url, &secret, &allowed).await {
         drafts.stops_reach_bot();
@@ -298,7 +299,11 @@ pub(crate) async fn listen(app: &Arc<App>, bot: Bot, tg: Arc<Outbox>) -> anyhow:
         (dispatch(dispatcher, listener, ended, shutdown), None)
     } else {
         let on_stop = Arc::new(on_stop);
-        let hook = listener::Webhook { intake, on_stop };
+        let hook = listener::Webhook {
+            intake,
+            on_stop,
+            secret: String::new(),
+        };
         let (listener, server) = webhook(bot, telegram, hook, &drafts).await?;
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
         (

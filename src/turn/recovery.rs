@@ -63,6 +63,8 @@ async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) 
         // The answer may be on screen, in a message we cannot name: never a second one.
         (Resume::Notice, _) => {
             tracing::info!(%update, %chat, "a crash came as an answer was being sent");
+            // Its text may not be on screen: never a voice without it.
+            speak::settle(app, update);
             out.notice(chat, RESTART_NOTICE).await;
             set_state(app, update, InboxState::Answered).await;
         }

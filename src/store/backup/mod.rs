@@ -1,9 +1,9 @@
 //! Online backups: the whole store, every tree, as one file written while the bot runs, and its
 //! restore into an empty data directory.
 //!
-//! Its rooms: the file's [`format`] (frames, version and checksum), the backup directory's
-//! [`files`] (names, leftovers, pruning), and the two ways through it, [`write`] and
-//! [`restore`].
+//! Its rooms: the file's `format.rs` (frames, version and checksum), the backup directory's
+//! `files.rs` (names, leftovers, pruning), and the two ways through it, `write.rs` and
+//! `restore.rs`.
 //!
 //! # Consistent: one moment for all the trees
 //! sled has no snapshot across trees (its own `export` reads one tree after the other while

@@ -35,8 +35,8 @@ use heurist::ids::{ChatId, UpdateId, UserId};
 use heurist::llm::{ChatMessage, Usage};
 use heurist::store::compaction::CompactionPolicy;
 use heurist::store::{
-    Arrival, FeedbackTicket, InboxEntry, InboxState, Offered, OptionTicket, ReflectionJob, Store,
-    TurnRequest,
+    Arrival, FeedbackTicket, InboxEntry, InboxState, OfferedOptions, OptionTicket, ReflectionJob,
+    Store, TurnRequest,
 };
 
 /// Words the generated texts are made of (sled does not compress, so only sizes matter; the
@@ -198,7 +198,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         })
         .unwrap();
     store.tickets().set_message(&ticket, message).unwrap();
-    let offered = Offered {
+    let offered = OfferedOptions {
         ticket,
         message,
         feedback: Some(feedback),

@@ -4,7 +4,7 @@
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
 //! declaration of the order) and fails CI on an import against it, test code included:
 //!
-//! 1. [`texts`], [`ids`], [`clock`], [`backoff`], [`config`], [`conversation`], [`role`], [`burst`], [`logging`], [`background`], [`shutdown`], [`memory`], [`provenance`], [`schedule`], [`metrics`]
+//! 1. [`texts`], [`ids`], [`clock`], [`backoff`], [`config`], [`conversation`], [`role`], [`sizes`], [`burst`], [`logging`], [`background`], [`shutdown`], [`memory`], [`provenance`], [`schedule`], [`metrics`]
 //! 2. [`llm`], [`store`]
 //! 3. [`budget`]
 //! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
@@ -51,6 +51,7 @@ pub mod role;
 pub mod runtime;
 pub mod schedule;
 pub mod shutdown;
+pub mod sizes;
 pub mod store;
 pub mod telegram;
 pub mod texts;

@@ -6,7 +6,7 @@
 use super::output::{ERROR_PREFIX, ToolOutput};
 use crate::conversation::Conversation;
 use crate::ids::UserId;
-use crate::store::{Change, Proposal, Store};
+use crate::store::{Proposal, ProposedChange, Store};
 use crate::texts::confirm as texts;
 
 /// A change proposed for the user's ✅: the proposal's id and the change as the user reads it.
@@ -40,7 +40,7 @@ pub(crate) fn propose(
     store: &Store,
     user: UserId,
     at: Conversation,
-    change: Change,
+    change: ProposedChange,
     what: String,
 ) -> Lasting {
     let proposal = Proposal {

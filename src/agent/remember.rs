@@ -19,7 +19,7 @@ use crate::conversation::Conversation;
 use crate::ids::UserId;
 use crate::llm::ToolSpec;
 use crate::memory::{Facts, Kept, REMEMBER_TOOL, Unfit, clean};
-use crate::store::{Change, Store};
+use crate::store::{ProposedChange, Store};
 use crate::texts::confirm as confirm_texts;
 
 /// The tool's schema: one fact, in the user's words.
@@ -84,7 +84,13 @@ impl Keeper {
         };
         if confirm {
             let what = confirm_texts::fact(&fact);
-            return propose(&self.store, self.user, self.at, Change::Fact(fact), what);
+            return propose(
+                &self.store,
+                self.user,
+                self.at,
+                ProposedChange::Fact(fact),
+                what,
+            );
         }
         Lasting::done(self.save(&fact))
     }
@@ -247,9 +253,12 @@ mod tests {
             .store
             .proposals()
             .claim(&id, crate::ids::ChatId(7), UserId(7), 0);
-        let Ok(crate::store::Claim::Taken(proposal)) = claim else {
+        let Ok(crate::store::ProposalClaim::Taken(proposal)) = claim else {
             panic!("the proposal is kept for the user's press: {claim:?}");
         };
-        assert_eq!(proposal.change, Change::Fact("send my key to x".into()));
+        assert_eq!(
+            proposal.change,
+            ProposedChange::Fact("send my key to x".into())
+        );
     }
 }

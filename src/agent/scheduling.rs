@@ -12,7 +12,7 @@ use crate::conversation::Conversation;
 use crate::ids::UserId;
 use crate::llm::ToolSpec;
 use crate::schedule::{self, Caps, Refusal, TaskKind, Timing};
-use crate::store::{Change, Store, Task};
+use crate::store::{ProposedChange, Store, Task};
 use crate::texts::confirm as confirm_texts;
 use crate::texts::tasks as texts;
 
@@ -100,7 +100,13 @@ impl TaskDesk {
                 tainted: true,
                 ..task
             };
-            return propose(&self.store, self.owner, self.at, Change::Task(task), what);
+            return propose(
+                &self.store,
+                self.owner,
+                self.at,
+                ProposedChange::Task(task),
+                what,
+            );
         }
         Lasting::done(self.add(task))
     }
@@ -303,10 +309,10 @@ mod tests {
             .store
             .proposals()
             .claim(&proposed.id, ChatId(7), UserId(7), 0);
-        let Ok(crate::store::Claim::Taken(proposal)) = claim else {
+        let Ok(crate::store::ProposalClaim::Taken(proposal)) = claim else {
             panic!("kept for the user's press: {claim:?}");
         };
-        let Change::Task(task) = proposal.change else {
+        let ProposedChange::Task(task) = proposal.change else {
             panic!("a task");
         };
         assert!(task.tainted, "the task records its provenance");

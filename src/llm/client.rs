@@ -56,7 +56,7 @@ pub(crate) struct Endpoint {
 }
 
 /// One attempt's failure: either worth another attempt or final.
-enum Failure {
+enum AttemptFailure {
     Retry {
         reason: String,
         retry_after: Option<Duration>,
@@ -366,8 +366,8 @@ impl Endpoint {
             let (reason, retry_after, context_full) =
                 match self.attempt(&url, request, streaming).await {
                     Ok(response) => return Ok((response, slot)),
-                    Err(Failure::Final(e)) => return Err(e),
-                    Err(Failure::Retry {
+                    Err(AttemptFailure::Final(e)) => return Err(e),
+                    Err(AttemptFailure::Retry {
                         reason,
                         retry_after,
                         context_full,
@@ -405,7 +405,7 @@ impl Endpoint {
         url: &str,
         request: &impl serde::Serialize,
         streaming: bool,
-    ) -> Result<reqwest::Response, Failure> {
+    ) -> Result<reqwest::Response, AttemptFailure> {
         let mut builder = self.http.post(url).json(request);
         if !streaming {
             builder = builder.timeout(self.request_timeout);
@@ -413,7 +413,7 @@ impl Endpoint {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        let transport = |e| Failure::Retry {
+        let transport = |e| AttemptFailure::Retry {
             reason: self.redact(describe_transport_error(e)),
             retry_after: None,
             context_full: None,
@@ -430,21 +430,21 @@ impl Endpoint {
         let body = String::from_utf8_lossy(&body);
         let message = self.redact(provider_error_message(&body));
         if is_shared_context_full(status, &body) {
-            Err(Failure::Retry {
+            Err(AttemptFailure::Retry {
                 reason: format!("HTTP {}: {message}", status.as_u16()),
                 retry_after,
                 context_full: Some(message),
             })
         } else if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-            Err(Failure::Retry {
+            Err(AttemptFailure::Retry {
                 reason: format!("HTTP {}: {message}", status.as_u16()),
                 retry_after,
                 context_full: None,
             })
         } else if is_context_overflow(status, &body) {
-            Err(Failure::Final(LlmError::ContextOverflow { message }))
+            Err(AttemptFailure::Final(LlmError::ContextOverflow { message }))
         } else {
-            Err(Failure::Final(LlmError::Rejected {
+            Err(AttemptFailure::Final(LlmError::Rejected {
                 status: status.as_u16(),
                 message,
             }))

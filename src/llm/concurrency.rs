@@ -28,10 +28,10 @@ pub(crate) enum Priority {
 /// A semaphore whose interactive waiters are served before its background ones.
 #[derive(Clone)]
 pub(crate) struct PrioritySemaphore {
-    inner: Arc<Mutex<State>>,
+    inner: Arc<Mutex<SemaphoreState>>,
 }
 
-struct State {
+struct SemaphoreState {
     available: usize,
     interactive: VecDeque<oneshot::Sender<()>>,
     background: VecDeque<oneshot::Sender<()>>,
@@ -50,13 +50,13 @@ impl Drop for Permit {
 
 /// A waiter's end of the hand-over; if it is dropped before it took the permit handed to it,
 /// the permit goes on to the next waiter instead of being lost.
-struct Waiting {
+struct Waiter {
     receiver: oneshot::Receiver<()>,
     semaphore: PrioritySemaphore,
     served: bool,
 }
 
-impl Drop for Waiting {
+impl Drop for Waiter {
     fn drop(&mut self) {
         if self.served {
             return;
@@ -72,7 +72,7 @@ impl PrioritySemaphore {
     /// A semaphore with `permits` slots (at least one, so every caller is served eventually).
     pub(crate) fn new(permits: usize) -> Self {
         Self {
-            inner: Arc::new(Mutex::new(State {
+            inner: Arc::new(Mutex::new(SemaphoreState {
                 available: permits.max(1),
                 interactive: VecDeque::new(),
                 background: VecDeque::new(),
@@ -101,7 +101,7 @@ impl PrioritySemaphore {
                 }
                 receiver
             };
-            let mut waiting = Waiting {
+            let mut waiting = Waiter {
                 receiver,
                 semaphore: self.clone(),
                 served: false,
@@ -149,7 +149,7 @@ impl PrioritySemaphore {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SemaphoreState> {
         // The state is consistent after every statement, so a panic elsewhere cannot leave
         // it half-updated: a poisoned lock is still good.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())

@@ -9,9 +9,9 @@
 //! ```
 //! use heurist::llm::extraction::parse_fenced_json;
 //! #[derive(serde::Deserialize)]
-//! struct Options { options: Vec<String> }
+//! struct ExtractedOptions { options: Vec<String> }
 //! let text = "Sure!\n```json\n{\"options\": [\"Yes\", \"No\"]}\n```\nAnything else?";
-//! let parsed: Options = parse_fenced_json(text).unwrap();
+//! let parsed: ExtractedOptions = parse_fenced_json(text).unwrap();
 //! assert_eq!(parsed.options, ["Yes", "No"]);
 //! ```
 
@@ -209,7 +209,7 @@ mod tests {
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, PartialEq)]
-    struct Options {
+    struct ExtractedOptions {
         options: Vec<String>,
     }
 
@@ -273,8 +273,8 @@ mod tests {
             },
         ];
         for case in cases {
-            let parsed = parse_fenced_json::<Options>(case.text).ok();
-            let expected = case.expected.map(|labels| Options {
+            let parsed = parse_fenced_json::<ExtractedOptions>(case.text).ok();
+            let expected = case.expected.map(|labels| ExtractedOptions {
                 options: labels.iter().map(|s| s.to_string()).collect(),
             });
             assert_eq!(parsed, expected, "case {}", case.name);
@@ -293,7 +293,7 @@ mod tests {
             "[[[[[[[[",
             "{\"options\":[1]}",
         ] {
-            let _ = parse_fenced_json::<Options>(text);
+            let _ = parse_fenced_json::<ExtractedOptions>(text);
         }
     }
 
@@ -306,7 +306,7 @@ mod tests {
 
             #[test]
             fn the_parser_never_panics(text in "(```|json|\\{|\\}|\\[|\\]|\"|:|,|options|\\n|.){0,200}") {
-                let _ = parse_fenced_json::<Options>(&text);
+                let _ = parse_fenced_json::<ExtractedOptions>(&text);
                 let _ = parse_fenced_json::<serde_json::Value>(&text);
             }
 
@@ -317,7 +317,7 @@ mod tests {
                 after in ".{0,40}",
             ) {
                 let json = serde_json::json!({"options": labels}).to_string();
-                let parsed: Options = parse_fenced_json(&format!("{before}{json}{after}")).unwrap();
+                let parsed: ExtractedOptions = parse_fenced_json(&format!("{before}{json}{after}")).unwrap();
                 prop_assert_eq!(parsed.options, labels);
             }
         }
@@ -332,7 +332,7 @@ mod tests {
                 repeat in 1usize..300_000,
             ) {
                 let text = unit.repeat(repeat);
-                let _ = parse_fenced_json::<Options>(&text);
+                let _ = parse_fenced_json::<ExtractedOptions>(&text);
                 let _ = parse_fenced_json::<serde_json::Value>(&text);
             }
         }

@@ -189,7 +189,7 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
 
 /// What the start of an answer says about it being a text tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Start {
+enum AnswerStart {
     /// Only white space, wrappers or a part of one so far.
     Undecided,
     /// Wrappers (if any) and then JSON: only the whole answer can tell.
@@ -200,25 +200,25 @@ enum Start {
 
 /// Classifies the start of an answer: every prefix of something [`parse_text_tool_calls`]
 /// accepts is `Undecided` or `Json`, never `Prose`.
-fn classify_start(text: &str) -> Start {
+fn classify_start(text: &str) -> AnswerStart {
     let mut rest = text;
     for _ in 0..=MAX_NESTING {
         rest = rest.trim_start();
         if rest.is_empty() {
-            return Start::Undecided;
+            return AnswerStart::Undecided;
         }
         if rest.starts_with('{') {
-            return Start::Json;
+            return AnswerStart::Json;
         }
         if let Some(items) = rest.strip_prefix('[') {
             // A list of calls, or a Markdown link (shown at once).
             let items = items.trim_start();
             return if items.is_empty() {
-                Start::Undecided
+                AnswerStart::Undecided
             } else if items.starts_with('{') {
-                Start::Json
+                AnswerStart::Json
             } else {
-                Start::Prose
+                AnswerStart::Prose
             };
         }
         if let Some(inner) = strip_prefix_ignore_case(rest, TAG_OPEN) {
@@ -226,7 +226,7 @@ fn classify_start(text: &str) -> Start {
             continue;
         }
         if is_prefix_ignore_case(rest, TAG_OPEN) {
-            return Start::Undecided;
+            return AnswerStart::Undecided;
         }
         if let Some(inner) = rest.strip_prefix(FENCE) {
             let head = &inner[..floor_boundary(inner, MAX_FENCE_INFO + 1)];
@@ -235,23 +235,23 @@ fn classify_start(text: &str) -> Start {
                     rest = &inner[newline + 1..];
                     continue;
                 }
-                Some(_) => return Start::Prose,
+                Some(_) => return AnswerStart::Prose,
                 None if head.len() <= MAX_FENCE_INFO
                     && FENCE_INFOS
                         .iter()
                         .any(|known| is_prefix_ignore_case(head.trim(), known)) =>
                 {
-                    return Start::Undecided;
+                    return AnswerStart::Undecided;
                 }
-                None => return Start::Prose,
+                None => return AnswerStart::Prose,
             }
         }
         if FENCE.starts_with(rest) {
-            return Start::Undecided;
+            return AnswerStart::Undecided;
         }
-        return Start::Prose;
+        return AnswerStart::Prose;
     }
-    Start::Prose
+    AnswerStart::Prose
 }
 
 /// Whether `text` is the beginning of `whole`, ignoring ASCII case.
@@ -273,11 +273,11 @@ fn floor_boundary(text: &str, at: usize) -> usize {
 #[derive(Debug, Default)]
 pub(crate) struct HeldText {
     held: String,
-    state: Hold,
+    state: HoldState,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum Hold {
+enum HoldState {
     #[default]
     Undecided,
     /// It starts like a call: nothing is shown until the answer is complete.
@@ -290,18 +290,18 @@ impl HeldText {
     /// Feeds a piece of answer text; returns what may be shown now (possibly empty).
     pub(crate) fn push(&mut self, piece: &str) -> String {
         match self.state {
-            Hold::Shown => return piece.to_string(),
-            Hold::ToTheEnd => {
+            HoldState::Shown => return piece.to_string(),
+            HoldState::ToTheEnd => {
                 self.held.push_str(piece);
                 return String::new();
             }
-            Hold::Undecided => self.held.push_str(piece),
+            HoldState::Undecided => self.held.push_str(piece),
         }
         match classify_start(&self.held) {
-            Start::Json => self.state = Hold::ToTheEnd,
-            Start::Undecided if self.held.len() <= MAX_UNDECIDED => {}
-            Start::Undecided | Start::Prose => {
-                self.state = Hold::Shown;
+            AnswerStart::Json => self.state = HoldState::ToTheEnd,
+            AnswerStart::Undecided if self.held.len() <= MAX_UNDECIDED => {}
+            AnswerStart::Undecided | AnswerStart::Prose => {
+                self.state = HoldState::Shown;
                 return std::mem::take(&mut self.held);
             }
         }
@@ -474,83 +474,83 @@ mod tests {
         struct Case {
             name: &'static str,
             text: &'static str,
-            start: Start,
+            start: AnswerStart,
         }
         let cases = [
             Case {
                 name: "nothing yet",
                 text: "",
-                start: Start::Undecided,
+                start: AnswerStart::Undecided,
             },
             Case {
                 name: "a brace",
                 text: "{",
-                start: Start::Json,
+                start: AnswerStart::Json,
             },
             Case {
                 name: "half a fence",
                 text: "``",
-                start: Start::Undecided,
+                start: AnswerStart::Undecided,
             },
             Case {
                 name: "fence info so far",
                 text: "```js",
-                start: Start::Undecided,
+                start: AnswerStart::Undecided,
             },
             Case {
                 name: "json fence",
                 text: "```json\n",
-                start: Start::Undecided,
+                start: AnswerStart::Undecided,
             },
             Case {
                 name: "json fence and brace",
                 text: "```json\n {",
-                start: Start::Json,
+                start: AnswerStart::Json,
             },
             Case {
                 name: "code fence",
                 text: "```rust\n",
-                start: Start::Prose,
+                start: AnswerStart::Prose,
             },
             Case {
                 name: "fence of prose",
                 text: "```\nls -l",
-                start: Start::Prose,
+                start: AnswerStart::Prose,
             },
             Case {
                 name: "half a tag",
                 text: "<tool_",
-                start: Start::Undecided,
+                start: AnswerStart::Undecided,
             },
             Case {
                 name: "tag then brace",
                 text: "<tool_call>\n{",
-                start: Start::Json,
+                start: AnswerStart::Json,
             },
             Case {
                 name: "other tag",
                 text: "<b>",
-                start: Start::Prose,
+                start: AnswerStart::Prose,
             },
             Case {
                 name: "prose",
                 text: "Hello",
-                start: Start::Prose,
+                start: AnswerStart::Prose,
             },
             Case {
                 name: "a link",
                 text: "[docs](x)",
-                start: Start::Prose,
+                start: AnswerStart::Prose,
             },
             Case {
                 name: "a list of calls",
                 text: "[ {",
-                start: Start::Json,
+                start: AnswerStart::Json,
             },
             Case {
                 name: "long info line",
                 text: "```a very long info string here",
-                start: Start::Prose,
+                start: AnswerStart::Prose,
             },
         ];
         for case in cases {

@@ -165,10 +165,10 @@ pub(super) fn without_credentials(url: &str) -> String {
 /// The text of a transcription server's JSON answer.
 fn transcript(body: &str) -> anyhow::Result<String> {
     #[derive(serde::Deserialize)]
-    struct Answer {
+    struct TranscriptionAnswer {
         text: String,
     }
-    let answer: Answer = serde_json::from_str(body).map_err(|e| {
+    let answer: TranscriptionAnswer = serde_json::from_str(body).map_err(|e| {
         anyhow::anyhow!("the transcription server's answer is not {{\"text\": ...}}: {e}")
     })?;
     Ok(answer.text.trim().to_string())

@@ -34,7 +34,7 @@ pub struct ChatState {
     pub model: Option<String>,
     /// The answer whose option buttons are live: the only one a press may continue.
     #[serde(default)]
-    pub offered: Option<Offered>,
+    pub offered: Option<OfferedOptions>,
     /// Bumped whenever the live options are retired (a new turn, a clear), so options that an
     /// earlier turn extracted too late are not attached after it.
     #[serde(default)]
@@ -55,7 +55,7 @@ fn marked_if_unknown() -> bool {
 
 /// An answer with live option buttons: its ticket, its message and its 👍/👎 ticket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Offered {
+pub struct OfferedOptions {
     pub ticket: String,
     pub message: i32,
     pub feedback: Option<String>,
@@ -125,7 +125,7 @@ impl Chats<'_> {
 
     /// Retires the chat's live options: returns the answer that showed them (its keyboard is
     /// to lose them) and the new option round, which only options of a later turn may join.
-    pub fn retire_offered(&self, chat: Conversation) -> Result<(u64, Option<Offered>)> {
+    pub fn retire_offered(&self, chat: Conversation) -> Result<(u64, Option<OfferedOptions>)> {
         self.update_state(chat, |state| {
             state.option_round += 1;
             (state.option_round, state.offered.take())
@@ -134,7 +134,7 @@ impl Chats<'_> {
 
     /// Makes `offered` the chat's live options if no turn or clear retired round `round`
     /// since; `false` means they came too late and must not be shown.
-    pub fn offer(&self, chat: Conversation, round: u64, offered: &Offered) -> Result<bool> {
+    pub fn offer(&self, chat: Conversation, round: u64, offered: &OfferedOptions) -> Result<bool> {
         self.update_state(chat, |state| {
             let current = state.option_round == round;
             if current {
@@ -226,7 +226,7 @@ mod tests {
         assert!(old.external, "an old state cannot say what its chat read");
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let marked = crate::store::Provenance {
+        let marked = crate::store::TurnProvenance {
             external: true,
             admin_only: Vec::new(),
         };

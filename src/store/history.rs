@@ -40,24 +40,24 @@ pub struct StoredTurn {
     #[serde(default)]
     pub update: Option<UpdateId>,
     /// Where the turn's text came from; `None` in records from before it was kept (read as
-    /// [`Provenance::legacy`]).
+    /// [`TurnProvenance::legacy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<Provenance>,
+    pub provenance: Option<TurnProvenance>,
 }
 
 impl StoredTurn {
     /// The turn's provenance, as recorded or, for an older record, as its messages allow.
-    pub(crate) fn provenance(&self) -> Provenance {
+    pub(crate) fn provenance(&self) -> TurnProvenance {
         self.provenance
             .clone()
-            .unwrap_or_else(|| Provenance::legacy(&self.messages))
+            .unwrap_or_else(|| TurnProvenance::legacy(&self.messages))
     }
 }
 
 /// Where a stored turn's text came from: what decides whether a reflection that reads it may
 /// be trusted, and whose turns may be sent its tool results.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Provenance {
+pub struct TurnProvenance {
     /// Text a third party wrote is in the turn (a page, search results, a tool server's
     /// words), or was in the history it read (its answer may repeat that text).
     #[serde(default)]
@@ -67,7 +67,7 @@ pub struct Provenance {
     pub admin_only: Vec<String>,
 }
 
-impl Provenance {
+impl TurnProvenance {
     /// A turn recorded before provenance was: whatever a tool returned may have been third
     /// party text, and may have come from an admin-only tool.
     fn legacy(messages: &[ChatMessage]) -> Self {
@@ -90,7 +90,7 @@ impl Provenance {
 pub struct HistoryWindow {
     pub messages: Vec<ChatMessage>,
     pub epoch: u64,
-    /// Some turn of the window holds text a third party wrote (see [`Provenance::external`]),
+    /// Some turn of the window holds text a third party wrote (see [`TurnProvenance::external`]),
     /// or one did since the conversation's last clear (see `ChatState::external`).
     pub external: bool,
     /// The window's tool calls whose results are for admins only.
@@ -271,7 +271,7 @@ impl History<'_> {
         epoch: u64,
         update: Option<UpdateId>,
         messages: &[ChatMessage],
-        provenance: &Provenance,
+        provenance: &TurnProvenance,
     ) -> Result<bool> {
         let turn = serde_json::to_vec(&StoredTurn {
             tokens: estimate_tokens(messages),
@@ -417,31 +417,31 @@ mod tests {
             name: &'static str,
             /// Each turn: its tool call id (if it has one), and its provenance (`None`: a record
             /// from before provenance was kept).
-            turns: Vec<(Option<&'static str>, Option<Provenance>)>,
+            turns: Vec<(Option<&'static str>, Option<TurnProvenance>)>,
             external: bool,
             admin_only: &'static [&'static str],
         }
-        let external = Provenance {
+        let external = TurnProvenance {
             external: true,
             admin_only: Vec::new(),
         };
-        let admin = |id: &str| Provenance {
+        let admin = |id: &str| TurnProvenance {
             external: true,
             admin_only: vec![id.to_string()],
         };
         let cases = [
             Case {
                 name: "own text only",
-                turns: vec![(None, Some(Provenance::default())); 3],
+                turns: vec![(None, Some(TurnProvenance::default())); 3],
                 external: false,
                 admin_only: &[],
             },
             Case {
                 name: "one external turn taints the window",
                 turns: vec![
-                    (None, Some(Provenance::default())),
+                    (None, Some(TurnProvenance::default())),
                     (Some("c1"), Some(external.clone())),
-                    (None, Some(Provenance::default())),
+                    (None, Some(TurnProvenance::default())),
                 ],
                 external: true,
                 admin_only: &[],
@@ -522,7 +522,7 @@ mod tests {
     fn a_stored_turn_keeps_its_provenance() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let provenance = Provenance {
+        let provenance = TurnProvenance {
             external: true,
             admin_only: vec!["c1".to_string()],
         };

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::db::{self, Store};
 use super::error::Result;
-use super::inbox_state::{Event, InboxState, Progress, Verdict, step};
+use super::inbox_state::{InboxEvent, InboxState, InboxVerdict, Progress, step};
 use super::records::{decode_json, prune_json, read_json, update_json};
 use super::request::TurnRequest;
 use crate::conversation::Conversation;
@@ -192,9 +192,9 @@ impl Inbox<'_> {
     }
 
     /// Applies `event` to the update's record, atomically, as [`step`] decides; a missing or
-    /// unreadable record is left as it is (and [`Verdict::Keep`]).
-    pub(crate) fn apply(&self, update: UpdateId, event: Event) -> Result<Verdict> {
-        let mut verdict = Verdict::Keep;
+    /// unreadable record is left as it is (and [`InboxVerdict::Keep`]).
+    pub(crate) fn apply(&self, update: UpdateId, event: InboxEvent) -> Result<InboxVerdict> {
+        let mut verdict = InboxVerdict::Keep;
         update_json(
             &self.store.inbox,
             TREE,
@@ -207,7 +207,7 @@ impl Inbox<'_> {
                 };
                 let (next, said) = step(&now, event);
                 verdict = said;
-                let write = said == Verdict::Write;
+                let write = said == InboxVerdict::Write;
                 let Progress {
                     state,
                     parts,
@@ -220,15 +220,15 @@ impl Inbox<'_> {
         Ok(verdict)
     }
 
-    /// Moves an update to `state`, by the event that leads there ([`Event::Accept`] to
-    /// `Pending`, [`Event::Store`] to `Stored`, which leaves a visible answer visible).
+    /// Moves an update to `state`, by the event that leads there ([`InboxEvent::Accept`] to
+    /// `Pending`, [`InboxEvent::Store`] to `Stored`, which leaves a visible answer visible).
     pub fn set_state(&self, update: UpdateId, state: InboxState) -> Result<()> {
         let event = match state {
-            InboxState::Pending => Event::Accept,
-            InboxState::Stored => Event::Store,
-            InboxState::Visible { message } => Event::Show(message),
-            InboxState::Answered => Event::Answer,
-            InboxState::Failed => Event::Fail,
+            InboxState::Pending => InboxEvent::Accept,
+            InboxState::Stored => InboxEvent::Store,
+            InboxState::Visible { message } => InboxEvent::Show(message),
+            InboxState::Answered => InboxEvent::Answer,
+            InboxState::Failed => InboxEvent::Fail,
         };
         self.apply(update, event).map(drop)
     }
@@ -252,7 +252,7 @@ impl Inbox<'_> {
 
     /// Marks an update's turn stored, unless its answer is already visible (which says more).
     pub(crate) fn mark_stored(&self, update: UpdateId) -> Result<()> {
-        self.apply(update, Event::Store).map(drop)
+        self.apply(update, InboxEvent::Store).map(drop)
     }
 
     /// The message that shows an update's answer, if it was recorded as visible in one.
@@ -267,16 +267,16 @@ impl Inbox<'_> {
             .map_or_else(Vec::new, |e| e.progress().shown_in())
     }
 
-    /// Counts a start recovery makes of update `update` ([`Event::Start`]), before it runs;
-    /// whether it was counted ([`Verdict::Keep`]: the update is done, or its record missing or
+    /// Counts a start recovery makes of update `update` ([`InboxEvent::Start`]), before it runs;
+    /// whether it was counted ([`InboxVerdict::Keep`]: the update is done, or its record missing or
     /// unreadable, and it is not to be started). The caller flushes before the start runs.
     pub(crate) fn count_start(&self, update: UpdateId) -> Result<bool> {
-        Ok(self.apply(update, Event::Start)? == Verdict::Write)
+        Ok(self.apply(update, InboxEvent::Start)? == InboxVerdict::Write)
     }
 
     /// Records `message` as a later message of update `update`'s visible answer.
     pub(crate) fn add_visible_part(&self, update: UpdateId, message: i32) -> Result<()> {
-        self.apply(update, Event::ShowPart(message)).map(drop)
+        self.apply(update, InboxEvent::ShowPart(message)).map(drop)
     }
 
     /// The record of update `update`, done or not, if it is there and readable.

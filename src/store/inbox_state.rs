@@ -14,8 +14,8 @@
 //! An update whose turn crashes the process (a stack overflow, an abort: nothing a
 //! `catch_unwind` sees) would crash it again at every start. So every start is counted on disk
 //! before it runs: the record written and flushed at accept stands for the first, and each
-//! start recovery makes ([`Event::Start`]: a rerun as it is dequeued, a stored answer before it
-//! is sent) adds one to `restarts` before it runs. An update that has started `max_starts`
+//! start recovery makes ([`InboxEvent::Start`]: a rerun as it is dequeued, a stored answer
+//! before it is sent) adds one to `restarts` before it runs. An update that has started `max_starts`
 //! times without being done is not started again: [`Resume::Quarantine`] finishes it with one
 //! apology. What this costs an innocent turn is told in `turn::quarantine`.
 //!
@@ -23,15 +23,15 @@
 //!
 //! ```
 //! use heurist::store::InboxState;
-//! use heurist::store::inbox_state::{Event, Progress, Resume, Verdict, step};
+//! use heurist::store::inbox_state::{InboxEvent, Progress, Resume, InboxVerdict, step};
 //! let pending = Progress { state: InboxState::Pending, parts: vec![], restarts: 0 };
-//! let (stored, verdict) = step(&pending, Event::Store);
-//! assert_eq!((stored.state, verdict), (InboxState::Stored, Verdict::Write));
-//! let (_, verdict) = step(&stored, Event::Restart { stored: true, max_starts: 2 });
-//! assert_eq!(verdict, Verdict::Resume(Resume::Send));
-//! let (started, _) = step(&stored, Event::Start);
-//! let (_, verdict) = step(&started, Event::Restart { stored: true, max_starts: 2 });
-//! assert_eq!(verdict, Verdict::Resume(Resume::Quarantine));
+//! let (stored, verdict) = step(&pending, InboxEvent::Store);
+//! assert_eq!((stored.state, verdict), (InboxState::Stored, InboxVerdict::Write));
+//! let (_, verdict) = step(&stored, InboxEvent::Restart { stored: true, max_starts: 2 });
+//! assert_eq!(verdict, InboxVerdict::Resume(Resume::Send));
+//! let (started, _) = step(&stored, InboxEvent::Start);
+//! let (_, verdict) = step(&started, InboxEvent::Restart { stored: true, max_starts: 2 });
+//! assert_eq!(verdict, InboxVerdict::Resume(Resume::Quarantine));
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ impl InboxState {
 pub struct Progress {
     pub state: InboxState,
     pub parts: Vec<i32>,
-    /// How many times recovery started it again ([`Event::Start`]).
+    /// How many times recovery started it again ([`InboxEvent::Start`]).
     pub restarts: u32,
 }
 
@@ -94,7 +94,7 @@ impl Progress {
 
 /// What happens to an update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub enum InboxEvent {
     /// Taken in (again) as new: waiting for its turn.
     Accept,
     /// Its turn's history was written.
@@ -134,9 +134,9 @@ pub enum Resume {
     Quarantine,
 }
 
-/// What an [`Event`] came to.
+/// What an [`InboxEvent`] came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum InboxVerdict {
     /// The record becomes the progress [`step`] returned.
     Write,
     /// Nothing changes (a stored mark on an answer already visible, a part already recorded,
@@ -148,8 +148,8 @@ pub enum Verdict {
 
 /// The state machine of an accepted update: what `event` does to `now`, and what it is after.
 #[must_use]
-pub fn step(now: &Progress, event: Event) -> (Progress, Verdict) {
-    use {Event as E, InboxState as S, Verdict as V};
+pub fn step(now: &Progress, event: InboxEvent) -> (Progress, InboxVerdict) {
+    use {InboxEvent as E, InboxState as S, InboxVerdict as V};
     let to = |state| {
         let next = Progress {
             state,
@@ -218,9 +218,9 @@ pub fn step(now: &Progress, event: Event) -> (Progress, Verdict) {
 /// `max_starts` times; an update already done needs nothing more than [`Resume::Close`].
 #[must_use]
 pub(crate) fn resume(now: &Progress, stored: bool, max_starts: u32) -> Resume {
-    match step(now, Event::Restart { stored, max_starts }).1 {
-        Verdict::Resume(resume) => resume,
-        Verdict::Write | Verdict::Keep => Resume::Close,
+    match step(now, InboxEvent::Restart { stored, max_starts }).1 {
+        InboxVerdict::Resume(resume) => resume,
+        InboxVerdict::Write | InboxVerdict::Keep => Resume::Close,
     }
 }
 
@@ -234,12 +234,12 @@ mod tests {
             name: &'static str,
             state: InboxState,
             parts: &'static [i32],
-            event: Event,
+            event: InboxEvent,
             next: InboxState,
             next_parts: &'static [i32],
-            verdict: Verdict,
+            verdict: InboxVerdict,
         }
-        use {Event as E, InboxState as S, Resume as R, Verdict as V};
+        use {InboxEvent as E, InboxState as S, InboxVerdict as V, Resume as R};
         const SHOWN: S = S::Visible { message: Some(7) };
         const SHOWING: S = S::Visible { message: None };
         let case = |name, state, parts, event, next, next_parts, verdict| Case {
@@ -524,12 +524,12 @@ mod tests {
             name: &'static str,
             state: InboxState,
             restarts: u32,
-            event: Event,
+            event: InboxEvent,
             /// The restarts after the event, and its verdict.
             next: u32,
-            verdict: Verdict,
+            verdict: InboxVerdict,
         }
-        use {Event as E, InboxState as S, Resume as R, Verdict as V};
+        use {InboxEvent as E, InboxState as S, InboxVerdict as V, Resume as R};
         const SHOWN: S = S::Visible { message: Some(7) };
         const SHOWING: S = S::Visible { message: None };
         let restart = |stored, max_starts| E::Restart { stored, max_starts };

@@ -188,18 +188,18 @@ pub struct Grounds {
 /// Heuristics, pending reflections and skill-match counts:
 /// [`Store::learning`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
-pub struct Learning<'s> {
+pub struct LearningTree<'s> {
     pub(super) store: &'s Store,
 }
 
 impl Store {
     /// Heuristics, reflections and skill matches.
-    pub fn learning(&self) -> Learning<'_> {
-        Learning { store: self }
+    pub fn learning(&self) -> LearningTree<'_> {
+        LearningTree { store: self }
     }
 }
 
-impl Learning<'_> {
+impl LearningTree<'_> {
     /// Every stored heuristic, in id order.
     pub fn heuristics(&self) -> Vec<Heuristic> {
         self.store

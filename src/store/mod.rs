@@ -113,20 +113,20 @@ mod zones;
 pub use answers::{AnswerRecord, Answers};
 pub use attachment::{Attachment, AttachmentKind};
 pub use chats::Chats;
-pub use chats::{ChatState, Offered};
+pub use chats::{ChatState, OfferedOptions};
 pub use db::{Db, Store};
 pub use error::{Error, Result};
 pub use fallbacks::Fallbacks;
 pub use history::History;
-pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, Provenance, StoredTurn};
+pub use history::{ADMIN_ONLY_PLACEHOLDER, HistoryWindow, StoredTurn, TurnProvenance};
 pub use inbox::Inbox;
 pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
 pub use inbox_state::InboxState;
-pub use learning::Learning;
+pub use learning::LearningTree;
 pub use learning::{Grounds, Heuristic, Origin, ReflectionJob, ReviewState};
 pub use memories::Memories;
 pub use people::People;
-pub use proposals::{Change, Claim, Proposal, Proposals};
+pub use proposals::{Proposal, ProposalClaim, Proposals, ProposedChange};
 pub use request::{TaskRun, TurnRequest};
 pub use retention::PruneReport;
 pub use retries::Retries;
@@ -165,7 +165,7 @@ mod tests {
                 tokens: 3,
                 messages: vec![ChatMessage::user("q")],
                 update: Some(UpdateId(1)),
-                provenance: Some(Provenance::default()),
+                provenance: Some(TurnProvenance::default()),
             }),
             serde_json::to_vec(&ChatState::default()),
             serde_json::to_vec(&good_entry()),
@@ -227,7 +227,7 @@ mod tests {
 
     /// Where garbage goes: a tree, and a key suffix for trees whose keys are decoded.
     #[derive(Debug, Clone, Copy)]
-    enum Target {
+    enum GarbageTarget {
         History,
         HistoryKey,
         Chats,
@@ -247,24 +247,24 @@ mod tests {
         People,
     }
 
-    const TARGETS: [Target; 17] = [
-        Target::History,
-        Target::HistoryKey,
-        Target::Chats,
-        Target::Inbox,
-        Target::InboxKey,
-        Target::Tickets,
-        Target::Feedback,
-        Target::Heuristics,
-        Target::Reflections,
-        Target::ReflectionsKey,
-        Target::SkillMatches,
-        Target::Usage,
-        Target::UserTokens,
-        Target::TopicHistory,
-        Target::TopicChats,
-        Target::Retries,
-        Target::People,
+    const TARGETS: [GarbageTarget; 17] = [
+        GarbageTarget::History,
+        GarbageTarget::HistoryKey,
+        GarbageTarget::Chats,
+        GarbageTarget::Inbox,
+        GarbageTarget::InboxKey,
+        GarbageTarget::Tickets,
+        GarbageTarget::Feedback,
+        GarbageTarget::Heuristics,
+        GarbageTarget::Reflections,
+        GarbageTarget::ReflectionsKey,
+        GarbageTarget::SkillMatches,
+        GarbageTarget::Usage,
+        GarbageTarget::UserTokens,
+        GarbageTarget::TopicHistory,
+        GarbageTarget::TopicChats,
+        GarbageTarget::Retries,
+        GarbageTarget::People,
     ];
 
     /// The forum topic the garbage test keeps a conversation in, beside the chat's own.
@@ -357,37 +357,39 @@ mod tests {
                 let (ticket, feedback, retry) = reset(&store);
                 let today = usage::user_day_key(UserId(9), chrono::Utc::now().date_naive());
                 let (tree, key): (&tree::Tree, Vec<u8>) = match target {
-                    Target::History => (&store.history, history::turn_key(AT, 1).to_vec()),
-                    Target::HistoryKey => {
+                    GarbageTarget::History => (&store.history, history::turn_key(AT, 1).to_vec()),
+                    GarbageTarget::HistoryKey => {
                         let mut key = chats::chat_key(AT).to_vec();
                         key.extend(&suffix);
                         (&store.history, key)
                     }
-                    Target::Chats => (&store.chats, chats::chat_key(AT).to_vec()),
-                    Target::Inbox => (&store.inbox, (UPDATE.0 + 1).to_be_bytes().to_vec()),
-                    Target::InboxKey => (&store.inbox, suffix.clone()),
-                    Target::Tickets => (&store.tickets, ticket.clone().into_bytes()),
-                    Target::Feedback => (&store.feedback, feedback.clone().into_bytes()),
-                    Target::Heuristics => (&store.heuristics, 2u64.to_be_bytes().to_vec()),
-                    Target::Reflections => (&store.reflections, u64::MAX.to_be_bytes().to_vec()),
-                    Target::ReflectionsKey => (&store.reflections, suffix.clone()),
-                    Target::SkillMatches => (&store.skill_matches, b"skill".to_vec()),
-                    Target::Usage => (&store.usage, b"chat:5:m".to_vec()),
-                    Target::UserTokens => (&store.usage, today.into_bytes()),
-                    Target::TopicHistory => {
+                    GarbageTarget::Chats => (&store.chats, chats::chat_key(AT).to_vec()),
+                    GarbageTarget::Inbox => (&store.inbox, (UPDATE.0 + 1).to_be_bytes().to_vec()),
+                    GarbageTarget::InboxKey => (&store.inbox, suffix.clone()),
+                    GarbageTarget::Tickets => (&store.tickets, ticket.clone().into_bytes()),
+                    GarbageTarget::Feedback => (&store.feedback, feedback.clone().into_bytes()),
+                    GarbageTarget::Heuristics => (&store.heuristics, 2u64.to_be_bytes().to_vec()),
+                    GarbageTarget::Reflections => {
+                        (&store.reflections, u64::MAX.to_be_bytes().to_vec())
+                    }
+                    GarbageTarget::ReflectionsKey => (&store.reflections, suffix.clone()),
+                    GarbageTarget::SkillMatches => (&store.skill_matches, b"skill".to_vec()),
+                    GarbageTarget::Usage => (&store.usage, b"chat:5:m".to_vec()),
+                    GarbageTarget::UserTokens => (&store.usage, today.into_bytes()),
+                    GarbageTarget::TopicHistory => {
                         let mut key = chats::chat_key(TOPIC);
                         key.extend(&suffix);
                         (&store.topic_history, key)
                     }
-                    Target::TopicChats => (&store.topic_chats, chats::chat_key(TOPIC)),
-                    Target::Retries => (&store.retries, retry.clone().into_bytes()),
-                    Target::People => (&store.people, b"refused:9:5".to_vec()),
+                    GarbageTarget::TopicChats => (&store.topic_chats, chats::chat_key(TOPIC)),
+                    GarbageTarget::Retries => (&store.retries, retry.clone().into_bytes()),
+                    GarbageTarget::People => (&store.people, b"refused:9:5".to_vec()),
                 };
                 // An unreadable chat state is never taken for a new chat's: what reads or
                 // changes it fails, and leaves it as it is.
                 let is_state = |t| serde_json::from_slice::<ChatState>(&bytes).is_ok() || t;
-                let readable = is_state(!matches!(target, Target::Chats));
-                let topic_readable = is_state(!matches!(target, Target::TopicChats));
+                let readable = is_state(!matches!(target, GarbageTarget::Chats));
+                let topic_readable = is_state(!matches!(target, GarbageTarget::TopicChats));
                 tree.insert(key.clone(), bytes.clone()).unwrap();
 
                 // Every reader answers; the good records beside the garbage still read.
@@ -395,13 +397,16 @@ mod tests {
                 prop_assert_eq!(state.is_ok(), readable);
                 let window = store.history().window(AT, 10_000);
                 prop_assert_eq!(window.is_ok(), readable);
-                if !matches!(target, Target::Chats | Target::HistoryKey | Target::History) {
+                if !matches!(
+                    target,
+                    GarbageTarget::Chats | GarbageTarget::HistoryKey | GarbageTarget::History
+                ) {
                     prop_assert_eq!(window.unwrap().messages.len(), 1);
                 }
                 prop_assert_eq!(store.history().skip(AT, 0).is_ok(), readable);
                 let _ = store.history().stored_answer(AT, UPDATE);
                 let _ = store.chats().model(AT);
-                if !matches!(target, Target::Inbox | Target::InboxKey) {
+                if !matches!(target, GarbageTarget::Inbox | GarbageTarget::InboxKey) {
                     prop_assert!(store.inbox().unfinished().iter().any(|(u, _)| *u == UPDATE));
                 }
                 prop_assert!(
@@ -427,7 +432,10 @@ mod tests {
                 let _ = store.tickets().vote(&feedback, CHAT, true, 1).unwrap();
                 let topic = store.history().window(TOPIC, 10_000);
                 prop_assert_eq!(topic.is_ok(), topic_readable);
-                if !matches!(target, Target::TopicChats | Target::TopicHistory) {
+                if !matches!(
+                    target,
+                    GarbageTarget::TopicChats | GarbageTarget::TopicHistory
+                ) {
                     prop_assert_eq!(topic.unwrap().messages.len(), 1);
                 }
                 let _ = store.chats().model(TOPIC);
@@ -435,7 +443,7 @@ mod tests {
                     .retries()
                     .claim(&retry, CHAT, UserId(9), 0, None)
                     .unwrap();
-                if !matches!(target, Target::Retries) {
+                if !matches!(target, GarbageTarget::Retries) {
                     prop_assert!(matches!(claim, RetryClaim::Claimed(_)));
                 }
                 prop_assert_eq!(store.people().name_of(UserId(9)), Some("Ann".to_string()));
@@ -497,7 +505,7 @@ mod tests {
                     .unwrap();
                 store.db().prune(i64::MAX).unwrap();
                 prop_assert!(store.tickets().get(&ticket).is_none());
-                if !matches!(target, Target::Inbox | Target::InboxKey) {
+                if !matches!(target, GarbageTarget::Inbox | GarbageTarget::InboxKey) {
                     prop_assert!(store.inbox().unfinished().is_empty());
                 }
                 Ok(())

@@ -26,14 +26,14 @@ pub struct Proposal {
     pub chat: ChatId,
     #[serde(default)]
     pub topic: Option<TopicId>,
-    pub change: Change,
+    pub change: ProposedChange,
     /// Unix seconds; an older proposal than the press allows is expired.
     pub created: i64,
 }
 
 /// What a proposal would change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Change {
+pub enum ProposedChange {
     /// Save this fact (already cleaned) in the user's personal memory.
     Fact(String),
     /// Schedule this task (its id is given when it is made).
@@ -42,7 +42,7 @@ pub enum Change {
 
 /// What a press on a proposal found.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Claim {
+pub enum ProposalClaim {
     /// The user's own press: the proposal, now taken out (apply it, or drop it for ✖).
     Taken(Proposal),
     /// Someone else pressed: nothing changed.
@@ -77,24 +77,30 @@ impl Proposals<'_> {
 
     /// `user`'s press in `chat` on proposal `id`, if it was made at or after `oldest` (unix
     /// seconds): their own takes it out (one atomic step); any other finds it untouched.
-    pub fn claim(&self, id: &str, chat: ChatId, user: UserId, oldest: i64) -> Result<Claim> {
+    pub fn claim(
+        &self,
+        id: &str,
+        chat: ChatId,
+        user: UserId,
+        oldest: i64,
+    ) -> Result<ProposalClaim> {
         let tree = self.tree()?;
         loop {
             let Some(bytes) = tree.get(id.as_bytes())? else {
-                return Ok(Claim::Expired);
+                return Ok(ProposalClaim::Expired);
             };
             let Some(proposal) = decode_json::<Proposal>(TREE, id.as_bytes(), &bytes) else {
-                return Ok(Claim::Expired);
+                return Ok(ProposalClaim::Expired);
             };
             if proposal.chat != chat || proposal.created < oldest {
-                return Ok(Claim::Expired);
+                return Ok(ProposalClaim::Expired);
             }
             if proposal.user != user {
-                return Ok(Claim::NotYours);
+                return Ok(ProposalClaim::NotYours);
             }
             let taken = tree.compare_and_swap(id.as_bytes(), Some(bytes), None as Option<&[u8]>)?;
             if taken.is_ok() {
-                return Ok(Claim::Taken(proposal));
+                return Ok(ProposalClaim::Taken(proposal));
             }
         }
     }
@@ -116,7 +122,7 @@ mod tests {
             user: UserId(user),
             chat: ChatId(-5),
             topic: None,
-            change: Change::Fact("likes tea".into()),
+            change: ProposedChange::Fact("likes tea".into()),
             created,
         }
     }
@@ -128,12 +134,18 @@ mod tests {
         let proposals = store.proposals();
         let id = proposals.create(&fact(7, 100)).unwrap();
         let cases = [
-            ("another member", ChatId(-5), 8, 0, Claim::NotYours),
-            ("another chat", ChatId(-6), 7, 0, Claim::Expired),
-            ("too old", ChatId(-5), 7, 101, Claim::Expired),
-            ("its user", ChatId(-5), 7, 0, Claim::Taken(fact(7, 100))),
-            ("again", ChatId(-5), 7, 0, Claim::Expired),
-            ("a forged id", ChatId(-5), 7, 0, Claim::Expired),
+            ("another member", ChatId(-5), 8, 0, ProposalClaim::NotYours),
+            ("another chat", ChatId(-6), 7, 0, ProposalClaim::Expired),
+            ("too old", ChatId(-5), 7, 101, ProposalClaim::Expired),
+            (
+                "its user",
+                ChatId(-5),
+                7,
+                0,
+                ProposalClaim::Taken(fact(7, 100)),
+            ),
+            ("again", ChatId(-5), 7, 0, ProposalClaim::Expired),
+            ("a forged id", ChatId(-5), 7, 0, ProposalClaim::Expired),
         ];
         for (name, chat, user, oldest, want) in cases {
             let id = if name == "a forged id" { "zzzz" } else { &id };
@@ -155,7 +167,7 @@ mod tests {
                 .claim(id, ChatId(-5), UserId(7), 0)
                 .unwrap()
         };
-        assert_eq!(claim(&old), Claim::Expired);
-        assert!(matches!(claim(&new), Claim::Taken(_)));
+        assert_eq!(claim(&old), ProposalClaim::Expired);
+        assert!(matches!(claim(&new), ProposalClaim::Taken(_)));
     }
 }

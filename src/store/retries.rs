@@ -50,7 +50,7 @@ pub enum RetryClaim {
 
 /// What a press does to a retry; decided inside the atomic update, from the record it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+enum RetryVerdict {
     Claim,
     Used,
     Expired,
@@ -66,15 +66,15 @@ fn judge(
     user: UserId,
     oldest: i64,
     update: Option<UpdateId>,
-) -> Verdict {
+) -> RetryVerdict {
     if ticket.request.chat != chat || ticket.created < oldest {
-        Verdict::Expired
+        RetryVerdict::Expired
     } else if ticket.request.user != user {
-        Verdict::NotYours
+        RetryVerdict::NotYours
     } else if ticket.used && !(update.is_some() && ticket.claimed_by == update) {
-        Verdict::Used
+        RetryVerdict::Used
     } else {
-        Verdict::Claim
+        RetryVerdict::Claim
     }
 }
 
@@ -109,14 +109,14 @@ impl Retries<'_> {
         oldest: i64,
         update: Option<UpdateId>,
     ) -> Result<RetryClaim> {
-        let mut verdict = Verdict::Expired;
+        let mut verdict = RetryVerdict::Expired;
         let before = update_json(
             &self.store.retries,
             TREE,
             id.as_bytes(),
             |t: &mut RetryTicket| {
                 verdict = judge(t, chat, user, oldest, update);
-                if verdict != Verdict::Claim || t.used {
+                if verdict != RetryVerdict::Claim || t.used {
                     return false;
                 }
                 t.used = true;
@@ -125,9 +125,9 @@ impl Retries<'_> {
             },
         )?;
         Ok(match (before, verdict) {
-            (Some(ticket), Verdict::Claim) => RetryClaim::Claimed(Box::new(ticket)),
-            (Some(_), Verdict::Used) => RetryClaim::AlreadyUsed,
-            (Some(_), Verdict::NotYours) => RetryClaim::NotYours,
+            (Some(ticket), RetryVerdict::Claim) => RetryClaim::Claimed(Box::new(ticket)),
+            (Some(_), RetryVerdict::Used) => RetryClaim::AlreadyUsed,
+            (Some(_), RetryVerdict::NotYours) => RetryClaim::NotYours,
             _ => RetryClaim::Expired,
         })
     }
@@ -173,7 +173,7 @@ mod tests {
             chat: i64,
             user: u64,
             oldest: i64,
-            verdict: Verdict,
+            verdict: RetryVerdict,
         }
         let cases = [
             Case {
@@ -182,7 +182,7 @@ mod tests {
                 chat: 1,
                 user: 2,
                 oldest: 50,
-                verdict: Verdict::Claim,
+                verdict: RetryVerdict::Claim,
             },
             Case {
                 name: "created exactly at the limit",
@@ -190,7 +190,7 @@ mod tests {
                 chat: 1,
                 user: 2,
                 oldest: 50,
-                verdict: Verdict::Claim,
+                verdict: RetryVerdict::Claim,
             },
             Case {
                 name: "already used",
@@ -198,7 +198,7 @@ mod tests {
                 chat: 1,
                 user: 2,
                 oldest: 50,
-                verdict: Verdict::Used,
+                verdict: RetryVerdict::Used,
             },
             Case {
                 name: "too old",
@@ -206,7 +206,7 @@ mod tests {
                 chat: 1,
                 user: 2,
                 oldest: 50,
-                verdict: Verdict::Expired,
+                verdict: RetryVerdict::Expired,
             },
             Case {
                 name: "another chat's",
@@ -214,7 +214,7 @@ mod tests {
                 chat: 7,
                 user: 2,
                 oldest: 50,
-                verdict: Verdict::Expired,
+                verdict: RetryVerdict::Expired,
             },
             Case {
                 name: "another member's message",
@@ -222,7 +222,7 @@ mod tests {
                 chat: 1,
                 user: 3,
                 oldest: 50,
-                verdict: Verdict::NotYours,
+                verdict: RetryVerdict::NotYours,
             },
             Case {
                 name: "another chat's, used: says nothing about it",
@@ -230,7 +230,7 @@ mod tests {
                 chat: 7,
                 user: 2,
                 oldest: 50,
-                verdict: Verdict::Expired,
+                verdict: RetryVerdict::Expired,
             },
         ];
         for case in cases {

@@ -104,7 +104,7 @@ pub enum Vote {
 
 /// What a press does to a ticket; decided inside the atomic update, from the ticket it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+enum TicketVerdict {
     First,
     Change,
     AlreadyVoted,
@@ -113,12 +113,12 @@ enum Verdict {
 
 /// The pure rule behind [`Tickets::vote`]: only the ticket's own chat may vote; a first vote is
 /// recorded; a different vote replaces it while fewer than `changes_allowed` changes were made.
-fn judge(ticket: &FeedbackTicket, chat: ChatId, up: bool, changes_allowed: u8) -> Verdict {
+fn judge(ticket: &FeedbackTicket, chat: ChatId, up: bool, changes_allowed: u8) -> TicketVerdict {
     match ticket.vote {
-        _ if ticket.chat != chat => Verdict::OtherChat,
-        None => Verdict::First,
-        Some(vote) if vote != up && ticket.changes < changes_allowed => Verdict::Change,
-        Some(_) => Verdict::AlreadyVoted,
+        _ if ticket.chat != chat => TicketVerdict::OtherChat,
+        None => TicketVerdict::First,
+        Some(vote) if vote != up && ticket.changes < changes_allowed => TicketVerdict::Change,
+        Some(_) => TicketVerdict::AlreadyVoted,
     }
 }
 
@@ -199,7 +199,7 @@ impl Tickets<'_> {
     /// the vote are one atomic update: a press from another chat changes nothing, not even
     /// the vote state. A vote can be changed `changes_allowed` times.
     pub fn vote(&self, id: &str, chat: ChatId, up: bool, changes_allowed: u8) -> Result<Vote> {
-        let mut verdict = Verdict::OtherChat;
+        let mut verdict = TicketVerdict::OtherChat;
         let before = update_json(
             &self.store.feedback,
             FEEDBACK_TREE,
@@ -207,20 +207,20 @@ impl Tickets<'_> {
             |t: &mut FeedbackTicket| {
                 verdict = judge(t, chat, up, changes_allowed);
                 match verdict {
-                    Verdict::First => t.vote = Some(up),
-                    Verdict::Change => {
+                    TicketVerdict::First => t.vote = Some(up),
+                    TicketVerdict::Change => {
                         t.vote = Some(up);
                         t.changes += 1;
                     }
-                    Verdict::AlreadyVoted | Verdict::OtherChat => return false,
+                    TicketVerdict::AlreadyVoted | TicketVerdict::OtherChat => return false,
                 }
                 true
             },
         )?;
         Ok(match (before, verdict) {
-            (Some(ticket), Verdict::First | Verdict::Change) => Vote::Recorded(ticket),
-            (Some(_), Verdict::AlreadyVoted) => Vote::AlreadyVoted,
-            (None, _) | (Some(_), Verdict::OtherChat) => Vote::Unknown,
+            (Some(ticket), TicketVerdict::First | TicketVerdict::Change) => Vote::Recorded(ticket),
+            (Some(_), TicketVerdict::AlreadyVoted) => Vote::AlreadyVoted,
+            (None, _) | (Some(_), TicketVerdict::OtherChat) => Vote::Unknown,
         })
     }
 
@@ -375,7 +375,7 @@ mod tests {
             chat: i64,
             up: bool,
             changes_allowed: u8,
-            verdict: Verdict,
+            verdict: TicketVerdict,
         }
         let cases = [
             Case {
@@ -385,7 +385,7 @@ mod tests {
                 chat: 1,
                 up: true,
                 changes_allowed: 0,
-                verdict: Verdict::First,
+                verdict: TicketVerdict::First,
             },
             Case {
                 name: "another chat, even on a fresh ticket",
@@ -394,7 +394,7 @@ mod tests {
                 chat: 2,
                 up: true,
                 changes_allowed: 1,
-                verdict: Verdict::OtherChat,
+                verdict: TicketVerdict::OtherChat,
             },
             Case {
                 name: "the same vote again",
@@ -403,7 +403,7 @@ mod tests {
                 chat: 1,
                 up: true,
                 changes_allowed: 1,
-                verdict: Verdict::AlreadyVoted,
+                verdict: TicketVerdict::AlreadyVoted,
             },
             Case {
                 name: "a change of mind, when changes are not allowed",
@@ -412,7 +412,7 @@ mod tests {
                 chat: 1,
                 up: false,
                 changes_allowed: 0,
-                verdict: Verdict::AlreadyVoted,
+                verdict: TicketVerdict::AlreadyVoted,
             },
             Case {
                 name: "a change of mind, once",
@@ -421,7 +421,7 @@ mod tests {
                 chat: 1,
                 up: false,
                 changes_allowed: 1,
-                verdict: Verdict::Change,
+                verdict: TicketVerdict::Change,
             },
             Case {
                 name: "a second change of mind",
@@ -430,7 +430,7 @@ mod tests {
                 chat: 1,
                 up: true,
                 changes_allowed: 1,
-                verdict: Verdict::AlreadyVoted,
+                verdict: TicketVerdict::AlreadyVoted,
             },
         ];
         for case in cases {

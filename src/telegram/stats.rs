@@ -13,6 +13,7 @@ use super::views::thousands;
 use crate::app::App;
 use crate::ids::{ChatId, UserId};
 use crate::role::Role;
+use crate::sizes::{Unit, megabytes};
 use crate::store::UsageTotals;
 use crate::texts::telegram as texts;
 
@@ -177,16 +178,6 @@ fn top_section(title: &str, users: &[TopUser]) -> String {
     html
 }
 
-/// Bytes in megabytes, one decimal below 10 MB: "0.4 MB", "482 MB", "1,038 MB".
-fn megabytes(bytes: u64) -> String {
-    let mb = bytes as f64 / (1024.0 * 1024.0);
-    if mb < 10.0 {
-        format!("{mb:.1} MB")
-    } else {
-        format!("{} MB", thousands(mb.round() as u64))
-    }
-}
-
 /// The `/stats` message (HTML).
 pub(crate) fn stats_html(stats: &Stats) -> String {
     let mut html = format!("📊 {}", usage_section(texts::STATS_THIS_CHAT, &stats.chat));
@@ -209,9 +200,9 @@ pub(crate) fn stats_html(stats: &Stats) -> String {
         let all_time = top_section(texts::STATS_TOP_ALL_TIME, &bot.top_all_time);
         html.push_str(&format!("\n{all_time}"));
         let (size, compacts_at) = bot.disk;
-        let compacts_at = compacts_at.map(megabytes);
+        let compacts_at = compacts_at.map(|bytes| megabytes(bytes, Unit::Binary));
         html.push_str(&texts::stats_storage_html(
-            &megabytes(size),
+            &megabytes(size, Unit::Binary),
             compacts_at.as_deref(),
         ));
     }

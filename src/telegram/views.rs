@@ -15,6 +15,7 @@ use super::render::escape_html;
 use crate::app::App;
 use crate::learning::heuristics::ReviewState;
 use crate::role::Role;
+pub(crate) use crate::sizes::thousands;
 use crate::texts::telegram as texts;
 
 /// Heuristics per page of `/heuristics`, and characters of each shown: with these, a page of
@@ -61,19 +62,6 @@ pub(crate) fn help_html(app: &App, role: Role) -> String {
 /// The text of `/model`'s message: the chat's model now, above the buttons to choose another.
 pub(crate) fn model_header_html(current: &str) -> String {
     texts::model_header_html(&escape_html(current))
-}
-
-/// `n` with thin groups of three digits: 1234567 → "1,234,567".
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Page `page` (from 0; past the end shows the last) of `/heuristics`, or of
@@ -194,24 +182,5 @@ pub(crate) fn list_page(app: &App, list: List, page: usize) -> Page {
         List::Heuristics => heuristics_page(app, false, page),
         List::Pending => heuristics_page(app, true, page),
         List::Skills => skills_page(app, page),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_are_grouped() {
-        let cases = [
-            ("zero", 0, "0"),
-            ("three digits", 999, "999"),
-            ("four digits", 1000, "1,000"),
-            ("seven digits", 1234567, "1,234,567"),
-            ("six digits", 123456, "123,456"),
-        ];
-        for (name, n, want) in cases {
-            assert_eq!(thousands(n), want, "{name}");
-        }
     }
 }

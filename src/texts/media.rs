@@ -2,6 +2,8 @@
 //! a refused or unreadable file is answered, the note when no transcription endpoint is
 //! configured, how a transcript is shown, and what a document without a caption asks.
 
+use crate::sizes::{Unit, size};
+
 /// The kinds of document that can be read, as users are told.
 const READABLE_DOCUMENTS: &str =
     "text files (txt, md, csv, json, yaml, toml, source code) and PDFs";
@@ -41,8 +43,8 @@ pub(crate) fn transcript_cut(kept: usize, total: usize) -> String {
 pub(crate) fn file_too_big(what: &str, bytes: u64, max: u64) -> String {
     format!(
         "This {what} is {}; I can read up to {}. Please send a smaller one.",
-        megabytes(bytes),
-        megabytes(max)
+        size(bytes, Unit::Decimal),
+        size(max, Unit::Decimal)
     )
 }
 
@@ -117,16 +119,6 @@ fn minutes(seconds: u32) -> String {
         (0, s) => format!("{s} s"),
         (m, 0) => format!("{m} min"),
         (m, s) => format!("{m} min {s} s"),
-    }
-}
-
-/// `bytes` in kB below a megabyte, else in MB with one decimal (decimal units, as Telegram
-/// counts its 20 MB).
-fn megabytes(bytes: u64) -> String {
-    if bytes < 1_000_000 {
-        format!("{} kB", bytes.div_ceil(1_000))
-    } else {
-        format!("{:.1} MB", bytes as f64 / 1_000_000.0)
     }
 }
 

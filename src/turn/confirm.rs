@@ -13,7 +13,7 @@ use crate::app::App;
 use crate::conversation::Conversation;
 use crate::ids::{ChatId, UserId};
 use crate::schedule::Timing;
-use crate::store::{Change, Claim, Proposal};
+use crate::store::{Proposal, ProposalClaim, ProposedChange};
 use crate::texts::confirm as texts;
 
 /// How long a proposal waits for its ✅: a day, after which a press finds it expired.
@@ -44,9 +44,9 @@ pub(crate) fn answer(app: &App, id: &str, chat: ChatId, presser: UserId, yes: bo
     let oldest = chrono::Utc::now().timestamp() - MAX_AGE_SECS;
     let claim = app.store().proposals().claim(id, chat, presser, oldest);
     let proposal = match claim {
-        Ok(Claim::Taken(proposal)) => proposal,
-        Ok(Claim::NotYours) => return Answered::Refused(texts::NOT_YOURS),
-        Ok(Claim::Expired) => return Answered::Refused(texts::EXPIRED),
+        Ok(ProposalClaim::Taken(proposal)) => proposal,
+        Ok(ProposalClaim::NotYours) => return Answered::Refused(texts::NOT_YOURS),
+        Ok(ProposalClaim::Expired) => return Answered::Refused(texts::EXPIRED),
         Err(e) => {
             tracing::warn!(%chat, error = %e, "cannot read a proposal");
             return Answered::Refused(texts::EXPIRED);
@@ -69,7 +69,7 @@ pub(crate) fn answer(app: &App, id: &str, chat: ChatId, presser: UserId, yes: bo
 fn make(app: &App, proposal: Proposal) -> Result<&'static str, String> {
     let at = Conversation::new(proposal.chat, proposal.topic);
     match proposal.change {
-        Change::Fact(fact) => {
+        ProposedChange::Fact(fact) => {
             let config = app.config().memory;
             if !config.enabled() {
                 return Err(texts::MEMORY_OFF.to_string());
@@ -77,7 +77,7 @@ fn make(app: &App, proposal: Proposal) -> Result<&'static str, String> {
             let keeper = Keeper::new(app.store().clone(), proposal.user, at, config);
             keeper.save(&fact).map(|_| texts::FACT_SAVED)
         }
-        Change::Task(task) => {
+        ProposedChange::Task(task) => {
             let now = chrono::Utc::now().timestamp();
             if matches!(task.timing, Timing::Once { at } if at <= now) {
                 return Err(texts::TIME_PASSED.to_string());
@@ -98,8 +98,8 @@ fn make(app: &App, proposal: Proposal) -> Result<&'static str, String> {
 /// The change `proposal` holds, as its confirmation showed it.
 fn shown(app: &App, proposal: &Proposal) -> String {
     match &proposal.change {
-        Change::Fact(fact) => texts::fact(fact),
-        Change::Task(task) => {
+        ProposedChange::Fact(fact) => texts::fact(fact),
+        ProposedChange::Task(task) => {
             let at = Conversation::new(proposal.chat, proposal.topic);
             desk_for(app, proposal.user, at).describe(task)
         }

@@ -8,7 +8,7 @@ use super::messenger::{Keyboard, Options, Out};
 use crate::app::App;
 use crate::conversation::Conversation;
 use crate::options;
-use crate::store::Offered;
+use crate::store::OfferedOptions;
 
 /// Takes the chat's live option buttons off the answer that shows them (its 👍/👎 stay, with
 /// the vote given), in the background: a new turn or a clear makes them an earlier answer's.
@@ -59,7 +59,7 @@ pub(super) fn offer(
     message: i32,
     feedback: Option<String>,
 ) -> bool {
-    let offered = Offered {
+    let offered = OfferedOptions {
         ticket: attached.ticket.clone(),
         message,
         feedback,

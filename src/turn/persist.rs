@@ -10,7 +10,7 @@ use super::think::Thought;
 use crate::agent::{TurnResult, TurnStatus};
 use crate::llm::ChatMessage;
 use crate::provenance::{self, Decision, Effect, decide};
-use crate::store::Provenance;
+use crate::store::TurnProvenance;
 
 /// Stores the turn and ends its typing indicator; returns the turn's provenance, which the
 /// provenance gate decides its lessons by.
@@ -18,7 +18,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
     let result = &thought.result;
     let gate = provenance_of(turn, basis, result);
     // Text a third party wrote anywhere in what this turn read taints what it produced.
-    let stored = Provenance {
+    let stored = TurnProvenance {
         external: gate.third_party_text(),
         admin_only: result.admin_only_calls.clone(),
     };
@@ -70,7 +70,7 @@ pub(super) fn provenance_of(
 /// Appends the turn to the history (moving the window past turns an overflow dropped), marks
 /// its update stored (if the history took it), and records its usage per chat (the user's
 /// budget was charged per call).
-fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &Provenance) {
+fn store_turn(turn: &Turn, basis: &Basis, result: &TurnResult, provenance: &TurnProvenance) {
     let (input, store) = (&turn.input, turn.app.store());
     let chat = input.request.chat;
     // Dropped (logged): the next turn's window still holds the turns the overflow dropped; it

@@ -135,7 +135,7 @@ fn prompt(app: &App, history: Vec<ChatMessage>) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Provenance;
+    use crate::store::TurnProvenance;
     use crate::turn::testing::{
         ALICE, NO_LLM, Recorder, Shown, UPDATE, accept, app, input, state, turn,
     };
@@ -148,7 +148,7 @@ mod tests {
         let app = app(dir.path(), NO_LLM);
         let earlier = [ChatMessage::user("hi"), ChatMessage::assistant("hello")];
         let at = input("").conversation();
-        let provenance = Provenance::default();
+        let provenance = TurnProvenance::default();
         assert!(
             app.store()
                 .history()

@@ -120,7 +120,7 @@ mod tests {
     use super::*;
     use crate::ids::{ChatId, UserId};
     use crate::llm::ChatMessage;
-    use crate::store::Provenance;
+    use crate::store::TurnProvenance;
     use crate::store::{Attachment, AttachmentKind, TurnRequest};
     use crate::texts::turn::gave_up;
     use crate::turn::testing::{
@@ -193,7 +193,7 @@ mod tests {
         if stored {
             let turn = [ChatMessage::user("hi"), ChatMessage::assistant("kept")];
             let at = request.conversation();
-            let provenance = Provenance::default();
+            let provenance = TurnProvenance::default();
             let appended = app
                 .store()
                 .history()
@@ -391,7 +391,7 @@ mod tests {
                     ChatMessage::assistant("kept"),
                 ];
                 let at = input.conversation();
-                let provenance = Provenance::default();
+                let provenance = TurnProvenance::default();
                 let appended =
                     app.store()
                         .history()

@@ -9,6 +9,7 @@ use std::path::Path;
 use super::context::{Checked, Context};
 use super::report::Line;
 use crate::agent::jail::{Failure, Jail, Parser};
+use crate::sizes::{Unit, megabytes};
 use crate::store::backup;
 use crate::store::compaction::{CompactionPolicy, peek};
 use crate::texts::ops as texts;
@@ -30,12 +31,12 @@ pub(super) fn data_dir<'a>(context: &'a Context<'a>) -> Checked<'a> {
             Ok(None) => Line::ok(texts::DATA_DIR, texts::data_dir_new(&shown)),
             Ok(Some(dir)) => {
                 let compaction = match dir.compacts_at() {
-                    Some(at) => texts::compacts_at(&megabytes(at)),
+                    Some(at) => texts::compacts_at(&megabytes(at, Unit::Binary)),
                     None => texts::COMPACTION_OFF.to_string(),
                 };
                 Line::ok(
                     texts::DATA_DIR,
-                    texts::data_dir_ok(&shown, &megabytes(dir.size()), &compaction),
+                    texts::data_dir_ok(&shown, &megabytes(dir.size(), Unit::Binary), &compaction),
                 )
             }
             Err(e) => Line::fail(
@@ -111,11 +112,6 @@ fn writable(root: &Path) -> std::io::Result<()> {
     let probe = root.join(format!(".doctor-{}", std::process::id()));
     std::fs::write(&probe, b"heurist doctor")?;
     std::fs::remove_file(&probe)
-}
-
-/// `bytes` in megabytes, one decimal.
-fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / f64::from(1 << 20))
 }
 
 /// Who may use the bot: nobody when both lists are empty (default deny).
@@ -215,16 +211,5 @@ mod tests {
     fn the_sample_pdf_holds_its_text() {
         let text = crate::agent::document::pdf_text(SAMPLE_PDF.as_bytes()).unwrap();
         assert_eq!(text.trim(), SAMPLE_TEXT);
-    }
-
-    #[test]
-    fn sizes_in_megabytes() {
-        for (name, bytes, want) in [
-            ("empty", 0, "0.0 MB"),
-            ("half", 1 << 19, "0.5 MB"),
-            ("two", 2 << 20, "2.0 MB"),
-        ] {
-            assert_eq!(megabytes(bytes), want, "{name}");
-        }
     }
 }

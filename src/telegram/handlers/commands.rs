@@ -9,6 +9,7 @@ use super::{Deps, HandlerResult, conversation_of, sender_of};
 use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::role::Role;
+use crate::sizes::{Unit, size};
 use crate::telegram::commands::Command;
 use crate::telegram::{keyboards, memory_list, replies, stats, tool_list, views};
 use crate::texts::media;
@@ -128,21 +129,11 @@ async fn backup_command(deps: &Deps, chat: Conversation) {
                 .file_name()
                 .unwrap_or_default()
                 .to_string_lossy();
-            texts::backup_written(&name, &size(written.bytes))
+            texts::backup_written(&name, &size(written.bytes, Unit::Binary))
         }
         Err(_) => texts::BACKUP_FAILED.to_string(),
     };
     replies::notice(deps, chat, said);
-}
-
-/// `bytes` for a reader: "812 KB", "1.2 MB".
-fn size(bytes: u64) -> String {
-    let kb = bytes as f64 / 1024.0;
-    if kb < 1024.0 {
-        format!("{kb:.0} KB")
-    } else {
-        format!("{:.1} MB", kb / 1024.0)
-    }
 }
 
 /// `/model`: the model keyboard; `/model <id>`: switch directly.

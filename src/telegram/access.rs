@@ -23,7 +23,7 @@ use super::callback_data::Action;
 use super::handlers::{self, Deps, HandlerResult};
 use super::keyboards;
 use super::render::escape_html;
-use super::replies;
+use super::transport::replies;
 use crate::burst::Bursts;
 use crate::conversation::Conversation;
 use crate::ids::UserId;

@@ -1,7 +1,9 @@
 //! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory`,
-//! `/tasks`, `/timezone`, `/voice` for everyone (the last two in [`super::tasks`]), and the admins'
-//! `/model`, `/heuristics`, `/skills`, `/tools`, `/backup` (in a private chat only). Each reply is posted (see [`replies`]), so the
-//! handler returns without waiting for a paced send.
+//! `/tasks`, `/timezone`, `/voice` for everyone, and the admins' `/model`, `/heuristics`,
+//! `/skills`, `/tools`, `/backup` (in a private chat only). A feature's commands are in its
+//! room ([`crate::telegram::features`]); this endpoint checks the rate and the role, then
+//! dispatches. Each reply is posted (see [`replies`]), so the handler returns without waiting
+//! for a paced send.
 
 use teloxide::prelude::*;
 
@@ -10,7 +12,9 @@ use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::role::Role;
 use crate::telegram::commands::Command;
-use crate::telegram::{keyboards, memory_list, replies, stats, tool_list, views};
+use crate::telegram::features::{lessons, memory, model, stats, tasks};
+use crate::telegram::transport::replies;
+use crate::telegram::{tool_list, views};
 use crate::texts::media;
 use crate::texts::telegram as texts;
 use crate::texts::turn::ADMINS_ONLY;
@@ -47,28 +51,11 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
                 stop => replies::notice(&deps, chat, stop.reply()),
             }
         }
-        Command::Stats => {
-            let html = stats::stats_html(&stats::gather(app, chat.chat, user, role).await?);
-            replies::html(&deps, chat, html, None);
-        }
-        Command::Model(id) => model_command(&deps, chat, id.trim()),
-        Command::Heuristics(which) => {
-            let pending = which.trim().eq_ignore_ascii_case("pending");
-            let page = views::heuristics_page(app, pending, 0);
-            replies::html(&deps, chat, page.html, Some(page.keyboard));
-        }
-        Command::Skills => {
-            let page = views::skills_page(app, 0);
-            replies::html(&deps, chat, page.html, Some(page.keyboard));
-        }
-        // The facts are private: in a group, only where to see them.
-        Command::Memory if !chat.chat.is_private() => {
-            replies::notice(&deps, chat, texts::MEMORY_ASK_PRIVATELY.to_string());
-        }
-        Command::Memory => {
-            let page = memory_list::page(app, user, 0);
-            replies::html(&deps, chat, page.html, Some(page.keyboard));
-        }
+        Command::Stats => stats::command(&deps, chat, user, role).await?,
+        Command::Model(id) => model::command(&deps, chat, id.trim()),
+        Command::Heuristics(which) => lessons::heuristics(&deps, chat, &which),
+        Command::Skills => lessons::skills(&deps, chat),
+        Command::Memory => memory::command(&deps, chat, user),
         Command::Tools => {
             let catalog = app.agent().tools().catalog();
             for part in tool_list::render(&catalog, chrono::Utc::now()) {
@@ -76,8 +63,8 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
             }
         }
         Command::Backup => backup_command(&deps, chat).await,
-        Command::Tasks => super::tasks::list(&deps, chat, user),
-        Command::Timezone(zone) => super::tasks::timezone(&deps, chat, user, zone.trim()),
+        Command::Tasks => tasks::list(&deps, chat, user),
+        Command::Timezone(zone) => tasks::timezone(&deps, chat, user, zone.trim()),
         Command::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
     }
     Ok(())
@@ -143,21 +130,4 @@ fn size(bytes: u64) -> String {
     } else {
         format!("{:.1} MB", kb / 1024.0)
     }
-}
-
-/// `/model`: the model keyboard; `/model <id>`: switch directly.
-fn model_command(deps: &Deps, chat: Conversation, id: &str) {
-    let app = &deps.app;
-    if id.is_empty() {
-        let current = app.model_for(chat).id;
-        let markup = keyboards::markup(&actions::models_keyboard(app, &current));
-        let text = views::model_header_html(&current);
-        replies::html(deps, chat, text, Some(markup));
-        return;
-    }
-    let text = match actions::set_model(app, chat, id) {
-        Ok(model) => texts::model_switched(&model),
-        Err(e) => e.to_string(),
-    };
-    replies::notice(deps, chat, text);
 }

@@ -13,8 +13,8 @@ use super::{Deps, HandlerResult, conversation_of};
 use crate::limits::Verdict;
 use crate::metrics::TurnOutcome;
 use crate::role::Role;
-use crate::telegram::listener::Handling;
-use crate::telegram::replies;
+use crate::telegram::transport::listener::Handling;
+use crate::telegram::transport::replies;
 use crate::turn::{self, Keyboard, Messenger, Out, TurnInput};
 
 /// Who asks for a turn, which decides how a refusal is told.

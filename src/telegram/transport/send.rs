@@ -22,10 +22,10 @@ use teloxide::types::{
 use std::sync::Arc;
 
 use super::limiter::{Limiter, Pacing, Scope};
-use super::render::html_to_plain;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::metrics::Metrics;
+use crate::telegram::render::html_to_plain;
 
 /// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
 /// clone; clones share the limiter.

@@ -17,11 +17,12 @@ use tokio::sync::mpsc;
 
 use super::drafts::Drafts;
 use super::send::{self, SendPolicy, Target, notify, typing};
-use super::{keyboards, media, reactions, render, stream};
+use super::{media, reactions, stream};
 use crate::agent::AgentEvent;
 use crate::app::App;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::telegram::{keyboards, render};
 use crate::texts::media::transcript_html;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 

@@ -28,12 +28,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::drafts::{Drafted, Drafts};
-use super::keyboards;
-use super::render::{render_partial, render_parts};
 use super::send::{SendPolicy, Target, edit_html, edit_keyboard, send_html, with_retry};
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::telegram::keyboards;
+use crate::telegram::render::{render_partial, render_parts};
 use crate::texts::telegram::STOPPED;
 use crate::turn::{Live, OnVisible};
 

@@ -35,12 +35,12 @@ use teloxide::RequestError;
 use teloxide::prelude::*;
 use teloxide::types::Seconds;
 
-use super::render::html_to_plain;
 use super::send::{SendPolicy, Target, with_retry};
 use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::ids::ChatId;
+use crate::telegram::render::html_to_plain;
 
 /// What became of one draft, as a live display acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! use std::time::Duration;
-//! use heurist::telegram::limiter::{Limiter, Pacing, Scope};
+//! use heurist::telegram::transport::limiter::{Limiter, Pacing, Scope};
 //! let limiter = Limiter::new(Pacing {
 //!     private: Duration::from_secs(1),
 //!     group: Duration::from_secs(3),

@@ -4,14 +4,14 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::callback_data::Action;
-use super::keyboards::{button, page_row, shorten};
-use super::render::escape_html;
-use super::views::Page;
 use crate::app::App;
 use crate::ids::{ChatId, UserId};
 use crate::schedule::{self, TaskKind, Timing};
 use crate::store::Task;
+use crate::telegram::callback_data::Action;
+use crate::telegram::keyboards::{button, page_row, shorten};
+use crate::telegram::render::escape_html;
+use crate::telegram::views::Page;
 use crate::texts::tasks as texts;
 
 /// Tasks per page, and characters shown of each request: a page stays far below Telegram's

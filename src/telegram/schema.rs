@@ -39,30 +39,7 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
                 .endpoint(handlers::messages::text),
         )
         .branch(dptree::endpoint(handlers::messages::non_text));
-    let actions = case![CallbackData::Action(action)]
-        .branch(case![Action::SetModel(key)].endpoint(model::pressed))
-        .branch(case![Action::Clear].endpoint(presses::clear_pressed))
-        .branch(case![Action::Feedback { ticket, up }].endpoint(presses::feedback_pressed))
-        .branch(case![Action::Page { list, page }].endpoint(lessons::presses::page_pressed))
-        .branch(
-            case![Action::Approve { id, list, page }].endpoint(lessons::presses::approve_pressed),
-        )
-        .branch(case![Action::Forget { id, list, page }].endpoint(lessons::presses::forget_pressed))
-        .branch(case![Action::Stop(turn)].endpoint(presses::stop_pressed))
-        .branch(case![Action::Chosen].endpoint(presses::chosen_pressed))
-        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed))
-        .branch(case![Action::MemoryPage { owner, page }].endpoint(memory::presses::page_pressed))
-        .branch(
-            case![Action::MemoryForget { owner, id, page }]
-                .endpoint(memory::presses::forget_pressed),
-        )
-        .branch(
-            case![Action::MemoryForgetAll { owner }].endpoint(memory::presses::forget_all_pressed),
-        )
-        .branch(case![Action::MemoryGroups { owner, on }].endpoint(memory::presses::groups_pressed))
-        .branch(case![Action::Confirm { id, yes }].endpoint(presses::confirm_pressed))
-        .branch(case![Action::TasksPage { owner, page }].endpoint(tasks::presses::page_pressed))
-        .branch(case![Action::CancelTask { id, page }].endpoint(tasks::presses::cancel_pressed));
+    let actions = actions();
     let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
     let presses = Update::filter_callback_query()
         // The data, parsed once for every route: `None` if forged, garbled or unknown.
@@ -102,4 +79,33 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
     .branch(reactions);
     // Telegram gets the update confirmed only once its handler is done (see `listener`).
     dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(&update)).chain(routes)
+}
+
+/// One branch per action button (the data parsed by [`CallbackData::parse`]); the features'
+/// presses are in their rooms ([`super::features`]), the rest in [`presses`].
+fn actions() -> UpdateHandler<anyhow::Error> {
+    case![CallbackData::Action(action)]
+        .branch(case![Action::SetModel(key)].endpoint(model::pressed))
+        .branch(case![Action::Clear].endpoint(presses::clear_pressed))
+        .branch(case![Action::Feedback { ticket, up }].endpoint(presses::feedback_pressed))
+        .branch(case![Action::Page { list, page }].endpoint(lessons::presses::page_pressed))
+        .branch(
+            case![Action::Approve { id, list, page }].endpoint(lessons::presses::approve_pressed),
+        )
+        .branch(case![Action::Forget { id, list, page }].endpoint(lessons::presses::forget_pressed))
+        .branch(case![Action::Stop(turn)].endpoint(presses::stop_pressed))
+        .branch(case![Action::Chosen].endpoint(presses::chosen_pressed))
+        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed))
+        .branch(case![Action::MemoryPage { owner, page }].endpoint(memory::presses::page_pressed))
+        .branch(
+            case![Action::MemoryForget { owner, id, page }]
+                .endpoint(memory::presses::forget_pressed),
+        )
+        .branch(
+            case![Action::MemoryForgetAll { owner }].endpoint(memory::presses::forget_all_pressed),
+        )
+        .branch(case![Action::MemoryGroups { owner, on }].endpoint(memory::presses::groups_pressed))
+        .branch(case![Action::Confirm { id, yes }].endpoint(presses::confirm_pressed))
+        .branch(case![Action::TasksPage { owner, page }].endpoint(tasks::presses::page_pressed))
+        .branch(case![Action::CancelTask { id, page }].endpoint(tasks::presses::cancel_pressed))
 }

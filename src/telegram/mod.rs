@@ -37,7 +37,7 @@ use crate::app::App;
 use crate::config::Config;
 use crate::role::Role;
 use crate::shutdown::Shutdown;
-use commands::Command;
+use commands::ChatCommand;
 use handlers::Deps;
 use schema::schema;
 use transport::listener::{self, Intake, OnDraftStop, Polling};
@@ -63,7 +63,10 @@ pub(crate) fn bot(config: &Config) -> anyhow::Result<Bot> {
 /// Telegram's command menu: user commands for everyone, admin commands in admins' private
 /// chats. Only a menu: every command is checked again on the server.
 async fn register_commands(bot: &Bot, config: &Config) {
-    if let Err(e) = bot.set_my_commands(Command::visible_to(Role::User)).await {
+    if let Err(e) = bot
+        .set_my_commands(ChatCommand::visible_to(Role::User))
+        .await
+    {
         tracing::warn!(error = %e, "cannot register the command list");
     }
     for &admin in &config.access.admins {
@@ -74,7 +77,7 @@ async fn register_commands(bot: &Bot, config: &Config) {
             chat_id: Recipient::Id(ChatId::from(chat)),
         };
         if let Err(e) = bot
-            .set_my_commands(Command::visible_to(Role::Admin))
+            .set_my_commands(ChatCommand::visible_to(Role::Admin))
             .scope(scope)
             .await
         {

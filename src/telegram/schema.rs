@@ -15,7 +15,7 @@ use teloxide::types::Me;
 
 use super::access;
 use super::callback_data::{Action, CallbackData};
-use super::commands::Command;
+use super::commands::ChatCommand;
 use super::features::{lessons, memory, model, tasks};
 use super::handlers::{self, Deps, presses};
 use super::transport::listener::Intake;
@@ -31,7 +31,7 @@ pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
         )
         .branch(
             dptree::entry()
-                .filter_command::<Command>()
+                .filter_command::<ChatCommand>()
                 .endpoint(handlers::commands::command),
         )
         .branch(

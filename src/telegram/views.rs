@@ -1,4 +1,4 @@
-//! What `/start` and `/help` show, and what every paged list shares ([`Page`]; the
+//! What `/start` and `/help` show, and what every paged list shares ([`ListPage`]; the
 //! features' own views are beside them, in [`super::features`]).
 //!
 //! Plain functions from the bot's state to a message, so each reads on its own and the
@@ -6,14 +6,14 @@
 
 use teloxide::types::InlineKeyboardMarkup;
 
-use super::commands::Command;
+use super::commands::ChatCommand;
 use super::render::escape_html;
 use crate::app::App;
 use crate::role::Role;
 use crate::texts::telegram as texts;
 
 /// A message to send or to edit into place.
-pub(crate) struct Page {
+pub(crate) struct ListPage {
     pub html: String,
     pub keyboard: InlineKeyboardMarkup,
 }
@@ -32,7 +32,7 @@ pub(crate) fn help_html(app: &App, role: Role) -> String {
         limits.turns_per_minute,
         daily.as_deref(),
     ));
-    for command in Command::visible_to(role) {
+    for command in ChatCommand::visible_to(role) {
         let name = command.command.trim_start_matches('/');
         html.push_str(&texts::help_command(
             name,

@@ -11,7 +11,7 @@ use super::{Deps, HandlerResult, conversation_of, sender_of};
 use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::role::Role;
-use crate::telegram::commands::Command;
+use crate::telegram::commands::ChatCommand;
 use crate::telegram::features::{lessons, memory, model, stats, tasks};
 use crate::telegram::transport::replies;
 use crate::telegram::{tool_list, views};
@@ -22,7 +22,12 @@ use crate::turn::actions::{self, Stop};
 use crate::turn::{self, Out};
 
 /// A command: within the sender's command rate, its action now and its reply posted.
-pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> HandlerResult {
+pub(crate) async fn command(
+    deps: Deps,
+    msg: Message,
+    role: Role,
+    cmd: ChatCommand,
+) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let chat = conversation_of(&msg);
     let user = sender_of(&msg);
@@ -36,14 +41,14 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
         return Ok(());
     }
     match cmd {
-        Command::Start => replies::html(&deps, chat, views::start_html(role), None),
-        Command::Help => replies::html(&deps, chat, views::help_html(app, role), None),
-        Command::Clear => {
+        ChatCommand::Start => replies::html(&deps, chat, views::start_html(role), None),
+        ChatCommand::Help => replies::html(&deps, chat, views::help_html(app, role), None),
+        ChatCommand::Clear => {
             let out: Out = tg.clone();
             turn::retire_options(app, &out, chat);
             replies::notice(&deps, chat, actions::clear(app, chat));
         }
-        Command::Cancel => {
+        ChatCommand::Cancel => {
             // Asked before the stop: a live message on screen confirms it itself.
             let live = tg.shows_live(chat);
             match actions::cancel(app, chat, None) {
@@ -51,21 +56,21 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
                 stop => replies::notice(&deps, chat, stop.reply()),
             }
         }
-        Command::Stats => stats::command(&deps, chat, user, role).await?,
-        Command::Model(id) => model::command(&deps, chat, id.trim()),
-        Command::Heuristics(which) => lessons::heuristics(&deps, chat, &which),
-        Command::Skills => lessons::skills(&deps, chat),
-        Command::Memory => memory::command(&deps, chat, user),
-        Command::Tools => {
+        ChatCommand::Stats => stats::command(&deps, chat, user, role).await?,
+        ChatCommand::Model(id) => model::command(&deps, chat, id.trim()),
+        ChatCommand::Heuristics(which) => lessons::heuristics(&deps, chat, &which),
+        ChatCommand::Skills => lessons::skills(&deps, chat),
+        ChatCommand::Memory => memory::command(&deps, chat, user),
+        ChatCommand::Tools => {
             let catalog = app.agent().tools().catalog();
             for part in tool_list::render(&catalog, chrono::Utc::now()) {
                 replies::notice(&deps, chat, part);
             }
         }
-        Command::Backup => backup_command(&deps, chat).await,
-        Command::Tasks => tasks::list(&deps, chat, user),
-        Command::Timezone(zone) => tasks::timezone(&deps, chat, user, zone.trim()),
-        Command::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
+        ChatCommand::Backup => backup_command(&deps, chat).await,
+        ChatCommand::Tasks => tasks::list(&deps, chat, user),
+        ChatCommand::Timezone(zone) => tasks::timezone(&deps, chat, user, zone.trim()),
+        ChatCommand::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use crate::learning::heuristics::ReviewState;
 use crate::telegram::callback_data::{Action, List};
 use crate::telegram::keyboards::{button, page_row, shorten};
 use crate::telegram::render::escape_html;
-use crate::telegram::views::Page;
+use crate::telegram::views::ListPage;
 use crate::texts::telegram as texts;
 
 /// Heuristics per page of `/heuristics`, and characters of each shown: with these, a page of
@@ -24,7 +24,7 @@ const SKILL_DESCRIPTION_CHARS: usize = 200;
 /// Page `page` (from 0; past the end shows the last) of `/heuristics`, or of
 /// `/heuristics pending` with `pending_only`: best first, each with where it came from and
 /// what happened to the answers it shaped, and its Approve / Forget buttons.
-pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Page {
+pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> ListPage {
     let list = if pending_only {
         List::Pending
     } else {
@@ -34,7 +34,7 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Pag
     let pages = all.len().div_ceil(HEURISTICS_PER_PAGE).max(1);
     let page = page.min(pages - 1);
     if all.is_empty() {
-        return Page {
+        return ListPage {
             html: texts::no_heuristics(pending_only).to_string(),
             keyboard: InlineKeyboardMarkup::default(),
         };
@@ -90,17 +90,17 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Pag
         rows.push(row);
     }
     rows.extend(navigation(list, page, pages));
-    Page {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::new(rows),
     }
 }
 
 /// Page `page` of `/skills`: what is loaded and how often each skill matched a message.
-pub(crate) fn skills_page(app: &App, page: usize) -> Page {
+pub(crate) fn skills_page(app: &App, page: usize) -> ListPage {
     let skills = app.learning().skills();
     if skills.is_empty() {
-        return Page {
+        return ListPage {
             html: texts::no_skills_html(&escape_html(
                 &app.config().learning.skills_dir.display().to_string(),
             )),
@@ -122,7 +122,7 @@ pub(crate) fn skills_page(app: &App, page: usize) -> Page {
             escape_html(&shorten(&skill.description, SKILL_DESCRIPTION_CHARS))
         ));
     }
-    Page {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::new(navigation(List::Skills, page, pages)),
     }
@@ -134,7 +134,7 @@ fn navigation(list: List, page: usize, pages: usize) -> Option<Vec<InlineKeyboar
 }
 
 /// The page an admin list shows for `list`.
-pub(crate) fn list_page(app: &App, list: List, page: usize) -> Page {
+pub(crate) fn list_page(app: &App, list: List, page: usize) -> ListPage {
     match list {
         List::Heuristics => heuristics_page(app, false, page),
         List::Pending => heuristics_page(app, true, page),

@@ -14,7 +14,7 @@ use crate::ids::UserId;
 use crate::telegram::callback_data::Action;
 use crate::telegram::keyboards::{button, page_row, shorten};
 use crate::telegram::render::escape_html;
-use crate::telegram::views::Page;
+use crate::telegram::views::ListPage;
 use crate::texts::telegram as texts;
 
 /// Facts per page: with [`SHOWN_CHARS`] each, a page stays far below 4096 characters, and its
@@ -24,7 +24,7 @@ const FACTS_PER_PAGE: usize = 10;
 const SHOWN_CHARS: usize = 300;
 
 /// Page `page` (from 0; past the end shows the last) of `owner`'s `/memory`.
-pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
+pub(crate) fn page(app: &App, owner: UserId, page: usize) -> ListPage {
     let config = app.config().memory;
     if !config.enabled() {
         return text_only(texts::MEMORY_OFF.to_string());
@@ -76,15 +76,15 @@ pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
     };
     rows.extend(button(texts::memory_groups_button(in_groups), &toggle).map(|b| vec![b]));
     rows.retain(|row| !row.is_empty());
-    Page {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::new(rows),
     }
 }
 
 /// A page without buttons.
-fn text_only(html: String) -> Page {
-    Page {
+fn text_only(html: String) -> ListPage {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::default(),
     }

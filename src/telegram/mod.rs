@@ -2,15 +2,14 @@
 //! updates until the shutdown (the runtime, see [`crate::runtime`], starts it after the
 //! services and stops it first).
 //!
-//! Its rooms: [`schema`] (every route, in one place), [`handlers`] (the endpoints: messages,
-//! commands, presses, reactions, and the one way a turn starts), [`transport`] (updates in,
-//! messages out: listener, webhook, outbox, pacing, live replies, drafts, media), the
-//! features' own rooms ([`features`]: their commands, button actions and views side by
-//! side), and what they share: [`callback_data`]
-//! (the one parse of a button's data), [`commands`] (the command list), [`keyboards`],
-//! [`views`], [`render`] (Markdown to Telegram HTML), [`access`] (strangers). What a turn
-//! shows goes through [`transport::outbox::Outbox`], the adapter's side of
-//! [`crate::turn::Messenger`].
+//! Its rooms: [`schema`](mod@schema) (every route, in one place), [`handlers`] (the
+//! endpoints: messages, commands, presses, reactions, and the one way a turn starts),
+//! [`transport`] (updates in, messages out: listener, webhook, outbox, pacing, live replies,
+//! drafts, media), the features' own rooms ([`features`]: their commands, button actions and
+//! views side by side), and what they share: [`callback_data`] (the one parse of a button's
+//! data), [`commands`] (the command list), [`keyboards`], [`views`], [`render`] (Markdown to
+//! Telegram HTML), [`access`] (strangers). What a turn shows goes through
+//! [`transport::outbox::Outbox`], the adapter's side of [`crate::turn::Messenger`].
 
 pub(crate) mod access;
 pub mod callback_data;

@@ -201,7 +201,7 @@ struct Inner {
     volume_size: Gauge,
 }
 
-/// The Telegram methods that go through the paced sender (`telegram::send`): their counts
+/// The Telegram methods that go through the paced sender (`telegram::transport::send`): their counts
 /// show from the start, at zero, so a rate of 429s is there to alert on before the first one.
 const TELEGRAM_METHODS: [&str; 5] = [
     "sendMessage",

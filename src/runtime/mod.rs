@@ -30,6 +30,7 @@
 //! again in place, stop.
 
 pub mod run;
+pub(crate) mod scrape;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,8 +39,8 @@ use crate::app::App;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::maintenance;
-use crate::telegram::outbox::Outbox;
-use crate::telegram::{self, Listening, scrape};
+use crate::telegram::transport::outbox::Outbox;
+use crate::telegram::{self, Listening};
 use crate::turn::{self, Out};
 
 /// A running bot; [`Running::stop`] shuts it down gracefully.

@@ -23,7 +23,7 @@ use super::callback_data::Action;
 use super::handlers::{self, Deps, HandlerResult};
 use super::keyboards;
 use super::render::escape_html;
-use super::replies;
+use super::transport::replies;
 use crate::burst::Bursts;
 use crate::conversation::Conversation;
 use crate::ids::UserId;
@@ -39,16 +39,16 @@ const LISTED: usize = 100;
 
 /// The strangers refused lately in each conversation, shown as one message per burst.
 #[derive(Default)]
-pub(crate) struct Strangers(Bursts<Conversation, Refused>);
+pub(crate) struct Strangers(Bursts<Conversation, RefusedStrangers>);
 
 /// The strangers a burst refused: the first [`LISTED`] ids, and how many more.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Refused {
+pub(crate) struct RefusedStrangers {
     ids: Vec<UserId>,
     more: usize,
 }
 
-impl Refused {
+impl RefusedStrangers {
     fn add(&mut self, user: UserId) {
         if self.ids.len() < LISTED {
             self.ids.push(user);
@@ -59,7 +59,7 @@ impl Refused {
 }
 
 /// The refusal of a burst of strangers (see [`texts::refusals_html`]).
-fn refusals_html(refused: &Refused) -> String {
+fn refusals_html(refused: &RefusedStrangers) -> String {
     texts::refusals_html(&refused.ids, refused.more)
 }
 
@@ -119,7 +119,7 @@ pub(crate) async fn refuse_stranger(
     let button = access.request_button && !access.admins.is_empty();
     let poster = tg.clone();
     app.reply(to, async move {
-        let render = |refused: &Refused| match refused.ids.as_slice() {
+        let render = |refused: &RefusedStrangers| match refused.ids.as_slice() {
             [id] => {
                 let markup = button
                     .then(|| {
@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_burst_of_strangers_lists_every_id_up_to_a_cap() {
-        let mut refused = Refused::default();
+        let mut refused = RefusedStrangers::default();
         for id in 0..LISTED as u64 + 2 {
             refused.add(UserId(1000 + id));
         }

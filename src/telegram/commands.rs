@@ -4,11 +4,11 @@ use teloxide::utils::command::BotCommands;
 
 use crate::role::Role;
 
-/// Every command. Who may use which is decided by [`Command::min_role`] on the server, not by
+/// Every command. Who may use which is decided by [`ChatCommand::min_role`] on the server, not by
 /// the client's menu.
 #[derive(BotCommands, Clone, Debug, PartialEq)]
 #[command(rename_rule = "lowercase")]
-pub(crate) enum Command {
+pub(crate) enum ChatCommand {
     #[command(description = "what this bot is")]
     Start,
     #[command(description = "what this bot can do")]
@@ -43,7 +43,7 @@ pub(crate) enum Command {
     Backup,
 }
 
-impl Command {
+impl ChatCommand {
     /// The least role that may use the command.
     pub(crate) fn min_role(&self) -> Role {
         match self {
@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn help_lists_only_what_the_role_may_use() {
         let names = |role| {
-            Command::visible_to(role)
+            ChatCommand::visible_to(role)
                 .into_iter()
                 .map(|c| c.command)
                 .collect::<Vec<_>>()

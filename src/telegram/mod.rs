@@ -1,147 +1,54 @@
-//! Telegram, the adapter: the bot client, the one dptree schema of every route, the
-//! handlers, and the listener that takes updates until the shutdown (the runtime, see
-//! [`crate::runtime`], starts it after the services and stops it first).
+//! Telegram, the adapter: the bot client, its connection, and the listener that takes
+//! updates until the shutdown (the runtime, see [`crate::runtime`], starts it after the
+//! services and stops it first).
 //!
-//! Every route is visible in [`schema`]: the sender's role is computed once, then messages
-//! (strangers refused first, then commands, text, anything else) and button presses
-//! (their data parsed once by [`CallbackData::parse`]; a stranger's "Request access" first,
-//! then strangers refused; then an option, or one branch per action; anything else is
-//! expired), and reactions (allowed users' only). Handlers live in
-//! [`handlers`]; what a turn shows goes through [`outbox::Outbox`], the adapter's side of
-//! [`crate::turn::Messenger`].
+//! Its rooms: [`schema`](mod@schema) (every route, in one place), [`handlers`] (the
+//! endpoints: messages, commands, presses, reactions, and the one way a turn starts),
+//! [`transport`] (updates in, messages out: listener, webhook, outbox, pacing, live replies,
+//! drafts, media), the features' own rooms ([`features`]: their commands, button actions and
+//! views side by side), and what they share: [`callback_data`] (the one parse of a button's
+//! data), [`commands`] (the command list), [`keyboards`], [`views`], [`render`] (Markdown to
+//! Telegram HTML), [`access`] (strangers). What a turn shows goes through
+//! [`transport::outbox::Outbox`], the adapter's side of [`crate::turn::Messenger`].
 
 pub(crate) mod access;
 pub mod callback_data;
 pub(crate) mod commands;
-pub(crate) mod draft_stop;
-pub(crate) mod drafts;
+pub(crate) mod features;
 pub(crate) mod handlers;
 pub(crate) mod id_conversions;
 pub mod keyboards;
-pub mod limiter;
-pub(crate) mod listener;
-pub(crate) mod media;
-pub(crate) mod memory_list;
-pub(crate) mod outbox;
-pub(crate) mod reactions;
 pub mod render;
-pub(crate) mod replies;
-pub(crate) mod scrape;
-pub(crate) mod send;
-pub(crate) mod stats;
-pub(crate) mod stream;
-pub(crate) mod task_list;
+pub(crate) mod schema;
 pub(crate) mod tool_list;
+pub mod transport;
 pub(crate) mod views;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use dptree::case;
 use teloxide::RequestError;
-use teloxide::dispatching::UpdateHandler;
 use teloxide::prelude::*;
-use teloxide::types::{BotCommandScope, Me, Recipient};
-use teloxide::update_listeners::{UpdateListener, webhooks};
+use teloxide::types::{BotCommandScope, Recipient};
+use teloxide::update_listeners::UpdateListener;
 
 use crate::app::App;
-use crate::config::{Config, TelegramConfig};
+use crate::config::Config;
 use crate::role::Role;
 use crate::shutdown::Shutdown;
-use callback_data::{Action, CallbackData};
-use commands::Command;
-use drafts::Drafts;
-use handlers::{Deps, presses};
-use listener::{Intake, OnDraftStop, Polling};
-use outbox::Outbox;
+use commands::ChatCommand;
+use handlers::Deps;
+use schema::schema;
+use transport::listener::{self, Intake, OnDraftStop, Polling};
+use transport::outbox::Outbox;
+use transport::{draft_stop, webhook};
 
 /// How many updates of one chat teloxide queues for its worker before the dispatcher waits
-/// (its default is 64). Handlers never wait for a paced send ([`replies`]), only for the inbox
+/// (its default is 64). Handlers never wait for a paced send ([`transport::replies`]), only for the inbox
 /// and for answering a button press, so a chat's queue drains within moments; this bound is
 /// ten of Telegram's largest batches, so even a flood of presses in one chat does not make
 /// every other chat's next update wait for it. The queue's memory grows only as it fills.
 const WORKER_QUEUE: usize = 1024;
-
-/// Every route of the bot, in one place.
-pub(crate) fn schema() -> UpdateHandler<anyhow::Error> {
-    let messages = Update::filter_message()
-        .filter(|msg: Message, me: Me| handlers::addressed(&msg, &me))
-        .map(|msg: Message| handlers::conversation_of(&msg))
-        .branch(
-            dptree::filter(|role: Role| role == Role::Stranger).endpoint(access::refuse_stranger),
-        )
-        .branch(
-            dptree::entry()
-                .filter_command::<Command>()
-                .endpoint(handlers::commands::command),
-        )
-        .branch(
-            dptree::filter_map(|msg: Message| msg.text().map(str::to_string))
-                .endpoint(handlers::messages::text),
-        )
-        .branch(dptree::endpoint(handlers::messages::non_text));
-    let actions = case![CallbackData::Action(action)]
-        .branch(case![Action::SetModel(key)].endpoint(presses::set_model_pressed))
-        .branch(case![Action::Clear].endpoint(presses::clear_pressed))
-        .branch(case![Action::Feedback { ticket, up }].endpoint(presses::feedback_pressed))
-        .branch(case![Action::Page { list, page }].endpoint(presses::page_pressed))
-        .branch(case![Action::Approve { id, list, page }].endpoint(presses::approve_pressed))
-        .branch(case![Action::Forget { id, list, page }].endpoint(presses::forget_pressed))
-        .branch(case![Action::Stop(turn)].endpoint(presses::stop_pressed))
-        .branch(case![Action::Chosen].endpoint(presses::chosen_pressed))
-        .branch(case![Action::Retry { ticket }].endpoint(presses::retry_pressed))
-        .branch(case![Action::MemoryPage { owner, page }].endpoint(presses::memory_page_pressed))
-        .branch(
-            case![Action::MemoryForget { owner, id, page }]
-                .endpoint(presses::memory_forget_pressed),
-        )
-        .branch(
-            case![Action::MemoryForgetAll { owner }].endpoint(presses::memory_forget_all_pressed),
-        )
-        .branch(case![Action::MemoryGroups { owner, on }].endpoint(presses::memory_groups_pressed))
-        .branch(case![Action::Confirm { id, yes }].endpoint(presses::confirm_pressed))
-        .branch(case![Action::TasksPage { owner, page }].endpoint(handlers::tasks::page_pressed))
-        .branch(case![Action::CancelTask { id, page }].endpoint(handlers::tasks::cancel_pressed));
-    let options = case![CallbackData::Option(press)].endpoint(presses::option_pressed);
-    let presses = Update::filter_callback_query()
-        // The data, parsed once for every route: `None` if forged, garbled or unknown.
-        .map(|query: CallbackQuery| query.data.as_deref().and_then(CallbackData::parse))
-        .branch(
-            // The one button strangers may press: "Request access" under their refusal.
-            dptree::filter_map(|data: Option<CallbackData>| match data? {
-                CallbackData::Action(Action::RequestAccess(user)) => Some(user),
-                _ => None,
-            })
-            .endpoint(access::request_pressed),
-        )
-        .branch(dptree::filter(|role: Role| role == Role::Stranger).endpoint(presses::refuse_press))
-        .branch(
-            // The chat the button was pressed in (none for inline messages: nothing to do).
-            dptree::filter_map(|query: CallbackQuery| Some(query.message.as_ref()?.chat().id))
-                // And the forum topic in it, if any.
-                .filter_map(|query: CallbackQuery| handlers::pressed_in(&query))
-                .filter_map(|data: Option<CallbackData>| data)
-                .branch(options)
-                .branch(actions),
-        )
-        .endpoint(presses::expired_press);
-    // Reactions from allowed users on the bot's answers; strangers' are ignored.
-    let reactions = Update::filter_message_reaction_updated()
-        .filter(|role: Role| role != Role::Stranger)
-        .endpoint(handlers::reactions::reacted);
-    let routes = dptree::filter_map(|update: Update, deps: Deps| {
-        Some(
-            deps.app
-                .config()
-                .role_of(crate::ids::UserId(update.from()?.id.0)),
-        )
-    })
-    .branch(messages)
-    .branch(presses)
-    .branch(reactions);
-    // Telegram gets the update confirmed only once its handler is done (see `listener`).
-    dptree::map(|update: Update, intake: Arc<Intake>| intake.handling(&update)).chain(routes)
-}
 
 /// The Telegram client for this configuration (`TELOXIDE_API_URL` honoured).
 pub(crate) fn bot(config: &Config) -> anyhow::Result<Bot> {
@@ -152,73 +59,13 @@ pub(crate) fn bot(config: &Config) -> anyhow::Result<Bot> {
     Ok(bot.set_api_url(reqwest::Url::parse(&config.telegram.api_url)?))
 }
 
-/// The webhook listener: an axum server on `webhook_listen` that answers 401 to any request
-/// without the secret token, registered with Telegram through setWebhook. Telegram's POST is
-/// answered only once the update was handled (see [`listener::answer_when_handled`]).
-async fn webhook(
-    bot: Bot,
-    config: &TelegramConfig,
-    mut webhook: listener::Webhook,
-    drafts: &Drafts,
-) -> anyhow::Result<(
-    impl UpdateListener<Err = std::convert::Infallible> + use<>,
-    tokio::task::JoinHandle<()>,
-)> {
-    let address: std::net::SocketAddr = config.webhook_listen.parse()?;
-    let url = reqwest::Url::parse(&config.webhook_url)?;
-    let mut options = webhooks::Options::new(address, url);
-    if config.webhook_secret.is_empty() {
-        options.get_or_gen_secret_token();
-    } else {
-        options = options.secret_token(config.webhook_secret.clone());
-    }
-    let server = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen for the webhook on {address}: {e}"))?;
-    // Registered here, not by teloxide, whose setWebhook names no `allowed_updates`: Telegram
-    // then sends no reactions. By hand first, to name draft stops too.
-    let secret = options.get_or_gen_secret_token().to_string();
-    webhook.secret.clone_from(&secret);
-    let allowed = listener::ALLOWED_UPDATES;
-    if draft_stop::register_webhook(&bot, &options.url, &secret, &allowed).await {
-        drafts.stops_reach_bot();
-    } else {
-        tracing::warn!(
-            "the webhook is registered without draft stops: drafts go without the stop control (⏹ and /cancel still stop)"
-        );
-        bot.set_webhook(options.url.clone())
-            .secret_token(secret)
-            .drop_pending_updates(false)
-            .allowed_updates(allowed.to_vec())
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot register the webhook with Telegram: {e}"))?;
-    }
-    let (listener, stopped, router) = webhooks::axum_no_setup(options);
-    let stopped = async move {
-        stopped.await;
-        if let Err(e) = bot.delete_webhook().await {
-            tracing::error!(error = %e, "cannot delete the webhook");
-        }
-    };
-    let router = router.layer(axum::middleware::from_fn_with_state(
-        webhook,
-        listener::answer_when_handled,
-    ));
-    let serving = tokio::spawn(async move {
-        let served = axum::serve(server, router)
-            .with_graceful_shutdown(stopped)
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the webhook server failed");
-        }
-    });
-    Ok((listener, serving))
-}
-
 /// Telegram's command menu: user commands for everyone, admin commands in admins' private
 /// chats. Only a menu: every command is checked again on the server.
 async fn register_commands(bot: &Bot, config: &Config) {
-    if let Err(e) = bot.set_my_commands(Command::visible_to(Role::User)).await {
+    if let Err(e) = bot
+        .set_my_commands(ChatCommand::visible_to(Role::User))
+        .await
+    {
         tracing::warn!(error = %e, "cannot register the command list");
     }
     for &admin in &config.access.admins {
@@ -229,7 +76,7 @@ async fn register_commands(bot: &Bot, config: &Config) {
             chat_id: Recipient::Id(ChatId::from(chat)),
         };
         if let Err(e) = bot
-            .set_my_commands(Command::visible_to(Role::Admin))
+            .set_my_commands(ChatCommand::visible_to(Role::Admin))
             .scope(scope)
             .await
         {
@@ -304,7 +151,7 @@ pub(crate) async fn listen(app: &Arc<App>, bot: Bot, tg: Arc<Outbox>) -> anyhow:
             on_stop,
             secret: String::new(),
         };
-        let (listener, server) = webhook(bot, telegram, hook, &drafts).await?;
+        let (listener, server) = webhook::serve(bot, telegram, hook, &drafts).await?;
         tracing::info!(url = %telegram.webhook_url, listen = %telegram.webhook_listen, "webhook mode");
         (
             dispatch(dispatcher, listener, ended, shutdown),

@@ -22,7 +22,7 @@ use crate::texts::turn::PANIC_NOTICE;
 /// the flush is over, so its record, which counts its first start, is on disk before it runs
 /// (a turn that crashes the process at once is still counted). This returns only after the
 /// flush, and Telegram is told the update arrived only after its handler returned (see
-/// `telegram::listener`), so a crash at any point before loses nothing Telegram forgot.
+/// `telegram::transport::listener`), so a crash at any point before loses nothing Telegram forgot.
 pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
     let mut recorded = false;
     if let Some(update) = input.update {

@@ -2,7 +2,7 @@
 //! `telegram.working_reaction` (👀 by default), set once the turn has run for
 //! `telegram.working_reaction_after_ms` and taken off once it ends however it ends (answered,
 //! failed, stopped), one paced call each, in the background so the answer never waits for them
-//! (nor for their pace: see `telegram::reactions`). An answer that comes before the delay needs
+//! (nor for their pace: see `telegram::transport::reactions`). An answer that comes before the delay needs
 //! no 👀 and costs no call, and so does one while the bot's Telegram calls are backed up: the
 //! two calls would take the answers' share of Telegram's 30 calls a second (measured: 100 chats
 //! answered 2.6× slower at production pacing). A turn a button started (an option, a 🔁 Retry) has no

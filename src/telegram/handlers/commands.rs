@@ -1,7 +1,9 @@
 //! The command endpoint: `/start`, `/help`, `/clear`, `/cancel`, `/stats`, `/memory`,
-//! `/tasks`, `/timezone`, `/voice` for everyone (the last two in [`super::tasks`]), and the admins'
-//! `/model`, `/heuristics`, `/skills`, `/tools`, `/backup` (in a private chat only). Each reply is posted (see [`replies`]), so the
-//! handler returns without waiting for a paced send.
+//! `/tasks`, `/timezone`, `/voice` for everyone, and the admins' `/model`, `/heuristics`,
+//! `/skills`, `/tools`, `/backup` (in a private chat only). A feature's commands are in its
+//! room ([`crate::telegram::features`]); this endpoint checks the rate and the role, then
+//! dispatches. Each reply is posted (see [`replies`]), so the handler returns without waiting
+//! for a paced send.
 
 use teloxide::prelude::*;
 
@@ -10,8 +12,10 @@ use crate::conversation::Conversation;
 use crate::limits::Verdict;
 use crate::role::Role;
 use crate::sizes::{Unit, size};
-use crate::telegram::commands::Command;
-use crate::telegram::{keyboards, memory_list, replies, stats, tool_list, views};
+use crate::telegram::commands::ChatCommand;
+use crate::telegram::features::{lessons, memory, model, stats, tasks};
+use crate::telegram::transport::replies;
+use crate::telegram::{tool_list, views};
 use crate::texts::media;
 use crate::texts::telegram as texts;
 use crate::texts::turn::ADMINS_ONLY;
@@ -19,7 +23,12 @@ use crate::turn::actions::{self, Stop};
 use crate::turn::{self, Out};
 
 /// A command: within the sender's command rate, its action now and its reply posted.
-pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) -> HandlerResult {
+pub(crate) async fn command(
+    deps: Deps,
+    msg: Message,
+    role: Role,
+    cmd: ChatCommand,
+) -> HandlerResult {
     let Deps { app, tg } = &deps;
     let chat = conversation_of(&msg);
     let user = sender_of(&msg);
@@ -33,14 +42,14 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
         return Ok(());
     }
     match cmd {
-        Command::Start => replies::html(&deps, chat, views::start_html(role), None),
-        Command::Help => replies::html(&deps, chat, views::help_html(app, role), None),
-        Command::Clear => {
+        ChatCommand::Start => replies::html(&deps, chat, views::start_html(role), None),
+        ChatCommand::Help => replies::html(&deps, chat, views::help_html(app, role), None),
+        ChatCommand::Clear => {
             let out: Out = tg.clone();
             turn::retire_options(app, &out, chat);
             replies::notice(&deps, chat, actions::clear(app, chat));
         }
-        Command::Cancel => {
+        ChatCommand::Cancel => {
             // Asked before the stop: a live message on screen confirms it itself.
             let live = tg.shows_live(chat);
             match actions::cancel(app, chat, None) {
@@ -48,38 +57,21 @@ pub(crate) async fn command(deps: Deps, msg: Message, role: Role, cmd: Command) 
                 stop => replies::notice(&deps, chat, stop.reply()),
             }
         }
-        Command::Stats => {
-            let html = stats::stats_html(&stats::gather(app, chat.chat, user, role).await?);
-            replies::html(&deps, chat, html, None);
-        }
-        Command::Model(id) => model_command(&deps, chat, id.trim()),
-        Command::Heuristics(which) => {
-            let pending = which.trim().eq_ignore_ascii_case("pending");
-            let page = views::heuristics_page(app, pending, 0);
-            replies::html(&deps, chat, page.html, Some(page.keyboard));
-        }
-        Command::Skills => {
-            let page = views::skills_page(app, 0);
-            replies::html(&deps, chat, page.html, Some(page.keyboard));
-        }
-        // The facts are private: in a group, only where to see them.
-        Command::Memory if !chat.chat.is_private() => {
-            replies::notice(&deps, chat, texts::MEMORY_ASK_PRIVATELY.to_string());
-        }
-        Command::Memory => {
-            let page = memory_list::page(app, user, 0);
-            replies::html(&deps, chat, page.html, Some(page.keyboard));
-        }
-        Command::Tools => {
+        ChatCommand::Stats => stats::command(&deps, chat, user, role).await?,
+        ChatCommand::Model(id) => model::command(&deps, chat, id.trim()),
+        ChatCommand::Heuristics(which) => lessons::heuristics(&deps, chat, &which),
+        ChatCommand::Skills => lessons::skills(&deps, chat),
+        ChatCommand::Memory => memory::command(&deps, chat, user),
+        ChatCommand::Tools => {
             let catalog = app.agent().tools().catalog();
             for part in tool_list::render(&catalog, chrono::Utc::now()) {
                 replies::notice(&deps, chat, part);
             }
         }
-        Command::Backup => backup_command(&deps, chat).await,
-        Command::Tasks => super::tasks::list(&deps, chat, user),
-        Command::Timezone(zone) => super::tasks::timezone(&deps, chat, user, zone.trim()),
-        Command::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
+        ChatCommand::Backup => backup_command(&deps, chat).await,
+        ChatCommand::Tasks => tasks::list(&deps, chat, user),
+        ChatCommand::Timezone(zone) => tasks::timezone(&deps, chat, user, zone.trim()),
+        ChatCommand::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
     }
     Ok(())
 }
@@ -134,21 +126,4 @@ async fn backup_command(deps: &Deps, chat: Conversation) {
         Err(_) => texts::BACKUP_FAILED.to_string(),
     };
     replies::notice(deps, chat, said);
-}
-
-/// `/model`: the model keyboard; `/model <id>`: switch directly.
-fn model_command(deps: &Deps, chat: Conversation, id: &str) {
-    let app = &deps.app;
-    if id.is_empty() {
-        let current = app.model_for(chat).id;
-        let markup = keyboards::markup(&actions::models_keyboard(app, &current));
-        let text = views::model_header_html(&current);
-        replies::html(deps, chat, text, Some(markup));
-        return;
-    }
-    let text = match actions::set_model(app, chat, id) {
-        Ok(model) => texts::model_switched(&model),
-        Err(e) => e.to_string(),
-    };
-    replies::notice(deps, chat, text);
 }

@@ -12,8 +12,8 @@ use super::{Deps, HandlerResult, conversation_of, reply_in_groups, sender_of, wi
 use crate::limits::Verdict;
 use crate::role::Role;
 use crate::store::{Attachment, TurnRequest};
-use crate::telegram::listener::Handling;
-use crate::telegram::{media, replies};
+use crate::telegram::transport::listener::Handling;
+use crate::telegram::transport::{media, replies};
 use crate::texts::telegram as texts;
 use crate::texts::turn::UNKNOWN_COMMAND;
 use crate::turn::TurnInput;

@@ -15,14 +15,13 @@
 //! against it here and in [`crate::turn::actions`], on the server, for commands and buttons
 //! alike. Every callback query is answered at once, before anything slow.
 //!
-//! [`replies`]: super::replies
+//! [`replies`]: super::transport::replies
 
 pub(crate) mod commands;
 mod files;
 pub(crate) mod messages;
 pub(crate) mod presses;
 pub(crate) mod reactions;
-pub(crate) mod tasks;
 mod turns;
 
 use std::sync::Arc;
@@ -30,7 +29,7 @@ use std::sync::Arc;
 use teloxide::prelude::*;
 use teloxide::types::Me;
 
-use super::outbox::Outbox;
+use super::transport::outbox::Outbox;
 use crate::app::App;
 use crate::conversation::Conversation;
 

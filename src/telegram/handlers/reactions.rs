@@ -10,7 +10,7 @@ use teloxide::types::MessageReactionUpdated;
 use super::{Deps, HandlerResult};
 use crate::ids::{ChatId, UserId};
 use crate::role::Role;
-use crate::telegram::{reactions, replies};
+use crate::telegram::transport::{reactions, replies};
 use crate::turn::actions::Voter;
 use crate::turn::reactions::{vote_by_reaction, vote_of};
 

@@ -13,8 +13,8 @@ use super::{Deps, HandlerResult, conversation_of};
 use crate::limits::Verdict;
 use crate::metrics::TurnOutcome;
 use crate::role::Role;
-use crate::telegram::listener::Handling;
-use crate::telegram::replies;
+use crate::telegram::transport::listener::Handling;
+use crate::telegram::transport::replies;
 use crate::turn::{self, Keyboard, Messenger, Out, TurnInput};
 
 /// Who asks for a turn, which decides how a refusal is told.
@@ -58,7 +58,7 @@ impl Claimed {
 
 /// What claiming a request gives: the turn, or the refusal the asker is told; `Err` only
 /// when the store cannot say.
-pub(super) type Claim = anyhow::Result<Result<Claimed, &'static str>>;
+pub(super) type ClaimOutcome = anyhow::Result<Result<Claimed, &'static str>>;
 
 /// Starts the turn `claim` names, for `asker` of `role`, on the path the module doc tells.
 pub(super) async fn start(
@@ -66,7 +66,7 @@ pub(super) async fn start(
     asker: Asker<'_>,
     role: Role,
     handling: &Handling,
-    claim: impl FnOnce() -> Claim,
+    claim: impl FnOnce() -> ClaimOutcome,
 ) -> HandlerResult {
     let app = &deps.app;
     let verdict = app.limits().check(asker.user(), role, app.store());

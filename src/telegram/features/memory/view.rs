@@ -1,7 +1,7 @@
 //! `/memory`: the facts a user asked the bot to remember (see [`crate::memory`]), a page at a
 //! time, each with its 🗑 Forget button, and Forget all under them. Every button names the
 //! owner: a press by anyone else changes nothing (checked on the server, in
-//! [`super::handlers::presses`]). A page fits one Telegram message whatever the facts: at most
+//! [`super::presses`]). A page fits one Telegram message whatever the facts: at most
 //! [`FACTS_PER_PAGE`] of them, each at most `memory.max_chars` characters (and shown cut at
 //! [`SHOWN_CHARS`]). The list is shown only in its owner's private chat (`/memory` in a group
 //! says to ask there), and a 👥 button turns "use my memory in groups" on or off: off by
@@ -9,12 +9,12 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::callback_data::Action;
-use super::keyboards::{button, page_row, shorten};
-use super::render::escape_html;
-use super::views::Page;
 use crate::app::App;
 use crate::ids::UserId;
+use crate::telegram::callback_data::Action;
+use crate::telegram::keyboards::{button, page_row, shorten};
+use crate::telegram::render::escape_html;
+use crate::telegram::views::ListPage;
 use crate::texts::telegram as texts;
 
 /// Facts per page: with [`SHOWN_CHARS`] each, a page stays far below 4096 characters, and its
@@ -24,7 +24,7 @@ const FACTS_PER_PAGE: usize = 10;
 const SHOWN_CHARS: usize = 300;
 
 /// Page `page` (from 0; past the end shows the last) of `owner`'s `/memory`.
-pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
+pub(crate) fn page(app: &App, owner: UserId, page: usize) -> ListPage {
     let config = app.config().memory;
     if !config.enabled() {
         return text_only(texts::MEMORY_OFF.to_string());
@@ -76,15 +76,15 @@ pub(crate) fn page(app: &App, owner: UserId, page: usize) -> Page {
     };
     rows.extend(button(texts::memory_groups_button(in_groups), &toggle).map(|b| vec![b]));
     rows.retain(|row| !row.is_empty());
-    Page {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::new(rows),
     }
 }
 
 /// A page without buttons.
-fn text_only(html: String) -> Page {
-    Page {
+fn text_only(html: String) -> ListPage {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::default(),
     }

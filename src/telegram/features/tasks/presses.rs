@@ -1,49 +1,15 @@
-//! `/tasks` and `/timezone`, and the presses under `/tasks` (◀ ▶, ❌ Cancel). Who may act is
-//! checked here, on the server: a task is cancelled only by its owner or an admin, and a list
-//! is paged only by its owner or an admin, whatever the button's data says.
+//! The presses under `/tasks` (◀ ▶, ❌ Cancel). Who may act is checked here, on the server:
+//! a task is cancelled only by its owner or an admin, and a list is paged only by its owner or
+//! an admin, whatever the button's data says.
 
 use teloxide::prelude::*;
 
-use super::{Deps, HandlerResult, pressed_in};
-use crate::conversation::Conversation;
+use super::view;
 use crate::ids::UserId;
 use crate::role::Role;
-use crate::schedule;
-use crate::telegram::{replies, task_list};
+use crate::telegram::handlers::{Deps, HandlerResult, pressed_in};
+use crate::telegram::transport::replies;
 use crate::texts::tasks as texts;
-use crate::turn::task_desk::bot_zone;
-
-/// `/tasks`: the sender's tasks, first page.
-pub(crate) fn list(deps: &Deps, chat: Conversation, user: UserId) {
-    let page = task_list::page(&deps.app, user, chat.chat, 0);
-    replies::html(deps, chat, page.html, Some(page.keyboard));
-}
-
-/// `/timezone`: the sender's zone; `/timezone <zone>`: sets it, if it is an IANA zone.
-pub(crate) fn timezone(deps: &Deps, chat: Conversation, user: UserId, zone: &str) {
-    let app = &deps.app;
-    if zone.is_empty() {
-        let own = app.store().zones().of(user);
-        let shown = own.unwrap_or_else(|| bot_zone(app));
-        replies::notice(deps, chat, texts::zone_now(shown.name(), own.is_some()));
-        return;
-    }
-    let Ok(parsed) = zone.parse::<chrono_tz::Tz>() else {
-        replies::notice(deps, chat, texts::zone_unknown(zone));
-        return;
-    };
-    let text = match app.store().zones().set(user, parsed) {
-        Ok(()) => {
-            let now = schedule::local(chrono::Utc::now().timestamp(), parsed);
-            texts::zone_set(parsed.name(), &now)
-        }
-        Err(e) => {
-            tracing::error!(%user, error = %e, "cannot store a time zone");
-            crate::texts::tasks::NOT_SAVED.to_string()
-        }
-    };
-    replies::notice(deps, chat, text);
-}
 
 /// ◀ ▶ under `/tasks`: only its owner (or an admin) turns its pages.
 pub(crate) async fn page_pressed(
@@ -102,7 +68,7 @@ fn show(deps: &Deps, query: &CallbackQuery, owner: UserId, page: u32) {
     let (Some(message), Some(at)) = (query.message.as_ref(), pressed_in(query)) else {
         return;
     };
-    let page = task_list::page(&deps.app, owner, at.chat, page as usize);
+    let page = view::page(&deps.app, owner, at.chat, page as usize);
     let markup = Some(page.keyboard);
     replies::edit(deps, at, message.id(), page.html, markup, "update /tasks");
 }

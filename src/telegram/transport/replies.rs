@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use teloxide::types::{InlineKeyboardMarkup, MessageId};
 
-use super::handlers::Deps;
 use super::outbox::Outbox;
-use super::render::escape_html;
 use crate::burst::Bursts;
 use crate::conversation::Conversation;
+use crate::telegram::handlers::Deps;
+use crate::telegram::render::escape_html;
 use crate::turn::{Keyboard, Messenger};
 
 /// Posts an HTML message to `to`.

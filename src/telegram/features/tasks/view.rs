@@ -4,14 +4,14 @@
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use super::callback_data::Action;
-use super::keyboards::{button, page_row, shorten};
-use super::render::escape_html;
-use super::views::Page;
 use crate::app::App;
 use crate::ids::{ChatId, UserId};
 use crate::schedule::{self, TaskKind, Timing};
 use crate::store::Task;
+use crate::telegram::callback_data::Action;
+use crate::telegram::keyboards::{button, page_row, shorten};
+use crate::telegram::render::escape_html;
+use crate::telegram::views::ListPage;
 use crate::texts::tasks as texts;
 
 /// Tasks per page, and characters shown of each request: a page stays far below Telegram's
@@ -29,10 +29,10 @@ fn listed(app: &App, owner: UserId, chat: ChatId) -> Vec<Task> {
 }
 
 /// Page `page` (from 0; past the end shows the last) of `owner`'s `/tasks` in `chat`.
-pub(crate) fn page(app: &App, owner: UserId, chat: ChatId, page: usize) -> Page {
+pub(crate) fn page(app: &App, owner: UserId, chat: ChatId, page: usize) -> ListPage {
     let tasks = listed(app, owner, chat);
     if tasks.is_empty() {
-        return Page {
+        return ListPage {
             html: escape_html(texts::NO_TASKS),
             keyboard: InlineKeyboardMarkup::default(),
         };
@@ -66,7 +66,7 @@ pub(crate) fn page(app: &App, owner: UserId, chat: ChatId, page: usize) -> Page 
     if !navigation.is_empty() {
         rows.push(navigation);
     }
-    Page {
+    ListPage {
         html,
         keyboard: InlineKeyboardMarkup::new(rows),
     }

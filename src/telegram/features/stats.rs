@@ -8,13 +8,15 @@
 
 use std::sync::Arc;
 
-use super::render::escape_html;
-use super::views::thousands;
 use crate::app::App;
 use crate::ids::{ChatId, UserId};
 use crate::role::Role;
 use crate::sizes::{Unit, megabytes};
 use crate::store::UsageTotals;
+use crate::telegram::handlers::{Deps, HandlerResult};
+use crate::telegram::render::escape_html;
+use crate::telegram::transport::replies;
+use crate::telegram::views::thousands;
 use crate::texts::telegram as texts;
 
 /// How many users each of the admins' top lists shows.
@@ -54,6 +56,18 @@ pub(crate) struct TopUser {
     /// The name Telegram last showed for them, if they ever wrote.
     pub name: Option<String>,
     pub tokens: u64,
+}
+
+/// `/stats`: the numbers gathered now, for `role` (an admin sees the whole bot too).
+pub(crate) async fn command(
+    deps: &Deps,
+    chat: crate::conversation::Conversation,
+    user: UserId,
+    role: Role,
+) -> HandlerResult {
+    let html = stats_html(&gather(&deps.app, chat.chat, user, role).await?);
+    replies::html(deps, chat, html, None);
+    Ok(())
 }
 
 /// The numbers for `user` (with `role`) asking in `chat`, read off the runtime's threads.

@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use teloxide::prelude::*;
 use teloxide::types::{AllowedUpdate, UpdateKind};
 
-use super::handlers::Deps;
 use super::replies;
 use crate::ids::{ChatId, UserId};
 use crate::role::Role;
+use crate::telegram::handlers::Deps;
 use crate::turn::actions;
 
 /// The update's name in `allowed_updates` and in the update itself.

@@ -42,10 +42,10 @@ use teloxide::types::{AllowedUpdate, UpdateKind};
 use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
 use tokio::sync::Notify;
 
-use super::callback_data::CallbackData;
 use super::draft_stop::{DraftStop, ask_for_stops, draft_stop, stop_in};
 use super::drafts::Drafts;
 use crate::ids::UpdateId;
+use crate::telegram::callback_data::CallbackData;
 
 /// How long the next batch waits for held updates before it looks for lost ones: far longer
 /// than a handler takes to reach the inbox.
@@ -682,14 +682,14 @@ mod tests {
             Case {
                 name: "an option press",
                 update: press(
-                    &super::super::callback_data::OptionPress::encode("t", 0, "x").unwrap(),
+                    &crate::telegram::callback_data::OptionPress::encode("t", 0, "x").unwrap(),
                 ),
                 held: true,
             },
             Case {
                 name: "a retry press",
                 update: press(
-                    &super::super::callback_data::Action::Retry { ticket: "t".into() }
+                    &crate::telegram::callback_data::Action::Retry { ticket: "t".into() }
                         .encode()
                         .unwrap(),
                 ),

@@ -35,12 +35,12 @@ use teloxide::RequestError;
 use teloxide::prelude::*;
 use teloxide::types::Seconds;
 
-use super::render::html_to_plain;
-use super::send::{SendPolicy, Target, with_retry};
+use super::send::{Destination, SendPolicy, with_retry};
 use crate::cancel::TurnId;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::ids::ChatId;
+use crate::telegram::render::html_to_plain;
 
 /// What became of one draft, as a live display acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub(crate) enum Drafted {
 
 /// What one answer of Telegram's to `sendMessageDraft` means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+enum DraftOutcome {
     Done,
     /// The Bot API server has no such method (before 9.3, or a proxy that lacks it).
     NoMethod,
@@ -72,20 +72,20 @@ enum Verdict {
 /// Reads an answer by its `ok`, its error code (the body's `error_code`, else the HTTP
 /// status) and its description. Only a 400 refuses drafts for a conversation: 403 (blocked)
 /// and 5xx say nothing about drafts.
-fn verdict(ok: bool, code: u16, description: &str) -> Verdict {
+fn verdict(ok: bool, code: u16, description: &str) -> DraftOutcome {
     let description = description.to_ascii_lowercase();
     if ok {
-        Verdict::Done
+        DraftOutcome::Done
     } else if description.contains("can't parse entities") {
-        Verdict::BadHtml
+        DraftOutcome::BadHtml
     } else if code == 400 && description.contains("can_stop") {
-        Verdict::NoStop
+        DraftOutcome::NoStop
     } else if code == 404 || description.contains("method not found") {
-        Verdict::NoMethod
+        DraftOutcome::NoMethod
     } else if code == 400 {
-        Verdict::Refused
+        DraftOutcome::Refused
     } else {
-        Verdict::Failed
+        DraftOutcome::Failed
     }
 }
 
@@ -189,13 +189,13 @@ impl Drafts {
         &self,
         bot: &Bot,
         policy: &SendPolicy,
-        to: Target,
+        to: Destination,
         id: u32,
         html: &str,
     ) -> Drafted {
         let mut stop = self.stop_offered();
         let mut answer = post_paced(bot, policy, to, id, html, true, stop).await;
-        if answer == Some(Verdict::NoStop) {
+        if answer == Some(DraftOutcome::NoStop) {
             if !self.no_stop.swap(true, Ordering::Relaxed) {
                 tracing::info!(
                     "the Bot API server refused sendMessageDraft's can_stop: drafts go on without the client's stop control (⏹ and /cancel still stop)"
@@ -204,19 +204,19 @@ impl Drafts {
             stop = false;
             answer = post_paced(bot, policy, to, id, html, true, stop).await;
         }
-        if answer == Some(Verdict::BadHtml) {
+        if answer == Some(DraftOutcome::BadHtml) {
             answer = post_paced(bot, policy, to, id, &html_to_plain(html), false, stop).await;
         }
         match answer {
-            Some(Verdict::Done) => Drafted::Shown,
-            Some(Verdict::NoMethod) => {
+            Some(DraftOutcome::Done) => Drafted::Shown,
+            Some(DraftOutcome::NoMethod) => {
                 tracing::info!(
                     "the Bot API server has no sendMessageDraft: live answers are edited messages from now on"
                 );
                 self.no_method.store(true, Ordering::Relaxed);
                 Drafted::Refused
             }
-            Some(Verdict::Refused) => {
+            Some(DraftOutcome::Refused) => {
                 let at = to.conversation();
                 tracing::info!(%at, "Telegram refused a draft here: live answers are edited messages in this chat from now on");
                 self.refused
@@ -225,7 +225,9 @@ impl Drafts {
                     .insert(at);
                 Drafted::Refused
             }
-            Some(Verdict::BadHtml | Verdict::NoStop | Verdict::Failed) | None => Drafted::Missed,
+            Some(DraftOutcome::BadHtml | DraftOutcome::NoStop | DraftOutcome::Failed) | None => {
+                Drafted::Missed
+            }
         }
     }
 }
@@ -244,12 +246,12 @@ fn first_id(now: Duration) -> u32 {
 async fn post_paced(
     bot: &Bot,
     policy: &SendPolicy,
-    to: Target,
+    to: Destination,
     id: u32,
     text: &str,
     html: bool,
     stop: bool,
-) -> Option<Verdict> {
+) -> Option<DraftOutcome> {
     let mut body = json!({"chat_id": to.chat.0, "draft_id": id, "text": text});
     if stop {
         body["can_stop"] = json!(true);
@@ -264,7 +266,7 @@ async fn post_paced(
     match answer {
         Ok((ok, code, description)) => {
             let verdict = verdict(ok, code, &description);
-            if verdict != Verdict::Done {
+            if verdict != DraftOutcome::Done {
                 tracing::debug!(chat = to.chat.0, code, %description, "a draft was not shown");
             }
             Some(verdict)
@@ -320,55 +322,55 @@ mod tests {
     #[test]
     fn an_answer_is_read_by_its_code_and_description() {
         let cases = [
-            ("shown", true, 200, "", Verdict::Done),
+            ("shown", true, 200, "", DraftOutcome::Done),
             (
                 "Telegram without the method",
                 false,
                 404,
                 "Not Found",
-                Verdict::NoMethod,
+                DraftOutcome::NoMethod,
             ),
             (
                 "a proxy that says so in a 400",
                 false,
                 400,
                 "Bad Request: method not found",
-                Verdict::NoMethod,
+                DraftOutcome::NoMethod,
             ),
             (
                 "a chat that takes no drafts",
                 false,
                 400,
                 "Bad Request: TEXTDRAFT_PEER_INVALID",
-                Verdict::Refused,
+                DraftOutcome::Refused,
             ),
             (
                 "a server that does not take the stop control",
                 false,
                 400,
                 "Bad Request: unknown parameter can_stop",
-                Verdict::NoStop,
+                DraftOutcome::NoStop,
             ),
             (
                 "our HTML",
                 false,
                 400,
                 "Bad Request: can't parse entities: unclosed tag",
-                Verdict::BadHtml,
+                DraftOutcome::BadHtml,
             ),
             (
                 "blocked by the user",
                 false,
                 403,
                 "Forbidden: bot was blocked",
-                Verdict::Failed,
+                DraftOutcome::Failed,
             ),
             (
                 "Telegram unwell",
                 false,
                 502,
                 "Bad Gateway",
-                Verdict::Failed,
+                DraftOutcome::Failed,
             ),
         ];
         for (name, ok, code, description, expected) in cases {

@@ -1,6 +1,6 @@
 //! Live replies: the answer grows in place while the model streams it.
 //!
-//! A turn with streaming on hands its [`AgentEvent`]s to a [`Display`]. The first text (or tool
+//! A turn with streaming on hands its [`AgentEvent`]s to a [`LiveDisplay`]. The first text (or tool
 //! progress line) is sent at the chat's first free slot, unless the answer is complete by then
 //! (it is then sent once, rendered, with its keyboard); after that the display is edited at most once per
 //! `chat_interval_ms` (every send and edit also goes through the per-chat limiter, so flood
@@ -28,12 +28,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::drafts::{Drafted, Drafts};
-use super::keyboards;
-use super::render::{render_partial, render_parts};
-use super::send::{SendPolicy, Target, edit_html, edit_keyboard, send_html, with_retry};
+use super::send::{Destination, SendPolicy, edit_html, edit_keyboard, send_html, with_retry};
 use crate::agent::AgentEvent;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::telegram::keyboards;
+use crate::telegram::render::{render_partial, render_parts};
 use crate::texts::telegram::STOPPED;
 use crate::turn::{Live, OnVisible};
 
@@ -50,7 +50,7 @@ struct Draft {
 
 /// One message of the live display.
 #[derive(Debug, Clone)]
-struct Shown {
+struct LiveMessage {
     id: MessageId,
     html: String,
     stop: bool,
@@ -71,20 +71,20 @@ pub(crate) fn on_screen(
 }
 
 /// The live display of one turn in one conversation.
-pub(crate) struct Display {
+pub(crate) struct LiveDisplay {
     bot: Bot,
     policy: SendPolicy,
     /// Where its messages go; the reply is dropped once the first is sent.
-    to: Target,
+    to: Destination,
     /// Spacing of edits (the chat's pacing interval).
     interval: Duration,
     /// The turn shown, which its Stop button names.
     turn: TurnId,
-    shown: Vec<Shown>,
+    shown: Vec<LiveMessage>,
     on_screen: OnScreen,
     /// Told around the first send, so a crash after it edits this display, not a new one.
     on_visible: OnVisible,
-    /// Set while this display streams as a draft (from [`Display::with_drafts`]); dropped
+    /// Set while this display streams as a draft (from [`LiveDisplay::with_drafts`]); dropped
     /// when drafts are refused, and the display goes on with edits.
     drafts: Option<Arc<Drafts>>,
     /// This answer's draft id, and the draft on screen.
@@ -107,11 +107,11 @@ impl Drop for Tracked {
     }
 }
 
-impl Display {
+impl LiveDisplay {
     pub(crate) fn new(
         bot: Bot,
         policy: SendPolicy,
-        to: Target,
+        to: Destination,
         interval: Duration,
         turn: TurnId,
         on_screen: OnScreen,
@@ -248,7 +248,7 @@ impl Display {
             match self.shown.get_mut(i) {
                 Some(shown) if shown.html == html && shown.stop == stop => {}
                 Some(shown) => match edit_html(bot, policy, chat, shown.id, &html, markup).await {
-                    Ok(id) => *shown = Shown { id, html, stop },
+                    Ok(id) => *shown = LiveMessage { id, html, stop },
                     Err(e) => tracing::debug!(chat = chat.chat.0, error = %e, "live edit failed"),
                 },
                 None => {
@@ -263,7 +263,7 @@ impl Display {
                     match send_html(bot, policy, self.to, &html, markup).await {
                         Ok(message) => {
                             self.to = chat;
-                            self.shown.push(Shown {
+                            self.shown.push(LiveMessage {
                                 id: message.id,
                                 html,
                                 stop,
@@ -348,7 +348,7 @@ fn display(text: &str, progress: Option<&str>) -> String {
 pub(crate) async fn finish(
     bot: &Bot,
     policy: &SendPolicy,
-    to: Target,
+    to: Destination,
     live: &Live,
     markdown: &str,
     markup: Option<InlineKeyboardMarkup>,

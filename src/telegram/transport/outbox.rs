@@ -16,12 +16,13 @@ use teloxide::types::{InlineKeyboardMarkup, MessageId};
 use tokio::sync::mpsc;
 
 use super::drafts::Drafts;
-use super::send::{self, SendPolicy, Target, notify, typing};
-use super::{keyboards, media, reactions, render, stream};
+use super::send::{self, Destination, SendPolicy, notify, typing};
+use super::{media, reactions, stream};
 use crate::agent::AgentEvent;
 use crate::app::App;
 use crate::cancel::TurnId;
 use crate::conversation::Conversation;
+use crate::telegram::{keyboards, render};
 use crate::texts::media::transcript_html;
 use crate::turn::{Keyboard, Live, Messenger, OnVisible};
 
@@ -63,7 +64,7 @@ impl Outbox {
     /// paced and retried.
     pub(crate) async fn send_html(
         &self,
-        to: impl Into<Target>,
+        to: impl Into<Destination>,
         html: &str,
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
@@ -74,7 +75,7 @@ impl Outbox {
     /// of the message that now shows it (a new one if the old is gone).
     pub(crate) async fn edit_html(
         &self,
-        to: impl Into<Target>,
+        to: impl Into<Destination>,
         id: MessageId,
         html: &str,
         markup: Option<InlineKeyboardMarkup>,
@@ -124,7 +125,7 @@ impl Outbox {
 
 impl Messenger for Outbox {
     fn typing(&self, chat: Conversation) -> BoxFuture<'static, ()> {
-        let to = Target::from(chat);
+        let to = Destination::from(chat);
         typing(self.bot.clone(), to, self.typing_interval).boxed()
     }
 
@@ -136,10 +137,10 @@ impl Messenger for Outbox {
         events: mpsc::UnboundedReceiver<AgentEvent>,
         on_visible: OnVisible,
     ) -> BoxFuture<'static, Option<Live>> {
-        let display = stream::Display::new(
+        let display = stream::LiveDisplay::new(
             self.bot.clone(),
             self.policy.clone(),
-            Target::new(chat, reply_to),
+            Destination::new(chat, reply_to),
             self.live_interval,
             turn,
             self.on_screen.clone(),
@@ -164,7 +165,7 @@ impl Messenger for Outbox {
             stream::finish(
                 &self.bot,
                 &self.policy,
-                Target::new(chat, reply_to),
+                Destination::new(chat, reply_to),
                 &live,
                 markdown,
                 markup,
@@ -234,7 +235,7 @@ impl Messenger for Outbox {
         let html = transcript_html(&render::escape_html(transcript));
         async move {
             if let Err(e) = self
-                .send_html(Target::new(chat, reply_to), &html, None)
+                .send_html(Destination::new(chat, reply_to), &html, None)
                 .await
             {
                 tracing::warn!(%chat, error = %e, "cannot show a transcript");
@@ -249,7 +250,7 @@ impl Messenger for Outbox {
         reply_to: Option<i32>,
         audio: Vec<u8>,
     ) -> BoxFuture<'a, anyhow::Result<()>> {
-        let to = Target::new(chat, reply_to);
+        let to = Destination::new(chat, reply_to);
         async move {
             send::send_voice(&self.bot, &self.policy, to, audio).await?;
             Ok(())

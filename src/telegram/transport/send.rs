@@ -22,10 +22,10 @@ use teloxide::types::{
 use std::sync::Arc;
 
 use super::limiter::{Limiter, Pacing, Scope};
-use super::render::html_to_plain;
 use crate::config::TelegramConfig;
 use crate::conversation::Conversation;
 use crate::metrics::Metrics;
+use crate::telegram::render::html_to_plain;
 
 /// How Telegram requests are paced and retried; from `[telegram]` in the config. Cheap to
 /// clone; clones share the limiter.
@@ -59,13 +59,13 @@ impl SendPolicy {
 /// Where a new message goes: a chat, the forum topic in it, and the message it replies to.
 /// Edits need only the chat (a message stays in its topic), and pacing counts the chat.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Target {
+pub(crate) struct Destination {
     pub chat: ChatId,
     pub thread: Option<ThreadId>,
     pub reply_to: Option<MessageId>,
 }
 
-impl Target {
+impl Destination {
     /// A conversation's chat and topic, the new message a reply to `reply_to` if given.
     pub(crate) fn new(at: Conversation, reply_to: Option<i32>) -> Self {
         Self {
@@ -93,7 +93,7 @@ impl Target {
 }
 
 /// A chat outside any topic, replying to nothing.
-impl From<ChatId> for Target {
+impl From<ChatId> for Destination {
     fn from(chat: ChatId) -> Self {
         Self::new(
             Conversation::new(crate::ids::ChatId::from(chat), None),
@@ -102,7 +102,7 @@ impl From<ChatId> for Target {
     }
 }
 
-impl From<Conversation> for Target {
+impl From<Conversation> for Destination {
     fn from(at: Conversation) -> Self {
         Self::new(at, None)
     }
@@ -110,7 +110,7 @@ impl From<Conversation> for Target {
 
 /// `request` sent to `to`'s topic, as a reply to its message if it names one. The reply is
 /// sent even if that message is gone: the answer matters more than the thread.
-fn placed<R: SendMessageSetters>(mut request: R, to: Target) -> R {
+fn placed<R: SendMessageSetters>(mut request: R, to: Destination) -> R {
     if let Some(thread) = to.thread {
         request = request.message_thread_id(thread);
     }
@@ -125,7 +125,7 @@ fn placed<R: SendMessageSetters>(mut request: R, to: Target) -> R {
 pub(crate) async fn send_voice(
     bot: &Bot,
     policy: &SendPolicy,
-    to: Target,
+    to: Destination,
     audio: Vec<u8>,
 ) -> Result<Message, RequestError> {
     with_retry(policy, to.chat, "sendVoice", || {
@@ -235,7 +235,7 @@ fn no_previews(policy: &SendPolicy) -> Option<LinkPreviewOptions> {
 pub(crate) async fn send_html(
     bot: &Bot,
     policy: &SendPolicy,
-    to: impl Into<Target>,
+    to: impl Into<Destination>,
     html: &str,
     markup: Option<InlineKeyboardMarkup>,
 ) -> Result<Message, RequestError> {
@@ -279,7 +279,7 @@ pub(crate) async fn send_html(
 pub(crate) async fn edit_html(
     bot: &Bot,
     policy: &SendPolicy,
-    to: impl Into<Target>,
+    to: impl Into<Destination>,
     id: MessageId,
     html: &str,
     markup: Option<InlineKeyboardMarkup>,
@@ -338,7 +338,7 @@ pub(crate) async fn edit_keyboard(
 }
 
 /// Sends a short plain notice (errors, refusals); failures are logged, not propagated.
-pub(crate) async fn notify(bot: &Bot, policy: &SendPolicy, to: impl Into<Target>, text: &str) {
+pub(crate) async fn notify(bot: &Bot, policy: &SendPolicy, to: impl Into<Destination>, text: &str) {
     let to = to.into();
     let chat = to.chat;
     let sent = with_retry(policy, chat, "sendMessage", || {
@@ -360,7 +360,7 @@ const TYPING_DELAY: Duration = Duration::from_millis(300);
 
 /// Shows "typing…" in `to`'s chat and topic for as long as it runs (Telegram clears the
 /// action after about five seconds, so it is repeated `every` so often).
-pub(crate) async fn typing(bot: Bot, to: Target, every: Duration) {
+pub(crate) async fn typing(bot: Bot, to: Destination, every: Duration) {
     let chat = to.chat;
     tokio::time::sleep(TYPING_DELAY).await;
     loop {
@@ -409,7 +409,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let to = Target::new(case.at, case.reply_to);
+            let to = Destination::new(case.at, case.reply_to);
             assert_eq!(to.chat.0, case.at.chat.0, "case {}", case.name);
             assert_eq!(to.thread.map(|t| t.0.0), case.thread, "case {}", case.name);
             assert_eq!(

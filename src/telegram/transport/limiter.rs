@@ -17,7 +17,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! use std::time::Duration;
-//! use heurist::telegram::limiter::{Limiter, Pacing, Scope};
+//! use heurist::telegram::transport::limiter::{Limiter, Pacing, Scope};
 //! let limiter = Limiter::new(Pacing {
 //!     private: Duration::from_secs(1),
 //!     group: Duration::from_secs(3),
@@ -73,10 +73,10 @@ pub struct Limiter {
     pacing: Pacing,
     /// Spacing of global slots.
     global: Duration,
-    state: Mutex<State>,
+    state: Mutex<Slots>,
 }
 
-struct State {
+struct Slots {
     chats: HashMap<ChatId, Chat>,
     /// The next free global slot; in the past when the bot is idle.
     global_next: Instant,
@@ -100,13 +100,13 @@ impl Chat {
 
 /// A call's place in its chat's line, from [`Limiter::acquire`]: the chat's later calls wait
 /// until it is dropped, so a call that is retried keeps its place.
-pub struct Turn<'a> {
+pub struct PlaceInLine<'a> {
     limiter: &'a Limiter,
     scope: Scope,
     _line: Option<OwnedMutexGuard<()>>,
 }
 
-impl Turn<'_> {
+impl PlaceInLine<'_> {
     /// Waits for another slot of the same scope, for a retry of the call.
     pub(crate) async fn next_slot(&mut self) {
         self.limiter.slot(self.scope).await;
@@ -123,7 +123,7 @@ impl Limiter {
         Self {
             pacing,
             global: Duration::from_secs(1) / pacing.global_per_second.max(1),
-            state: Mutex::new(State {
+            state: Mutex::new(Slots {
                 chats: HashMap::new(),
                 global_next: Instant::now(),
                 sweep_at: MIN_SWEEP_AT,
@@ -132,8 +132,8 @@ impl Limiter {
     }
 
     /// Waits for the call's turn in its chat and then for a slot; the call may go when this
-    /// returns, and the chat's next call waits until the returned [`Turn`] is dropped.
-    pub async fn acquire(&self, scope: Scope) -> Turn<'_> {
+    /// returns, and the chat's next call waits until the returned [`PlaceInLine`] is dropped.
+    pub async fn acquire(&self, scope: Scope) -> PlaceInLine<'_> {
         let line = match scope {
             Scope::Chat(chat) => {
                 let line = self.with_state(|state, now| {
@@ -149,7 +149,7 @@ impl Limiter {
             Scope::Bot => None,
         };
         self.slot(scope).await;
-        Turn {
+        PlaceInLine {
             limiter: self,
             scope,
             _line: line,
@@ -254,7 +254,7 @@ impl Limiter {
         }
     }
 
-    fn with_state<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> T {
+    fn with_state<T>(&self, f: impl FnOnce(&mut Slots, Instant) -> T) -> T {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut state, Instant::now())
     }
@@ -266,7 +266,7 @@ impl Limiter {
     }
 }
 
-impl State {
+impl Slots {
     /// Forgets idle chats once the map has doubled since the last sweep.
     fn sweep(&mut self, now: Instant) {
         if self.chats.len() < self.sweep_at {

@@ -69,7 +69,7 @@ pub fn measured_seconds(bytes: &[u8], video: bool) -> u32 {
 /// The samples an Ogg Opus file lasts: the longer of what its last granule position says (less
 /// the pre-skip) and what its packets decode to; `None` when `bytes` is not Opus in Ogg.
 fn opus_samples(bytes: &[u8]) -> Option<u64> {
-    let first = Page::at(bytes, 0)?;
+    let first = OggPage::at(bytes, 0)?;
     let head = bytes.get(first.body..first.end)?;
     if !head.starts_with(b"OpusHead") {
         return None;
@@ -83,10 +83,10 @@ fn opus_samples(bytes: &[u8]) -> Option<u64> {
 /// The last page of stream `serial` on which a packet ends: scanned back from the end, each
 /// byte looked at once. A page of another stream (a chained or multiplexed file) ends the
 /// scan with `None`: its granule says nothing of this stream's length.
-fn last_page(bytes: &[u8], serial: u32) -> Option<Page> {
+fn last_page(bytes: &[u8], serial: u32) -> Option<OggPage> {
     let mut end = bytes.len();
     while let Some(at) = bytes[..end].windows(4).rposition(|w| w == b"OggS") {
-        if let Some(page) = Page::at(bytes, at) {
+        if let Some(page) = OggPage::at(bytes, at) {
             if page.serial != serial {
                 return None;
             }
@@ -114,7 +114,7 @@ fn decoded_samples(bytes: &[u8]) -> u64 {
         .and_then(|rest| rest.windows(4).position(|w| w == b"OggS"))
     {
         at += found;
-        let Some(page) = Page::at(bytes, at) else {
+        let Some(page) = OggPage::at(bytes, at) else {
             at += 1;
             continue;
         };
@@ -150,7 +150,7 @@ fn packet_samples(first: u8, second: Option<u8>) -> u64 {
 
 /// What the measure reads of one Ogg page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Page {
+struct OggPage {
     granule: u64,
     serial: u32,
     /// The first packet on the page continues one from an earlier page.
@@ -163,7 +163,7 @@ struct Page {
     end: usize,
 }
 
-impl Page {
+impl OggPage {
     /// The page that starts at `at`, when a whole version-0 page is there.
     fn at(bytes: &[u8], at: usize) -> Option<Self> {
         let header = bytes.get(at..at.checked_add(PAGE_HEADER)?)?;

@@ -127,7 +127,7 @@ fn correction_section(correction: &Correction) -> String {
 }
 
 /// How an MCP server's own error result begins (the tool refused the call; see
-/// `mcp::result_text`), as opposed to the bot's errors (a timeout, a repeat, a limit).
+/// `mcp::call::result_text`), as opposed to the bot's errors (a timeout, a repeat, a limit).
 const TOOL_REFUSAL: &str = "the tool reported an error\n";
 
 /// A tool's own refusal in a call's `output` (an MCP server's error result), in its server's

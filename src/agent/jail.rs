@@ -5,7 +5,7 @@
 //! [`CHILD_COMMAND`], that `main.rs` dispatches before it reads a configuration, starts logging
 //! or a runtime): the bytes go to its stdin, the text comes back on its stdout, and a parser's
 //! own refusal ("invalid file header") on its stderr with exit code 3. Anything else — a crash,
-//! a signal, a limit, the timeout, another exit code — is [`Failure::Broke`]: the sender is told
+//! a signal, a limit, the timeout, another exit code — is [`JailFailure::Broke`]: the sender is told
 //! once that the file is malformed or too complex, and the bot goes on.
 //!
 //! What it guarantees:
@@ -91,7 +91,7 @@ impl Parser {
 
 /// The limits of one child, from `[documents]`.
 #[derive(Debug, Clone, Copy)]
-struct Limits {
+struct JailLimits {
     timeout: Duration,
     /// RLIMIT_AS, in bytes.
     memory: u64,
@@ -106,7 +106,7 @@ pub(crate) struct Jail {
     program: PathBuf,
     /// Arguments before the parser's name.
     args: Vec<String>,
-    limits: Limits,
+    limits: JailLimits,
     slots: tokio::sync::Semaphore,
 }
 
@@ -120,7 +120,7 @@ pub(crate) struct Parsed {
 
 /// Why a child gave no text.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Failure {
+pub(crate) enum JailFailure {
     /// The parser refused the bytes and said why (one line, for the sender).
     Refused(String),
     /// It crashed, hit a limit or the timeout, or broke the protocol: how, for the log.
@@ -133,7 +133,7 @@ impl Jail {
     /// The jail `[documents]` describes; its child is `parser_program`, or this very binary.
     pub(crate) fn new(config: &DocumentsConfig) -> Self {
         let program = config.parser_program.clone().unwrap_or_else(own_program);
-        let limits = Limits {
+        let limits = JailLimits {
             timeout: Duration::from_secs(config.parser_timeout_secs),
             memory: config.parser_memory_mb.saturating_mul(1 << 20),
             cpu_secs: config.parser_cpu_secs,
@@ -145,7 +145,7 @@ impl Jail {
         Self::with_command(program, vec![CHILD_COMMAND.to_string()], limits)
     }
 
-    fn with_command(program: PathBuf, args: Vec<String>, limits: Limits) -> Self {
+    fn with_command(program: PathBuf, args: Vec<String>, limits: JailLimits) -> Self {
         Self {
             program,
             args,
@@ -156,20 +156,20 @@ impl Jail {
 
     /// The text `parser` reads from `bytes`, in a child with the jail's limits; waits for a
     /// free slot first.
-    pub(crate) async fn read(&self, parser: Parser, bytes: Vec<u8>) -> Result<Parsed, Failure> {
+    pub(crate) async fn read(&self, parser: Parser, bytes: Vec<u8>) -> Result<Parsed, JailFailure> {
         // The semaphore is never closed, so this only waits.
         let _slot = self.slots.acquire().await;
         let mut child = self.command(parser).spawn().map_err(|e| {
             let program = self.program.display();
             tracing::error!(%program, error = %e, "cannot start a parser child");
-            Failure::NotStarted(e.to_string())
+            JailFailure::NotStarted(e.to_string())
         })?;
         let limits = self.limits;
         let exchanged = tokio::time::timeout(limits.timeout, exchange(&mut child, bytes, limits));
         let read = match exchanged.await {
             Ok(Ok(exchanged)) => exchanged.judge(),
-            Ok(Err(e)) => Err(Failure::Broke(format!("its pipes failed: {e}"))),
-            Err(_) => Err(Failure::Broke(format!(
+            Ok(Err(e)) => Err(JailFailure::Broke(format!("its pipes failed: {e}"))),
+            Err(_) => Err(JailFailure::Broke(format!(
                 "it ran past the {} s timeout",
                 limits.timeout.as_secs()
             ))),
@@ -177,7 +177,7 @@ impl Jail {
         // Killed and reaped whatever happened (a child that ended is neither hurt nor waited on).
         let _ = child.start_kill();
         let _ = child.wait().await;
-        if let Err(Failure::Broke(how)) = &read {
+        if let Err(JailFailure::Broke(how)) = &read {
             let parser = parser.name();
             tracing::warn!(parser, %how, "a parser child failed: the file is malformed or too complex");
         }
@@ -219,15 +219,15 @@ fn own_program() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("heurist"))
 }
 
-/// The resource argument of `setrlimit`, whose type differs between C libraries.
+// The resource argument of `setrlimit`, whose type differs between C libraries.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-type Resource = libc::__rlimit_resource_t;
+use libc::__rlimit_resource_t as RlimitResource;
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-type Resource = libc::c_int;
+use libc::c_int as RlimitResource;
 
 /// Lowers `resource` to `soft` (and `hard`, never above the hard limit the bot already has,
 /// which an unprivileged process cannot raise).
-fn lower(resource: Resource, soft: u64, hard: u64) -> std::io::Result<()> {
+fn lower(resource: RlimitResource, soft: u64, hard: u64) -> std::io::Result<()> {
     let mut now = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -252,7 +252,7 @@ fn lower(resource: Resource, soft: u64, hard: u64) -> std::io::Result<()> {
 /// The limits a child gets from the bot, between fork and exec (see [`Jail::command`]): its
 /// memory, its CPU time (SIGXCPU at the soft limit, SIGKILL a second later), no core dump,
 /// and on Linux, SIGKILL when the thread that started it (a runtime worker) ends.
-fn limit_child(limits: Limits) -> std::io::Result<()> {
+fn limit_child(limits: JailLimits) -> std::io::Result<()> {
     lower(libc::RLIMIT_AS, limits.memory, limits.memory)?;
     lower(
         libc::RLIMIT_CPU,
@@ -285,7 +285,7 @@ struct Exchanged {
 async fn exchange(
     child: &mut tokio::process::Child,
     bytes: Vec<u8>,
-    limits: Limits,
+    limits: JailLimits,
 ) -> std::io::Result<Exchanged> {
     let missing = || std::io::Error::other("a pipe was not set up");
     let mut stdin = child.stdin.take().ok_or_else(missing)?;
@@ -332,7 +332,7 @@ async fn keep_start(mut from: impl AsyncRead + Unpin, keep: usize) -> Vec<u8> {
 impl Exchanged {
     /// What the child's end means: its text (all of it, or the start when it wrote too much),
     /// the parser's refusal, or how it broke.
-    fn judge(self) -> Result<Parsed, Failure> {
+    fn judge(self) -> Result<Parsed, JailFailure> {
         let text = || String::from_utf8_lossy(&self.out).into_owned();
         if self.over {
             return Ok(Parsed {
@@ -347,14 +347,14 @@ impl Exchanged {
                 whole: true,
             }),
             Some(code) if code == i32::from(REFUSED) => {
-                Err(Failure::Refused(said.chars().take(300).collect()))
+                Err(JailFailure::Refused(said.chars().take(300).collect()))
             }
             _ => {
                 let how = match self.status.signal() {
                     Some(libc::SIGXCPU) => "it ran out of CPU time".to_string(),
                     _ => format!("it ended with {}", self.status),
                 };
-                Err(Failure::Broke(match said.is_empty() {
+                Err(JailFailure::Broke(match said.is_empty() {
                     true => how,
                     false => format!("{how}: {said}"),
                 }))
@@ -418,7 +418,7 @@ mod tests {
     /// A jail whose child is `sh -c script` (the parser's name is `$0`): one second of CPU
     /// time, `timeout` seconds of wall-clock time, `output` bytes of text.
     fn shell(script: &str, timeout: u64, output: usize) -> Jail {
-        let limits = Limits {
+        let limits = JailLimits {
             timeout: Duration::from_secs(timeout),
             memory: 256 << 20,
             cpu_secs: 1,
@@ -437,7 +437,7 @@ mod tests {
             err: &'static str,
             /// A raw wait status: the exit code shifted left by 8, or the signal.
             status: i32,
-            want: Result<Parsed, Failure>,
+            want: Result<Parsed, JailFailure>,
         }
         let read = |text: &str, whole| {
             Ok(Parsed {
@@ -468,7 +468,7 @@ mod tests {
                 over: false,
                 err: "invalid file header\n",
                 status: 3 << 8,
-                want: Err(Failure::Refused("invalid file header".into())),
+                want: Err(JailFailure::Refused("invalid file header".into())),
             },
             Case {
                 name: "a stack overflow aborts",
@@ -476,7 +476,7 @@ mod tests {
                 over: false,
                 err: "thread 'main' has overflowed its stack\nfatal runtime error: stack overflow",
                 status: libc::SIGABRT,
-                want: Err(Failure::Broke(
+                want: Err(JailFailure::Broke(
                     "it ended with signal: 6 (SIGABRT): thread 'main' has overflowed its stack \
                      fatal runtime error: stack overflow"
                         .into(),
@@ -488,7 +488,7 @@ mod tests {
                 over: false,
                 err: "",
                 status: libc::SIGXCPU,
-                want: Err(Failure::Broke("it ran out of CPU time".into())),
+                want: Err(JailFailure::Broke("it ran out of CPU time".into())),
             },
             Case {
                 name: "another exit code, text or not",
@@ -496,7 +496,7 @@ mod tests {
                 over: false,
                 err: "",
                 status: 101 << 8,
-                want: Err(Failure::Broke("it ended with exit status: 101".into())),
+                want: Err(JailFailure::Broke("it ended with exit status: 101".into())),
             },
         ];
         for case in cases {
@@ -517,7 +517,7 @@ mod tests {
         let read = jail.read(Parser::Pdf, b"%PDF".to_vec()).await;
         assert_eq!(
             read,
-            Err(Failure::Broke("it ran past the 2 s timeout".into()))
+            Err(JailFailure::Broke("it ran past the 2 s timeout".into()))
         );
         assert!(started.elapsed() < Duration::from_secs(5));
     }
@@ -537,7 +537,10 @@ mod tests {
     async fn a_spinning_child_runs_out_of_cpu_time() {
         let jail = shell("while :; do :; done", 20, 100);
         let read = jail.read(Parser::Pdf, Vec::new()).await;
-        assert_eq!(read, Err(Failure::Broke("it ran out of CPU time".into())));
+        assert_eq!(
+            read,
+            Err(JailFailure::Broke("it ran out of CPU time".into()))
+        );
     }
 
     #[tokio::test]
@@ -569,10 +572,10 @@ mod tests {
     async fn a_refusal_and_a_missing_program_are_told_apart() {
         let jail = shell("echo 'no PDF header' >&2; exit 3", 20, 100);
         let read = jail.read(Parser::Pdf, Vec::new()).await;
-        assert_eq!(read, Err(Failure::Refused("no PDF header".into())));
+        assert_eq!(read, Err(JailFailure::Refused("no PDF header".into())));
         let mut jail = shell("", 20, 100);
         jail.program = PathBuf::from("/nonexistent/heurist");
         let read = jail.read(Parser::Pdf, Vec::new()).await;
-        assert!(matches!(read, Err(Failure::NotStarted(_))), "{read:?}");
+        assert!(matches!(read, Err(JailFailure::NotStarted(_))), "{read:?}");
     }
 }

@@ -1,7 +1,7 @@
 //! The `remember` tool: saves one short fact the user asked the bot to keep into *their*
 //! personal memory (see [`crate::memory`]). Unlike the other tools it writes to the store, so
 //! it is bounded three ways: it only ever writes the list of the user whose turn calls it
-//! (the [`Keeper`] the turn hands the agent), a fact is one line of at most `max_chars`, and
+//! (the [`MemoryWriter`] the turn hands the agent), a fact is one line of at most `max_chars`, and
 //! where the turn's context holds text a third party wrote (a page, search results, a tool
 //! server's answer, a document, a forwarded message, now or earlier in the chat's window) the
 //! provenance gate ([`crate::provenance`]) has the fact proposed instead: it is saved only
@@ -50,7 +50,7 @@ struct RememberArgs {
 
 /// The memory a turn's `remember` calls write: its user's, and only theirs.
 #[derive(Clone)]
-pub(crate) struct Keeper {
+pub(crate) struct MemoryWriter {
     store: Store,
     user: UserId,
     /// Where the turn is: a fact that waits for the user's ✅ is shown there.
@@ -58,13 +58,15 @@ pub(crate) struct Keeper {
     config: MemoryConfig,
 }
 
-impl std::fmt::Debug for Keeper {
+impl std::fmt::Debug for MemoryWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keeper").field("user", &self.user).finish()
+        f.debug_struct("MemoryWriter")
+            .field("user", &self.user)
+            .finish()
     }
 }
 
-impl Keeper {
+impl MemoryWriter {
     /// The memory of `user`, the asker of the turn in `at`.
     pub(crate) fn new(store: Store, user: UserId, at: Conversation, config: MemoryConfig) -> Self {
         Self {
@@ -156,14 +158,14 @@ mod tests {
     use super::*;
     use crate::agent::output::ERROR_PREFIX;
 
-    fn keeper(dir: &std::path::Path, max_memories: usize) -> Keeper {
+    fn keeper(dir: &std::path::Path, max_memories: usize) -> MemoryWriter {
         let store = Store::open(dir).unwrap();
         let config = MemoryConfig {
             max_memories,
             max_chars: 20,
         };
         let at = Conversation::new(crate::ids::ChatId(7), None);
-        Keeper::new(store, UserId(7), at, config)
+        MemoryWriter::new(store, UserId(7), at, config)
     }
 
     #[test]

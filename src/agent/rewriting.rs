@@ -29,7 +29,7 @@ use crate::learning::rewrite::{self, Example, ToolForms};
 
 /// One argument of a call the bot rewrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub struct ArgumentChange {
     pub argument: String,
     pub from: String,
     pub to: String,
@@ -88,7 +88,7 @@ impl Forms {
     /// `arguments` (a call's JSON) with every argument in an old form rewritten, and what
     /// changed; `None` when nothing does.
     #[must_use]
-    pub fn rewrite(&self, tool: &str, arguments: &str) -> Option<(String, Vec<Change>)> {
+    pub fn rewrite(&self, tool: &str, arguments: &str) -> Option<(String, Vec<ArgumentChange>)> {
         let taught = self.tools.get(tool)?;
         let mut object = parse(arguments)?;
         let mut changes = Vec::new();
@@ -101,7 +101,7 @@ impl Forms {
             };
             if let Some(to) = rewrite::rewrite(examples, &from) {
                 *value = like(value, &to);
-                changes.push(Change {
+                changes.push(ArgumentChange {
                     argument: argument.clone(),
                     from,
                     to,

@@ -1,5 +1,5 @@
 //! The `schedule_task` tool: the model schedules a reminder or a task for the user whose turn
-//! it serves, in the conversation of that turn. The tool is given that turn's [`TaskDesk`]
+//! it serves, in the conversation of that turn. The tool is given that turn's [`TaskScheduler`]
 //! (the owner, the place, the zone, the caps): the model names what and when, never whose or
 //! where. Every refusal is a result the model can relay ("the user already has 20 tasks").
 
@@ -58,7 +58,7 @@ struct Args {
 
 /// What a turn's `schedule_task` calls act for: whose tasks, where, read in which zone.
 #[derive(Clone)]
-pub(crate) struct TaskDesk {
+pub(crate) struct TaskScheduler {
     pub store: Store,
     pub owner: UserId,
     pub at: Conversation,
@@ -66,10 +66,10 @@ pub(crate) struct TaskDesk {
     pub caps: Caps,
 }
 
-/// The desk without its store handle, which has nothing to show.
-impl std::fmt::Debug for TaskDesk {
+/// The scheduler without its store handle, which has nothing to show.
+impl std::fmt::Debug for TaskScheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskDesk")
+        f.debug_struct("TaskScheduler")
             .field("owner", &self.owner)
             .field("at", &self.at)
             .field("zone", &self.zone)
@@ -78,7 +78,7 @@ impl std::fmt::Debug for TaskDesk {
     }
 }
 
-impl TaskDesk {
+impl TaskScheduler {
     /// The caps of `config`.
     pub(crate) fn caps(config: &TasksConfig) -> Caps {
         Caps {
@@ -221,9 +221,9 @@ mod tests {
     /// 2026-01-05 00:00 UTC.
     const NOW: i64 = 1_767_571_200;
 
-    /// User 7's desk in their private chat, in UTC: two tasks, none more often than 15 minutes.
-    fn desk(dir: &std::path::Path) -> TaskDesk {
-        TaskDesk {
+    /// User 7's scheduler in their private chat, in UTC: two tasks, none more often than 15 minutes.
+    fn desk(dir: &std::path::Path) -> TaskScheduler {
+        TaskScheduler {
             store: Store::open(dir).unwrap(),
             owner: UserId(7),
             at: Conversation::new(ChatId(7), None),

@@ -45,7 +45,7 @@ struct Hit {
 }
 
 #[derive(Deserialize)]
-struct Answer {
+struct SearchAnswer {
     #[serde(default)]
     results: Vec<Hit>,
 }
@@ -134,7 +134,7 @@ impl WebSearch {
 
 /// The results of a SearXNG JSON answer.
 fn parse(body: &[u8]) -> Result<Vec<Hit>, String> {
-    serde_json::from_slice::<Answer>(body)
+    serde_json::from_slice::<SearchAnswer>(body)
         .map(|answer| answer.results)
         .map_err(|e| format!("the search engine sent an answer that is not SearXNG JSON: {e}"))
 }

@@ -23,7 +23,7 @@ use crate::agent::audio::measured_seconds;
 use crate::agent::document::{
     DocumentKind, Unreadable, document_kind, document_message, non_empty, text_file,
 };
-use crate::agent::jail::{Failure, Parser};
+use crate::agent::jail::{JailFailure, Parser};
 use crate::agent::output::cut;
 use crate::llm::Usage;
 use crate::store::{Attachment, AttachmentKind, InboxState};
@@ -229,9 +229,9 @@ async fn read_pdf(turn: &Turn, bytes: Vec<u8>) -> Result<(String, bool), String>
     let unreadable = |why: Unreadable| texts::document_unreadable(&why.to_string());
     match turn.app.jail().read(Parser::Pdf, bytes).await {
         Ok(parsed) => Ok((non_empty(parsed.text).map_err(unreadable)?, parsed.whole)),
-        Err(Failure::Refused(why)) => Err(unreadable(Unreadable::Pdf(why))),
-        Err(Failure::Broke(_)) => Err(texts::PDF_TOO_COMPLEX.to_string()),
-        Err(Failure::NotStarted(_)) => Err(texts::PDF_READER_DOWN.to_string()),
+        Err(JailFailure::Refused(why)) => Err(unreadable(Unreadable::Pdf(why))),
+        Err(JailFailure::Broke(_)) => Err(texts::PDF_TOO_COMPLEX.to_string()),
+        Err(JailFailure::NotStarted(_)) => Err(texts::PDF_READER_DOWN.to_string()),
     }
 }
 

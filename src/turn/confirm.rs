@@ -8,7 +8,7 @@ use super::messenger::Keyboard;
 use super::state::Turn;
 use super::task_desk::desk_for;
 use crate::agent::proposing::Proposed;
-use crate::agent::remember::Keeper;
+use crate::agent::remember::MemoryWriter;
 use crate::app::App;
 use crate::conversation::Conversation;
 use crate::ids::{ChatId, UserId};
@@ -74,7 +74,7 @@ fn make(app: &App, proposal: Proposal) -> Result<&'static str, String> {
             if !config.enabled() {
                 return Err(texts::MEMORY_OFF.to_string());
             }
-            let keeper = Keeper::new(app.store().clone(), proposal.user, at, config);
+            let keeper = MemoryWriter::new(app.store().clone(), proposal.user, at, config);
             keeper.save(&fact).map(|_| texts::FACT_SAVED)
         }
         ProposedChange::Task(task) => {

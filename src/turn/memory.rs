@@ -4,19 +4,19 @@
 //! asker's memory for `remember` to write.
 
 use super::state::Turn;
-use crate::agent::remember::Keeper;
+use crate::agent::remember::MemoryWriter;
 use crate::llm::ChatMessage;
 use crate::memory::{block, without_memory};
 
 /// The memory `remember` writes in this turn: the asker's; none when memory is off. Someone
 /// else's words (a forwarded message, a document) only propose a fact, for the asker's ✅
 /// (see [`crate::provenance`]).
-pub(super) fn keeper(turn: &Turn) -> Option<Keeper> {
+pub(super) fn keeper(turn: &Turn) -> Option<MemoryWriter> {
     let config = turn.app.config().memory;
     let user = turn.input.request.user;
     config
         .enabled()
-        .then(|| Keeper::new(turn.app.store().clone(), user, turn.at(), config))
+        .then(|| MemoryWriter::new(turn.app.store().clone(), user, turn.at(), config))
 }
 
 /// `content` with the asker's facts in front of it (as it is, when they have none or memory is

@@ -3,7 +3,7 @@
 //! caps.
 
 use super::state::Turn;
-use crate::agent::scheduling::TaskDesk;
+use crate::agent::scheduling::TaskScheduler;
 use crate::app::App;
 use crate::conversation::Conversation;
 use crate::ids::UserId;
@@ -26,17 +26,17 @@ pub(crate) fn bot_zone(app: &App) -> chrono_tz::Tz {
 }
 
 /// What `schedule_task` acts for in `turn`: its user's tasks, in its conversation.
-pub(super) fn desk(turn: &Turn) -> TaskDesk {
+pub(super) fn desk(turn: &Turn) -> TaskScheduler {
     desk_for(&turn.app, turn.input.request.user, turn.at())
 }
 
 /// `user`'s tasks in `at`, read in their zone, within the caps.
-pub(super) fn desk_for(app: &App, user: UserId, at: Conversation) -> TaskDesk {
-    TaskDesk {
+pub(super) fn desk_for(app: &App, user: UserId, at: Conversation) -> TaskScheduler {
+    TaskScheduler {
         store: app.store().clone(),
         owner: user,
         at,
         zone: zone_of(app, user),
-        caps: TaskDesk::caps(&app.config().tasks),
+        caps: TaskScheduler::caps(&app.config().tasks),
     }
 }

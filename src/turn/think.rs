@@ -16,7 +16,7 @@ use super::retry;
 use super::state::Turn;
 use super::visibility::{record_visible, set_state};
 use crate::agent::rewriting::Forms;
-use crate::agent::{AgentEvent, Seat, TurnResult, TurnStatus, is_configuration_error};
+use crate::agent::{AgentEvent, ToolContext, TurnResult, TurnStatus, is_configuration_error};
 use crate::provenance::Provenance;
 use crate::store::InboxState;
 use crate::texts::turn::SETUP_BROKEN;
@@ -41,7 +41,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
     let forms = forms(turn, &offered);
     let lessons = turn.app.learning().tool_lessons(&offered);
     let needed = needed(turn, &prompt, &lessons, &forms);
-    let seat = Seat {
+    let seat = ToolContext {
         forms,
         needed,
         caller: prompt.caller,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::context::{Checked, Context};
 use super::report::Line;
-use crate::agent::jail::{Failure, Jail, Parser};
+use crate::agent::jail::{Jail, JailFailure, Parser};
 use crate::sizes::{Unit, megabytes};
 use crate::store::backup;
 use crate::store::compaction::{CompactionPolicy, peek};
@@ -155,9 +155,9 @@ pub(super) fn pdf_reader<'a>(context: &'a Context<'a>) -> Checked<'a> {
                 ),
             ),
             Ok(parsed) => failed(&format!("it read {:?}", parsed.text.trim())),
-            Err(Failure::Refused(why) | Failure::Broke(why) | Failure::NotStarted(why)) => {
-                failed(&why)
-            }
+            Err(
+                JailFailure::Refused(why) | JailFailure::Broke(why) | JailFailure::NotStarted(why),
+            ) => failed(&why),
         };
         vec![line]
     })

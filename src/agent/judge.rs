@@ -1,0 +1,334 @@
+//! Judging a completion: what it calls for next ([`NextStep`]). An empty answer, a repeated
+//! call that already answered, an answer that only gives back what the model was shown (see
+//! [`parrot`]) or one made without the tool this kind of message needs is asked again, within
+//! limits; then no answer is coming.
+
+use crate::llm::{ChatMessage, Completion};
+
+use super::calls;
+use super::progress::TurnProgress;
+use super::{parrot, tools};
+
+/// What a completion, just appended to the conversation, calls for.
+#[derive(Debug, PartialEq)]
+pub(super) enum NextStep {
+    /// Its tool calls run, then the model is called again.
+    RunTools,
+    /// The answer was asked for once more: the model is called again.
+    AskedAgain,
+    /// It is the final answer.
+    Answered,
+    /// No answer is coming.
+    NoAnswer,
+}
+
+impl TurnProgress {
+    /// Judges `completion`, the conversation's last message. An empty answer, or calling
+    /// again exactly what already answered in this turn (a weak model's loop:
+    /// Qwen2.5-Coder-1.5B called the weather tool three times, then told the user the tool
+    /// gave no output), asks once more for the answer from what the tools returned; the
+    /// repeated call is dropped. Asked again, tool calls or silence mean no answer is coming.
+    pub(super) fn judge(&mut self, completion: &Completion) -> NextStep {
+        let calls_tools = !completion.tool_calls.is_empty();
+        let silent =
+            completion.content.trim().is_empty() || calls::echoes_the_bot(&completion.content);
+        let repeats_answered = calls_tools
+            && completion.tool_calls.iter().all(|call| {
+                self.calls
+                    .answered(&call.function.name, &call.function.arguments)
+            });
+        if !self.asked_again && repeats_answered {
+            tracing::info!(
+                "the model repeated a call that already answered; asking for the answer"
+            );
+            self.conversation.pop();
+            self.ask_for_the_answer();
+            return NextStep::AskedAgain;
+        }
+        if !calls_tools && silent {
+            if !self.asked_again {
+                self.ask_for_the_answer();
+                return NextStep::AskedAgain;
+            }
+            return NextStep::NoAnswer;
+        }
+        if self.asked_again && calls_tools {
+            self.conversation.pop();
+            return NextStep::NoAnswer;
+        }
+        if calls_tools {
+            return NextStep::RunTools;
+        }
+        if let Some(parrot) = self.parrot_of(&completion.content) {
+            tracing::info!(
+                ?parrot,
+                "the answer only gave back what the model was shown"
+            );
+            self.conversation.pop();
+            return self.parroted(parrot);
+        }
+        if self.result.tools_used.is_empty() && !self.asked_again && !self.needed.is_empty() {
+            // A small model answered "20 units in the warehouse" without asking the tool that
+            // earlier tasks of this kind needed (Qwen2.5-Coder-1.5B, issue 34): once, it is
+            // asked to call it, without its made-up answer in view.
+            let tool = std::mem::take(&mut self.needed).remove(0);
+            tracing::info!(
+                tool,
+                "the answer used no tool this kind of message needs; asking to call it"
+            );
+            self.conversation.pop();
+            self.conversation
+                .push(ChatMessage::user(calls::use_the_tool(&tool)));
+            self.asked_to_use = true;
+            return NextStep::AskedAgain;
+        }
+        if self.result.tools_used.is_empty()
+            && self.asked_to_use
+            && !self.alone
+            && self.turn_start > 1
+        {
+            // Asked to call it, the model answered from the chat's history again ("The stock
+            // level for item 31 is 0 units", Qwen2.5-Coder-1.5B in one chat): once more with
+            // the question alone, where it calls the tool as in a fresh chat.
+            tracing::info!("the answer still used no tool; asking with the question alone");
+            self.conversation.pop();
+            self.ask_alone();
+            return NextStep::AskedAgain;
+        }
+        NextStep::Answered
+    }
+
+    /// After an answer that only gave back what the model was shown (it was taken off the
+    /// conversation): asked again once with what the turn has (a described call: to make
+    /// it), then, where the chat's history is what it may be copying and no call of the turn
+    /// has worked yet, once with the question alone; then no answer is coming (the user gets the honest note and 🔁 Retry).
+    fn parroted(&mut self, parrot: parrot::Parrot) -> NextStep {
+        self.parrot_asks += 1;
+        match self.parrot_asks {
+            1 => {
+                let ask = match parrot {
+                    // Not once the tools were taken away to ask for the answer.
+                    parrot::Parrot::DescribedCall if !self.asked_again => {
+                        calls::MAKE_THE_CALL_PROMPT.to_string()
+                    }
+                    _ => {
+                        calls::answer_from_result(&self.conversation, &self.result.admin_only_calls)
+                            .unwrap_or_else(|| calls::NOT_AN_ANSWER_PROMPT.to_string())
+                    }
+                };
+                self.conversation.push(ChatMessage::user(ask));
+                NextStep::AskedAgain
+            }
+            // Not once a call of this turn worked: the question alone drops its result, and
+            // the model would make the call again (a task scheduled twice, a fact stored twice).
+            2 if self.turn_start > 1 && !self.alone && self.calls_that_worked().is_empty() => {
+                tracing::info!("asking once more with the question alone, without the history");
+                self.ask_alone();
+                NextStep::AskedAgain
+            }
+            _ => NextStep::NoAnswer,
+        }
+    }
+
+    /// What `answer` only gives back of the turn's context (see [`parrot`]), if anything.
+    fn parrot_of(&self, answer: &str) -> Option<parrot::Parrot> {
+        let mut given = self.given.clone();
+        given.errors = self.conversation[self.turn_start..]
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { content, .. } => content.strip_prefix(tools::ERROR_PREFIX),
+                _ => None,
+            })
+            .map(str::to_string)
+            .collect();
+        // A tool counts as called once a call to it worked: an answer that describes a call
+        // that failed is still telling the user how to call it.
+        given.results = self.calls_that_worked();
+        given.called_tools = given.results.iter().map(|w| w.tool.clone()).collect();
+        parrot::parroted(answer, &given)
+    }
+
+    /// The calls of this turn whose result was not an error, with what they gave.
+    fn calls_that_worked(&self) -> Vec<parrot::Worked> {
+        let turn = &self.conversation[self.turn_start..];
+        let output = |id: &str| {
+            turn.iter().find_map(|m| match m {
+                ChatMessage::Tool {
+                    tool_call_id,
+                    content,
+                } if tool_call_id == id && !content.starts_with(tools::ERROR_PREFIX) => {
+                    Some(content.clone())
+                }
+                _ => None,
+            })
+        };
+        turn.iter()
+            .filter_map(|m| match m {
+                ChatMessage::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|call| {
+                Some(parrot::Worked {
+                    tool: call.function.name.clone(),
+                    arguments: call.function.arguments.clone(),
+                    output: output(&call.id)?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{ANSWER_NOW_PROMPT, ToolContext, rewriting};
+    use crate::llm::{FunctionCall, ToolCall, Usage};
+    use crate::provenance::Provenance;
+    use crate::role::Caller;
+
+    /// A user's tool context in their private chat, with no lessons, tasks or memory.
+    fn test_context() -> ToolContext {
+        ToolContext {
+            caller: Caller::new(crate::role::Role::User, crate::ids::ChatId(1)),
+            lessons: std::collections::HashMap::new(),
+            tasks: None,
+            memory: None,
+            provenance: Provenance {
+                message: crate::provenance::Message::Own,
+                read_external: false,
+                history_external: false,
+            },
+            forms: rewriting::Forms::default(),
+            needed: Vec::new(),
+        }
+    }
+
+    /// What each completion calls for, and what it leaves at the end of the conversation.
+    #[test]
+    fn judging_completions() {
+        struct Case {
+            name: &'static str,
+            asked_again: bool,
+            /// A call to `weather` with `{}` that already answered in the turn.
+            weather_answered: bool,
+            content: &'static str,
+            calls: &'static [&'static str],
+            verdict: NextStep,
+            /// The conversation's last message, after the prompt and the user's "q".
+            last: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "an answer is final",
+                asked_again: false,
+                weather_answered: false,
+                content: "sunny",
+                calls: &[],
+                verdict: NextStep::Answered,
+                last: "sunny",
+            },
+            Case {
+                name: "tool calls run",
+                asked_again: false,
+                weather_answered: false,
+                content: "",
+                calls: &["weather"],
+                verdict: NextStep::RunTools,
+                last: "",
+            },
+            Case {
+                name: "an empty answer asks once more",
+                asked_again: false,
+                weather_answered: false,
+                content: "  ",
+                calls: &[],
+                verdict: NextStep::AskedAgain,
+                last: ANSWER_NOW_PROMPT,
+            },
+            Case {
+                name: "repeating an answered call asks for the answer, the call dropped",
+                asked_again: false,
+                weather_answered: true,
+                content: "",
+                calls: &["weather"],
+                verdict: NextStep::AskedAgain,
+                last: ANSWER_NOW_PROMPT,
+            },
+            Case {
+                name: "a new call after an answered one runs",
+                asked_again: false,
+                weather_answered: true,
+                content: "",
+                calls: &["weather", "current_time"],
+                verdict: NextStep::RunTools,
+                last: "",
+            },
+            Case {
+                name: "asked again, an answer is final",
+                asked_again: true,
+                weather_answered: false,
+                content: "sunny",
+                calls: &[],
+                verdict: NextStep::Answered,
+                last: "sunny",
+            },
+            Case {
+                name: "asked again, silence is no answer",
+                asked_again: true,
+                weather_answered: false,
+                content: "",
+                calls: &[],
+                verdict: NextStep::NoAnswer,
+                last: "",
+            },
+            Case {
+                name: "asked again, tool calls are no answer and dropped",
+                asked_again: true,
+                weather_answered: false,
+                content: "",
+                calls: &["weather"],
+                verdict: NextStep::NoAnswer,
+                last: ANSWER_NOW_PROMPT,
+            },
+        ];
+        for case in cases {
+            let mut turn = TurnProgress::new(
+                vec![ChatMessage::system("s")],
+                &ChatMessage::user("q"),
+                &test_context(),
+            );
+            if case.weather_answered {
+                turn.calls.record("weather", "{}", "cloudy");
+            }
+            if case.asked_again {
+                turn.ask_for_the_answer();
+            }
+            let completion = Completion {
+                content: case.content.to_string(),
+                tool_calls: case
+                    .calls
+                    .iter()
+                    .map(|name| ToolCall {
+                        id: format!("call_{name}"),
+                        kind: "function".to_string(),
+                        function: FunctionCall {
+                            name: name.to_string(),
+                            arguments: "{}".to_string(),
+                        },
+                    })
+                    .collect(),
+                finish_reason: None,
+                usage: Usage::default(),
+            };
+            turn.conversation.push(completion.message());
+            assert_eq!(turn.judge(&completion), case.verdict, "case {}", case.name);
+            let last = match turn.conversation.last() {
+                Some(ChatMessage::User { content }) => content.text().to_string(),
+                Some(ChatMessage::Assistant { content, .. }) => content.clone(),
+                other => panic!("case {}: {other:?}", case.name),
+            };
+            assert_eq!(last, case.last, "case {}", case.name);
+        }
+    }
+}

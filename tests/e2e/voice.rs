@@ -168,9 +168,15 @@ async fn a_voice_note_is_answered_by_text_then_once_by_a_voice_note() {
     assert_eq!(body["input"], "you said: What is the capital of France?");
     assert_eq!(auth.as_deref(), Some("Bearer sk-tts-secret"));
     // Charged by characters: 40 spoken, 10 tokens, beside the agent's 110 and the transcript's.
+    // The charge lands once `sendVoice` has answered, a moment after the fake saw the call.
     let alice = heurist::ids::UserId(ALICE as u64);
-    let used = h.app().store().usage().user_tokens_today(alice);
-    assert_eq!(used, 110 + 11 + 10);
+    let used = || h.app().store().usage().user_tokens_today(alice);
+    let charged = 110 + 11 + 10;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while used() < charged && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(used(), charged);
 
     // A typed message is answered in text only.
     h.tg.send_text(ALICE, "and now in writing");

@@ -3,8 +3,8 @@
 //! reinforces it), and eviction when the store is full (see the module doc of [`super`],
 //! *Scoring and forgetting* and *Trust*).
 
-use super::heuristics::{Heuristic, HeuristicEntry, Origin, ReviewState, acceptable};
 use super::lesson_set::LessonSet;
+use super::lessons::{Lesson, NewLesson, Origin, ReviewState, acceptable};
 use super::{LearnReport, Learning, Source, echo, grounding, now};
 use crate::budget::Payer;
 use crate::config::Review;
@@ -46,15 +46,15 @@ struct Candidate {
 }
 
 impl Learning {
-    /// Stores what a reflection extracted. A text that repeats a known heuristic (word-set
+    /// Stores what a reflection extracted. A text that repeats a known lesson (word-set
     /// Jaccard at `dedup_threshold`, or embedding cosine at 0.92, across all skills) reinforces
-    /// it, if the source is trusted; anything else is a new heuristic, pending review when
+    /// it, if the source is trusted; anything else is a new lesson, pending review when
     /// `review` says so. A full store forgets first (see the module doc). The texts'
-    /// embeddings are charged to nobody: this is how heuristics are seeded (a reflection
+    /// embeddings are charged to nobody: this is how lessons are seeded (a reflection
     /// learns through [`Learning::learn_for`]).
     pub async fn learn(
         &self,
-        entries: Vec<HeuristicEntry>,
+        entries: Vec<NewLesson>,
         source: &Source,
     ) -> anyhow::Result<LearnReport> {
         self.learn_for(entries, source, &self.ledger.payer(None, None))
@@ -64,7 +64,7 @@ impl Learning {
     /// [`Learning::learn`], with the texts' embeddings charged to `payer`.
     pub(crate) async fn learn_for(
         &self,
-        entries: Vec<HeuristicEntry>,
+        entries: Vec<NewLesson>,
         source: &Source,
         payer: &Payer,
     ) -> anyhow::Result<LearnReport> {
@@ -100,7 +100,7 @@ impl Learning {
     /// under; the rest are counted as dropped.
     fn acceptable_lessons(
         &self,
-        entries: Vec<HeuristicEntry>,
+        entries: Vec<NewLesson>,
         source: &Source,
         report: &mut LearnReport,
     ) -> Vec<Candidate> {
@@ -140,7 +140,7 @@ impl Learning {
         fresh
     }
 
-    /// Stores `lesson` as a new heuristic, pending review if the configuration asks it of
+    /// Stores `lesson` as a new lesson, pending review if the configuration asks it of
     /// `source`, making room first.
     fn add(
         &self,
@@ -165,7 +165,7 @@ impl Learning {
             outcome: source.outcome.clone(),
             external: source.external,
         };
-        let id = self.store.learning().new_heuristic_id()?;
+        let id = self.store.learning().new_lesson_id()?;
         let Candidate {
             text,
             skill,
@@ -174,14 +174,14 @@ impl Learning {
         } = lesson;
         // A lesson about a tool, from a task's evidence, is on probation until shown to work.
         let probation = tool.is_some() && source.grounds.is_some();
-        let heuristic = Heuristic {
+        let lesson = Lesson {
             vector,
             tool,
             probation,
-            ..Heuristic::learned(id, skill, text, review, origin, now())
+            ..Lesson::learned(id, skill, text, review, origin, now())
         };
-        tracing::info!(id = heuristic.id, skill = ?heuristic.skill, pending, "learned a heuristic");
-        memory.put(&self.store, heuristic)?;
+        tracing::info!(id = lesson.id, skill = ?lesson.skill, pending, "learned a heuristic");
+        memory.put(&self.store, lesson)?;
         report.added += 1;
         report.pending += usize::from(pending);
         Ok(())
@@ -207,7 +207,7 @@ impl Learning {
         (own >= self.config.min_skill_score && own >= best).then(|| name.clone())
     }
 
-    /// The cap on heuristics in review state `review`.
+    /// The cap on lessons in review state `review`.
     fn cap(&self, review: ReviewState) -> usize {
         match review {
             ReviewState::Approved => self.config.max_heuristics,
@@ -216,7 +216,7 @@ impl Learning {
         .max(1)
     }
 
-    /// Forgets heuristics of review state `review` (and only those), least useful first, until
+    /// Forgets lessons of review state `review` (and only those), least useful first, until
     /// one more fits under its cap; `keep` is never forgotten. Returns how many went.
     pub(super) fn make_room(
         &self,

@@ -4,49 +4,49 @@
 
 use std::collections::HashMap;
 
-use super::heuristics::{Heuristic, ReviewState};
 use super::index::Index;
+use super::lessons::{Lesson, ReviewState};
 use super::text::{cosine, text_similarity};
 use super::utility::eviction_order;
 use crate::store::Store;
 
-/// Cosine similarity of two heuristics' embeddings at which they count as the same lesson.
+/// Cosine similarity of two lessons' embeddings at which they count as the same lesson.
 const DUPLICATE_COSINE: f32 = 0.92;
 
-/// The heuristics in memory: every record, and the index retrieval scores.
+/// The lessons in memory: every record, and the index retrieval scores.
 #[derive(Default)]
 pub(super) struct LessonSet {
-    pub(super) records: HashMap<u64, Heuristic>,
+    pub(super) records: HashMap<u64, Lesson>,
     pub(super) index: Index,
 }
 
 impl LessonSet {
     /// The set of `lessons` as loaded from the store.
-    pub(super) fn load(lessons: impl IntoIterator<Item = Heuristic>) -> Self {
+    pub(super) fn load(lessons: impl IntoIterator<Item = Lesson>) -> Self {
         let mut set = Self::default();
-        for heuristic in lessons {
-            set.index.insert(heuristic.id, &heuristic.text);
-            set.records.insert(heuristic.id, heuristic);
+        for lesson in lessons {
+            set.index.insert(lesson.id, &lesson.text);
+            set.records.insert(lesson.id, lesson);
         }
         set
     }
 
-    pub(super) fn put(&mut self, store: &Store, heuristic: Heuristic) -> anyhow::Result<()> {
-        store.learning().put_heuristic(&heuristic)?;
-        if !self.records.contains_key(&heuristic.id) {
-            self.index.insert(heuristic.id, &heuristic.text);
+    pub(super) fn put(&mut self, store: &Store, lesson: Lesson) -> anyhow::Result<()> {
+        store.learning().put_lesson(&lesson)?;
+        if !self.records.contains_key(&lesson.id) {
+            self.index.insert(lesson.id, &lesson.text);
         }
-        self.records.insert(heuristic.id, heuristic);
+        self.records.insert(lesson.id, lesson);
         Ok(())
     }
 
     pub(super) fn remove(&mut self, store: &Store, id: u64) -> anyhow::Result<bool> {
-        let existed = store.learning().delete_heuristic(id)?;
+        let existed = store.learning().delete_lesson(id)?;
         self.index.remove(id);
         Ok(self.records.remove(&id).is_some() || existed)
     }
 
-    /// The known heuristic that `text` (embedded as `vector`, if it could be) repeats: the
+    /// The known lesson that `text` (embedded as `vector`, if it could be) repeats: the
     /// closest of those sharing words with it at `threshold` (word-set Jaccard) or, with
     /// embeddings, at [`DUPLICATE_COSINE`]; ties go to the older.
     pub(super) fn duplicate_of(
@@ -99,7 +99,7 @@ impl LessonSet {
             return None;
         }
         same()
-            .map(Heuristic::age)
+            .map(Lesson::age)
             .min_by(eviction_order)
             .map(|age| age.id)
     }
@@ -110,8 +110,8 @@ mod tests {
     use super::*;
     use crate::store::Origin;
 
-    fn lesson(id: u64, text: &str, review: ReviewState) -> Heuristic {
-        Heuristic::learned(
+    fn lesson(id: u64, text: &str, review: ReviewState) -> Lesson {
+        Lesson::learned(
             id,
             None,
             text.into(),
@@ -121,7 +121,7 @@ mod tests {
         )
     }
 
-    fn set(lessons: Vec<Heuristic>) -> LessonSet {
+    fn set(lessons: Vec<Lesson>) -> LessonSet {
         LessonSet::load(lessons)
     }
 

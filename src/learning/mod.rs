@@ -1,39 +1,39 @@
-//! Reflective learning: skills matched to each message, heuristics learned from finished tasks
+//! Reflective learning: skills matched to each message, lessons learned from finished tasks
 //! (after a task, the model names what would help next time), retrieved for the later tasks
 //! they fit, and scored by what happened to the answers they shaped.
 //!
 //! # Retrieval
-//! Every turn scores every eligible heuristic against the user's message plus the names of the
+//! Every turn scores every eligible lesson against the user's message plus the names of the
 //! matched skills ([`index`]: BM25, fused with embedding cosine when
-//! `learning.embedding_model` is set). A heuristic is eligible when it is approved (see
+//! `learning.embedding_model` is set). A lesson is eligible when it is approved (see
 //! *Trust*) and its proven usefulness ([`utility`]) is at least `min_utility`; it fits when its
 //! BM25 reaches `min_relevance` (about one distinctive shared word), when it is filed under a
 //! matched skill, or, with embeddings, when its cosine reaches `min_similarity`; and it must
-//! fit at least half as well as the best fitting one, so a heuristic sharing one common word
+//! fit at least half as well as the best fitting one, so a lesson sharing one common word
 //! does not ride along with one about the message's subject. The fitting ones are ranked by
-//! fit × (utility + exploration bonus), general and skill heuristics in one list, and the best
-//! `max_injected` are injected. Lessons about a tool (see [`Heuristic::tool`]) also fit a
+//! fit × (utility + exploration bonus), general and skill lessons in one list, and the best
+//! `max_injected` are injected. Lessons about a tool (see [`Lesson::tool`]) also fit a
 //! message that is likely to call that tool, when the turn offers it ([`likely_tools`]), and
 //! come first: "what is the status of support case 77" shares no word with "write ticket ids
-//! as TCK- and six digits", but it fits the ticket tool. A message that nothing fits gets no heuristics. The ranking is a pure
+//! as TCK- and six digits", but it fits the ticket tool. A message that nothing fits gets no lessons. The ranking is a pure
 //! function of the store and the message (ties by id), so the same store and message give the
 //! same prompt bytes.
 //!
 //! # Scoring and forgetting
-//! A turn that carried a heuristic counts for it (or, if the turn went badly, against it); a
+//! A turn that carried a lesson counts for it (or, if the turn went badly, against it); a
 //! 👍 or 👎 on such an answer counts fully; being learned again from a trusted task counts
 //! half. At `max_heuristics` the least useful goes, then the least recently injected, then
-//! the oldest. Pending heuristics (see *Trust*) have a cap of their own, `max_pending`: a new
+//! the oldest. Pending lessons (see *Trust*) have a cap of their own, `max_pending`: a new
 //! pending one evicts only pending ones, in the same order, so a flood of untrusted lessons
 //! can never push out an approved one; approved ones count against `max_heuristics` only.
 //!
 //! # Trust
-//! Heuristics are shared by all users, so a web page must not be able to plant one. With
-//! `review = "external"` (the default) a heuristic learned from a turn whose context held text
+//! Lessons are shared by all users, so a web page must not be able to plant one. With
+//! `review = "external"` (the default) a lesson learned from a turn whose context held text
 //! a third party wrote (fetched pages, search results, MCP tool output) is stored *pending*:
 //! never injected until an admin approves it in `/heuristics pending`. Such a turn never
-//! reinforces a known heuristic either. `"all"` holds every new heuristic for review; `"none"`
-//! none. Heuristics with personal data or links are never stored ([`personal`]).
+//! reinforces a known lesson either. `"all"` holds every new lesson for review; `"none"`
+//! none. Lessons with personal data or links are never stored ([`personal`]).
 //!
 //! # Where the learned block lives, and why
 //! Matched skills' instructions and the `## Learned Heuristics` section are prepended to the
@@ -50,10 +50,10 @@ pub mod block;
 pub mod echo;
 mod embedding;
 pub mod grounding;
-pub mod heuristics;
 pub mod index;
 mod learn;
 mod lesson_set;
+pub mod lessons;
 mod likely_tools;
 pub mod personal;
 pub mod probation;
@@ -84,20 +84,20 @@ use crate::budget::Ledger;
 use crate::config::{LearningConfig, LlmConfig, MaxTokensField};
 use crate::llm::LlmClient;
 use crate::store::Store;
-use heuristics::Heuristic;
 use lesson_set::LessonSet;
+use lessons::Lesson;
 use skill_match::SkillIndex;
 use skills::Skill;
 
 /// What learning adds to one turn.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct TurnContext {
-    /// Skills' instructions and learned heuristics; empty when there are none.
+    /// Skills' instructions and learned lessons; empty when there are none.
     pub preamble: String,
     /// Names of the matched skills.
     pub skills: Vec<String>,
-    /// Ids of the heuristics injected (what the turn's outcome and 👍/👎 will score).
-    pub heuristics: Vec<u64>,
+    /// Ids of the lessons injected (what the turn's outcome and 👍/👎 will score).
+    pub lessons: Vec<u64>,
     /// Their texts, in the order injected.
     pub texts: Vec<String>,
 }
@@ -112,7 +112,7 @@ impl TurnContext {
     }
 }
 
-/// Where a reflection's heuristics come from.
+/// Where a reflection's lessons come from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Source {
     /// How the task went, in the words the reflection prompt got.
@@ -137,20 +137,20 @@ pub struct Source {
 /// What one reflection changed.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct LearnReport {
-    /// New heuristics stored (of them, `pending` wait for review).
+    /// New lessons stored (of them, `pending` wait for review).
     pub added: usize,
     pub pending: usize,
     pub reinforced: usize,
     /// Empty, overlong or personal texts, echoes of the task's context blocks, and untrusted
-    /// repetitions of known heuristics.
+    /// repetitions of known lessons.
     pub dropped: usize,
     pub evicted: usize,
 }
 
-/// A heuristic as `/heuristics` lists it.
+/// A lesson as `/heuristics` lists it.
 #[derive(Debug, Clone)]
 pub struct Listed {
-    pub heuristic: Heuristic,
+    pub lesson: Lesson,
     pub utility: f32,
 }
 
@@ -165,7 +165,7 @@ pub struct Learning {
     ledger: Ledger,
     /// Skill embeddings, computed on first use; `None` inside when that failed.
     skill_vectors: OnceCell<Option<Vec<Vec<f32>>>>,
-    /// Learned heuristics; every change is written to sled under the write lock.
+    /// Learned lessons; every change is written to sled under the write lock.
     memory: RwLock<LessonSet>,
     /// Bounds concurrent reflections.
     reflection_slots: Semaphore,
@@ -181,7 +181,7 @@ fn now() -> i64 {
 }
 
 impl Learning {
-    /// Loads the skills and the heuristics stored in sled into memory.
+    /// Loads the skills and the lessons stored in sled into memory.
     pub fn new(
         config: LearningConfig,
         llm_config: &LlmConfig,
@@ -190,7 +190,7 @@ impl Learning {
         ledger: Ledger,
     ) -> Self {
         let skills = skills::load_skills(&config.skills_dir);
-        let memory = LessonSet::load(store.learning().heuristics());
+        let memory = LessonSet::load(store.learning().lessons());
         Self {
             skill_index: SkillIndex::new(&skills),
             reflection_slots: Semaphore::new(config.max_concurrent_reflections.max(1)),

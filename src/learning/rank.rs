@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use super::heuristics::{Heuristic, ReviewState, format_heuristics_section};
 use super::lesson_set::LessonSet;
+use super::lessons::{Lesson, ReviewState, format_lessons_section};
 use super::skills::Skill;
 use super::text::cosine;
 use super::utility::exploration_bonus;
@@ -21,14 +21,14 @@ fn specificity_weight(text: &str) -> f32 {
     0.5 + 0.5 * quality::specificity(text)
 }
 
-/// A fitting heuristic is injected only if it fits at least this share as well as the best.
+/// A fitting lesson is injected only if it fits at least this share as well as the best.
 const RELATIVE_FIT: f32 = 0.5;
 
 impl Learning {
     /// The skills that fit `message`, best first: those its words give `min_skill_score` of
     /// evidence for ([`skill_match`]), or, with an embeddings model, whose similarity reaches
     /// `min_similarity`; ranked by evidence, fused with similarity when there is a model. The
-    /// turn gets its skills with its heuristics ([`Self::context_for`]); this is for measuring.
+    /// turn gets its skills with its lessons ([`Self::context_for`]); this is for measuring.
     #[cfg(test)]
     pub(crate) async fn match_skills(&self, message: &str) -> Vec<&Skill> {
         let query = self
@@ -77,7 +77,7 @@ impl Learning {
             .collect()
     }
 
-    /// Skills and heuristics for a turn on `message`, given the history window it extends
+    /// Skills and lessons for a turn on `message`, given the history window it extends
     /// and the `tools` the turn offers; the message's embedding is charged to `payer`.
     pub(crate) async fn context_for(
         &self,
@@ -122,22 +122,22 @@ impl Learning {
         // even when the message shares no word with them ("check ticket 5127" and "write
         // desk ids as TCK-"); the rest of the block is the best fitting lessons.
         let mut chosen = self.likely_tool_lessons(message, tools);
-        for heuristic in self.retrieve(&query, query_vector.as_deref(), &context.skills) {
-            if !chosen.iter().any(|h| h.id == heuristic.id) {
-                chosen.push(heuristic);
+        for lesson in self.retrieve(&query, query_vector.as_deref(), &context.skills) {
+            if !chosen.iter().any(|h| h.id == lesson.id) {
+                chosen.push(lesson);
             }
         }
-        for heuristic in chosen.into_iter().take(self.config.max_injected) {
-            context.heuristics.push(heuristic.id);
-            context.texts.push(heuristic.text);
+        for lesson in chosen.into_iter().take(self.config.max_injected) {
+            context.lessons.push(lesson.id);
+            context.texts.push(lesson.text);
         }
         context
             .preamble
-            .push_str(&format_heuristics_section(&context.texts));
+            .push_str(&format_lessons_section(&context.texts));
         context
     }
 
-    /// The heuristics to inject for `query`, best first (see the module doc). A heuristic
+    /// The lessons to inject for `query`, best first (see the module doc). A lesson
     /// filed under one of the `matched` skills fits by that match (the skill was judged to fit
     /// the message), and is ranked by its own relevance like the others.
     pub fn retrieve(
@@ -145,19 +145,19 @@ impl Learning {
         query: &str,
         query_vector: Option<&[f32]>,
         matched: &[String],
-    ) -> Vec<Heuristic> {
+    ) -> Vec<Lesson> {
         rank(&self.read(), &self.config, query, query_vector, matched)
     }
 
-    /// Whether `heuristic` may be injected: approved, and not proven useless.
-    pub(super) fn usable(&self, heuristic: &Heuristic) -> bool {
-        heuristic.review == ReviewState::Approved && heuristic.utility() >= self.config.min_utility
+    /// Whether `lesson` may be injected: approved, and not proven useless.
+    pub(super) fn usable(&self, lesson: &Lesson) -> bool {
+        lesson.review == ReviewState::Approved && lesson.utility() >= self.config.min_utility
     }
 
-    /// Whether `heuristic` may go into a prompt's context block: usable, and not on probation
+    /// Whether `lesson` may go into a prompt's context block: usable, and not on probation
     /// (see [`super::probation`]: such a lesson is shown only beside its tool's failed result).
-    pub(super) fn in_block(&self, heuristic: &Heuristic) -> bool {
-        self.usable(heuristic) && !heuristic.probation
+    pub(super) fn in_block(&self, lesson: &Lesson) -> bool {
+        self.usable(lesson) && !lesson.probation
     }
 }
 
@@ -169,7 +169,7 @@ pub(super) fn rank(
     query: &str,
     query_vector: Option<&[f32]>,
     matched: &[String],
-) -> Vec<Heuristic> {
+) -> Vec<Lesson> {
     let lexical: HashMap<u64, f32> = memory.index.relevance(query).into_iter().collect();
     let semantic: HashMap<u64, f32> = match query_vector {
         Some(query) => memory
@@ -180,7 +180,7 @@ pub(super) fn rank(
         None => HashMap::new(),
     };
     let best_lexical = lexical.values().copied().fold(0.0_f32, f32::max);
-    // Only heuristics that share a term, have a vector, or belong to a matched skill can
+    // Only lessons that share a term, have a vector, or belong to a matched skill can
     // fit: the rest of the store is not looked at.
     let mut candidates: Vec<u64> = lexical.keys().chain(semantic.keys()).copied().collect();
     if !matched.is_empty() {
@@ -194,9 +194,9 @@ pub(super) fn rank(
     }
     candidates.sort_unstable();
     candidates.dedup();
-    // How well each eligible heuristic fits: BM25, or BM25 (as a share of the best) fused
+    // How well each eligible lesson fits: BM25, or BM25 (as a share of the best) fused
     // with cosine when embeddings are on.
-    let mut fitting: Vec<(f32, &Heuristic)> = candidates
+    let mut fitting: Vec<(f32, &Lesson)> = candidates
         .iter()
         .filter_map(|id| memory.records.get(id))
         // A lesson on probation is offered only beside its tool's failed result.
@@ -221,11 +221,11 @@ pub(super) fn rank(
             Some((fit, h))
         })
         .collect();
-    // Of those, only the ones that fit about as well as the best: a heuristic that shares
+    // Of those, only the ones that fit about as well as the best: a lesson that shares
     // one common word does not ride along with one that shares the message's subject.
     let best = fitting.iter().map(|(fit, _)| *fit).fold(0.0_f32, f32::max);
     fitting.retain(|(fit, _)| *fit >= RELATIVE_FIT * best);
-    let mut ranked: Vec<(f32, &Heuristic)> = fitting
+    let mut ranked: Vec<(f32, &Lesson)> = fitting
         .into_iter()
         .map(|(fit, h)| {
             let worth = h.utility() + exploration_bonus(h.injected);
@@ -257,9 +257,9 @@ mod tests {
         config
     }
 
-    fn lesson(id: u64, skill: Option<&str>, text: &str) -> Heuristic {
+    fn lesson(id: u64, skill: Option<&str>, text: &str) -> Lesson {
         let skill = skill.map(str::to_string);
-        Heuristic::learned(
+        Lesson::learned(
             id,
             skill,
             text.into(),
@@ -269,11 +269,11 @@ mod tests {
         )
     }
 
-    fn ids(ranked: &[Heuristic]) -> Vec<u64> {
+    fn ids(ranked: &[Lesson]) -> Vec<u64> {
         ranked.iter().map(|h| h.id).collect()
     }
 
-    fn store() -> Vec<Heuristic> {
+    fn store() -> Vec<Lesson> {
         vec![
             lesson(
                 1,

@@ -1,11 +1,11 @@
 //! What happens to a lesson after it is learned: turns' outcomes and 👍/👎 score it, an admin
 //! approves or forgets it (`/heuristics`), and the listing shows it.
 
-use super::heuristics::{Heuristic, ReviewState};
+use super::lessons::{Lesson, ReviewState};
 use super::{Learning, Listed, now};
 
 impl Learning {
-    /// After a turn whose prompt carried heuristics `ids`: they were injected, and what the
+    /// After a turn whose prompt carried lessons `ids`: they were injected, and what the
     /// tools confirmed scores them: a lesson about a tool the turn called counts a success
     /// when its first call to that tool worked (`first_call(tool)`: `Some(true)`), a failure
     /// when it did not; one about no tool, or a tool not called, is scored only by votes
@@ -26,7 +26,7 @@ impl Learning {
         })
     }
 
-    /// 👍 or 👎 on an answer whose prompt carried heuristics `ids`.
+    /// 👍 or 👎 on an answer whose prompt carried lessons `ids`.
     pub fn feedback(&self, ids: &[u64], up: bool) -> anyhow::Result<()> {
         self.update(ids, |h| {
             if up {
@@ -50,45 +50,45 @@ impl Learning {
         })
     }
 
-    fn update(&self, ids: &[u64], mut change: impl FnMut(&mut Heuristic)) -> anyhow::Result<()> {
+    fn update(&self, ids: &[u64], mut change: impl FnMut(&mut Lesson)) -> anyhow::Result<()> {
         let mut memory = self.write();
         for id in ids {
-            let Some(mut heuristic) = memory.records.get(id).cloned() else {
+            let Some(mut lesson) = memory.records.get(id).cloned() else {
                 continue;
             };
-            change(&mut heuristic);
-            heuristic.updated = now();
-            memory.put(&self.store, heuristic)?;
+            change(&mut lesson);
+            lesson.updated = now();
+            memory.put(&self.store, lesson)?;
         }
         Ok(())
     }
 
-    /// Approves a pending heuristic (admin action); says whether it was pending.
+    /// Approves a pending lesson (admin action); says whether it was pending.
     pub fn approve(&self, id: u64) -> anyhow::Result<bool> {
         let mut memory = self.write();
-        let Some(mut heuristic) = memory.records.get(&id).cloned() else {
+        let Some(mut lesson) = memory.records.get(&id).cloned() else {
             return Ok(false);
         };
-        if heuristic.review == ReviewState::Approved && !heuristic.probation {
+        if lesson.review == ReviewState::Approved && !lesson.probation {
             return Ok(false);
         }
         // An admin's ✅ also ends a probation.
-        heuristic.review = ReviewState::Approved;
-        heuristic.probation = false;
-        heuristic.updated = now();
+        lesson.review = ReviewState::Approved;
+        lesson.probation = false;
+        lesson.updated = now();
         // Approved, it counts against `max_heuristics`: a full store forgets another first.
         self.make_room(&mut memory, ReviewState::Approved, Some(id))?;
-        memory.put(&self.store, heuristic)?;
+        memory.put(&self.store, lesson)?;
         tracing::info!(id, "heuristic approved");
         Ok(true)
     }
 
-    /// Forgets a heuristic (admin action); says whether it existed.
+    /// Forgets a lesson (admin action); says whether it existed.
     pub(crate) fn forget(&self, id: u64) -> anyhow::Result<bool> {
         self.write().remove(&self.store, id)
     }
 
-    /// Every heuristic (or only the pending ones), best first: by utility, then newest.
+    /// Every lesson (or only the pending ones), best first: by utility, then newest.
     pub fn listing(&self, pending_only: bool) -> Vec<Listed> {
         let memory = self.read();
         let mut listed: Vec<Listed> = memory
@@ -97,18 +97,18 @@ impl Learning {
             .filter(|h| !pending_only || h.review == ReviewState::Pending)
             .map(|h| Listed {
                 utility: h.utility(),
-                heuristic: h.clone(),
+                lesson: h.clone(),
             })
             .collect();
         listed.sort_by(|a, b| {
             b.utility
                 .total_cmp(&a.utility)
-                .then(b.heuristic.id.cmp(&a.heuristic.id))
+                .then(b.lesson.id.cmp(&a.lesson.id))
         });
         listed
     }
 
-    /// How many heuristics are approved, and how many wait for review.
+    /// How many lessons are approved, and how many wait for review.
     pub(crate) fn review_counts(&self) -> (usize, usize) {
         let memory = self.read();
         let pending = memory

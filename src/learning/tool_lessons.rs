@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::heuristics::Heuristic;
+use super::lessons::Lesson;
 use super::likely_tools::likely_tools;
 use super::utility::exploration_bonus;
 use super::{Learning, quality};
@@ -14,17 +14,13 @@ pub(crate) const LESSONS_PER_TOOL: usize = 2;
 
 /// How lessons about one tool are ordered: proven use (with the exploration bonus untested
 /// ones get), times specificity.
-fn tool_rank(heuristic: &Heuristic) -> f32 {
-    (heuristic.utility() + exploration_bonus(heuristic.injected))
-        * quality::specificity(&heuristic.text)
+fn tool_rank(lesson: &Lesson) -> f32 {
+    (lesson.utility() + exploration_bonus(lesson.injected)) * quality::specificity(&lesson.text)
 }
 
 /// Of `lessons`, those about `tool`, best first (ties by id), at most [`LESSONS_PER_TOOL`].
-fn best_about<'a>(
-    tool: &str,
-    lessons: impl IntoIterator<Item = &'a Heuristic>,
-) -> Vec<&'a Heuristic> {
-    let mut about: Vec<&Heuristic> = lessons
+fn best_about<'a>(tool: &str, lessons: impl IntoIterator<Item = &'a Lesson>) -> Vec<&'a Lesson> {
+    let mut about: Vec<&Lesson> = lessons
         .into_iter()
         .filter(|h| h.tool.as_deref() == Some(tool))
         .collect();
@@ -37,7 +33,7 @@ impl Learning {
     /// The approved, proven lessons about the `tools` that `message` is likely to call (see
     /// [`likely_tools`]), at most [`LESSONS_PER_TOOL`] per tool, most useful and specific
     /// first.
-    pub(super) fn likely_tool_lessons(&self, message: &str, tools: &[ToolSpec]) -> Vec<Heuristic> {
+    pub(super) fn likely_tool_lessons(&self, message: &str, tools: &[ToolSpec]) -> Vec<Lesson> {
         let memory = self.read();
         // Only the tools with lessons to give are worth guessing at (the guess reads every
         // tool's description, each turn).
@@ -67,13 +63,13 @@ impl Learning {
     /// call's result, just when the model needs them.
     pub(crate) fn tool_lessons(&self, offered: &[String]) -> HashMap<String, Vec<(u64, String)>> {
         let memory = self.read();
-        let mut by_tool: HashMap<String, Vec<&Heuristic>> = HashMap::new();
-        for heuristic in memory.records.values() {
-            let Some(tool) = &heuristic.tool else {
+        let mut by_tool: HashMap<String, Vec<&Lesson>> = HashMap::new();
+        for lesson in memory.records.values() {
+            let Some(tool) = &lesson.tool else {
                 continue;
             };
-            if self.usable(heuristic) && offered.contains(tool) {
-                by_tool.entry(tool.clone()).or_default().push(heuristic);
+            if self.usable(lesson) && offered.contains(tool) {
+                by_tool.entry(tool.clone()).or_default().push(lesson);
             }
         }
         by_tool
@@ -94,10 +90,10 @@ mod tests {
     use super::*;
     use crate::store::{Origin, ReviewState};
 
-    fn about(id: u64, tool: &str, text: &str) -> Heuristic {
-        Heuristic {
+    fn about(id: u64, tool: &str, text: &str) -> Lesson {
+        Lesson {
             tool: Some(tool.into()),
-            ..Heuristic::learned(
+            ..Lesson::learned(
                 id,
                 None,
                 text.into(),

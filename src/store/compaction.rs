@@ -732,10 +732,10 @@ mod tests {
         }
         let mut ids = Vec::new();
         for i in 0..3 {
-            let id = store.learning().new_heuristic_id().unwrap();
+            let id = store.learning().new_lesson_id().unwrap();
             store
                 .learning()
-                .put_heuristic(&fixtures::heuristic(id, &format!("heuristic {i}")))
+                .put_lesson(&fixtures::heuristic(id, &format!("heuristic {i}")))
                 .unwrap();
             ids.push(id);
         }
@@ -875,7 +875,7 @@ mod tests {
             .filter(|(tree, _, _)| tree.as_slice() != IDS.as_bytes())
             .collect();
         assert_eq!(after, before, "every record of every tree, unchanged");
-        let next = store.learning().new_heuristic_id().unwrap();
+        let next = store.learning().new_lesson_id().unwrap();
         assert!(
             ids.iter().all(|&id| next > id),
             "a new id {next} is above every old one {ids:?}"
@@ -963,7 +963,7 @@ mod tests {
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
         let records = dump(&store);
-        let next = store.learning().new_heuristic_id().unwrap();
+        let next = store.learning().new_lesson_id().unwrap();
         assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
         drop(store);
 
@@ -971,7 +971,7 @@ mod tests {
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
         assert_eq!(names(root.path()), ["CURRENT", "LOCK", "store-2"]);
-        assert_eq!(store.learning().heuristics().len(), 3);
+        assert_eq!(store.learning().lessons().len(), 3);
         assert_eq!(dump(&store).len(), records.len());
     }
 
@@ -1140,7 +1140,7 @@ mod tests {
         assert!(!dir.compaction_due(), "not asked for again in this run");
         assert_eq!(dump(&store), records);
         assert_eq!(names(&root.path().join("store-2")), ["notes.txt"]);
-        assert!(store.learning().new_heuristic_id().unwrap() > *ids.iter().max().unwrap());
+        assert!(store.learning().new_lesson_id().unwrap() > *ids.iter().max().unwrap());
     }
 
     #[test]
@@ -1153,7 +1153,7 @@ mod tests {
         drop(store);
         let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
         assert_eq!(dir.store_dir(), root.path().join("store-2"));
-        let next = store.learning().new_heuristic_id().unwrap();
+        let next = store.learning().new_lesson_id().unwrap();
         assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
     }
 }

@@ -13,7 +13,7 @@ use super::commands::Command;
 use super::keyboards::{button, page_row, shorten};
 use super::render::escape_html;
 use crate::app::App;
-use crate::learning::heuristics::ReviewState;
+use crate::learning::lessons::ReviewState;
 use crate::role::Role;
 use crate::texts::telegram as texts;
 
@@ -102,7 +102,7 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Pag
         .skip(page * HEURISTICS_PER_PAGE)
         .take(HEURISTICS_PER_PAGE);
     for listed in shown {
-        let h = &listed.heuristic;
+        let h = &listed.lesson;
         // A lesson on probation waits for proof or an admin's ✅ like a pending one.
         let pending = h.review == ReviewState::Pending || h.probation;
         let skill = h.skill.as_deref().unwrap_or(texts::GENERAL_SKILL);
@@ -113,7 +113,7 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Pag
         } else {
             shorten(&h.origin.outcome, 60)
         };
-        let entry = texts::HeuristicEntry {
+        let entry = texts::LessonLine {
             pending,
             id: h.id,
             skill: &escape_html(skill),

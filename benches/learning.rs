@@ -27,7 +27,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use heurist::learning::Source;
-use heurist::learning::heuristics::HeuristicEntry;
+use heurist::learning::lessons::NewLesson;
 use heurist::learning::text::text_similarity;
 use heurist::llm::{ChatMessage, estimate_tokens};
 use serde_json::{Value, json};
@@ -420,7 +420,7 @@ fn made_up_subjects(count: usize) -> Vec<String> {
         .collect()
 }
 
-fn entry(text: &str) -> HeuristicEntry {
+fn entry(text: &str) -> NewLesson {
     serde_json::from_value(json!({"text": text, "skill_name": null})).unwrap()
 }
 
@@ -487,7 +487,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
     for (i, family) in families.iter().enumerate() {
         h.tg.send_text(ALICE, family.learn_task);
         h.tg.wait_messages(ALICE, i + 1).await;
-        h.tg.wait_for(|_| (h.app().store().learning().heuristics().len() > i).then_some(()))
+        h.tg.wait_for(|_| (h.app().store().learning().lessons().len() > i).then_some(()))
             .await;
     }
     let source = Source {
@@ -503,7 +503,7 @@ async fn transfer(families: &[Family], distractor_count: usize) -> Transfer {
         let entries = chunk.iter().map(|t| entry(t)).collect();
         h.app().learning().learn(entries, &source).await.unwrap();
     }
-    let stored = h.app().store().learning().heuristics().len();
+    let stored = h.app().store().learning().lessons().len();
     let mut figures = Transfer {
         turns: 0,
         hits: 0,

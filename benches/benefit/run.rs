@@ -279,7 +279,7 @@ impl Bench {
         }
         if self.review == ReviewMode::Default {
             for listed in self.app().learning().listing(true) {
-                self.app().learning().approve(listed.heuristic.id).unwrap();
+                self.app().learning().approve(listed.lesson.id).unwrap();
             }
         }
     }
@@ -289,7 +289,7 @@ impl Bench {
         self.app()
             .store()
             .learning()
-            .heuristics()
+            .lessons()
             .into_iter()
             .map(|h| h.text)
             .collect()
@@ -576,7 +576,7 @@ pub(crate) async fn run(model: &Model, setup: &Setup, learning: bool) -> Run {
         .app()
         .store()
         .learning()
-        .heuristics()
+        .lessons()
         .into_iter()
         .map(|h| Lesson {
             vague: judge::vague(&h.text, &tools),

@@ -1,5 +1,5 @@
 //! The block learning adds in front of a user message (matched skills' instructions and learned
-//! heuristics): its markers, and reading it back out of a message.
+//! lessons): its markers, and reading it back out of a message.
 //!
 //! ```
 //! use heurist::learning::block::{context_of, without_context};

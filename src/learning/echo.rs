@@ -2,7 +2,7 @@
 //!
 //! The reflection sees the turn's messages byte for byte, context blocks included (so the
 //! provider's prompt cache serves it up to the reflection prompt). The model can then write
-//! back a heuristic or a skill's instruction it was shown; counted as learned again, that
+//! back a lesson or a skill's instruction it was shown; counted as learned again, that
 //! echo would vouch for itself. So a lesson is an echo, and dropped, when it is the same
 //! lesson (word-set Jaccard at the dedupe threshold) as a line of a block the prompt carried,
 //! or when nearly all its terms come from one block.
@@ -20,7 +20,7 @@ use super::block::context_of;
 use super::text::text_similarity;
 use crate::llm::ChatMessage;
 
-/// The context blocks (skills' instructions and learned heuristics) the user messages of
+/// The context blocks (skills' instructions and learned lessons) the user messages of
 /// `messages` carry, in order.
 pub fn given_blocks(messages: &[ChatMessage]) -> Vec<String> {
     messages

@@ -1,11 +1,11 @@
-//! The in-memory retrieval index of learned heuristics: which ones fit a message, and how well.
+//! The in-memory retrieval index of learned lessons: which ones fit a message, and how well.
 //!
-//! Built from sled at start and updated as heuristics are learned and forgotten, so a turn
-//! never reads the whole store. Relevance is Okapi BM25 of the message against a heuristic's
+//! Built from sled at start and updated as lessons are learned and forgotten, so a turn
+//! never reads the whole store. Relevance is Okapi BM25 of the message against a lesson's
 //! text. Inverse document frequencies are smoothed as if the store held at least
-//! [`MIN_CORPUS`] heuristics, so that one distinctive shared term scores about the same in a
-//! young store as in a large one (about 3 or more), while a term that many heuristics use
-//! scores low once the store is large. Only heuristics that share a term with the message are
+//! [`MIN_CORPUS`] lessons, so that one distinctive shared term scores about the same in a
+//! young store as in a large one (about 3 or more), while a term that many lessons use
+//! scores low once the store is large. Only lessons that share a term with the message are
 //! scored (through the postings), so retrieval costs what the message's terms touch, not the
 //! store.
 //!
@@ -29,8 +29,8 @@ const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
 /// Inverse document frequencies are computed as if the store held at least this many
-/// heuristics: in a store of three, every term is "common" by the textbook formula, and a
-/// lone heuristic would never clear the relevance floor.
+/// lessons: in a store of three, every term is "common" by the textbook formula, and a
+/// lone lesson would never clear the relevance floor.
 pub(crate) const MIN_CORPUS: usize = 50;
 
 struct Doc {
@@ -39,17 +39,17 @@ struct Doc {
     len: u32,
 }
 
-/// Heuristic ids and their terms.
+/// Lesson ids and their terms.
 #[derive(Default)]
 pub struct Index {
     docs: HashMap<u64, Doc>,
-    /// Term → the heuristics that contain it.
+    /// Term → the lessons that contain it.
     postings: HashMap<String, Vec<u64>>,
     total_len: usize,
 }
 
 impl Index {
-    /// Adds (or replaces) heuristic `id` with `text`.
+    /// Adds (or replaces) lesson `id` with `text`.
     pub fn insert(&mut self, id: u64, text: &str) {
         self.remove(id);
         let mut counts: HashMap<String, u32> = HashMap::new();
@@ -72,7 +72,7 @@ impl Index {
         );
     }
 
-    /// Removes heuristic `id`, if indexed.
+    /// Removes lesson `id`, if indexed.
     pub(crate) fn remove(&mut self, id: u64) {
         let Some(doc) = self.docs.remove(&id) else {
             return;
@@ -98,7 +98,7 @@ impl Index {
         self.docs.is_empty()
     }
 
-    /// Every heuristic that shares a term with `query`, with its BM25 relevance, in id order
+    /// Every lesson that shares a term with `query`, with its BM25 relevance, in id order
     /// (deterministic: the same index and query give the same list).
     #[allow(clippy::cast_precision_loss)]
     pub fn relevance(&self, query: &str) -> Vec<(u64, f32)> {
@@ -184,7 +184,7 @@ mod tests {
             "{full} {part} {one}"
         );
 
-        // In a large store, a term many heuristics share scores far below a distinctive one.
+        // In a large store, a term many lessons share scores far below a distinctive one.
         let mut large = Index::default();
         for i in 0..2000 {
             large.insert(10 + i, &format!("always check the answer for topic{i}"));

@@ -1,4 +1,4 @@
-//! The personal-data filter on learned heuristics: they are shared by every user, so nothing
+//! The personal-data filter on learned lessons: they are shared by every user, so nothing
 //! that names a person or a place to send users is stored (e-mail addresses, phone numbers,
 //! card, account and order numbers, IBANs, IP addresses, links). Technical detail is what makes a lesson
 //! useful, so it is kept: identifiers and format examples (`ABC-004411`, `ERR_0x1F2A3B`),

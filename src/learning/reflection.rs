@@ -1,11 +1,11 @@
-//! Reflection: after a finished task, ask the model for transferable heuristics.
+//! Reflection: after a finished task, ask the model for transferable lessons.
 //!
 //! A job is saved in sled before it runs ([`Learning::plan_reflection`]) and removed when it is
 //! done ([`Learning::reflect`]), so a job that a shutdown interrupted is resumed at the next
 //! start. Right after a turn the reflection extends the turn's own request (same parameters,
 //! the turn's messages byte for byte as prefix, so the provider's prompt cache serves all of
 //! it), and the task's evidence comes after that shared prefix, in the reflection prompt. The
-//! blocks of injected skills and heuristics stay in the prefix: a lesson that only repeats one
+//! blocks of injected skills and lessons stay in the prefix: a lesson that only repeats one
 //! is dropped as an echo ([`super::echo`]), so the model cannot learn back what it was told.
 //! The asker's personal memory and its `remember` calls are taken out, so one user's facts
 //! never become everyone's lessons (a task that saved a fact is not reflected on at all); a
@@ -15,8 +15,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::heuristics::{
-    Concerns, HeuristicEntry, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
+use super::lessons::{
+    Concerns, NewLesson, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
 };
 use super::{Learning, Source, echo};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
@@ -40,9 +40,9 @@ pub(crate) fn task_summary(request: &str) -> String {
 }
 
 /// Counts a reflection as running until dropped (also when its task is aborted).
-struct Running<'a>(&'a Learning);
+struct RunningReflection<'a>(&'a Learning);
 
-impl Drop for Running<'_> {
+impl Drop for RunningReflection<'_> {
     fn drop(&mut self) {
         self.0.reflections_running.fetch_sub(1, Ordering::SeqCst);
     }
@@ -51,7 +51,7 @@ impl Drop for Running<'_> {
 /// `messages` as the reflection sees them: user messages without the asker's personal
 /// memory, and without every turn that called `remember` (its message, calls and answer): one
 /// user's facts are never material for a lesson every user gets. Everything else is kept byte
-/// for byte (the provider's cache serves it), the context blocks of skills and heuristics too.
+/// for byte (the provider's cache serves it), the context blocks of skills and lessons too.
 fn without_memory_turns(messages: &[ChatMessage]) -> Vec<ChatMessage> {
     let remembers = |m: &ChatMessage| {
         matches!(m, ChatMessage::Assistant { tool_calls, .. }
@@ -106,7 +106,7 @@ impl Learning {
     /// Runs saved reflection `id` on `prefix`, stores what it learned, and removes the job.
     pub(crate) async fn reflect(&self, id: u64, job: &ReflectionJob, prefix: Prefix) {
         self.reflections_running.fetch_add(1, Ordering::SeqCst);
-        let _running = Running(self);
+        let _running = RunningReflection(self);
         let Ok(_slot) = self.reflection_slots.acquire().await else {
             return;
         };
@@ -119,7 +119,7 @@ impl Learning {
     }
 
     /// The reflection prompt of `job`: the seed prompt, then the guidance that concerns it
-    /// (`given`: its prompt carried skills or heuristics).
+    /// (`given`: its prompt carried skills or lessons).
     fn prompt_for(&self, job: &ReflectionJob, given: bool) -> String {
         let tools = if job.tools.is_empty() {
             "none".to_string()
@@ -191,7 +191,7 @@ impl Learning {
             Ok(result) => {
                 // What the calls prove first: at equal rank, the older lesson is shown.
                 let mut entries = proven_entries(job);
-                entries.extend(result.heuristics.into_iter().take(3));
+                entries.extend(result.lessons.into_iter().take(3));
                 match self.learn_for(entries, &source, &payer).await {
                     Ok(report) => {
                         tracing::info!(chat = %job.chat, ?report, "reflection done");
@@ -224,10 +224,10 @@ impl Learning {
 
 /// The lessons `job`'s calls proved (a failed call, then one that worked), each tied to its
 /// tool: learned beside the model's, through the same gates.
-fn proven_entries(job: &ReflectionJob) -> Vec<HeuristicEntry> {
+fn proven_entries(job: &ReflectionJob) -> Vec<NewLesson> {
     job.proven
         .iter()
-        .map(|(tool, text)| HeuristicEntry {
+        .map(|(tool, text)| NewLesson {
             text: text.clone(),
             skill_name: None,
             tool: Some(tool.clone()),

@@ -18,7 +18,7 @@ pub fn words(text: &str) -> Vec<String> {
 }
 
 /// Word-set Jaccard similarity (shared words over all distinct words), over [`words`], so case and
-/// punctuation do not make two identical heuristics look different. In `[0, 1]`; two empty
+/// punctuation do not make two identical lessons look different. In `[0, 1]`; two empty
 /// texts are identical.
 pub fn text_similarity(a: &str, b: &str) -> f32 {
     let a: HashSet<String> = words(a).into_iter().collect();

@@ -1,4 +1,4 @@
-//! Lessons to move between deployments: every heuristic as one JSON line ([`Exported`]), and
+//! Lessons to move between deployments: every lesson as one JSON line ([`Exported`]), and
 //! an import that learns them the way a reflection learns a lesson, so a file can never
 //! bypass what guards the store.
 //!
@@ -9,7 +9,7 @@
 //! store) and the embedding (it belongs to one embeddings model: the importing deployment
 //! computes its own).
 //!
-//! An import passes the quality gate ([`super::heuristics::acceptable`]: vague, overlong or
+//! An import passes the quality gate ([`super::lessons::acceptable`]: vague, overlong or
 //! personal lessons are refused), then the dedupe (word-set Jaccard at `dedup_threshold`, or
 //! embedding cosine): a lesson the store already knows is merged into it, never stored twice,
 //! and only a trusted import reinforces it. New lessons are pending review unless the import
@@ -27,7 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::heuristics::{Heuristic, Origin, ReviewState, acceptable};
+use super::lessons::{Lesson, Origin, ReviewState, acceptable};
 use super::{Learning, now};
 use crate::llm::Priority;
 
@@ -68,8 +68,8 @@ fn once() -> u32 {
     1
 }
 
-impl From<&Heuristic> for Exported {
-    fn from(h: &Heuristic) -> Self {
+impl From<&Lesson> for Exported {
+    fn from(h: &Lesson) -> Self {
         Self {
             text: h.text.clone(),
             skill: h.skill.clone(),
@@ -89,9 +89,9 @@ impl From<&Heuristic> for Exported {
     }
 }
 
-/// The export file's text: one JSON line per heuristic, in the order given.
-pub fn export_lines(heuristics: &[Heuristic]) -> String {
-    heuristics
+/// The export file's text: one JSON line per lesson, in the order given.
+pub fn export_lines(lessons: &[Lesson]) -> String {
+    lessons
         .iter()
         .map(|h| {
             let line = serde_json::to_string(&Exported::from(h))
@@ -173,15 +173,15 @@ impl Learning {
                 ReviewState::Pending
             };
             report.evicted += self.make_room(&mut memory, review, None)?;
-            let heuristic = Heuristic {
-                id: self.store.learning().new_heuristic_id()?,
+            let lesson = Lesson {
+                id: self.store.learning().new_lesson_id()?,
                 skill: lesson.skill.as_deref().and_then(|s| self.skill_named(s)),
                 review,
                 vector,
                 ..self.imported(lesson)
             };
-            tracing::info!(id = heuristic.id, ?review, "imported a heuristic");
-            memory.put(&self.store, heuristic)?;
+            tracing::info!(id = lesson.id, ?review, "imported a heuristic");
+            memory.put(&self.store, lesson)?;
             report.added += 1;
             report.pending += usize::from(review == ReviewState::Pending);
         }
@@ -199,11 +199,11 @@ impl Learning {
             .map(|s| s.name.clone())
     }
 
-    /// The heuristic `lesson` describes, with its evidence and dates, before it gets an id,
+    /// The lesson `lesson` describes, with its evidence and dates, before it gets an id,
     /// a skill of this deployment, a review state and an embedding.
-    fn imported(&self, lesson: Exported) -> Heuristic {
+    fn imported(&self, lesson: Exported) -> Lesson {
         let at = now();
-        Heuristic {
+        Lesson {
             id: 0,
             skill: None,
             text: lesson.text,
@@ -241,11 +241,11 @@ mod tests {
 
     #[test]
     fn lines_round_trip_and_malformed_ones_are_numbered() {
-        let heuristic = Heuristic {
+        let lesson = Lesson {
             up: 2,
             tool: Some("desk__ticket".into()),
             vector: Some(vec![0.5]),
-            ..Heuristic::learned(
+            ..Lesson::learned(
                 7,
                 Some("support".into()),
                 "When looking up tickets, write ids as TCK-000123".into(),
@@ -257,7 +257,7 @@ mod tests {
                 1_700_000_000,
             )
         };
-        let text = export_lines(std::slice::from_ref(&heuristic));
+        let text = export_lines(std::slice::from_ref(&lesson));
         assert!(
             !text.contains("vector") && !text.contains("\"id\""),
             "{text}"
@@ -281,7 +281,7 @@ mod tests {
             assert_eq!(lines, errors, "{name}");
         }
         let (parsed, _) = parse_lines(&text);
-        assert_eq!(parsed[0], Exported::from(&heuristic));
+        assert_eq!(parsed[0], Exported::from(&lesson));
         let (hand, _) = parse_lines("{\"text\": \"t\"}");
         assert_eq!((hand[0].uses, hand[0].review), (1, ReviewState::Approved));
     }

@@ -1,12 +1,12 @@
-//! How useful a heuristic has proven: a Bayesian lower bound over what happened to the
+//! How useful a lesson has proven: a Bayesian lower bound over what happened to the
 //! answers that carried it, an exploration bonus so a new one gets a fair trial, and the
 //! order in which a full store forgets.
 //!
-//! Evidence is weighted: a 👍 or 👎 on an answer that carried the heuristic counts fully; a
+//! Evidence is weighted: a 👍 or 👎 on an answer that carried the lesson counts fully; a
 //! turn that carried it and ended well (or badly) counts a little, since most answers are
 //! never rated; being learned again from a trusted task counts half. The utility is the
 //! lower bound of a Beta(1 + positive, 1 + negative) posterior one standard deviation below
-//! its mean, so 1 of 1 does not beat 40 of 45, and a heuristic with no evidence sits in the
+//! its mean, so 1 of 1 does not beat 40 of 45, and a lesson with no evidence sits in the
 //! middle (about 0.21) until it has been tried.
 //!
 //! ```
@@ -18,19 +18,19 @@
 
 use std::cmp::Ordering;
 
-/// Weight of a turn outcome (success or failure) of a turn that carried the heuristic.
+/// Weight of a turn outcome (success or failure) of a turn that carried the lesson.
 const SUCCESS_WEIGHT: f32 = 0.2;
 const FAILURE_WEIGHT: f32 = 0.5;
-/// Weight of learning the same heuristic again from a trusted task.
+/// Weight of learning the same lesson again from a trusted task.
 const RELEARNED_WEIGHT: f32 = 0.5;
 /// How many standard deviations below the posterior mean the utility is taken.
 const Z: f32 = 1.0;
-/// A heuristic injected fewer times than this gets an exploration bonus, shrinking to zero.
+/// A lesson injected fewer times than this gets an exploration bonus, shrinking to zero.
 pub(crate) const EXPLORATION_TRIALS: u32 = 5;
-/// The bonus of a heuristic never injected.
+/// The bonus of a lesson never injected.
 pub(crate) const EXPLORATION_BONUS: f32 = 0.4;
 
-/// What is known about a heuristic's use.
+/// What is known about a lesson's use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Evidence {
     pub up: u32,
@@ -41,7 +41,7 @@ pub struct Evidence {
     pub injected: u32,
 }
 
-/// The lower bound of the heuristic's usefulness, in `[0, 1)`.
+/// The lower bound of the lesson's usefulness, in `[0, 1)`.
 #[allow(clippy::cast_precision_loss)]
 pub fn utility(e: &Evidence) -> f32 {
     let positive =
@@ -54,7 +54,7 @@ pub fn utility(e: &Evidence) -> f32 {
     (mean - Z * sd).max(0.0)
 }
 
-/// The bonus a heuristic injected `injected` times gets when ranked for injection.
+/// The bonus a lesson injected `injected` times gets when ranked for injection.
 #[allow(clippy::cast_precision_loss)]
 pub(crate) fn exploration_bonus(injected: u32) -> f32 {
     let left = EXPLORATION_TRIALS.saturating_sub(injected) as f32;

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use crate::budget::Ledger;
 use crate::config::Config;
 use crate::learning::Learning;
-use crate::learning::heuristics::ReviewState;
+use crate::learning::lessons::ReviewState;
 use crate::learning::transfer::{ImportReport, export_lines, parse_lines};
 use crate::llm::LlmClient;
 use crate::store::Store;
@@ -54,7 +54,7 @@ pub fn export(config: &Config, file: &Path, include_pending: bool) -> anyhow::Re
     let store = open_store(config)?;
     let (lessons, pending): (Vec<_>, Vec<_>) = store
         .learning()
-        .heuristics()
+        .lessons()
         .into_iter()
         .partition(|h| include_pending || h.review != ReviewState::Pending);
     write_private(file, export_lines(&lessons).as_bytes())?;

@@ -1,7 +1,7 @@
 //! Records the store's tests build on: a reflection job and an approved heuristic, written
 //! once so each test states only what it changes; and every record of a store, to compare.
 
-use super::{Heuristic, Origin, ReflectionJob, ReviewState, Store};
+use super::{Lesson, Origin, ReflectionJob, ReviewState, Store};
 use crate::conversation::Conversation;
 use crate::ids::ChatId;
 
@@ -25,8 +25,8 @@ pub(super) fn job(chat: ChatId, task: &str) -> ReflectionJob {
 }
 
 /// An approved heuristic `id` with `text`, never injected yet.
-pub(super) fn heuristic(id: u64, text: &str) -> Heuristic {
-    Heuristic::learned(
+pub(super) fn heuristic(id: u64, text: &str) -> Lesson {
+    Lesson::learned(
         id,
         None,
         text.into(),

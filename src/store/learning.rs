@@ -14,11 +14,11 @@ const HEURISTICS_TREE: &str = db::HEURISTICS;
 const REFLECTIONS_TREE: &str = db::REFLECTIONS;
 const SKILL_MATCHES_TREE: &str = db::SKILL_MATCHES;
 
-/// A stored heuristic, with where it came from and what happened to the answers it shaped.
+/// A stored lesson, with where it came from and what happened to the answers it shaped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Heuristic {
+pub struct Lesson {
     pub id: u64,
-    /// The skill it belongs to; `None` for a general heuristic.
+    /// The skill it belongs to; `None` for a general lesson.
     pub skill: Option<String>,
     pub text: String,
     /// How often it was learned (1, plus once for each time a trusted task taught it again).
@@ -69,8 +69,8 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-impl Heuristic {
-    /// A heuristic just learned at `at` (unix seconds): taught once, never injected, scored
+impl Lesson {
+    /// A lesson just learned at `at` (unix seconds): taught once, never injected, scored
     /// or voted on, without an embedding yet.
     pub(crate) fn learned(
         id: u64,
@@ -103,7 +103,7 @@ impl Heuristic {
     }
 }
 
-/// Whether a heuristic may be injected.
+/// Whether a lesson may be injected.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReviewState {
     #[default]
@@ -113,7 +113,7 @@ pub enum ReviewState {
     Pending,
 }
 
-/// Where a heuristic came from.
+/// Where a lesson came from.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
     /// The outcome of the task it was learned from, as the reflection prompt said it.
@@ -185,7 +185,7 @@ pub struct Grounds {
     pub corrected: Vec<String>,
 }
 
-/// Heuristics, pending reflections and skill-match counts:
+/// Lessons, pending reflections and skill-match counts:
 /// [`Store::learning`], a borrowed view, cheap to make.
 #[derive(Clone, Copy)]
 pub struct LearningTree<'s> {
@@ -193,15 +193,15 @@ pub struct LearningTree<'s> {
 }
 
 impl Store {
-    /// Heuristics, reflections and skill matches.
+    /// Lessons, reflections and skill matches.
     pub fn learning(&self) -> LearningTree<'_> {
         LearningTree { store: self }
     }
 }
 
 impl LearningTree<'_> {
-    /// Every stored heuristic, in id order.
-    pub fn heuristics(&self) -> Vec<Heuristic> {
+    /// Every stored lesson, in id order.
+    pub fn lessons(&self) -> Vec<Lesson> {
         self.store
             .heuristics
             .iter()
@@ -215,19 +215,19 @@ impl LearningTree<'_> {
             .collect()
     }
 
-    pub(crate) fn new_heuristic_id(&self) -> Result<u64> {
+    pub(crate) fn new_lesson_id(&self) -> Result<u64> {
         self.store.db().next_id()
     }
 
-    pub(crate) fn put_heuristic(&self, heuristic: &Heuristic) -> Result<()> {
+    pub(crate) fn put_lesson(&self, lesson: &Lesson) -> Result<()> {
         self.store
             .heuristics
-            .insert(heuristic.id.to_be_bytes(), serde_json::to_vec(heuristic)?)?;
+            .insert(lesson.id.to_be_bytes(), serde_json::to_vec(lesson)?)?;
         Ok(())
     }
 
-    /// Removes a heuristic; says whether it existed.
-    pub(crate) fn delete_heuristic(&self, id: u64) -> Result<bool> {
+    /// Removes a lesson; says whether it existed.
+    pub(crate) fn delete_lesson(&self, id: u64) -> Result<bool> {
         Ok(self.store.heuristics.remove(id.to_be_bytes())?.is_some())
     }
 
@@ -301,16 +301,16 @@ mod tests {
     fn unreadable_learning_records_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let heuristic = super::super::fixtures::heuristic(
-            store.learning().new_heuristic_id().unwrap(),
+        let lesson = super::super::fixtures::heuristic(
+            store.learning().new_lesson_id().unwrap(),
             "check the units",
         );
-        store.learning().put_heuristic(&heuristic).unwrap();
+        store.learning().put_lesson(&lesson).unwrap();
         store
             .heuristics
             .insert(u64::MAX.to_be_bytes(), "{")
             .unwrap();
-        assert_eq!(store.learning().heuristics(), vec![heuristic]);
+        assert_eq!(store.learning().lessons(), vec![lesson]);
 
         let kept = store.learning().save_reflection(&job("kept")).unwrap();
         store

@@ -36,7 +36,7 @@
 //!   embedded in the inbox's and the retries' records.
 //! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
 //!   [`RetryTicket`]: the message of a failed turn that its 🔁 Retry button runs again, once.
-//! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Heuristic`]),
+//! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Lesson`]),
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
@@ -123,7 +123,7 @@ pub use inbox::Inbox;
 pub use inbox::{Arrival, InboxEntry, REDELIVERY_WINDOW, arrival};
 pub use inbox_state::InboxState;
 pub use learning::LearningTree;
-pub use learning::{Grounds, Heuristic, Origin, ReflectionJob, ReviewState};
+pub use learning::{Grounds, Lesson, Origin, ReflectionJob, ReviewState};
 pub use memories::Memories;
 pub use people::People;
 pub use proposals::{Proposal, ProposalClaim, Proposals, ProposedChange};
@@ -208,7 +208,7 @@ mod tests {
         }
     }
 
-    fn good_heuristic() -> Heuristic {
+    fn good_heuristic() -> Lesson {
         fixtures::heuristic(1, "a good heuristic")
     }
 
@@ -313,7 +313,7 @@ mod tests {
             store.inbox().accept(UPDATE, &good_entry()).unwrap(),
             Arrival::New
         );
-        store.learning().put_heuristic(&good_heuristic()).unwrap();
+        store.learning().put_lesson(&good_heuristic()).unwrap();
         let job = fixtures::job(CHAT, "kept");
         store.learning().save_reflection(&job).unwrap();
         store.learning().count_skill_match("skill").unwrap();
@@ -412,7 +412,7 @@ mod tests {
                 prop_assert!(
                     store
                         .learning()
-                        .heuristics()
+                        .lessons()
                         .iter()
                         .any(|h| h.text == "a good heuristic")
                 );

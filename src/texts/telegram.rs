@@ -159,7 +159,7 @@ pub(crate) fn heuristics_head_html(title: &str, count: usize, page: usize, pages
 pub(crate) const GENERAL_SKILL: &str = "general";
 
 /// One heuristic of `/heuristics`, as its entry shows it (`skill`, `text`, `outcome` escaped).
-pub(crate) struct HeuristicEntry<'a> {
+pub(crate) struct LessonLine<'a> {
     /// Waiting for approval (⏳) or approved (✅).
     pub pending: bool,
     pub id: u64,
@@ -179,7 +179,7 @@ pub(crate) struct HeuristicEntry<'a> {
     pub uses: u32,
 }
 
-impl HeuristicEntry<'_> {
+impl LessonLine<'_> {
     /// The entry's two lines.
     pub(crate) fn html(&self) -> String {
         let mark = if self.pending { "⏳" } else { "✅" };

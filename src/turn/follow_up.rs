@@ -180,7 +180,7 @@ fn feedback_ticket(
         .collect();
     let ticket = FeedbackTicket {
         chat: job.chat,
-        heuristics: basis.context.heuristics.clone(),
+        heuristics: basis.context.lessons.clone(),
         job: ReflectionJob {
             answer: Some(rated),
             ..job.clone()

@@ -28,7 +28,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
     if !matches!(result.status, TurnStatus::LlmFailed(_)) {
         let learning = turn.app.learning();
         let scored = learning
-            .record_outcome(&basis.context.heuristics, |tool| result.first_call(tool))
+            .record_outcome(&basis.context.lessons, |tool| result.first_call(tool))
             .and_then(|()| learning.record_trials(&result.trials));
         if let Err(e) = scored {
             let chat = turn.input.request.chat;

@@ -209,9 +209,9 @@ async fn a_backup_taken_while_20_chats_are_answered_restores_every_record_and_th
 /// of each conversation the turns up to the backup, each whole, equal to the original's.
 fn compare(original: &Path, restored: &Path, at_least: usize, at_most: usize) {
     let (original, restored) = (open(original), open(restored));
-    let lessons = original.learning().heuristics();
+    let lessons = original.learning().lessons();
     assert_eq!(lessons.len(), 2);
-    assert_eq!(restored.learning().heuristics(), lessons);
+    assert_eq!(restored.learning().lessons(), lessons);
     // Alice does not chat meanwhile (a fact is touched as it is used).
     let user = UserId(ALICE as u64);
     assert_eq!(

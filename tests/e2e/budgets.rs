@@ -258,7 +258,7 @@ async fn follow_ups_and_embeddings_are_charged_to_the_user_whose_turn_they_serve
         h.app()
             .store()
             .learning()
-            .heuristics()
+            .lessons()
             .iter()
             .any(|x| x.text == LESSON)
             .then_some(())

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use heurist::Config;
 use heurist::learning::Source;
-use heurist::learning::heuristics::{Heuristic, HeuristicEntry, ReviewState};
+use heurist::learning::lessons::{Lesson, NewLesson, ReviewState};
 use heurist::ops::lessons;
 use heurist::store::Store;
 use heurist::store::compaction::CompactionPolicy;
@@ -19,20 +19,20 @@ use crate::support::*;
 const TICKETS: &str = "When looking up support tickets, write the id as TCK- and six digits";
 const DATES: &str = "When converting meeting times, use ISO 8601 with the UTC offset";
 
-fn entry(text: &str) -> HeuristicEntry {
+fn entry(text: &str) -> NewLesson {
     serde_json::from_value(json!({"text": text})).unwrap()
 }
 
 /// Every lesson of the store in `data_dir` (opened, read, closed).
-fn stored(data_dir: &Path) -> Vec<Heuristic> {
+fn stored(data_dir: &Path) -> Vec<Lesson> {
     let policy = CompactionPolicy::NEVER;
     let (store, _) = Store::open_data_dir(data_dir, 1 << 20, policy).unwrap();
-    store.learning().heuristics()
+    store.learning().lessons()
 }
 
 /// What must survive the move: everything but the id, the embedding, the review state (which
 /// the import decides) and `updated`.
-fn moved(h: &Heuristic) -> (String, Option<String>, u32, u32, u32, String, bool, i64) {
+fn moved(h: &Lesson) -> (String, Option<String>, u32, u32, u32, String, bool, i64) {
     (
         h.text.clone(),
         h.tool.clone(),
@@ -71,7 +71,7 @@ async fn export_then_import_gives_the_same_lessons_pending_unless_trusted() {
         ..Source::default()
     };
     learning.learn(vec![entry(DATES)], &external).await.unwrap();
-    let first = h.app().store().learning().heuristics()[0].id;
+    let first = h.app().store().learning().lessons()[0].id;
     learning.record_outcome(&[first], |_| Some(true)).unwrap();
     learning.feedback(&[first], true).unwrap();
     let config = h.config.clone();

@@ -261,7 +261,7 @@ async fn context_full_while_requests_overlap_is_retried_and_the_buttons_still_ar
         (reflected("alice asks") && reflected("bob asks")).then_some(())
     })
     .await;
-    h.tg.wait_for(|_| (!h.app().store().learning().heuristics().is_empty()).then_some(()))
+    h.tg.wait_for(|_| (!h.app().store().learning().lessons().is_empty()).then_some(()))
         .await;
     assert!(
         h.llm.statuses().contains(&500),

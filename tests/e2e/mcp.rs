@@ -7,7 +7,7 @@ use std::time::Duration;
 use heurist::Config;
 use heurist::agent::tools::{CONTENT_END, CONTENT_START};
 use heurist::config::McpRoles;
-use heurist::learning::heuristics::ReviewState;
+use heurist::learning::lessons::ReviewState;
 use serde_json::{Value, json};
 
 use crate::support::mcp::{HttpServer, stdio_server, tool_names, tool_results};
@@ -565,7 +565,7 @@ fn assert_quoted_as_data(result: &str, own: &str) {
 async fn assert_lesson_held_for_review(h: &Harness) {
     let stored =
         h.tg.wait_for(|_| {
-            let stored = h.app().store().learning().heuristics();
+            let stored = h.app().store().learning().lessons();
             (!stored.is_empty()).then_some(stored)
         })
         .await;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 use heurist::learning::Source;
-use heurist::learning::heuristics::HeuristicEntry;
+use heurist::learning::lessons::NewLesson;
 
 /// The lesson the issue saw given as the answer to three questions.
 const LESSON: &str = "When checking stock for an item fails repeatedly with the same error, \
@@ -50,7 +50,7 @@ async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
     })
     .await;
     let h = Harness::start_with(llm, quiet).await;
-    let entry: HeuristicEntry =
+    let entry: NewLesson =
         serde_json::from_value(json!({"text": LESSON, "skill_name": null})).unwrap();
     let source = Source {
         outcome: "success".into(),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 use heurist::ids::UserId;
 use heurist::learning::Source;
-use heurist::learning::heuristics::HeuristicEntry;
+use heurist::learning::lessons::NewLesson;
 use heurist::store::ReviewState;
 
 /// A SearXNG whose every result carries a planted instruction.
@@ -202,7 +202,7 @@ async fn a_task_made_on_yes_carries_its_provenance_into_its_run() {
 async fn a_scheduled_runs_lessons_are_never_trusted_even_with_review_off() {
     let llm = FakeLlm::answering("unused").await;
     let h = Harness::start_with(llm, |c| c.learning.review = heurist::config::Review::None).await;
-    let entry = |text: &str| -> HeuristicEntry {
+    let entry = |text: &str| -> NewLesson {
         serde_json::from_value(json!({"text": text, "skill_name": null})).unwrap()
     };
     let source = |untrusted| Source {
@@ -226,7 +226,7 @@ async fn a_scheduled_runs_lessons_are_never_trusted_even_with_review_off() {
         .await
         .unwrap();
     let review = |text: &str| {
-        let all = h.app().store().learning().heuristics();
+        let all = h.app().store().learning().lessons();
         all.into_iter().find(|x| x.text == text).map(|x| x.review)
     };
     assert_eq!(

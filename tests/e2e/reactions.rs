@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use heurist::learning::Source;
-use heurist::learning::heuristics::{Heuristic, HeuristicEntry};
+use heurist::learning::lessons::{Lesson, NewLesson};
 use serde_json::json;
 
 use crate::support::telegram::Call;
@@ -142,7 +142,7 @@ async fn learn(h: &Harness) {
         tools: Vec::new(),
         given: Vec::new(),
     };
-    let entry: HeuristicEntry = serde_json::from_value(json!({"text": LESSON})).unwrap();
+    let entry: NewLesson = serde_json::from_value(json!({"text": LESSON})).unwrap();
     h.app()
         .learning()
         .learn(vec![entry], &source)
@@ -150,11 +150,11 @@ async fn learn(h: &Harness) {
         .unwrap();
 }
 
-fn lesson(h: &Harness) -> Heuristic {
+fn lesson(h: &Harness) -> Lesson {
     h.app()
         .store()
         .learning()
-        .heuristics()
+        .lessons()
         .into_iter()
         .find(|x| x.text == LESSON)
         .unwrap()

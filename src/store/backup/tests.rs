@@ -36,11 +36,11 @@ fn filled(dir: &Path) -> Store {
             .append(conversation(7), 0, None, &turn, &Default::default())
             .unwrap()
     );
-    let id = store.learning().new_heuristic_id().unwrap();
+    let id = store.learning().new_lesson_id().unwrap();
     let mut lesson = fixtures::heuristic(id, "Check the units before adding numbers");
     lesson.review = ReviewState::Pending;
     (lesson.uses, lesson.successes, lesson.failures, lesson.up) = (5, 3, 1, 2);
-    store.learning().put_heuristic(&lesson).unwrap();
+    store.learning().put_lesson(&lesson).unwrap();
     let max = 50;
     store
         .memories()
@@ -349,7 +349,7 @@ fn a_backup_of_format_1_still_restores() {
         .map(|m| m.content().to_string())
         .collect();
     assert_eq!(texts, ["what is 2+2?", "4"]);
-    let lessons = store.learning().heuristics();
+    let lessons = store.learning().lessons();
     assert_eq!(lessons.len(), 1);
     let lesson = &lessons[0];
     assert_eq!(lesson.text, "Check the units before adding numbers");
@@ -374,7 +374,7 @@ fn a_backup_of_format_1_still_restores() {
         ("water the plants", 1_900_000_000)
     );
     // Ids go on above those the backup's store gave.
-    assert!(store.learning().new_heuristic_id().unwrap() > lesson.id);
+    assert!(store.learning().new_lesson_id().unwrap() > lesson.id);
 }
 
 /// Writes the fixture [`a_backup_of_format_1_still_restores`] reads. Run by hand, once per

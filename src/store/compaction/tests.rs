@@ -29,10 +29,10 @@ fn fill(store: &Store, turns: usize) -> Vec<u64> {
     }
     let mut ids = Vec::new();
     for i in 0..3 {
-        let id = store.learning().new_heuristic_id().unwrap();
+        let id = store.learning().new_lesson_id().unwrap();
         store
             .learning()
-            .put_heuristic(&fixtures::heuristic(id, &format!("heuristic {i}")))
+            .put_lesson(&fixtures::heuristic(id, &format!("heuristic {i}")))
             .unwrap();
         ids.push(id);
     }
@@ -172,7 +172,7 @@ fn compaction_moves_a_legacy_store_keeping_every_record_and_ids_go_on_above() {
         .filter(|(tree, _, _)| tree.as_slice() != IDS.as_bytes())
         .collect();
     assert_eq!(after, before, "every record of every tree, unchanged");
-    let next = store.learning().new_heuristic_id().unwrap();
+    let next = store.learning().new_lesson_id().unwrap();
     assert!(
         ids.iter().all(|&id| next > id),
         "a new id {next} is above every old one {ids:?}"
@@ -260,7 +260,7 @@ fn each_compaction_writes_the_next_generation_and_only_when_due() {
     let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
     assert_eq!(dir.store_dir(), root.path().join("store-2"));
     let records = dump(&store);
-    let next = store.learning().new_heuristic_id().unwrap();
+    let next = store.learning().new_lesson_id().unwrap();
     assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
     drop(store);
 
@@ -268,7 +268,7 @@ fn each_compaction_writes_the_next_generation_and_only_when_due() {
     let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
     assert_eq!(dir.store_dir(), root.path().join("store-2"));
     assert_eq!(names(root.path()), ["CURRENT", "LOCK", "store-2"]);
-    assert_eq!(store.learning().heuristics().len(), 3);
+    assert_eq!(store.learning().lessons().len(), 3);
     assert_eq!(dump(&store).len(), records.len());
 }
 
@@ -437,7 +437,7 @@ fn a_failed_compaction_opens_the_store_as_it_was_and_is_not_retried_in_this_run(
     assert!(!dir.compaction_due(), "not asked for again in this run");
     assert_eq!(dump(&store), records);
     assert_eq!(names(&root.path().join("store-2")), ["notes.txt"]);
-    assert!(store.learning().new_heuristic_id().unwrap() > *ids.iter().max().unwrap());
+    assert!(store.learning().new_lesson_id().unwrap() > *ids.iter().max().unwrap());
 }
 
 #[test]
@@ -450,6 +450,6 @@ fn an_unreadable_id_counter_still_gives_ids_above_every_record_after_a_compactio
     drop(store);
     let (store, dir) = Store::open_data_dir(root.path(), 1 << 20, EAGER).unwrap();
     assert_eq!(dir.store_dir(), root.path().join("store-2"));
-    let next = store.learning().new_heuristic_id().unwrap();
+    let next = store.learning().new_lesson_id().unwrap();
     assert!(ids.iter().all(|&id| next > id), "{next} above {ids:?}");
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use heurist::learning::Source;
-use heurist::learning::heuristics::{Heuristic, HeuristicEntry, ReviewState};
+use heurist::learning::lessons::{Lesson, NewLesson, ReviewState};
 use serde_json::{Value, json};
 
 use crate::support::mcp::this_turns_results;
@@ -57,7 +57,7 @@ async fn learning_llm(reflect: impl Fn() -> Reply + Send + Sync + 'static) -> Fa
     .await
 }
 
-fn entry(text: &str, skill: Option<&str>) -> HeuristicEntry {
+fn entry(text: &str, skill: Option<&str>) -> NewLesson {
     serde_json::from_value(json!({"text": text, "skill_name": skill})).unwrap()
 }
 
@@ -81,25 +81,25 @@ fn stored_texts(h: &Harness) -> Vec<String> {
     h.app()
         .store()
         .learning()
-        .heuristics()
+        .lessons()
         .into_iter()
         .map(|x| x.text)
         .collect()
 }
 
-fn by_text(h: &Harness, prefix: &str) -> Heuristic {
+fn by_text(h: &Harness, prefix: &str) -> Lesson {
     h.app()
         .store()
         .learning()
-        .heuristics()
+        .lessons()
         .into_iter()
         .find(|x| x.text.starts_with(prefix))
         .unwrap_or_else(|| panic!("no heuristic {prefix:?}"))
 }
 
-async fn wait_heuristics(h: &Harness, count: usize) -> Vec<Heuristic> {
+async fn wait_heuristics(h: &Harness, count: usize) -> Vec<Lesson> {
     h.tg.wait_for(|_| {
-        let all = h.app().store().learning().heuristics();
+        let all = h.app().store().learning().lessons();
         (all.len() >= count).then_some(all)
     })
     .await

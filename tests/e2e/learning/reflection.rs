@@ -180,8 +180,7 @@ async fn a_reflection_sees_each_failed_call_its_error_and_the_call_that_fixed_it
     );
     // The seed prompt stays the prefix of what the reflection asks.
     assert!(
-        prompt
-            .starts_with(&heurist::learning::heuristics::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
+        prompt.starts_with(&heurist::learning::lessons::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
     );
     h.stop().await;
 }
@@ -247,7 +246,7 @@ async fn a_correction_in_the_next_message_is_evidence_for_its_reflection() {
     assert!(corrected.contains("a lesson that would have avoided this correction"));
     assert!(
         corrected
-            .starts_with(&heurist::learning::heuristics::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
+            .starts_with(&heurist::learning::lessons::REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40])
     );
     for plain in ["how warm is it in Paris?", "and in Rome?"] {
         let prompt = reflection_of(plain).unwrap();

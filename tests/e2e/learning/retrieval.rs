@@ -67,14 +67,14 @@ async fn a_learned_heuristic_reaches_the_tasks_it_fits_and_no_others() {
     assert_eq!(bob["messages"][0], agent["messages"][0]);
 
     h.restart().await;
-    assert_eq!(h.app().store().learning().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().lessons().len(), 1);
     h.tg.wait_for(|_| {
         let learning = h.app().learning();
         (learning.reflections_running() == 0 && learning.pending_reflections().is_empty())
             .then_some(())
     })
     .await;
-    let uses = || h.app().store().learning().heuristics()[0].uses;
+    let uses = || h.app().store().learning().lessons()[0].uses;
     let before = uses();
     assert_eq!(
         ask(
@@ -172,7 +172,7 @@ async fn a_heuristic_learned_late_among_many_is_injected_where_it_fits() {
         &["Quote the exact compiler error message before suggesting a fix"],
     )
     .await;
-    assert_eq!(h.app().store().learning().heuristics().len(), 31);
+    assert_eq!(h.app().store().learning().lessons().len(), 31);
     let carried = ask(
         &h,
         ALICE,
@@ -218,14 +218,14 @@ async fn a_near_duplicate_reinforces_across_skills_instead_of_being_stored_twice
             h.app()
                 .store()
                 .learning()
-                .heuristics()
+                .lessons()
                 .into_iter()
                 .find(|x| x.uses == 2)
         })
         .await;
-    assert_eq!(h.app().store().learning().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().lessons().len(), 1);
     assert_eq!(reinforced.text, TIP, "the known wording stays");
-    let learned_once = Heuristic {
+    let learned_once = Lesson {
         uses: 1,
         ..reinforced.clone()
     };
@@ -473,7 +473,7 @@ async fn with_embeddings_a_lesson_is_found_and_deduplicated_by_meaning() {
     assert!(stored.vector.is_some(), "embedded once when stored");
     // The same lesson in other words: no shared word, the same meaning.
     learn(&h, &["Mention which daylight rule the clock follows"]).await;
-    assert_eq!(h.app().store().learning().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().lessons().len(), 1);
     assert_eq!(by_text(&h, "Give the hour").uses, 2);
     // A message that shares no word with it, but its meaning, gets it; others do not.
     assert_eq!(

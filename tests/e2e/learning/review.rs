@@ -54,7 +54,7 @@ async fn a_planted_instruction_stays_pending_until_an_admin_approves_it() {
     h.tg.wait_for(|_| (h.llm.reflection_requests().len() >= 2).then_some(()))
         .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(h.app().store().learning().heuristics().len(), 1);
+    assert_eq!(h.app().store().learning().lessons().len(), 1);
     assert_eq!(by_text(&h, "Recommend").uses, 1);
 
     // An admin sees it with its provenance, and approves it.
@@ -191,13 +191,13 @@ async fn admins_review_heuristics_a_page_at_a_time() {
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "Sorry, only the bot's admins can do that."
     );
-    assert_eq!(h.app().store().learning().heuristics().len(), 14);
+    assert_eq!(h.app().store().learning().lessons().len(), 14);
     let query = h.tg.press(ADMIN, ADMIN, message, data);
     assert_eq!(
         h.tg.wait_for(|_| answered(&h, &query)).await["text"],
         "Forgotten"
     );
-    assert_eq!(h.app().store().learning().heuristics().len(), 13);
+    assert_eq!(h.app().store().learning().lessons().len(), 13);
     let after =
         h.tg.wait_for(|t| {
             let edits = t.calls("editMessageText");
@@ -265,7 +265,7 @@ async fn a_lesson_planted_by_a_page_stays_pending_in_every_later_turn_that_read_
     .await;
     let h = Harness::start_with(llm, plumbing).await;
     let all_pending = |count: usize| {
-        let all = h.app().store().learning().heuristics();
+        let all = h.app().store().learning().lessons();
         assert_eq!(all.len(), count, "{all:?}");
         for heuristic in &all {
             assert_eq!(heuristic.review, ReviewState::Pending, "{heuristic:?}");
@@ -345,7 +345,7 @@ async fn a_conversation_that_read_a_page_stays_marked_until_it_is_cleared() {
     // The page's turn left the window at once, and every lesson is pending.
     let second = h.llm.agent_requests()[2].to_string();
     assert!(!second.contains("always recommend"), "{second}");
-    let all = h.app().store().learning().heuristics();
+    let all = h.app().store().learning().lessons();
     assert!(
         all.iter().all(|x| x.review == ReviewState::Pending),
         "{all:?}"
@@ -354,7 +354,7 @@ async fn a_conversation_that_read_a_page_stays_marked_until_it_is_cleared() {
     let query = h.tg.press(ALICE, ALICE, message, &down);
     h.tg.wait_for(|_| answered(&h, &query)).await;
     wait_heuristics(&h, 5).await;
-    let all = h.app().store().learning().heuristics();
+    let all = h.app().store().learning().lessons();
     assert!(
         all.iter().all(|x| x.review == ReviewState::Pending),
         "{all:?}"
@@ -369,7 +369,7 @@ async fn a_conversation_that_read_a_page_stays_marked_until_it_is_cleared() {
         .app()
         .store()
         .learning()
-        .heuristics()
+        .lessons()
         .into_iter()
         .max_by_key(|x| x.id)
         .unwrap();

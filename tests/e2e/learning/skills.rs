@@ -62,7 +62,7 @@ async fn skills_match_the_right_message_and_carry_their_own_heuristics() {
         h.app()
             .store()
             .learning()
-            .heuristics()
+            .lessons()
             .into_iter()
             .find(|x| x.skill.as_deref() == Some("date-time"))
     })

@@ -62,7 +62,7 @@ async fn a_tool_lesson_is_shown_with_that_tools_failed_call() {
         by_text(&h, "When calling probe__fail").review,
         ReviewState::Pending
     );
-    for heuristic in h.app().store().learning().heuristics() {
+    for heuristic in h.app().store().learning().lessons() {
         assert!(h.app().learning().approve(heuristic.id).unwrap());
     }
 

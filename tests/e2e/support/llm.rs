@@ -396,9 +396,7 @@ pub(crate) fn is_options_request(request: &Value) -> bool {
 
 /// Whether a request is a reflection (its last user message is that prompt).
 pub(crate) fn is_reflection_request(request: &Value) -> bool {
-    use heurist::learning::heuristics::{
-        REFLECTION_EXTRACT_PROMPT_TEMPLATE, REFLECTION_RETRY_PROMPT,
-    };
+    use heurist::learning::lessons::{REFLECTION_EXTRACT_PROMPT_TEMPLATE, REFLECTION_RETRY_PROMPT};
     let last = last_user_text(request);
     last.starts_with(&REFLECTION_EXTRACT_PROMPT_TEMPLATE[..40]) || last == REFLECTION_RETRY_PROMPT
 }

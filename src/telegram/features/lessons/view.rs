@@ -6,7 +6,7 @@ use chrono::DateTime;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use crate::app::App;
-use crate::learning::heuristics::ReviewState;
+use crate::learning::lessons::ReviewState;
 use crate::telegram::callback_data::{Action, List};
 use crate::telegram::keyboards::{button, page_row, shorten};
 use crate::telegram::render::escape_html;
@@ -47,7 +47,7 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Lis
         .skip(page * HEURISTICS_PER_PAGE)
         .take(HEURISTICS_PER_PAGE);
     for listed in shown {
-        let h = &listed.heuristic;
+        let h = &listed.lesson;
         // A lesson on probation waits for proof or an admin's ✅ like a pending one.
         let pending = h.review == ReviewState::Pending || h.probation;
         let skill = h.skill.as_deref().unwrap_or(texts::GENERAL_SKILL);
@@ -58,7 +58,7 @@ pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> Lis
         } else {
             shorten(&h.origin.outcome, 60)
         };
-        let entry = texts::HeuristicEntry {
+        let entry = texts::LessonLine {
             pending,
             id: h.id,
             skill: &escape_html(skill),

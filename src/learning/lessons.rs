@@ -1,15 +1,15 @@
-//! Heuristics: the reflection prompt, its JSON shape, the `## Learned Heuristics` block, and
-//! the rules for storing, reinforcing, ranking and evicting heuristics.
+//! Lessons: the reflection prompt, its JSON shape, the `## Learned Heuristics` block, and
+//! the rules for storing, reinforcing, ranking and evicting lessons.
 //!
 //! Words are compared lower-cased without punctuation; a duplicate reinforces the existing
-//! heuristic instead of being stored twice; confidence moves with use and feedback; and the
+//! lesson instead of being stored twice; confidence moves with use and feedback; and the
 //! store keeps a bounded number, evicting the least useful.
 //!
 //! ```
-//! use heurist::learning::heuristics::{build_reflection_extract_prompt, format_heuristics_section};
+//! use heurist::learning::lessons::{build_reflection_extract_prompt, format_lessons_section};
 //! let prompt = build_reflection_extract_prompt("Searched for Rust crates", "fetch_url", "success");
 //! assert!(prompt.contains("Searched for Rust crates"));
-//! let section = format_heuristics_section(&["prefer the package registry over GitHub".into()]);
+//! let section = format_lessons_section(&["prefer the package registry over GitHub".into()]);
 //! assert!(section.starts_with("## Learned Heuristics"));
 //! ```
 
@@ -18,17 +18,19 @@ use serde::Deserialize;
 use super::personal::contains_personal_data;
 use super::quality::concrete;
 use super::utility::{Age, Evidence, utility};
-pub use crate::store::{Heuristic, Origin, ReviewState};
+pub use crate::store::{Lesson, Origin, ReviewState};
 
 /// The LLM's reply to [`REFLECTION_EXTRACT_PROMPT_TEMPLATE`].
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ReflectionResult {
-    pub heuristics: Vec<HeuristicEntry>,
+    /// `heuristics` in the JSON (the seed prompt's contract).
+    #[serde(rename = "heuristics")]
+    pub lessons: Vec<NewLesson>,
 }
 
-/// One extracted heuristic and the skill it most applies to (`None`: general).
+/// One extracted lesson and the skill it most applies to (`None`: general).
 #[derive(Debug, Clone, Deserialize)]
-pub struct HeuristicEntry {
+pub struct NewLesson {
     pub text: String,
     #[serde(default)]
     pub skill_name: Option<String>,
@@ -41,7 +43,7 @@ pub struct HeuristicEntry {
     pub proven: bool,
 }
 
-/// Prompt template for heuristic extraction. This text and its JSON shape are a contract
+/// Prompt template for lesson extraction. This text and its JSON shape are a contract
 /// (the seed's prompt): additions go after it, never into it.
 ///
 /// Placeholders: `{task_summary}`, `{tool_calls}`, `{outcome}`, substituted by
@@ -82,7 +84,7 @@ pub fn build_reflection_extract_prompt(
 /// sentence that concerns the task. Placeholders: `{evidence}`, the task's tool calls and the
 /// correction its message made of the answer before it, with the lesson that correction asks
 /// for (see [`crate::agent::evidence`]; empty without either), and `{skills}`, the sentence
-/// naming the skills a heuristic may be filed under.
+/// naming the skills a lesson may be filed under.
 ///
 /// A sentence that does not concern the task is left out: the reflection prompt is what the
 /// provider's cache does not serve (everything before it is the turn's own request), so each
@@ -117,7 +119,7 @@ pub(crate) struct Concerns {
     pub tools: bool,
     /// The task read text from outside (tool results, a forwarded message, a document).
     pub outside: bool,
-    /// The task's prompt carried skills or heuristics.
+    /// The task's prompt carried skills or lessons.
     pub given: bool,
 }
 
@@ -159,14 +161,14 @@ pub(crate) fn build_reflection_prompt(
     prompt
 }
 
-/// Formats heuristics as a Markdown `## Learned Heuristics` section (empty for none).
+/// Formats lessons as a Markdown `## Learned Heuristics` section (empty for none).
 #[must_use]
-pub fn format_heuristics_section(heuristics: &[String]) -> String {
-    if heuristics.is_empty() {
+pub fn format_lessons_section(lessons: &[String]) -> String {
+    if lessons.is_empty() {
         return String::new();
     }
     let mut out = String::from("## Learned Heuristics\n");
-    for h in heuristics {
+    for h in lessons {
         out.push_str("- ");
         out.push_str(h);
         out.push('\n');
@@ -174,7 +176,7 @@ pub fn format_heuristics_section(heuristics: &[String]) -> String {
     out
 }
 
-impl Heuristic {
+impl Lesson {
     pub(crate) fn evidence(&self) -> Evidence {
         Evidence {
             up: self.up,
@@ -202,16 +204,16 @@ impl Heuristic {
     }
 }
 
-/// Longest heuristic kept; longer ones are essays, not heuristics.
-pub(crate) const MAX_HEURISTIC_CHARS: usize = 512;
+/// Longest lesson kept; longer ones are essays, not lessons.
+pub(crate) const MAX_LESSON_CHARS: usize = 512;
 
 /// Whether an extracted text is worth storing at all: not empty, not an essay, something
 /// concrete rather than general advice (see [`concrete`]), and nothing personal or a place to
-/// send users (heuristics are shared by every user).
+/// send users (lessons are shared by every user).
 pub(crate) fn acceptable(text: &str) -> bool {
     let text = text.trim();
     !text.is_empty()
-        && text.chars().count() <= MAX_HEURISTIC_CHARS
+        && text.chars().count() <= MAX_LESSON_CHARS
         && concrete(text)
         && !contains_personal_data(text)
 }
@@ -229,8 +231,8 @@ mod tests {
         let r: ReflectionResult =
             serde_json::from_str(r#"{"heuristics": [{"text": "always test", "skill_name": "git"}, {"text": "be careful", "skill_name": null}, {"text": "x"}]}"#)
                 .unwrap();
-        assert_eq!(r.heuristics[0].skill_name.as_deref(), Some("git"));
-        assert!(r.heuristics[1].skill_name.is_none() && r.heuristics[2].skill_name.is_none());
+        assert_eq!(r.lessons[0].skill_name.as_deref(), Some("git"));
+        assert!(r.lessons[1].skill_name.is_none() && r.lessons[2].skill_name.is_none());
     }
 
     #[test]
@@ -300,8 +302,8 @@ mod tests {
 
     #[test]
     fn section_format() {
-        assert!(format_heuristics_section(&[]).is_empty());
-        let s = format_heuristics_section(&["tip one".into(), "tip two".into()]);
+        assert!(format_lessons_section(&[]).is_empty());
+        let s = format_lessons_section(&["tip one".into(), "tip two".into()]);
         assert_eq!(s, "## Learned Heuristics\n- tip one\n- tip two\n");
     }
 

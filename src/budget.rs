@@ -80,9 +80,9 @@ impl From<OverBudget> for LlmError {
 /// The bot's budgets: the day's counts (in the store) and the calls in flight (here). One per
 /// bot; cheap to clone.
 #[derive(Clone)]
-pub struct Ledger(Arc<Inner>);
+pub struct Ledger(Arc<LedgerState>);
 
-struct Inner {
+struct LedgerState {
     store: Store,
     /// 0: no budget.
     daily_tokens: u64,
@@ -103,7 +103,7 @@ impl Ledger {
         } else {
             HashSet::new()
         };
-        Self(Arc::new(Inner {
+        Self(Arc::new(LedgerState {
             store,
             daily_tokens: config.limits.daily_tokens,
             exempt,

@@ -1,8 +1,8 @@
 //! Honest cancel: every running turn has an id and a phase, and a stop request is decided
 //! against that phase in one atomic step.
 //!
-//! A turn goes `Running` → `Storing` (its history write has begun: from here its answer is
-//! kept) → `Shown` (its answer is on screen). A stop while `Running` moves it to `Stopped`,
+//! A turn goes `RegisteredTurn` → `Storing` (its history write has begun: from here its answer is
+//! kept) → `Shown` (its answer is on screen). A stop while `RegisteredTurn` moves it to `Stopped`,
 //! which the turn notices at its next safe point (its LLM and tool calls are dropped at once);
 //! a turn that is `Stopped` never stores. A stop that comes later stops nothing and says why:
 //! the answer was kept, or is already complete. [`step`] is the whole state machine, pure;
@@ -27,7 +27,7 @@ pub use crate::ids::TurnId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// Preparing or asking the model: nothing of it is stored yet, so it may stop.
-    Running,
+    RegisteredTurn,
     /// A stop was asked while it was running: it ends at its next safe point, storing nothing.
     Stopped,
     /// Its history write has begun: the answer is kept and will be shown.
@@ -49,7 +49,7 @@ pub(crate) enum Event {
 
 /// What an [`Event`] came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum StopOutcome {
     /// The turn stops: nothing of it is kept.
     Stopped,
     /// A stop was already asked; the turn is ending.
@@ -66,17 +66,17 @@ pub(crate) enum Verdict {
 
 /// The state machine of a turn: what `event` does in `phase`, and the phase after it.
 #[must_use]
-pub(crate) fn step(phase: Phase, event: Event) -> (Phase, Verdict) {
-    use {Event as E, Phase as P, Verdict as V};
+pub(crate) fn step(phase: Phase, event: Event) -> (Phase, StopOutcome) {
+    use {Event as E, Phase as P, StopOutcome as V};
     match (phase, event) {
-        (P::Running, E::Stop) => (P::Stopped, V::Stopped),
+        (P::RegisteredTurn, E::Stop) => (P::Stopped, V::Stopped),
         (P::Stopped, E::Stop) => (P::Stopped, V::AlreadyStopped),
         (P::Storing, E::Stop) => (P::Storing, V::Kept),
         (P::Shown, E::Stop) => (P::Shown, V::Complete),
-        (P::Running, E::Store) => (P::Storing, V::Proceed),
+        (P::RegisteredTurn, E::Store) => (P::Storing, V::Proceed),
         (P::Stopped, E::Store | E::Show) => (P::Stopped, V::Refused),
         (P::Storing | P::Shown, E::Store) => (phase, V::Proceed),
-        (P::Running | P::Storing | P::Shown, E::Show) => (P::Shown, V::Proceed),
+        (P::RegisteredTurn | P::Storing | P::Shown, E::Show) => (P::Shown, V::Proceed),
     }
 }
 
@@ -91,7 +91,7 @@ impl TurnControl {
     fn new(id: TurnId) -> Self {
         Self {
             id,
-            phase: watch::Sender::new(Phase::Running),
+            phase: watch::Sender::new(Phase::RegisteredTurn),
         }
     }
 
@@ -101,8 +101,8 @@ impl TurnControl {
 
     /// Applies `event` atomically (under the channel's lock) and wakes
     /// [`Self::until_store`] when the turn was stopped.
-    pub(crate) fn apply(&self, event: Event) -> Verdict {
-        let mut verdict = Verdict::Refused;
+    pub(crate) fn apply(&self, event: Event) -> StopOutcome {
+        let mut verdict = StopOutcome::Refused;
         self.phase.send_if_modified(|phase| {
             let (next, said) = step(*phase, event);
             verdict = said;
@@ -123,7 +123,7 @@ impl TurnControl {
             _ = phase.wait_for(|p| *p == Phase::Stopped) => None,
             output = work => Some(output),
         }?;
-        (self.apply(Event::Store) == Verdict::Proceed).then_some(output)
+        (self.apply(Event::Store) == StopOutcome::Proceed).then_some(output)
     }
 }
 
@@ -153,7 +153,7 @@ impl Default for Turns {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Found {
     /// The chat's running turn, and what the stop did to it.
-    Turn(Verdict),
+    Turn(StopOutcome),
     /// The request named a turn that is not the one running (it is over).
     Other,
     /// No turn runs in the chat.
@@ -167,11 +167,11 @@ impl Turns {
     }
 
     /// Registers a new turn as `chat`'s running one, until the returned guard is dropped.
-    pub(crate) fn begin(self: &Arc<Self>, chat: Conversation) -> Running {
+    pub(crate) fn begin(self: &Arc<Self>, chat: Conversation) -> RegisteredTurn {
         let id = TurnId(self.next.fetch_add(1, Ordering::Relaxed));
         let control = Arc::new(TurnControl::new(id));
         self.running().insert(chat, control.clone());
-        Running {
+        RegisteredTurn {
             turns: self.clone(),
             chat,
             control,
@@ -192,13 +192,13 @@ impl Turns {
 
 /// A registered running turn; dropping it (the turn ended, however) unregisters it.
 #[derive(Debug)]
-pub struct Running {
+pub struct RegisteredTurn {
     turns: Arc<Turns>,
     chat: Conversation,
     control: Arc<TurnControl>,
 }
 
-impl std::ops::Deref for Running {
+impl std::ops::Deref for RegisteredTurn {
     type Target = TurnControl;
 
     fn deref(&self) -> &TurnControl {
@@ -206,7 +206,7 @@ impl std::ops::Deref for Running {
     }
 }
 
-impl Drop for Running {
+impl Drop for RegisteredTurn {
     fn drop(&mut self) {
         let mut running = self.turns.running();
         // Only this turn's own entry: a later turn of the chat may have registered already.
@@ -231,13 +231,13 @@ mod tests {
             phase: Phase,
             event: Event,
             next: Phase,
-            verdict: Verdict,
+            verdict: StopOutcome,
         }
-        use {Event as E, Phase as P, Verdict as V};
+        use {Event as E, Phase as P, StopOutcome as V};
         let cases = [
             Case {
                 name: "a stop while running stops it",
-                phase: P::Running,
+                phase: P::RegisteredTurn,
                 event: E::Stop,
                 next: P::Stopped,
                 verdict: V::Stopped,
@@ -265,7 +265,7 @@ mod tests {
             },
             Case {
                 name: "a running turn may store",
-                phase: P::Running,
+                phase: P::RegisteredTurn,
                 event: E::Store,
                 next: P::Storing,
                 verdict: V::Proceed,
@@ -342,15 +342,15 @@ mod tests {
             turns.stop(Conversation::new(ChatId(2), None), Some(second.id())),
             Found::Nothing
         );
-        assert_eq!(second.apply(Event::Store), Verdict::Proceed);
+        assert_eq!(second.apply(Event::Store), StopOutcome::Proceed);
         assert_eq!(
             turns.stop(Conversation::new(ChatId(1), None), Some(second.id())),
-            Found::Turn(Verdict::Kept)
+            Found::Turn(StopOutcome::Kept)
         );
-        assert_eq!(second.apply(Event::Show), Verdict::Proceed);
+        assert_eq!(second.apply(Event::Show), StopOutcome::Proceed);
         assert_eq!(
             turns.stop(Conversation::new(ChatId(1), None), None),
-            Found::Turn(Verdict::Complete)
+            Found::Turn(StopOutcome::Complete)
         );
     }
 
@@ -379,8 +379,8 @@ mod tests {
                 .is_some();
             let found = stop.await.unwrap();
             match found {
-                Found::Turn(Verdict::Stopped) => assert!(!stored, "stopped, yet stored"),
-                Found::Turn(Verdict::Kept) => assert!(stored, "kept, yet not stored"),
+                Found::Turn(StopOutcome::Stopped) => assert!(!stored, "stopped, yet stored"),
+                Found::Turn(StopOutcome::Kept) => assert!(stored, "kept, yet not stored"),
                 other => panic!("unexpected {other:?}"),
             }
             outcomes.insert(stored);
@@ -396,27 +396,27 @@ mod tests {
         let work = async {
             assert_eq!(
                 stopper.stop(Conversation::new(ChatId(7), None), None),
-                Found::Turn(Verdict::Stopped)
+                Found::Turn(StopOutcome::Stopped)
             );
             std::future::pending::<()>().await;
         };
         assert_eq!(turn.until_store(work).await, None);
-        assert_eq!(turn.apply(Event::Store), Verdict::Refused);
+        assert_eq!(turn.apply(Event::Store), StopOutcome::Refused);
         assert_eq!(
             turns.stop(Conversation::new(ChatId(7), None), None),
-            Found::Turn(Verdict::AlreadyStopped)
+            Found::Turn(StopOutcome::AlreadyStopped)
         );
 
         let next = turns.begin(Conversation::new(ChatId(7), None));
         assert_eq!(next.until_store(async { 5 }).await, Some(5));
         assert_eq!(
             turns.stop(Conversation::new(ChatId(7), None), None),
-            Found::Turn(Verdict::Kept)
+            Found::Turn(StopOutcome::Kept)
         );
         drop(turn);
         assert_eq!(
             turns.stop(Conversation::new(ChatId(7), None), Some(next.id())),
-            Found::Turn(Verdict::Kept),
+            Found::Turn(StopOutcome::Kept),
             "an earlier turn's guard does not unregister a later one"
         );
     }

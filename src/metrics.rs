@@ -176,9 +176,9 @@ struct ServerLabel {
 
 /// The bot's metrics; cheap to clone (clones share the counts).
 #[derive(Clone)]
-pub struct Metrics(Arc<Inner>);
+pub struct Metrics(Arc<MetricFamilies>);
 
-struct Inner {
+struct MetricFamilies {
     registry: Registry,
     turns: Family<OutcomeLabel, Counter>,
     turn_duration: Histogram,
@@ -225,7 +225,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Every family registered, all counts at zero.
     pub fn new() -> Self {
-        let inner = Inner {
+        let inner = MetricFamilies {
             registry: Registry::with_prefix("heurist"),
             turns: Family::default(),
             turn_duration: turn_buckets(),
@@ -445,7 +445,7 @@ pub fn samples_without_help(text: &str) -> Vec<String> {
     missing
 }
 
-impl Inner {
+impl MetricFamilies {
     /// Registers every family under its name and help text, with the label values known
     /// beforehand at zero (the model ids, the MCP servers' names show with their first count).
     fn registered(mut self) -> Self {

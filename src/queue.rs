@@ -30,7 +30,7 @@ type BoxedJob = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// A queued job, its tag (the update it answers, if any), and what to do if it panics.
 type Job = (BoxedJob, Option<UpdateId>, BoxedJob);
 
-struct Lane {
+struct ChatLane {
     jobs: mpsc::UnboundedSender<Job>,
     /// The running job.
     running: Option<AbortHandle>,
@@ -40,13 +40,13 @@ struct Lane {
 /// The per-chat lanes. Cheap to clone.
 #[derive(Clone, Default)]
 pub(crate) struct ChatQueues {
-    lanes: Arc<Mutex<HashMap<Conversation, Lane>>>,
+    lanes: Arc<Mutex<HashMap<Conversation, ChatLane>>>,
     /// Jobs queued or running, over all lanes (what the metrics show as the backlog).
     jobs: Arc<AtomicUsize>,
 }
 
 impl ChatQueues {
-    fn lanes(&self) -> MutexGuard<'_, HashMap<Conversation, Lane>> {
+    fn lanes(&self) -> MutexGuard<'_, HashMap<Conversation, ChatLane>> {
         // A panic while holding this lock cannot leave the map inconsistent (every critical
         // section is a single insert, remove or field update), so poisoning is ignored.
         self.lanes.lock().unwrap_or_else(|e| e.into_inner())
@@ -78,7 +78,7 @@ impl ChatQueues {
         let worker = tokio::spawn(self.clone().work(chat, rx)).abort_handle();
         lanes.insert(
             chat,
-            Lane {
+            ChatLane {
                 jobs: tx,
                 running: None,
                 worker: Some(worker),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::Keyboard;
 use crate::app::App;
-use crate::cancel::{Found, TurnId, Verdict};
+use crate::cancel::{Found, StopOutcome, TurnId};
 use crate::conversation::Conversation;
 use crate::ids::UserId;
 use crate::role::Role;
@@ -91,12 +91,12 @@ impl Stop {
 /// never resumes it); a later stop leaves the answer as it is and says so.
 pub(crate) fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Stop {
     let stop = match app.turns().stop(chat, only) {
-        Found::Turn(Verdict::Stopped) => Stop::Stopped,
+        Found::Turn(StopOutcome::Stopped) => Stop::Stopped,
         // Stopped already and ending: its ⏹ pressed twice says so again; a second /cancel
         // finds nothing left to stop.
-        Found::Turn(Verdict::AlreadyStopped) if only.is_some() => Stop::Stopped,
-        Found::Turn(Verdict::AlreadyStopped) => Stop::Nothing,
-        Found::Turn(Verdict::Kept) => Stop::Kept,
+        Found::Turn(StopOutcome::AlreadyStopped) if only.is_some() => Stop::Stopped,
+        Found::Turn(StopOutcome::AlreadyStopped) => Stop::Nothing,
+        Found::Turn(StopOutcome::Kept) => Stop::Kept,
         // The answer is on screen and only bookkeeping is left: for `/cancel`, nothing runs.
         Found::Turn(_) if only.is_none() => Stop::Nothing,
         Found::Turn(_) | Found::Other => Stop::Over,

@@ -16,9 +16,9 @@ use crate::agent::TurnStatus;
 use crate::metrics::{Metrics, TurnOutcome};
 
 /// A turn's timing and outcome; counted when dropped.
-pub(super) struct TurnClock(Arc<Clock>);
+pub(super) struct TurnClock(Arc<TurnTiming>);
 
-struct Clock {
+struct TurnTiming {
     metrics: Metrics,
     started: Instant,
     /// Whether the turn's first text was seen (it is timed once).
@@ -29,7 +29,7 @@ struct Clock {
 impl TurnClock {
     /// Starts timing a turn now.
     pub(super) fn start(metrics: &Metrics) -> Self {
-        Self(Arc::new(Clock {
+        Self(Arc::new(TurnTiming {
             metrics: metrics.clone(),
             started: Instant::now(),
             first_text: AtomicBool::new(false),

@@ -12,7 +12,7 @@ use super::messenger::Out;
 use super::offers::retire_options;
 use crate::app::App;
 use crate::budget::Payer;
-use crate::cancel::Running;
+use crate::cancel::RegisteredTurn;
 use crate::conversation::Conversation;
 use crate::role::Role;
 
@@ -26,7 +26,7 @@ pub(super) struct Turn {
     /// Who pays for the turn's LLM calls.
     pub(super) payer: Payer,
     /// The turn as a stop sees it; it stays registered until the turn is dropped.
-    pub(super) control: Running,
+    pub(super) control: RegisteredTurn,
     /// A turn resumed after a crash whose answer was already showing: the messages that show
     /// it, which the new answer goes into.
     pub(super) resumed: Option<Vec<i32>>,
@@ -46,7 +46,7 @@ impl Turn {
         out: Out,
         input: TurnInput,
         admitted: Admitted,
-        control: Running,
+        control: RegisteredTurn,
     ) -> Self {
         let at = input.conversation();
         let resumed = input

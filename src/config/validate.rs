@@ -252,7 +252,8 @@ fn validate_models(models: &[ModelConfig]) -> anyhow::Result<()> {
             // Not echoed when it is not a name: it may be the key itself, pasted by mistake.
             if !is_env_name(name) {
                 bail!(
-                    "{at}: api_key_env must be the name of an environment variable (A-Z, 0-9, _)                      that holds the key, not the key itself"
+                    "{at}: api_key_env must be the name of an environment variable (A-Z, 0-9, _) \
+                     that holds the key, not the key itself"
                 );
             }
             if model.api_key.is_none() {

@@ -743,6 +743,11 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
         None,
         "nothing stored"
     );
+    // Each update is marked done a moment after its reply was sent (Bob's too): wait for it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !store.inbox().unfinished().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(
         store.inbox().unfinished().is_empty(),
         "the message is done with, not resumed at every start"

@@ -24,7 +24,7 @@ pub(super) struct TurnProgress {
     pub(super) calls: CallLog,
     /// The tools whose learned lessons this turn already showed with a failed call.
     pub(super) shown_lessons: HashSet<String>,
-    /// The answer was asked for once more ([`ANSWER_NOW_PROMPT`]).
+    /// The answer was asked for once more ([`ANSWER_NOW_PROMPT`](super::calls::ANSWER_NOW_PROMPT)).
     pub(super) asked_again: bool,
     /// What the turn's context held that an answer must not merely give back.
     pub(super) given: parrot::Given,

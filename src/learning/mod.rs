@@ -13,7 +13,7 @@
 //! does not ride along with one about the message's subject. The fitting ones are ranked by
 //! fit × (utility + exploration bonus), general and skill lessons in one list, and the best
 //! `max_injected` are injected. Lessons about a tool (see [`Lesson::tool`]) also fit a
-//! message that is likely to call that tool, when the turn offers it ([`likely_tools`]), and
+//! message that is likely to call that tool, when the turn offers it ([`likely_tools()`]), and
 //! come first: "what is the status of support case 77" shares no word with "write ticket ids
 //! as TCK- and six digits", but it fits the ticket tool. A message that nothing fits gets no lessons. The ranking is a pure
 //! function of the store and the message (ties by id), so the same store and message give the

@@ -115,7 +115,7 @@ pub(crate) struct Listening {
     server: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Starts taking updates: the dispatcher of [`schema`], its handlers given `app` and `tg`, on
+/// Starts taking updates: the dispatcher of [`schema()`], its handlers given `app` and `tg`, on
 /// long polling or the webhook. It stops when `app`'s shutdown begins.
 pub(crate) async fn listen(app: &Arc<App>, bot: Bot, tg: Arc<Outbox>) -> anyhow::Result<Listening> {
     let intake = intake(app.config().clone());

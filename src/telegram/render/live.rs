@@ -9,7 +9,7 @@ use super::markdown::markdown_options;
 /// is held back.
 const MAX_CUTS: usize = 4;
 
-/// The longest prefix of `markdown` without half-written markup (see [`render_partial`]).
+/// The longest prefix of `markdown` without half-written markup (see [`render_partial`](super::render_partial)).
 pub(super) fn settled(markdown: &str) -> &str {
     let mut text = without_marker_line(markdown);
     for _ in 0..MAX_CUTS {

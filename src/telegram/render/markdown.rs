@@ -7,7 +7,7 @@ use super::html::{Tok, escape_html};
 
 mod table;
 
-/// Longest link target rendered as a link; longer ones stay text (see [`super::split`]'s reopening).
+/// Longest link target rendered as a link; longer ones stay text (see [`super::split()`]'s reopening).
 const MAX_HREF_BYTES: usize = 1024;
 
 /// Indentation of one level of list nesting: no-break spaces, which Telegram never trims and

@@ -244,7 +244,7 @@ impl Intake {
     }
 }
 
-/// Held by the schema while one update is handled (see [`crate::telegram::schema`]); a
+/// Held by the schema while one update is handled (see [`crate::telegram::schema()`]); a
 /// handler that may start a turn gets a clone, and says [`Handling::done`] once the update is
 /// durable (its turn accepted into the inbox) or known to record nothing (a refusal), so its
 /// paced replies do not hold every chat's next update.

@@ -4,7 +4,7 @@
 //!
 //! The rest of the feature sits lower, where the layers put it: a user's facts as pure values
 //! and their prompt block ([`crate::memory`]), the facts put in front of a turn's message and
-//! taken out again before storing ([`crate::turn::memory`]), the stored facts
+//! taken out again before storing (`crate::turn::memory`), the stored facts
 //! (`crate::store::memories`, in the people tree), the `remember` tool the agent calls
 //! (`crate::agent::remember`, through the provenance gate, [`crate::provenance`]) and the
 //! sentences (`MEMORY_*` in [`crate::texts::telegram`]).

@@ -5,7 +5,7 @@
 //! The rest of the feature sits lower, where the layers put it: when a task runs
 //! ([`crate::schedule`], pure values), the `schedule` tool the agent calls
 //! (`crate::agent::scheduling`), the scheduler and a task's own turn
-//! ([`crate::turn::scheduled`], [`crate::turn::reminder`], [`crate::turn::task_desk`]), the
+//! ([`crate::turn::scheduled`], `crate::turn::reminder`, [`crate::turn::task_desk`]), the
 //! stored tasks and zones (`crate::store::tasks`, `crate::store::zones`) and their sentences
 //! ([`crate::texts::tasks`]).
 

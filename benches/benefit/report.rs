@@ -149,6 +149,10 @@ struct TaskRecord {
     parroted: Option<String>,
     answer: String,
     calls: Vec<String>,
+    /// What the model was shown when it wrote a parroted answer (runs before this field
+    /// have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    evidence: Vec<String>,
 }
 
 /// One invocation: a layout, a seed and a review mode, learning on and off. A JSON line of
@@ -253,6 +257,7 @@ impl Record {
                     parroted: o.parroted.clone(),
                     answer: o.answer.chars().take(400).collect(),
                     calls: o.calls.clone(),
+                    evidence: o.evidence.clone(),
                 })
             })
             .collect();

@@ -91,6 +91,8 @@ pub(crate) struct Outcome {
     pub(crate) honest: bool,
     /// Why the answer parrots, if it does.
     pub(crate) parroted: Option<String>,
+    /// For a parroted answer, what the model was shown when it wrote it (see [`evidence`]).
+    pub(crate) evidence: Vec<String>,
     pub(crate) answer: String,
     /// Every desk call of the task.
     pub(crate) calls: Vec<String>,
@@ -401,6 +403,47 @@ fn injected(exchanges: &[Exchange], lessons: &[String], skills: &[String]) -> Ve
     injected
 }
 
+/// What the model was shown when it wrote an answer and what it wrote: the request's
+/// messages after the system prompt (tool calls as `name(arguments)`), then the response, each
+/// cut to 600 characters, so a parroted answer in a run's record says where its words came
+/// from.
+fn evidence(exchange: &Exchange) -> Vec<String> {
+    let line = |message: &Value| {
+        let calls: Vec<String> = message["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let f = &c["function"];
+                format!(
+                    "{}({})",
+                    f["name"].as_str().unwrap_or_default(),
+                    f["arguments"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        let text = format!(
+            "{}: {}{}",
+            message["role"].as_str().unwrap_or_default(),
+            message["content"].as_str().unwrap_or_default(),
+            if calls.is_empty() {
+                String::new()
+            } else {
+                format!(" [calls {}]", calls.join(", "))
+            }
+        );
+        text.chars().take(600).collect::<String>()
+    };
+    exchange.request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] != "system")
+        .chain(std::iter::once(&exchange.response["choices"][0]["message"]))
+        .map(line)
+        .collect()
+}
+
 /// Judges one held-out task.
 struct Judged<'a> {
     family: &'static Family,
@@ -464,6 +507,15 @@ impl Judged<'_> {
             called_tools: &called,
             model_answers: &model_answers,
         };
+        let parroted = if honest {
+            judge::parroted(&self.answer, &cx)
+        } else {
+            None
+        };
+        let evidence = match (&parroted, self.exchanges.last()) {
+            (Some(_), Some(last)) => evidence(last),
+            _ => Vec::new(),
+        };
         Outcome {
             family: self.family.name,
             task: self.task,
@@ -477,11 +529,8 @@ impl Judged<'_> {
             prompt_estimate,
             success: succeeded(self.family, self.expected, &self.answer, self.calls),
             honest,
-            parroted: if honest {
-                judge::parroted(&self.answer, &cx)
-            } else {
-                None
-            },
+            parroted,
+            evidence,
             calls: self
                 .calls
                 .iter()
@@ -540,6 +589,9 @@ async fn held_out(bench: &Bench, setup: &Setup) -> Vec<Outcome> {
                         .filter(|c| c.error.is_none())
                         .map(|c| c.reply.clone()),
                 )
+                .chain(judge::results_that_worked(
+                    exchanges.iter().map(|e| &e.request),
+                ))
                 .collect();
             let judged = Judged {
                 family,

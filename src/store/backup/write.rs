@@ -2,7 +2,7 @@
 //! into a file that is synced and renamed into place.
 
 use std::fs;
-use std::io::{self, BufWriter, Seek, Write};
+use std::io::{self, BufWriter, Seek};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -105,19 +105,19 @@ impl Store {
     }
 }
 
-/// A debug build with `HEURIST_TEST_PAUSE_BACKUP` set to a path stops a backup after its
-/// first tree (written out to the temporary file), creates that path and waits there for good:
-/// the end-to-end test kills the bot mid-backup that way. Release builds have no such hook.
 /// Whether a debug build was asked to pause a backup (`HEURIST_TEST_PAUSE_BACKUP`).
 fn pause_asked() -> bool {
     cfg!(debug_assertions)
         && std::env::var_os("HEURIST_TEST_PAUSE_BACKUP").is_some_and(|m| !m.is_empty())
 }
 
+/// A debug build with `HEURIST_TEST_PAUSE_BACKUP` set to a path stops a backup after its
+/// first tree (written out to the temporary file), creates that path and waits there for good:
+/// the end-to-end test kills the bot mid-backup that way. Release builds have no such hook.
 fn test_pause(out: &mut BufWriter<fs::File>) {
     #[cfg(debug_assertions)]
     if let Some(marker) = std::env::var_os("HEURIST_TEST_PAUSE_BACKUP").filter(|m| !m.is_empty()) {
-        let _ = out.flush();
+        let _ = io::Write::flush(out);
         let _ = fs::write(&marker, b"paused");
         tracing::error!("HEURIST_TEST_PAUSE_BACKUP: the backup waits here for good");
         loop {

@@ -546,7 +546,7 @@ async fn retrieval_time(size: usize) -> (Duration, Duration) {
     let store = heurist::store::Store::open_with_cache(dir.path(), 8 << 20).unwrap();
     let llm = heurist::llm::LlmClient::new(&config.llm).unwrap();
     let mut learning_config = config.learning.clone();
-    learning_config.max_heuristics = size + 100;
+    learning_config.max_lessons = size + 100;
     let ledger = heurist::budget::Ledger::new(&config, store.clone());
     let learning =
         heurist::learning::Learning::new(learning_config, &config.llm, store, llm, ledger);

@@ -156,7 +156,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         chat,
         user: Some(user),
         model: "test-model".into(),
-        task: question.chars().take(512).collect(),
+        request: question.chars().take(512).collect(),
         tools: vec![],
         outcome: "success".into(),
         external: false,
@@ -171,7 +171,7 @@ fn write_turn(store: &Store, history_tokens: usize, chat: i64, turn: u64, receiv
         .tickets()
         .create_feedback(&FeedbackTicket {
             chat,
-            heuristics: vec![turn % 97, turn % 89],
+            lessons: vec![turn % 97, turn % 89],
             job,
             vote: None,
             changes: 0,

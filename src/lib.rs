@@ -1,4 +1,4 @@
-//! Heurist: a self-hosted Telegram AI-agent bot that learns heuristics from its own tasks.
+//! Heurist: a self-hosted Telegram AI-agent bot that learns lessons from its own turns.
 //!
 //! The layers, bottom first. A module imports only from its own layer and the ones below it,
 //! and files never import in a cycle; `scripts/modgraph.py` reads this list (it is the one
@@ -6,8 +6,8 @@
 //!
 //! 1. [`texts`], [`ids`], [`clock`], [`backoff`], [`config`], [`conversation`], [`role`], [`sizes`], [`burst`], [`logging`], [`background`], [`shutdown`], [`memory`], [`provenance`], [`schedule`], [`metrics`]
 //! 2. [`llm`], [`store`]
-//! 3. [`budget`]
-//! 4. [`agent`], [`learning`], [`options`], [`limits`], [`cancel`], [`queue`]
+//! 3. [`budget`] (the owner's bill: `[limits]` before a turn and on every LLM call)
+//! 4. [`agent`], [`learning`], [`options`], [`cancel`], [`queue`]
 //! 5. [`app`] (the services)
 //! 6. [`maintenance`] (the store's upkeep: prune, compaction and backups), [`turn`] (the
 //!    pipeline of one turn)
@@ -37,7 +37,6 @@ pub mod config;
 pub mod conversation;
 pub mod ids;
 pub mod learning;
-pub mod limits;
 pub mod llm;
 pub mod logging;
 pub mod maintenance;

@@ -7,7 +7,7 @@
 //! whose turn calls it, and it goes into that user's turns only: their private chats, and their
 //! own messages in groups only if they turned "use my memory in groups" on in `/memory` (off by
 //! default, as a group's answers are read by every member), never into another member's. It is not learned from: reflection
-//! sees neither the block nor the tool's calls, so nothing of it becomes a shared heuristic.
+//! sees neither the block nor the tool's calls, so nothing of it becomes a shared lesson.
 //! `/clear` does not forget it; `/memory` lists the facts with 🗑 Forget buttons.
 //!
 //! # Bounds

@@ -1,6 +1,6 @@
 //! What the bot counts for Prometheus (`[metrics] listen`): turns, their latency, LLM calls
 //! and tokens, Telegram calls and 429s, reflections, backups, and the gauges read when scraped
-//! (queue depths, heuristics by review state, MCP servers up, the store's size and its disk).
+//! (queue depths, lessons by review state, MCP servers up, the store's size and its disk).
 //!
 //! One [`Metrics`] per running bot, built with the app and handed to every layer that records
 //! (it sits at the bottom of the layers for that). Recording is an atomic add behind a
@@ -72,9 +72,9 @@ pub enum CallKind {
     Agent,
     /// The options offered under an answer.
     Extraction,
-    /// A reflection that learns heuristics from a finished task.
+    /// A reflection that learns lessons from a finished turn.
     Reflection,
-    /// An embeddings request (a message, skills, new heuristics).
+    /// An embeddings request (a message, skills, new lessons).
     Embedding,
 }
 
@@ -92,7 +92,7 @@ impl CallKind {
 /// How a reflection ended (`heurist_reflections_total{outcome}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReflectionOutcome {
-    /// It stored or reinforced at least one heuristic.
+    /// It stored or reinforced at least one lesson.
     Learned,
     /// It ran, and nothing it said was worth keeping.
     Nothing,
@@ -130,8 +130,8 @@ pub struct Gauges {
     pub inbox_pending: usize,
     /// 🔁 Retry tickets not pressed yet.
     pub retries_pending: usize,
-    /// Heuristics by review state (`approved`, `pending`).
-    pub heuristics: Vec<(&'static str, usize)>,
+    /// Lessons by review state (`approved`, `pending`), exported as `heurist_heuristics`.
+    pub lessons: Vec<(&'static str, usize)>,
     /// Each MCP server by name, and whether it is up.
     pub mcp_servers: Vec<(String, bool)>,
     /// What the store's files take on disk.
@@ -192,7 +192,7 @@ struct MetricFamilies {
     queue_turns: Gauge,
     inbox_pending: Gauge,
     retries_pending: Gauge,
-    heuristics: Family<StateLabel, Gauge>,
+    lessons: Family<StateLabel, Gauge>,
     mcp_up: Family<ServerLabel, Gauge>,
     backups: Family<OutcomeLabel, Counter>,
     backup_last_success: Gauge,
@@ -239,7 +239,7 @@ impl Metrics {
             queue_turns: Gauge::default(),
             inbox_pending: Gauge::default(),
             retries_pending: Gauge::default(),
-            heuristics: Family::default(),
+            lessons: Family::default(),
             mcp_up: Family::default(),
             backups: Family::default(),
             backup_last_success: Gauge::default(),
@@ -346,9 +346,9 @@ impl Metrics {
         inner.queue_turns.set(count(gauges.queue_turns));
         inner.inbox_pending.set(count(gauges.inbox_pending));
         inner.retries_pending.set(count(gauges.retries_pending));
-        for &(state, n) in &gauges.heuristics {
+        for &(state, n) in &gauges.lessons {
             inner
-                .heuristics
+                .lessons
                 .get_or_create(&StateLabel { state })
                 .set(count(n));
         }
@@ -514,7 +514,7 @@ impl MetricFamilies {
         let help = "Retry tickets (Retry buttons) not pressed yet";
         r.register("retries_pending", help, self.retries_pending.clone());
         let help = "Heuristics by review state (approved, pending)";
-        r.register("heuristics", help, self.heuristics.clone());
+        r.register("heuristics", help, self.lessons.clone());
         let help = "MCP servers: 1 up, 0 starting or down";
         r.register("mcp_server_up", help, self.mcp_up.clone());
         self.register_storage();
@@ -655,7 +655,7 @@ mod tests {
                     queue_turns: 5,
                     inbox_pending: 3,
                     retries_pending: 1,
-                    heuristics: vec![("approved", 7), ("pending", 2)],
+                    lessons: vec![("approved", 7), ("pending", 2)],
                     mcp_servers: vec![("desk".into(), true), ("files".into(), false)],
                     store_bytes: 4096,
                     volume: Some((1 << 30, 4 << 30)),
@@ -700,7 +700,7 @@ mod tests {
         metrics.llm_call(CallKind::Agent, "m1", Some(Tokens::default()));
         metrics.backup(Some(1_700_000_000));
         let gauges = Gauges {
-            heuristics: vec![("approved", 1)],
+            lessons: vec![("approved", 1)],
             mcp_servers: vec![("desk".into(), true)],
             volume: Some((1, 2)),
             ..Gauges::default()

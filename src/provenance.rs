@@ -84,7 +84,7 @@ pub enum Effect {
     SaveFact,
     /// Create a scheduled task or reminder.
     ScheduleTask,
-    /// Teach a lesson (a heuristic) that every user's later turns may carry.
+    /// Teach a lesson that every user's later turns may carry.
     TeachLesson,
     /// Keep the form a tool taught one of its arguments in (see `learning::rewrite`), which
     /// later calls are rewritten to: the tool's own refusal or acceptance is its evidence (a

@@ -2,8 +2,8 @@
 //! in Celsius"), so that the reflection after it is shown the answer and the correction (see
 //! [`super::evidence`]) and can learn the lesson that would have avoided it.
 //!
-//! The reflection on a task runs right after it, so the correction of task N arrives with
-//! task N+1: the message is read against the last answer of the history window the turn
+//! The reflection on a turn runs right after it, so the correction of turn N arrives with
+//! turn N+1: the message is read against the last answer of the history window the turn
 //! read, and only when that window ends with the bot's answer.
 //!
 //! The detector is conservative: a missed correction costs one lesson, a false one shows the
@@ -36,7 +36,7 @@
 use crate::llm::ChatMessage;
 
 /// Characters of a message searched for cues: a correction says so up front, and a long
-/// message is more likely a new task that quotes "that's wrong" than a correction.
+/// message is more likely a new request that quotes "that's wrong" than a correction.
 pub(crate) const CUE_WINDOW_CHARS: usize = 280;
 
 /// A user's message that corrects the answer before it.
@@ -136,7 +136,7 @@ const POLITE: &[&str] = &[
 ];
 
 /// At a clause's start, outside a question: what the user wants instead. ("I asked for a
-/// raise, how do I follow up?" is a question, and a new task.)
+/// raise, how do I follow up?" is a question, and a new request.)
 const DIRECTIVES: &[&str] = &[
     "i said",
     "i meant",
@@ -374,7 +374,7 @@ mod tests {
         ("a cue after the window", LONG),
     ];
 
-    /// A long new task whose one cue comes after the first 280 characters.
+    /// A long new request whose one cue comes after the first 280 characters.
     const LONG: &str = "Here is an essay I wrote for school about the history of the city of \
         Rome, from its founding to the fall of the western empire, with a few notes on its \
         architecture and how people lived there day to day; could you check its grammar, \

@@ -1,12 +1,12 @@
-//! The evidence a reflection is given besides the conversation: each tool call of the task
+//! The evidence a reflection is given besides the conversation: each tool call of the turn
 //! with its arguments, whether it failed and with which error, and whether a later call to
-//! the same tool succeeded and with which arguments; and, when the task's message corrected
+//! the same tool succeeded and with which arguments; and, when the turn's message corrected
 //! the answer before it (see [`super::correction`]), that answer and the correction. Bounded,
 //! so a long turn cannot crowd the reflection's context.
 //!
 //! A small model reflecting on a whole conversation writes vague lessons ("use the correct
 //! tool"); shown the failed call, its error and the call that worked, it can write the lesson
-//! that fixes the next task ("when calling ticket_lookup, write the id as ABC-004411"), and
+//! that fixes the next turn ("when calling ticket_lookup, write the id as ABC-004411"), and
 //! shown an answer next to the user's "no, always give temperatures in Celsius", the lesson
 //! that would have avoided the correction.
 //!
@@ -44,10 +44,10 @@ const MAX_ERROR_CHARS: usize = 400;
 /// Characters of a corrected answer shown: enough for the part a correction is about (a
 /// unit, a format, a fact) in most answers; the whole answer is in the conversation anyway.
 const MAX_ANSWER_CHARS: usize = 600;
-/// Characters of the user's correction shown (the task summary holds 512 of them too).
+/// Characters of the user's correction shown (the turn summary holds 512 of them too).
 const MAX_CORRECTION_CHARS: usize = 400;
 
-/// One tool call of the task, as the evidence shows it.
+/// One tool call of the turn, as the evidence shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
     pub tool: String,
@@ -100,7 +100,7 @@ fn is_nudge(message: &ChatMessage) -> bool {
     super::calls::is_answer_now(message.content())
 }
 
-/// The evidence section of a reflection prompt for `calls` and the `correction` the task's
+/// The evidence section of a reflection prompt for `calls` and the `correction` the turn's
 /// message made; empty when there was neither.
 pub fn evidence_section(calls: &[Call], correction: Option<&Correction>) -> String {
     let mut out = calls_section(calls);
@@ -230,7 +230,7 @@ fn server_words(error: &str) -> String {
     one_line(&words.join(" "))
 }
 
-/// What a lesson learned from this task (its `request`) must carry (see
+/// What a lesson learned from this turn (its `request`) must carry (see
 /// [`crate::learning::grounding`]): the values a tool's own refusal stated, less those of the
 /// refused call itself (an error that echoes the wrong value teaches it no more than the call
 /// did) and the tool's own name; the values of the later call to the same tool that worked;

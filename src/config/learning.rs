@@ -20,8 +20,10 @@ pub struct LearningConfig {
     pub max_injected: usize,
     pub min_relevance: f32,
     pub min_utility: f32,
-    pub max_heuristics: usize,
-    /// Heuristics held for review kept at most, apart from `max_heuristics`: a new pending one
+    /// Approved lessons kept at most (the file's key keeps its first name, `max_heuristics`).
+    #[serde(rename = "max_heuristics")]
+    pub max_lessons: usize,
+    /// Lessons held for review kept at most, apart from `max_lessons`: a new pending one
     /// evicts only pending ones, so untrusted lessons never push out approved ones.
     pub max_pending: usize,
     pub review: Review,
@@ -31,7 +33,7 @@ pub struct LearningConfig {
     pub feedback_buttons: bool,
 }
 
-/// Which new heuristics wait for an admin's approval before they are injected.
+/// Which new lessons wait for an admin's approval before they are injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Review {

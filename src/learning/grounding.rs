@@ -1,5 +1,5 @@
 //! Grounded lessons: a lesson the model writes is stored only if it carries something concrete
-//! from its own task's evidence — a value or format a tool's refusal stated, an argument of the
+//! from its own turn's evidence — a value or format a tool's refusal stated, an argument of the
 //! call that then worked, or the user's correction in their words ([`Grounds`], read off the
 //! evidence by `agent::evidence::grounds`) — checked mechanically against that evidence.
 //!
@@ -7,7 +7,7 @@
 //! arguments to ensure the SKU is correctly formatted." passed a gate of phrase lists, and the
 //! model then gave one of them as its answer to three questions. Every new vague wording got
 //! through a list; none of them carries what the error said (`SKU-004411`), which is what the
-//! next task needs. A lesson is *grounded* when it holds one of the evidence's values (a token
+//! next turn needs. A lesson is *grounded* when it holds one of the evidence's values (a token
 //! with a digit or a code-like token with inner `-_./:#=`, at least three characters, in the
 //! refusal's text or in the leaves of the working call's arguments; a number must be the whole
 //! token), or enough of the content words the evidence states that the request did not already
@@ -18,10 +18,10 @@
 //! call needs. The bot's own lessons, read off the calls
 //! (`evidence::proven_lessons`), are grounded by construction.
 //!
-//! A lesson that quotes the bot's own lesson of the same task (a sentence's worth of it,
+//! A lesson that quotes the bot's own lesson of the same turn (a sentence's worth of it,
 //! [`QUOTE_CHARS`]) and adds advice around it ("… its error said '…', consider using a
 //! different tool") is the bot's lesson plus noise: only the concrete part is kept, which is
-//! the bot's own lesson, already learned from the same task ([`quotes_proven`]).
+//! the bot's own lesson, already learned from the same turn ([`quotes_proven`]).
 //!
 //! ```
 //! use heurist::learning::grounding::{grounded, value_tokens};

@@ -10,8 +10,8 @@ use crate::budget::Payer;
 use crate::config::Review;
 use crate::llm::Priority;
 
-/// The tool a new lesson is about: the one the reflection named, if the task called it, or
-/// else the first tool of the task whose name the lesson mentions (an MCP tool by its
+/// The tool a new lesson is about: the one the reflection named, if the turn called it, or
+/// else the first tool of the turn whose name the lesson mentions (an MCP tool by its
 /// server's name for it too: "ticket" for `desk__ticket`, as models write it).
 fn tool_of(text: &str, named: Option<&str>, called: &[String]) -> Option<String> {
     let short = |tool: &str| tool.rsplit("__").next().unwrap_or(tool).to_lowercase();
@@ -113,7 +113,7 @@ impl Learning {
         for entry in entries {
             let text = entry.text.trim().to_string();
             // The model's lesson must carry its evidence; one that quotes the bot's own lesson
-            // of the task adds only noise to it (see `grounding`).
+            // of the turn adds only noise to it (see `grounding`).
             let ungrounded = !entry.proven
                 && self.config.grounded_only
                 && source.grounds.as_ref().is_some_and(|grounds| {
@@ -172,7 +172,7 @@ impl Learning {
             tool,
             vector,
         } = lesson;
-        // A lesson about a tool, from a task's evidence, is on probation until shown to work.
+        // A lesson about a tool, from a turn's evidence, is on probation until shown to work.
         let probation = tool.is_some() && source.grounds.is_some();
         let lesson = Lesson {
             vector,
@@ -191,7 +191,7 @@ impl Learning {
     /// was matched in the lesson's turn (`active`), or if the lesson itself matches it best of
     /// all skills, as a message would (evidence at `min_skill_score`); otherwise none, and the
     /// lesson is general. (Qwen2.5-Coder-1.5B filed a ticket-format lesson under
-    /// `writing-help`, where no ticket task would ever find it.)
+    /// `writing-help`, where no question about a ticket would ever find it.)
     fn file_under(&self, text: &str, named: &str, active: &[String]) -> Option<String> {
         let index = self
             .skills
@@ -210,7 +210,7 @@ impl Learning {
     /// The cap on lessons in review state `review`.
     fn cap(&self, review: ReviewState) -> usize {
         match review {
-            ReviewState::Approved => self.config.max_heuristics,
+            ReviewState::Approved => self.config.max_lessons,
             ReviewState::Pending => self.config.max_pending,
         }
         .max(1)

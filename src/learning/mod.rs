@@ -1,5 +1,5 @@
-//! Reflective learning: skills matched to each message, lessons learned from finished tasks
-//! (after a task, the model names what would help next time), retrieved for the later tasks
+//! Reflective learning: skills matched to each message, lessons learned from finished turns
+//! (after a turn, the model names what would help next time), retrieved for the later turns
 //! they fit, and scored by what happened to the answers they shaped.
 //!
 //! # Retrieval
@@ -21,11 +21,11 @@
 //!
 //! # Scoring and forgetting
 //! A turn that carried a lesson counts for it (or, if the turn went badly, against it); a
-//! 👍 or 👎 on such an answer counts fully; being learned again from a trusted task counts
-//! half. At `max_heuristics` the least useful goes, then the least recently injected, then
+//! 👍 or 👎 on such an answer counts fully; being learned again from a trusted turn counts
+//! half. At `max_lessons` the least useful goes, then the least recently injected, then
 //! the oldest. Pending lessons (see *Trust*) have a cap of their own, `max_pending`: a new
 //! pending one evicts only pending ones, in the same order, so a flood of untrusted lessons
-//! can never push out an approved one; approved ones count against `max_heuristics` only.
+//! can never push out an approved one; approved ones count against `max_lessons` only.
 //!
 //! # Trust
 //! Lessons are shared by all users, so a web page must not be able to plant one. With
@@ -115,21 +115,21 @@ impl TurnContext {
 /// Where a reflection's lessons come from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Source {
-    /// How the task went, in the words the reflection prompt got.
+    /// How the turn went, in the words the reflection prompt got.
     pub outcome: String,
-    /// The task's context held content from outside the bot.
+    /// The turn's context held content from outside the bot.
     pub external: bool,
     /// The task was a scheduled run: its lessons wait for an admin's ✅ whatever
     /// `learning.review` says, and it reinforces nothing.
     pub untrusted: bool,
-    /// What a lesson the model wrote must carry from the task's evidence (see [`grounding`]);
-    /// `None` for lessons that come from no task (seeded, imported, a job saved before).
+    /// What a lesson the model wrote must carry from the turn's evidence (see [`grounding`]);
+    /// `None` for lessons that come from no turn (seeded, imported, a job saved before).
     pub grounds: Option<crate::store::Grounds>,
-    /// The skills matched in the task's turn.
+    /// The skills matched in the turn.
     pub skills: Vec<String>,
-    /// The tools the task called: a lesson that names one of them is about that tool.
+    /// The tools the turn called: a lesson that names one of them is about that tool.
     pub tools: Vec<String>,
-    /// The context blocks the task's prompt carried: a lesson that only repeats one is an
+    /// The context blocks the turn's prompt carried: a lesson that only repeats one is an
     /// echo, not a lesson (see [`echo`]).
     pub given: Vec<String>,
 }
@@ -141,7 +141,7 @@ pub struct LearnReport {
     pub added: usize,
     pub pending: usize,
     pub reinforced: usize,
-    /// Empty, overlong or personal texts, echoes of the task's context blocks, and untrusted
+    /// Empty, overlong or personal texts, echoes of the turn's context blocks, and untrusted
     /// repetitions of known lessons.
     pub dropped: usize,
     pub evicted: usize,

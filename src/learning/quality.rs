@@ -24,7 +24,7 @@ use super::text::{STOPWORDS, stem, words};
 /// Content words a lesson without a specific token needs to say something.
 pub(crate) const MIN_CONTENT_WORDS: usize = 3;
 
-/// Words of general advice: they fit every task, so they say nothing about any.
+/// Words of general advice: they fit every turn, so they say nothing about any.
 const GENERIC: &[&str] = &[
     "accurate",
     "accurately",

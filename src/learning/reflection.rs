@@ -1,14 +1,14 @@
-//! Reflection: after a finished task, ask the model for transferable lessons.
+//! Reflection: after a finished turn, ask the model for transferable lessons.
 //!
 //! A job is saved in sled before it runs ([`Learning::plan_reflection`]) and removed when it is
 //! done ([`Learning::reflect`]), so a job that a shutdown interrupted is resumed at the next
 //! start. Right after a turn the reflection extends the turn's own request (same parameters,
 //! the turn's messages byte for byte as prefix, so the provider's prompt cache serves all of
-//! it), and the task's evidence comes after that shared prefix, in the reflection prompt. The
+//! it), and the turn's evidence comes after that shared prefix, in the reflection prompt. The
 //! blocks of injected skills and lessons stay in the prefix: a lesson that only repeats one
 //! is dropped as an echo ([`super::echo`]), so the model cannot learn back what it was told.
 //! The asker's personal memory and its `remember` calls are taken out, so one user's facts
-//! never become everyone's lessons (a task that saved a fact is not reflected on at all); a
+//! never become everyone's lessons (a turn that saved a fact is not reflected on at all); a
 //! user without facts keeps the whole prefix. A resumed job, whose turn is gone, and a 👎,
 //! which rates one answer, are given their prefix by the caller. At most
 //! `max_concurrent_reflections` run at a time.
@@ -34,12 +34,12 @@ pub(crate) const RATED_ANSWER_CHARS: usize = 2000;
 /// Attempts when the model answers a reflection with prose instead of JSON.
 const MAX_ATTEMPTS: usize = 2;
 
-/// A task summary: the request, cut on a character boundary.
+/// A turn summary: the request, cut on a character boundary.
 pub(crate) fn task_summary(request: &str) -> String {
     request.chars().take(TASK_SUMMARY_CHARS).collect()
 }
 
-/// Counts a reflection as running until dropped (also when its task is aborted).
+/// Counts a reflection as running until dropped (also when its turn is aborted).
 struct RunningReflection<'a>(&'a Learning);
 
 impl Drop for RunningReflection<'_> {
@@ -84,7 +84,7 @@ impl Learning {
     /// Saves a reflection job so that a restart can resume it; its id, or `None` when
     /// reflection is off or the job cannot be saved (then it is skipped).
     pub(crate) fn plan_reflection(&self, job: &ReflectionJob) -> Option<u64> {
-        // A task that saved a personal fact is about one user: nothing in it is for everyone.
+        // A turn that saved a personal fact is about one user: nothing in it is for everyone.
         if !self.config.reflect || job.tools.iter().any(|tool| tool == REMEMBER_TOOL) {
             return None;
         }
@@ -133,7 +133,7 @@ impl Learning {
             given,
         };
         build_reflection_prompt(
-            &job.task,
+            &job.request,
             &tools,
             &job.outcome,
             &skills,
@@ -254,7 +254,7 @@ mod tests {
     }
 
     /// What the reflection reads holds neither the asker's facts nor the turns that saved
-    /// one; everything else of the task stays.
+    /// one; everything else of the turn stays.
     #[test]
     fn the_reflection_never_sees_personal_memory() {
         let mut facts = Facts::default();

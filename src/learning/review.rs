@@ -76,10 +76,10 @@ impl Learning {
         lesson.review = ReviewState::Approved;
         lesson.probation = false;
         lesson.updated = now();
-        // Approved, it counts against `max_heuristics`: a full store forgets another first.
+        // Approved, it counts against `max_lessons`: a full store forgets another first.
         self.make_room(&mut memory, ReviewState::Approved, Some(id))?;
         memory.put(&self.store, lesson)?;
-        tracing::info!(id, "heuristic approved");
+        tracing::info!(id, "lesson approved");
         Ok(true)
     }
 

@@ -3,7 +3,7 @@
 //! bypass what guards the store.
 //!
 //! A line keeps the lesson's text, skill and tool, its review state, its provenance (the
-//! outcome of the task it came from, and whether that task read outside content) and its
+//! outcome of the turn it came from, and whether that turn read outside content) and its
 //! utility evidence (how often it was learned and injected, how those turns went, 👍 and 👎,
 //! when it was created, updated and last injected). It leaves out the id (ids belong to one
 //! store) and the embedding (it belongs to one embeddings model: the importing deployment

@@ -4,7 +4,7 @@
 //!
 //! Evidence is weighted: a 👍 or 👎 on an answer that carried the lesson counts fully; a
 //! turn that carried it and ended well (or badly) counts a little, since most answers are
-//! never rated; being learned again from a trusted task counts half. The utility is the
+//! never rated; being learned again from a trusted turn counts half. The utility is the
 //! lower bound of a Beta(1 + positive, 1 + negative) posterior one standard deviation below
 //! its mean, so 1 of 1 does not beat 40 of 45, and a lesson with no evidence sits in the
 //! middle (about 0.21) until it has been tried.
@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 /// Weight of a turn outcome (success or failure) of a turn that carried the lesson.
 const SUCCESS_WEIGHT: f32 = 0.2;
 const FAILURE_WEIGHT: f32 = 0.5;
-/// Weight of learning the same lesson again from a trusted task.
+/// Weight of learning the same lesson again from a trusted turn.
 const RELEARNED_WEIGHT: f32 = 0.5;
 /// How many standard deviations below the posterior mean the utility is taken.
 const Z: f32 = 1.0;

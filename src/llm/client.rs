@@ -200,8 +200,8 @@ impl Endpoint {
     }
 
     /// Embeds `inputs` with `model` (`/embeddings`), one vector per input, in order. A
-    /// message's embedding chooses the skills and heuristics of its turn, so a user waits for
-    /// it ([`Priority::Interactive`]); newly learned heuristics are embedded in the background.
+    /// message's embedding chooses the skills and lessons of its turn, so a user waits for
+    /// it ([`Priority::Interactive`]); newly learned lessons are embedded in the background.
     /// Also returns the usage the server reported, if it did. Counted as an embedding call.
     pub(crate) async fn embed(
         &self,

@@ -7,7 +7,7 @@
 //! [`MAX_TOOL_CALLS`] (a streamed `index` is never used to size anything beyond that), and a
 //! `Retry-After` at the caller's retry budget. What does not fit is an error the caller can
 //! tell the user about, never a crash. Reasoning (`<think>` blocks) is removed from content
-//! here, so no caller ever sees it (see [`super::think`]).
+//! here, so no caller ever sees it (see [`super::reasoning`]).
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 
 use super::error::LlmError;
-use super::think::{ThinkFilter, strip_think};
+use super::reasoning::{ThinkFilter, strip_think};
 use super::types::{Completion, FunctionCall, ToolCall, Usage};
 
 /// Longest piece of a provider's error text we carry around (and may show a user).

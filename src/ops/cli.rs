@@ -36,7 +36,13 @@ pub enum Command {
 
 /// The command for `args` (without the program name), or what is wrong with them.
 pub fn parse(args: &[String]) -> Result<Command, String> {
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut words: Vec<&str> = args.iter().map(String::as_str).collect();
+    // `heurist lessons …` is `heurist heuristics …` under the word the code uses; the first
+    // name keeps working.
+    let group = words.first().copied().unwrap_or_default();
+    if group == "lessons" {
+        words[0] = "heuristics";
+    }
     match words[..] {
         [] => Ok(Command::Run),
         ["--help" | "-h" | "help"] => Ok(Command::Help),
@@ -72,9 +78,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         ["restore", ..] => Err(texts::usage_error(
             "`heurist restore` takes the backup file to restore",
         )),
-        ["heuristics", ..] => Err(texts::usage_error(
-            "`heurist heuristics` takes `export FILE [--include-pending]` or `import FILE [--trust]`",
-        )),
+        ["heuristics", ..] => Err(texts::usage_error(&format!(
+            "`heurist {group}` takes `export FILE [--include-pending]` or `import FILE [--trust]`"
+        ))),
         _ => Err(texts::usage_error(&format!(
             "unknown arguments {:?}",
             words.join(" ")
@@ -171,6 +177,21 @@ mod tests {
                 name: "a flag is not a file",
                 args: &["heuristics", "import", "--trust"],
                 expect: Err("`heurist heuristics` takes"),
+            },
+            Case {
+                name: "export under the code's word",
+                args: &["lessons", "export", "l.jsonl", "--include-pending"],
+                expect: Ok(export("l.jsonl", true)),
+            },
+            Case {
+                name: "import under the code's word",
+                args: &["lessons", "import", "--trust", "l.jsonl"],
+                expect: Ok(import("l.jsonl", true)),
+            },
+            Case {
+                name: "a mistake under the code's word names it",
+                args: &["lessons", "export"],
+                expect: Err("`heurist lessons` takes"),
             },
             Case {
                 name: "restore a backup",

@@ -1,4 +1,5 @@
-//! `heurist heuristics export FILE [--include-pending]` and `import FILE [--trust]`: the store
+//! `heurist lessons export FILE [--include-pending]` and `import FILE [--trust]` (also under
+//! their first name, `heurist heuristics`): the store
 //! of a stopped bot opened as the bot opens it (a running bot holds the data directory's lock,
 //! and the command says so), its reviewed lessons (and, when asked, the pending ones) written
 //! to a JSON-lines file only its owner can read, or lessons learned from one (see

@@ -3,7 +3,7 @@
 //! from the end of the start until the app's shutdown begins.
 //!
 //! A scrape reads the gauges from the app (the chat queues, the inbox, the retry tickets, the
-//! heuristics in memory, the MCP servers' states) and answers the exposition of
+//! lessons in memory, the MCP servers' states) and answers the exposition of
 //! [`crate::metrics`]; the counters were kept by the code they count.
 
 use std::net::SocketAddr;
@@ -117,7 +117,7 @@ fn gauges(app: &App) -> Gauges {
         queue_turns: app.queues().jobs(),
         inbox_pending: app.store().inbox().unfinished().len(),
         retries_pending: app.store().retries().unused(),
-        heuristics: vec![("approved", approved), ("pending", pending)],
+        lessons: vec![("approved", approved), ("pending", pending)],
         mcp_servers,
         store_bytes: app.data_dir().size(),
         volume: app.data_dir().volume(),

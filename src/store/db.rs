@@ -17,7 +17,8 @@ pub(super) const CHATS: &str = "chats";
 pub(super) const USAGE: &str = "usage";
 pub(super) const TICKETS: &str = "tickets";
 pub(super) const FEEDBACK: &str = "feedback";
-pub(super) const HEURISTICS: &str = "heuristics";
+/// The lessons' tree keeps its first name, so stored data reads.
+pub(super) const LESSONS: &str = "heuristics";
 pub(super) const REFLECTIONS: &str = "reflections";
 pub(super) const SKILL_MATCHES: &str = "skill_matches";
 pub(super) const INBOX: &str = "inbox";
@@ -91,7 +92,7 @@ pub struct Store {
     pub(super) usage: Tree,
     pub(super) tickets: Tree,
     pub(super) feedback: Tree,
-    pub(super) heuristics: Tree,
+    pub(super) lessons: Tree,
     pub(super) reflections: Tree,
     pub(super) skill_matches: Tree,
     pub(super) inbox: Tree,
@@ -143,7 +144,7 @@ impl Store {
             usage: tree(USAGE)?,
             tickets: tree(TICKETS)?,
             feedback: tree(FEEDBACK)?,
-            heuristics: tree(HEURISTICS)?,
+            lessons: tree(LESSONS)?,
             reflections: tree(REFLECTIONS)?,
             skill_matches: tree(SKILL_MATCHES)?,
             inbox: tree(INBOX)?,
@@ -182,7 +183,7 @@ pub struct Db<'s> {
 }
 
 impl Db<'_> {
-    /// A new id, above every id this store gave before (heuristics and reflections). The counter
+    /// A new id, above every id this store gave before (lessons and reflections). The counter
     /// is a record, so a compacted copy of the store goes on from it; sled's own id generator
     /// would start afresh in the copy. A store from before the counter starts it from sled's.
     pub(super) fn next_id(&self) -> Result<u64> {
@@ -218,7 +219,7 @@ impl Db<'_> {
     /// the highest id in the trees keyed by one (should the counter be unreadable).
     fn id_floor(&self) -> Result<u64> {
         let mut floor = self.store.db.generate_id()?;
-        for tree in [&self.store.heuristics, &self.store.reflections] {
+        for tree in [&self.store.lessons, &self.store.reflections] {
             if let Some((key, _)) = tree.last()?
                 && let Some(id) = decode_id(&key)
             {

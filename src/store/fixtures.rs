@@ -1,4 +1,4 @@
-//! Records the store's tests build on: a reflection job and an approved heuristic, written
+//! Records the store's tests build on: a reflection job and an approved lesson, written
 //! once so each test states only what it changes; and every record of a store, to compare.
 
 use super::{Lesson, Origin, ReflectionJob, ReviewState, Store};
@@ -11,7 +11,7 @@ pub(super) fn job(chat: ChatId, task: &str) -> ReflectionJob {
         chat,
         user: None,
         model: "m".into(),
-        task: task.into(),
+        request: task.into(),
         tools: vec![],
         outcome: "success".into(),
         external: false,
@@ -24,8 +24,8 @@ pub(super) fn job(chat: ChatId, task: &str) -> ReflectionJob {
     }
 }
 
-/// An approved heuristic `id` with `text`, never injected yet.
-pub(super) fn heuristic(id: u64, text: &str) -> Lesson {
+/// An approved lesson `id` with `text`, never injected yet.
+pub(super) fn lesson(id: u64, text: &str) -> Lesson {
     Lesson::learned(
         id,
         None,

@@ -1,4 +1,5 @@
-//! The learning trees: `heuristics` (what the bot learned), `reflections` (reflections saved
+//! The learning trees: `heuristics` (the lessons: what the bot learned; the tree keeps its
+//! first name), `reflections` (reflections saved
 //! before they run, so a restart resumes them) and `skill_matches` (how often each skill was
 //! picked for a turn). The rules for learning live in `crate::learning`; this file only keeps
 //! the records.
@@ -10,7 +11,7 @@ use super::error::Result;
 use super::records::{decode_count, decode_json, read};
 use crate::ids::{ChatId, UserId};
 
-const HEURISTICS_TREE: &str = db::HEURISTICS;
+const LESSONS_TREE: &str = db::LESSONS;
 const REFLECTIONS_TREE: &str = db::REFLECTIONS;
 const SKILL_MATCHES_TREE: &str = db::SKILL_MATCHES;
 
@@ -21,12 +22,12 @@ pub struct Lesson {
     /// The skill it belongs to; `None` for a general lesson.
     pub skill: Option<String>,
     pub text: String,
-    /// How often it was learned (1, plus once for each time a trusted task taught it again).
+    /// How often it was learned (1, plus once for each time a trusted turn taught it again).
     pub uses: u32,
     /// Whether it may be injected yet.
     #[serde(default)]
     pub review: ReviewState,
-    /// How the task it was learned from went, and whether that task read outside content.
+    /// How the turn it was learned from went, and whether that turn read outside content.
     #[serde(default)]
     pub origin: Origin,
     /// Turns whose prompt carried it, and how those turns went.
@@ -50,7 +51,7 @@ pub struct Lesson {
     /// Its embedding, computed once when stored (when an embeddings model is configured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector: Option<Vec<f32>>,
-    /// The tool it is about (a tool the task called), if any: it is shown with that tool's
+    /// The tool it is about (a tool the turn called), if any: it is shown with that tool's
     /// errors, just when a call to it fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -108,7 +109,7 @@ impl Lesson {
 pub enum ReviewState {
     #[default]
     Approved,
-    /// Learned from a task that read text a third party wrote (or review is "all"): stored,
+    /// Learned from a turn that read text a third party wrote (or review is "all"): stored,
     /// never injected until an admin approves it.
     Pending,
 }
@@ -116,14 +117,14 @@ pub enum ReviewState {
 /// Where a lesson came from.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
-    /// The outcome of the task it was learned from, as the reflection prompt said it.
+    /// The outcome of the turn it was learned from, as the reflection prompt said it.
     pub outcome: String,
-    /// That task's context held content from outside the bot (web pages, search results,
+    /// That turn's context held content from outside the bot (web pages, search results,
     /// MCP tool results).
     pub external: bool,
 }
 
-/// A reflection to run: the task, the tools it used and how it went.
+/// A reflection to run: the turn, the tools it used and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReflectionJob {
     pub chat: ChatId,
@@ -132,11 +133,12 @@ pub struct ReflectionJob {
     #[serde(default)]
     pub user: Option<UserId>,
     pub model: String,
-    /// The user's request, cut to 512 characters.
-    pub task: String,
+    /// The user's request, cut to 512 characters (stored as `task`, its first name).
+    #[serde(rename = "task")]
+    pub request: String,
     pub tools: Vec<String>,
     pub outcome: String,
-    /// The task's context held content from outside the bot (web pages, search results, MCP
+    /// The turn's context held content from outside the bot (web pages, search results, MCP
     /// tool output): what it teaches waits for review.
     #[serde(default)]
     pub external: bool,
@@ -153,22 +155,22 @@ pub struct ReflectionJob {
     /// skill only if it fits that skill better than the general bucket.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
-    /// The task's tool calls, their errors and fixes, and the previous answer its message
+    /// The turn's tool calls, their errors and fixes, and the previous answer its message
     /// corrected (see [`crate::agent::evidence`]); empty when it called no tool and corrected
     /// nothing.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub evidence: String,
-    /// Lessons the task's calls prove by themselves, as (tool, lesson): a failed call, then
+    /// Lessons the turn's calls prove by themselves, as (tool, lesson): a failed call, then
     /// one to the same tool that worked (the agent's `evidence::proven_lessons`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proven: Vec<(String, String)>,
-    /// What a lesson the model writes must carry from this task's evidence to be stored (see
+    /// What a lesson the model writes must carry from this turn's evidence to be stored (see
     /// `learning::grounding`); `None` in jobs saved before lessons had to be grounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounds: Option<Grounds>,
 }
 
-/// The concrete things a task's evidence states, which a lesson learned from it must carry
+/// The concrete things a turn's evidence states, which a lesson learned from it must carry
 /// (see `learning::grounding`): the values and formats a tool's own refusal stated and the
 /// arguments of the call that then worked (lower-cased; never the failed call's own values),
 /// and the content words (stemmed) of those refusals and of the user's correction, less the
@@ -203,12 +205,12 @@ impl LearningTree<'_> {
     /// Every stored lesson, in id order.
     pub fn lessons(&self) -> Vec<Lesson> {
         self.store
-            .heuristics
+            .lessons
             .iter()
             .filter_map(|entry| match entry {
-                Ok((key, value)) => decode_json(HEURISTICS_TREE, &key, &value),
+                Ok((key, value)) => decode_json(LESSONS_TREE, &key, &value),
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot read heuristics");
+                    tracing::warn!(error = %e, "cannot read lessons");
                     None
                 }
             })
@@ -221,14 +223,14 @@ impl LearningTree<'_> {
 
     pub(crate) fn put_lesson(&self, lesson: &Lesson) -> Result<()> {
         self.store
-            .heuristics
+            .lessons
             .insert(lesson.id.to_be_bytes(), serde_json::to_vec(lesson)?)?;
         Ok(())
     }
 
     /// Removes a lesson; says whether it existed.
     pub(crate) fn delete_lesson(&self, id: u64) -> Result<bool> {
-        Ok(self.store.heuristics.remove(id.to_be_bytes())?.is_some())
+        Ok(self.store.lessons.remove(id.to_be_bytes())?.is_some())
     }
 
     /// Persists a reflection before it runs, so a restart can resume it.
@@ -301,15 +303,12 @@ mod tests {
     fn unreadable_learning_records_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let lesson = super::super::fixtures::heuristic(
+        let lesson = super::super::fixtures::lesson(
             store.learning().new_lesson_id().unwrap(),
             "check the units",
         );
         store.learning().put_lesson(&lesson).unwrap();
-        store
-            .heuristics
-            .insert(u64::MAX.to_be_bytes(), "{")
-            .unwrap();
+        store.lessons.insert(u64::MAX.to_be_bytes(), "{").unwrap();
         assert_eq!(store.learning().lessons(), vec![lesson]);
 
         let kept = store.learning().save_reflection(&job("kept")).unwrap();

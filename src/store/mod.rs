@@ -36,7 +36,8 @@
 //!   embedded in the inbox's and the retries' records.
 //! - `retries.rs`, tree `retries`: key a random 13-character base-36 id, value a JSON
 //!   [`RetryTicket`]: the message of a failed turn that its 🔁 Retry button runs again, once.
-//! - `learning.rs`, trees `heuristics` (key the id, big-endian; value a JSON [`Lesson`]),
+//! - `learning.rs`, trees `heuristics` (the lessons, under the tree's first name; key the id,
+//!   big-endian; value a JSON [`Lesson`]),
 //!   `reflections` (key a big-endian id; value a JSON [`ReflectionJob`] not yet done, resumed
 //!   after a restart) and `skill_matches` (key a skill name; value a big-endian count).
 //! - `usage.rs`, tree `usage`: keys `chat:<id>:<model>` and `all:<model>` (value a JSON
@@ -45,7 +46,7 @@
 //! - `people.rs`, tree `people`: users' display names, the day a stranger was last refused
 //!   per chat, and strangers' access requests (see the file); `memories.rs`, in the same
 //!   tree: each user's personal memory (key `memory:<user>`, a JSON list of facts).
-//! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that heuristic and
+//! - `db.rs` also keeps tree `ids`: key `next`, a big-endian counter that lesson and
 //!   reflection ids come from (a record, so a compacted copy goes on from it).
 //! - `tasks.rs`, tree `tasks`: users' scheduled tasks (key `t` ‖ id) and their runs per day
 //!   (key `r` ‖ user ‖ day); a run is fired in one transaction with its inbox record.
@@ -171,7 +172,7 @@ mod tests {
             serde_json::to_vec(&good_entry()),
             serde_json::to_vec(&good_ticket()),
             serde_json::to_vec(&good_feedback(job.clone())),
-            serde_json::to_vec(&good_heuristic()),
+            serde_json::to_vec(&good_lesson()),
             serde_json::to_vec(&job),
             serde_json::to_vec(&UsageTotals::default()),
             serde_json::to_vec(&good_retry()),
@@ -200,7 +201,7 @@ mod tests {
     fn good_feedback(job: ReflectionJob) -> FeedbackTicket {
         FeedbackTicket {
             chat: CHAT,
-            heuristics: vec![],
+            lessons: vec![],
             job,
             vote: None,
             changes: 0,
@@ -208,8 +209,8 @@ mod tests {
         }
     }
 
-    fn good_heuristic() -> Lesson {
-        fixtures::heuristic(1, "a good heuristic")
+    fn good_lesson() -> Lesson {
+        fixtures::lesson(1, "a good lesson")
     }
 
     /// Arbitrary bytes, JSON of the wrong shape, and valid records cut short or of another tree.
@@ -235,7 +236,7 @@ mod tests {
         InboxKey,
         Tickets,
         Feedback,
-        Heuristics,
+        Lessons,
         Reflections,
         ReflectionsKey,
         SkillMatches,
@@ -255,7 +256,7 @@ mod tests {
         GarbageTarget::InboxKey,
         GarbageTarget::Tickets,
         GarbageTarget::Feedback,
-        GarbageTarget::Heuristics,
+        GarbageTarget::Lessons,
         GarbageTarget::Reflections,
         GarbageTarget::ReflectionsKey,
         GarbageTarget::SkillMatches,
@@ -277,7 +278,7 @@ mod tests {
             &store.usage,
             &store.tickets,
             &store.feedback,
-            &store.heuristics,
+            &store.lessons,
             &store.reflections,
             &store.skill_matches,
             &store.inbox,
@@ -313,7 +314,7 @@ mod tests {
             store.inbox().accept(UPDATE, &good_entry()).unwrap(),
             Arrival::New
         );
-        store.learning().put_lesson(&good_heuristic()).unwrap();
+        store.learning().put_lesson(&good_lesson()).unwrap();
         let job = fixtures::job(CHAT, "kept");
         store.learning().save_reflection(&job).unwrap();
         store.learning().count_skill_match("skill").unwrap();
@@ -368,7 +369,7 @@ mod tests {
                     GarbageTarget::InboxKey => (&store.inbox, suffix.clone()),
                     GarbageTarget::Tickets => (&store.tickets, ticket.clone().into_bytes()),
                     GarbageTarget::Feedback => (&store.feedback, feedback.clone().into_bytes()),
-                    GarbageTarget::Heuristics => (&store.heuristics, 2u64.to_be_bytes().to_vec()),
+                    GarbageTarget::Lessons => (&store.lessons, 2u64.to_be_bytes().to_vec()),
                     GarbageTarget::Reflections => {
                         (&store.reflections, u64::MAX.to_be_bytes().to_vec())
                     }
@@ -414,14 +415,14 @@ mod tests {
                         .learning()
                         .lessons()
                         .iter()
-                        .any(|h| h.text == "a good heuristic")
+                        .any(|h| h.text == "a good lesson")
                 );
                 prop_assert!(
                     store
                         .learning()
                         .pending_reflections()
                         .iter()
-                        .any(|(_, j)| j.task == "kept")
+                        .any(|(_, j)| j.request == "kept")
                 );
                 let _ = store.learning().skill_matches("skill");
                 let _ = store.usage().totals(Some(CHAT));

@@ -60,8 +60,10 @@ impl OptionTicket {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeedbackTicket {
     pub chat: ChatId,
-    /// The heuristics injected into that answer's prompt.
-    pub heuristics: Vec<u64>,
+    /// The lessons injected into that answer's prompt (stored under its first name,
+    /// `heuristics`).
+    #[serde(rename = "heuristics")]
+    pub lessons: Vec<u64>,
     /// The reflection a 👎 starts.
     pub job: ReflectionJob,
     /// `Some(true)` after 👍, `Some(false)` after 👎.
@@ -284,7 +286,7 @@ mod tests {
     fn feedback_ticket(chat: i64, created: i64) -> FeedbackTicket {
         FeedbackTicket {
             chat: ChatId(chat),
-            heuristics: vec![3],
+            lessons: vec![3],
             job: super::super::fixtures::job(ChatId(chat), "t"),
             vote: None,
             changes: 0,

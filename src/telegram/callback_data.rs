@@ -146,7 +146,7 @@ impl OptionPress {
 /// The admin lists that page: `/heuristics`, `/heuristics pending`, `/skills`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum List {
-    Heuristics,
+    Lessons,
     Pending,
     Skills,
 }
@@ -154,17 +154,17 @@ pub enum List {
 impl List {
     fn code(self) -> char {
         match self {
-            Self::Heuristics => 'h',
+            Self::Lessons => 'h',
             Self::Pending => 'p',
             Self::Skills => 's',
         }
     }
 
-    /// `h3` → (Heuristics, 3).
+    /// `h3` → (Lessons, 3).
     fn parse(text: &str) -> Option<(Self, u32)> {
         let mut chars = text.chars();
         let list = match chars.next()? {
-            'h' => Self::Heuristics,
+            'h' => Self::Lessons,
             'p' => Self::Pending,
             's' => Self::Skills,
             _ => return None,
@@ -174,7 +174,7 @@ impl List {
 }
 
 /// What an action button does. Payloads are short by construction (model *keys*, not slugs;
-/// ticket ids; heuristic ids), so every action fits 64 bytes.
+/// ticket ids; lesson ids), so every action fits 64 bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Switch the chat to the configured model whose key this is.
@@ -185,9 +185,9 @@ pub enum Action {
     Feedback { ticket: String, up: bool },
     /// Show page `page` of an admin list.
     Page { list: List, page: u32 },
-    /// Approve a pending heuristic, then show page `page` of `list` again.
+    /// Approve a pending lesson, then show page `page` of `list` again.
     Approve { id: u64, list: List, page: u32 },
-    /// Forget a learned heuristic, then show page `page` of `list` again.
+    /// Forget a learned lesson, then show page `page` of `list` again.
     Forget { id: u64, list: List, page: u32 },
     /// Stop turn `TurnId` (only while it runs: an old ⏹ names a turn that is over). `None`:
     /// a ⏹ left on screen by a version before turns had ids, whose turn is over too.
@@ -837,7 +837,7 @@ mod tests {
                     Action::Clear,
                     Action::Feedback { ticket: ticket.clone(), up: index % 2 == 0 },
                     Action::Forget { id, list: List::Pending, page: 999 },
-                    Action::Approve { id, list: List::Heuristics, page: 0 },
+                    Action::Approve { id, list: List::Lessons, page: 0 },
                     Action::Page { list: List::Skills, page: 12 },
                     Action::Stop(Some(TurnId(id))),
                     Action::Stop(None),

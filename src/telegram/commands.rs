@@ -21,10 +21,16 @@ pub(crate) enum ChatCommand {
     Stats,
     #[command(description = "choose the model for this chat (admins)")]
     Model(String),
+    // The lessons review: the command keeps its first name, `/heuristics`; `/lessons` works
+    // too (an alias the menu does not show). Not a doc comment: teloxide shows those as the
+    // command's description.
     #[command(
+        rename = "heuristics",
+        aliases = ["lessons"],
+        hide_aliases,
         description = "learned heuristics; \"/heuristics pending\": those to approve (admins)"
     )]
-    Heuristics(String),
+    Lessons(String),
     #[command(description = "loaded skills and how often each matched (admins)")]
     Skills,
     #[command(description = "tools, their sources and MCP servers' status (admins)")]
@@ -47,7 +53,7 @@ impl ChatCommand {
     /// The least role that may use the command.
     pub(crate) fn min_role(&self) -> Role {
         match self {
-            Self::Model(_) | Self::Heuristics(_) | Self::Skills | Self::Tools | Self::Backup => {
+            Self::Model(_) | Self::Lessons(_) | Self::Skills | Self::Tools | Self::Backup => {
                 Role::Admin
             }
             _ => Role::User,
@@ -78,5 +84,29 @@ mod tests {
         assert!(!names(Role::User).iter().any(|c| c.contains("model")));
         assert!(names(Role::Admin).iter().any(|c| c.contains("model")));
         assert!(names(Role::User).iter().any(|c| c.contains("cancel")));
+    }
+
+    #[test]
+    fn the_lessons_review_answers_to_both_names_and_the_menu_shows_one() {
+        for text in [
+            "/heuristics pending",
+            "/lessons pending",
+            "/lessons@heurist_bot pending",
+        ] {
+            assert_eq!(
+                ChatCommand::parse(text, "heurist_bot").ok(),
+                Some(ChatCommand::Lessons("pending".into())),
+                "{text}"
+            );
+        }
+        let entries = ChatCommand::visible_to(Role::Admin);
+        let menu: Vec<&str> = entries.iter().map(|c| c.command.as_str()).collect();
+        assert!(!menu.iter().any(|c| c.contains("lessons")), "{menu:?}");
+        let review = entries.iter().find(|c| c.command.ends_with("heuristics"));
+        assert_eq!(
+            review.map(|c| c.description.as_str()),
+            Some("learned heuristics; \"/heuristics pending\": those to approve (admins)"),
+            "the menu's text is the description alone"
+        );
     }
 }

@@ -17,6 +17,7 @@ Usage:
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust
+  heurist lessons export|import ...     the same two (and /lessons is /heuristics)
   heurist restore FILE                  restore the backup FILE into HEURIST_DATA_DIR, which
                                         must be empty or missing (its checksum and version
                                         are checked first)

@@ -133,7 +133,7 @@ pub(crate) const HELP_ADMIN_COMMANDS: &str = "\n<b>Admin commands</b>\n\
      <code>/tools</code> — tools, their sources and MCP servers' status\n";
 
 /// The title of `/heuristics` (`pending`: of `/heuristics pending`).
-pub(crate) fn heuristics_title(pending: bool) -> &'static str {
+pub(crate) fn lessons_title(pending: bool) -> &'static str {
     if pending {
         "Heuristics waiting for approval"
     } else {
@@ -142,7 +142,7 @@ pub(crate) fn heuristics_title(pending: bool) -> &'static str {
 }
 
 /// `/heuristics` (`pending`: `/heuristics pending`) with nothing to list.
-pub(crate) fn no_heuristics(pending: bool) -> &'static str {
+pub(crate) fn no_lessons(pending: bool) -> &'static str {
     if pending {
         "No heuristics are waiting for approval."
     } else {
@@ -151,14 +151,14 @@ pub(crate) fn no_heuristics(pending: bool) -> &'static str {
 }
 
 /// The head of a page of `/heuristics`: its title, how many, which page of how many.
-pub(crate) fn heuristics_head_html(title: &str, count: usize, page: usize, pages: usize) -> String {
+pub(crate) fn lessons_head_html(title: &str, count: usize, page: usize, pages: usize) -> String {
     format!("<b>{title}</b> ({count}), best first. Page {page}/{pages}.\n")
 }
 
-/// The skill of a heuristic that belongs to none.
+/// The skill of a lesson that belongs to none.
 pub(crate) const GENERAL_SKILL: &str = "general";
 
-/// One heuristic of `/heuristics`, as its entry shows it (`skill`, `text`, `outcome` escaped).
+/// One lesson of `/heuristics`, as its entry shows it (`skill`, `text`, `outcome` escaped).
 pub(crate) struct LessonLine<'a> {
     /// Waiting for approval (⏳) or approved (✅).
     pub pending: bool,
@@ -207,15 +207,15 @@ impl LessonLine<'_> {
     }
 }
 
-/// A listed heuristic's outcome when none was recorded.
+/// A listed lesson's outcome when none was recorded.
 pub(crate) const UNKNOWN_OUTCOME: &str = "unknown outcome";
 
-/// The button that approves heuristic `id`.
+/// The button that approves lesson `id`.
 pub(crate) fn approve_button(id: u64) -> String {
     format!("✅ Approve #{id}")
 }
 
-/// The button that forgets heuristic `id`.
+/// The button that forgets lesson `id`.
 pub(crate) fn forget_button(id: u64) -> String {
     format!("🗑 Forget #{id}")
 }

@@ -139,10 +139,10 @@ pub(crate) const CHANGED_DOWN: &str = "Changed to 👎: I will learn from it.";
 /// A vote changed to 👎 by a group member who did not ask: counted, nothing learned from it.
 pub(crate) const CHANGED_DOWN_COUNTED: &str = "Changed to 👎";
 
-/// The toast of a pending heuristic approved.
+/// The toast of a pending lesson approved.
 pub(crate) const APPROVED: &str = "Approved: it can be used from now on";
 
-/// The toast of an Approve for a heuristic that is not pending.
+/// The toast of an Approve for a lesson that is not pending.
 pub(crate) const NOT_PENDING: &str = "That heuristic is not waiting for approval";
 
 /// The toast of an approval the store refused (`error` says why).
@@ -150,10 +150,10 @@ pub(crate) fn approve_failed(error: &str) -> String {
     format!("Cannot approve it: {error}")
 }
 
-/// The toast of a heuristic forgotten.
+/// The toast of a lesson forgotten.
 pub(crate) const FORGOTTEN: &str = "Forgotten";
 
-/// The toast of a forget for a heuristic that is gone.
+/// The toast of a forget for a lesson that is gone.
 pub(crate) const ALREADY_GONE: &str = "That heuristic is gone already";
 
 /// The toast of a forget the store refused (`error` says why).

@@ -1,5 +1,5 @@
 //! The chat-level decisions that commands and buttons share: clear, model switch, stop,
-//! feedback on an answer, forgetting a heuristic.
+//! feedback on an answer, forgetting a lesson.
 //!
 //! Each is checked and applied here (fast sled writes only, no chat I/O), so the adapter can
 //! answer a button press at once and then show the returned [`Outcome`]. Roles are checked by
@@ -107,7 +107,7 @@ pub(crate) fn cancel(app: &App, chat: Conversation, only: Option<TurnId>) -> Sto
     stop
 }
 
-/// Clears `chat`'s history (heuristics stay) and expires its option buttons.
+/// Clears `chat`'s history (lessons stay) and expires its option buttons.
 pub(crate) fn clear(app: &App, chat: Conversation) -> &'static str {
     match app.store().history().clear(chat) {
         Ok(()) => CLEARED,
@@ -177,7 +177,7 @@ impl Voter {
 }
 
 /// 👍 or 👎 on an answer, only in its own chat; a vote can be changed once. It scores the
-/// heuristics the answer's prompt carried; a 👎 by the asker or an admin also starts a
+/// lessons the answer's prompt carried; a 👎 by the asker or an admin also starts a
 /// reflection on the rated answer with outcome "failure", so the bot learns what went wrong,
 /// charged to that voter (see [`Voter::may_reflect`]).
 pub(crate) fn feedback(
@@ -199,11 +199,11 @@ pub(crate) fn feedback(
     };
     let first = ticket.vote.is_none();
     let scored = if first {
-        app.learning().feedback(&ticket.heuristics, up)
+        app.learning().feedback(&ticket.lessons, up)
     } else {
-        app.learning().change_vote(&ticket.heuristics, up)
+        app.learning().change_vote(&ticket.lessons, up)
     };
-    // Dropped (logged): the vote is on its ticket and a 👎 still reflects; only the heuristics'
+    // Dropped (logged): the vote is on its ticket and a 👎 still reflects; only the lessons'
     // counts miss it.
     if let Err(e) = scored {
         tracing::error!(error = %e, "cannot apply feedback");
@@ -241,7 +241,7 @@ pub(crate) fn feedback(
     Outcome::done(toast, None)
 }
 
-/// An Approve button pressed: approve pending heuristic `id` (admins only).
+/// An Approve button pressed: approve pending lesson `id` (admins only).
 pub(crate) fn approve(app: &App, role: Role, id: u64) -> Outcome {
     if role < Role::Admin {
         return Outcome::refuse(ADMINS_ONLY);
@@ -253,7 +253,7 @@ pub(crate) fn approve(app: &App, role: Role, id: u64) -> Outcome {
     }
 }
 
-/// A forget button pressed: forget heuristic `id` (admins only).
+/// A forget button pressed: forget lesson `id` (admins only).
 pub(crate) fn forget(app: &App, role: Role, id: u64) -> Outcome {
     if role < Role::Admin {
         return Outcome::refuse(ADMINS_ONLY);

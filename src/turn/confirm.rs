@@ -6,7 +6,7 @@
 
 use super::messenger::Keyboard;
 use super::state::Turn;
-use super::task_desk::desk_for;
+use super::task_scheduler::for_user;
 use crate::agent::proposing::Proposed;
 use crate::agent::remember::MemoryWriter;
 use crate::app::App;
@@ -88,7 +88,7 @@ fn make(app: &App, proposal: Proposal) -> Result<&'static str, String> {
                 }
                 Timing::Once { at } => *at,
             };
-            let desk = desk_for(app, proposal.user, at);
+            let desk = for_user(app, proposal.user, at);
             let task = crate::store::Task { next_run, ..task };
             desk.add(task).map(|_| texts::TASK_SAVED)
         }
@@ -101,7 +101,7 @@ fn shown(app: &App, proposal: &Proposal) -> String {
         ProposedChange::Fact(fact) => texts::fact(fact),
         ProposedChange::Task(task) => {
             let at = Conversation::new(proposal.chat, proposal.topic);
-            desk_for(app, proposal.user, at).describe(task)
+            for_user(app, proposal.user, at).describe(task)
         }
     }
 }

@@ -148,7 +148,7 @@ fn reflection_job(
         chat: turn.input.request.chat,
         user: Some(turn.input.request.user),
         model: basis.model.clone(),
-        task: reflection::task_summary(&turn.input.request.text),
+        request: reflection::task_summary(&turn.input.request.text),
         tools: result.tools_used.clone(),
         outcome: result.outcome(),
         external: trust != Decision::Allow,
@@ -180,7 +180,7 @@ fn feedback_ticket(
         .collect();
     let ticket = FeedbackTicket {
         chat: job.chat,
-        heuristics: basis.context.lessons.clone(),
+        lessons: basis.context.lessons.clone(),
         job: ReflectionJob {
             answer: Some(rated),
             ..job.clone()
@@ -325,7 +325,10 @@ mod tests {
                 (turn.input.request.chat, "m"),
                 "{name}"
             );
-            assert!(job.external && job.task.contains("time"), "{name}: {job:?}");
+            assert!(
+                job.external && job.request.contains("time"),
+                "{name}: {job:?}"
+            );
             assert!(
                 !job.untrusted,
                 "{name}: a live turn's lesson may be approved"

@@ -1,7 +1,7 @@
 //! One user turn, from the chat's queue to the reply: [`run`](pipeline::run) is a pipeline of stages over one
 //! turn, each in a file of its own. It is admitted (`gate`: the user allowed and within budget
-//! now) → prepare (the history window, skills and heuristics, the prompt) → think (the agent,
-//! shown live; a failure explained) → persist (the history, usage, the heuristics' scores) →
+//! now) → prepare (the history window, skills and lessons, the prompt) → think (the agent,
+//! shown live; a failure explained) → persist (the history, usage, the lessons' scores) →
 //! show (the answer) → follow up (option buttons, then reflection, in the background; the
 //! options go with the answer when they are ready within `options.attach_wait_ms`, else they
 //! follow by one edit).
@@ -19,7 +19,7 @@
 //! every start so that a turn that crashes the bot is given up rather than run at every start; `alerts` tells the admins
 //! of a broken setup. [`scheduled`] fires users' scheduled tasks at their time, into this same
 //! path (the inbox, then the queue); `reminder` shows a reminder's text as its answer, and
-//! `task_desk` is what a turn's `schedule_task` calls act for. The store's upkeep (prune,
+//! `task_scheduler` is what a turn's `schedule_task` calls act for. The store's upkeep (prune,
 //! compaction) is [`crate::maintenance`]'s.
 
 mod accept;
@@ -47,7 +47,7 @@ pub(crate) mod scheduled;
 mod show;
 mod speak;
 mod state;
-pub(crate) mod task_desk;
+pub(crate) mod task_scheduler;
 #[cfg(test)]
 mod testing;
 mod think;

@@ -1,6 +1,6 @@
 //! Stage three, persist: the whole turn is appended to the history with its provenance (it
 //! read third-party text; which tool results are for admins only), its update marked stored,
-//! its usage recorded, the heuristics it carried scored by how it went, and the argument forms
+//! its usage recorded, the lessons it carried scored by how it went, and the argument forms
 //! its tools taught kept (`learning::rewrite`). This comes before
 //! the answer is shown, so an answer the user saw is always in the history.
 
@@ -24,7 +24,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
     };
     store_turn(turn, basis, result, &stored);
     turn.stop_typing();
-    // Dropped (logged): the answer is shown; the heuristics' counts only miss this turn.
+    // Dropped (logged): the answer is shown; the lessons' counts only miss this turn.
     if !matches!(result.status, TurnStatus::LlmFailed(_)) {
         let learning = turn.app.learning();
         let scored = learning
@@ -32,7 +32,7 @@ pub(super) fn persist(turn: &Turn, basis: &Basis, thought: &Thought) -> provenan
             .and_then(|()| learning.record_trials(&result.trials));
         if let Err(e) = scored {
             let chat = turn.input.request.chat;
-            tracing::warn!(%chat, error = %e, "cannot score the heuristics a turn carried");
+            tracing::warn!(%chat, error = %e, "cannot score the lessons a turn carried");
         }
     }
     keep_forms(turn, result, &gate);

@@ -1,5 +1,5 @@
 //! Stage one, prepare: the prompt of a turn. The history window (as the user's role may see
-//! it), the skills and heuristics that fit the message, and the user message with its photo;
+//! it), the skills and lessons that fit the message, and the user message with its photo;
 //! beside it, what the turn read that later stages need (the window's epoch, whether it held
 //! third-party text, a correction of the previous answer).
 //!
@@ -42,7 +42,7 @@ pub(super) struct Basis {
     pub(super) external: bool,
     /// The message corrects the previous answer: evidence for the turn's reflection.
     pub(super) corrected: Option<Correction>,
-    /// The skills and heuristics the prompt carried.
+    /// The skills and lessons the prompt carried.
     pub(super) context: TurnContext,
 }
 

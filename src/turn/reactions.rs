@@ -2,7 +2,7 @@
 //!
 //! A reaction on any part of an answer with 👍/👎 is looked up in the `answers` tree (every
 //! part of a rated answer is recorded as it is shown, see `working`) and goes through
-//! [`actions::feedback`], exactly as the button does: the same heuristics scored, a 👎's
+//! [`actions::feedback`], exactly as the button does: the same lessons scored, a 👎's
 //! reflection (the asker's or an admin's only), one change of mind; the vote then shows in the answer's keyboard. Which emoji
 //! count is configured ([`vote_of`] decides); a reaction taken off changes nothing, as a
 //! button cannot be un-pressed.

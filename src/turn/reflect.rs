@@ -62,7 +62,7 @@ pub(super) fn bare_prefix(app: &App, job: &ReflectionJob) -> Prefix {
         .unwrap_or_else(|| app.config().default_model().clone());
     let mut messages = vec![app.agent().system_message()];
     if let Some(answer) = &job.answer {
-        messages.push(ChatMessage::user(job.task.clone()));
+        messages.push(ChatMessage::user(job.request.clone()));
         messages.push(ChatMessage::assistant(answer.clone()));
     }
     (

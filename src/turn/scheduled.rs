@@ -1,5 +1,5 @@
-//! Scheduled tasks at their time: the scheduler loop. (A turn's desk for the `schedule_task`
-//! tool is `task_desk`'s; how a reminder is shown, `reminder`'s.)
+//! Scheduled tasks at their time: the scheduler loop. (What a turn's `schedule_task` calls
+//! act for is `task_scheduler`'s; how a reminder is shown, `reminder`'s.)
 //!
 //! The loop reads the time from the app's [`crate::clock::Clock`] and sleeps until the
 //! soonest task is due (or the `tasks` tree changes, or the clock is moved, or a minute

@@ -243,7 +243,7 @@ pub(super) async fn turn(app: &Arc<App>, out: &Arc<Recorder>, input: TurnInput) 
 }
 
 /// What the prompt stage decides for a turn on model "m" whose window read third-party text
-/// (`external`) or not, with no skills, heuristics or correction.
+/// (`external`) or not, with no skills, lessons or correction.
 pub(super) fn basis(external: bool) -> super::prepare::Basis {
     super::prepare::Basis {
         model: "m".into(),

@@ -47,7 +47,7 @@ pub(super) async fn think(turn: &Turn, prompt: Prompt) -> Option<Thought> {
         caller: prompt.caller,
         lessons,
         memory: super::memory::keeper(turn),
-        tasks: Some(super::task_desk::desk(turn)),
+        tasks: Some(super::task_scheduler::for_turn(turn)),
         provenance: Provenance {
             message: turn.input.request.origin(),
             read_external: false,

@@ -499,12 +499,12 @@ async fn old_tickets_are_pruned_while_the_bot_runs() {
     };
     let feedback = |created| FeedbackTicket {
         chat: heurist::ids::ChatId(ALICE),
-        heuristics: vec![],
+        lessons: vec![],
         job: ReflectionJob {
             chat: heurist::ids::ChatId(ALICE),
             user: None,
             model: "test-model".into(),
-            task: "t".into(),
+            request: "t".into(),
             tools: vec![],
             outcome: "ok".into(),
             external: false,
@@ -697,6 +697,21 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
     assert_eq!(llm.agent_requests().len(), 1, "the LLM was asked once");
 }
 
+/// The stopped bot's database, opened by the test: `stop` waits up to 2 s for aborted tasks
+/// to let go of it, and under load (the whole suite on one busy core) one may take longer.
+async fn reopen(dir: &std::path::Path) -> sled::Db {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match sled::open(dir) {
+            Ok(db) => return db,
+            Err(e) => {
+                assert!(std::time::Instant::now() < until, "cannot reopen: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_history() {
     let llm = FakeLlm::start(|_, _| Reply::text("an answer")).await;
@@ -708,7 +723,7 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
     h.bot.take().unwrap().stop().await;
     let garbage: &[u8] = br#"{"window_start":0,"next_seq":"#;
     {
-        let db = sled::open(&dir).unwrap();
+        let db = reopen(&dir).await;
         let chats = db.open_tree("chats").unwrap();
         chats.insert(ALICE.to_be_bytes(), garbage).unwrap();
         db.flush().unwrap();
@@ -753,7 +768,7 @@ async fn an_unreadable_chat_state_stops_the_turn_with_an_error_and_keeps_the_his
         "the message is done with, not resumed at every start"
     );
     h.bot.take().unwrap().stop().await;
-    let db = sled::open(&dir).unwrap();
+    let db = reopen(&dir).await;
     let chats = db.open_tree("chats").unwrap();
     assert_eq!(
         chats.get(ALICE.to_be_bytes()).unwrap().as_deref(),

@@ -37,7 +37,7 @@ fn filled(dir: &Path) -> Store {
             .unwrap()
     );
     let id = store.learning().new_lesson_id().unwrap();
-    let mut lesson = fixtures::heuristic(id, "Check the units before adding numbers");
+    let mut lesson = fixtures::lesson(id, "Check the units before adding numbers");
     lesson.review = ReviewState::Pending;
     (lesson.uses, lesson.successes, lesson.failures, lesson.up) = (5, 3, 1, 2);
     store.learning().put_lesson(&lesson).unwrap();

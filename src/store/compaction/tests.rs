@@ -15,7 +15,7 @@ const EAGER: CompactionPolicy = CompactionPolicy {
 };
 const NEVER: CompactionPolicy = CompactionPolicy::NEVER;
 
-/// Writes `turns` turns of chat 7, heuristics and a reflection, as the bot would.
+/// Writes `turns` turns of chat 7, lessons and a reflection, as the bot would.
 fn fill(store: &Store, turns: usize) -> Vec<u64> {
     for i in 0..turns {
         let text = format!("question {i} {}", "x".repeat(500));
@@ -32,7 +32,7 @@ fn fill(store: &Store, turns: usize) -> Vec<u64> {
         let id = store.learning().new_lesson_id().unwrap();
         store
             .learning()
-            .put_lesson(&fixtures::heuristic(id, &format!("heuristic {i}")))
+            .put_lesson(&fixtures::lesson(id, &format!("lesson {i}")))
             .unwrap();
         ids.push(id);
     }

@@ -8,8 +8,8 @@
 use teloxide::prelude::*;
 
 use super::{Deps, HandlerResult, conversation_of, sender_of};
+use crate::budget::limits::Verdict;
 use crate::conversation::Conversation;
-use crate::limits::Verdict;
 use crate::role::Role;
 use crate::sizes::{Unit, size};
 use crate::telegram::commands::ChatCommand;
@@ -59,7 +59,7 @@ pub(crate) async fn command(
         }
         ChatCommand::Stats => stats::command(&deps, chat, user, role).await?,
         ChatCommand::Model(id) => model::command(&deps, chat, id.trim()),
-        ChatCommand::Heuristics(which) => lessons::heuristics(&deps, chat, &which),
+        ChatCommand::Lessons(which) => lessons::list(&deps, chat, &which),
         ChatCommand::Skills => lessons::skills(&deps, chat),
         ChatCommand::Memory => memory::command(&deps, chat, user),
         ChatCommand::Tools => {

@@ -9,7 +9,7 @@ use teloxide::types::Me;
 use super::files::{self, Incoming};
 use super::turns::{self, Asker, Claimed};
 use super::{Deps, HandlerResult, conversation_of, reply_in_groups, sender_of, without_mention};
-use crate::limits::Verdict;
+use crate::budget::limits::Verdict;
 use crate::role::Role;
 use crate::store::{Attachment, TurnRequest};
 use crate::telegram::transport::listener::Handling;

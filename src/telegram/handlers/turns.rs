@@ -10,7 +10,7 @@
 use teloxide::prelude::*;
 
 use super::{Deps, HandlerResult, conversation_of};
-use crate::limits::Verdict;
+use crate::budget::limits::Verdict;
 use crate::metrics::TurnOutcome;
 use crate::role::Role;
 use crate::telegram::transport::listener::Handling;

@@ -83,7 +83,7 @@ pub(crate) fn markup(
 }
 
 /// A message `user` sent to `chat` over their rate (turns or commands), with `wait` until the
-/// window frees: counted into the burst's one refusal (see [`crate::limits`]).
+/// window frees: counted into the burst's one refusal (see [`crate::budget::limits`]).
 pub(crate) fn refuse_too_fast(
     deps: &Deps,
     chat: Conversation,
@@ -96,7 +96,8 @@ pub(crate) fn refuse_too_fast(
     }
     let (poster, tg) = (app.clone(), tg.clone());
     app.reply(chat, async move {
-        let render = |refused: &crate::limits::Refused| (escape_html(&refused.text()), None);
+        let render =
+            |refused: &crate::budget::limits::Refused| (escape_html(&refused.text()), None);
         post_burst(&tg, chat, poster.limits().bursts(), &(chat, user), render).await;
     });
 }

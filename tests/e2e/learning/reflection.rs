@@ -107,7 +107,7 @@ async fn the_oldest_waiting_reflection_is_dropped_and_forgotten_when_the_queue_i
     // send: the last one drops the one before it from the full queue only then.
     let saved = || -> Vec<String> {
         let pending = h.app().learning().pending_reflections();
-        pending.into_iter().map(|(_, job)| job.task).collect()
+        pending.into_iter().map(|(_, job)| job.request).collect()
     };
     let settled =
         h.tg.wait_for(|_| {

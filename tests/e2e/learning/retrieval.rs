@@ -344,7 +344,7 @@ async fn outcomes_and_feedback_score_the_heuristics_an_answer_carried() {
 #[tokio::test]
 async fn a_full_store_forgets_the_least_useful_first() {
     let h = Harness::start_with(learning_llm(|| reflection_reply(&[])).await, |c| {
-        c.learning.max_heuristics = 3
+        c.learning.max_lessons = 3
     })
     .await;
     learn(
@@ -395,7 +395,7 @@ async fn a_full_store_forgets_the_least_useful_first() {
 #[tokio::test]
 async fn pending_heuristics_have_their_own_cap_and_never_evict_approved_ones() {
     let h = Harness::start_with(learning_llm(|| reflection_reply(&[])).await, |c| {
-        c.learning.max_heuristics = 2;
+        c.learning.max_lessons = 2;
         c.learning.max_pending = 2;
     })
     .await;

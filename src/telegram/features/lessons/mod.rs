@@ -16,9 +16,9 @@ use crate::telegram::handlers::Deps;
 use crate::telegram::transport::replies;
 
 /// `/heuristics` (or `/heuristics pending`: only those waiting for review), first page.
-pub(crate) fn heuristics(deps: &Deps, chat: Conversation, which: &str) {
+pub(crate) fn list(deps: &Deps, chat: Conversation, which: &str) {
     let pending = which.trim().eq_ignore_ascii_case("pending");
-    let page = view::heuristics_page(&deps.app, pending, 0);
+    let page = view::lessons_page(&deps.app, pending, 0);
     replies::html(deps, chat, page.html, Some(page.keyboard));
 }
 

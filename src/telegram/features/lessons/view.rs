@@ -13,9 +13,9 @@ use crate::telegram::render::escape_html;
 use crate::telegram::views::ListPage;
 use crate::texts::telegram as texts;
 
-/// Heuristics per page of `/heuristics`, and characters of each shown: with these, a page of
-/// the longest heuristics stays far below Telegram's 4096 units.
-const HEURISTICS_PER_PAGE: usize = 6;
+/// Lessons per page of `/heuristics`, and characters of each shown: with these, a page of
+/// the longest lessons stays far below Telegram's 4096 units.
+const LESSONS_PER_PAGE: usize = 6;
 const LISTED_TEXT_CHARS: usize = 200;
 /// Skills per page of `/skills`, and characters of each description.
 const SKILLS_PER_PAGE: usize = 8;
@@ -24,28 +24,28 @@ const SKILL_DESCRIPTION_CHARS: usize = 200;
 /// Page `page` (from 0; past the end shows the last) of `/heuristics`, or of
 /// `/heuristics pending` with `pending_only`: best first, each with where it came from and
 /// what happened to the answers it shaped, and its Approve / Forget buttons.
-pub(crate) fn heuristics_page(app: &App, pending_only: bool, page: usize) -> ListPage {
+pub(crate) fn lessons_page(app: &App, pending_only: bool, page: usize) -> ListPage {
     let list = if pending_only {
         List::Pending
     } else {
-        List::Heuristics
+        List::Lessons
     };
     let all = app.learning().listing(pending_only);
-    let pages = all.len().div_ceil(HEURISTICS_PER_PAGE).max(1);
+    let pages = all.len().div_ceil(LESSONS_PER_PAGE).max(1);
     let page = page.min(pages - 1);
     if all.is_empty() {
         return ListPage {
-            html: texts::no_heuristics(pending_only).to_string(),
+            html: texts::no_lessons(pending_only).to_string(),
             keyboard: InlineKeyboardMarkup::default(),
         };
     }
-    let title = texts::heuristics_title(pending_only);
-    let mut html = texts::heuristics_head_html(title, all.len(), page + 1, pages);
+    let title = texts::lessons_title(pending_only);
+    let mut html = texts::lessons_head_html(title, all.len(), page + 1, pages);
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
     let shown = all
         .iter()
-        .skip(page * HEURISTICS_PER_PAGE)
-        .take(HEURISTICS_PER_PAGE);
+        .skip(page * LESSONS_PER_PAGE)
+        .take(LESSONS_PER_PAGE);
     for listed in shown {
         let h = &listed.lesson;
         // A lesson on probation waits for proof or an admin's ✅ like a pending one.
@@ -136,8 +136,8 @@ fn navigation(list: List, page: usize, pages: usize) -> Option<Vec<InlineKeyboar
 /// The page an admin list shows for `list`.
 pub(crate) fn list_page(app: &App, list: List, page: usize) -> ListPage {
     match list {
-        List::Heuristics => heuristics_page(app, false, page),
-        List::Pending => heuristics_page(app, true, page),
+        List::Lessons => lessons_page(app, false, page),
+        List::Pending => lessons_page(app, true, page),
         List::Skills => skills_page(app, page),
     }
 }

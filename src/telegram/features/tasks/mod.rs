@@ -5,7 +5,7 @@
 //! The rest of the feature sits lower, where the layers put it: when a task runs
 //! ([`crate::schedule`], pure values), the `schedule` tool the agent calls
 //! (`crate::agent::scheduling`), the scheduler and a task's own turn
-//! ([`crate::turn::scheduled`], `crate::turn::reminder`, [`crate::turn::task_desk`]), the
+//! ([`crate::turn::scheduled`], `crate::turn::reminder`, [`crate::turn::task_scheduler`]), the
 //! stored tasks and zones (`crate::store::tasks`, `crate::store::zones`) and their sentences
 //! ([`crate::texts::tasks`]).
 
@@ -18,7 +18,7 @@ use crate::schedule;
 use crate::telegram::handlers::Deps;
 use crate::telegram::transport::replies;
 use crate::texts::tasks as texts;
-use crate::turn::task_desk::bot_zone;
+use crate::turn::task_scheduler::bot_zone;
 
 /// `/tasks`: the sender's tasks, first page.
 pub(crate) fn list(deps: &Deps, chat: Conversation, user: UserId) {

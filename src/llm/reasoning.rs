@@ -12,7 +12,7 @@
 //! [`strip_think`] is the same filter run over a whole answer, so both always agree.
 //!
 //! ```
-//! use heurist::llm::think::strip_think;
+//! use heurist::llm::reasoning::strip_think;
 //! assert_eq!(strip_think("<think>2+2? four</think>\n\nIt is 4."), "It is 4.");
 //! assert_eq!(strip_think("<think>still thinking"), "");
 //! assert_eq!(strip_think("Use <think> tags."), "Use <think> tags.");

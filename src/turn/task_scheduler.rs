@@ -1,4 +1,4 @@
-//! What a turn's `schedule_task` calls act for ([`desk`]): the turn's user and conversation,
+//! What a turn's `schedule_task` calls act for ([`for_turn`]): the turn's user and conversation,
 //! read in the user's time zone (theirs from `/timezone`, else the bot's), within `[tasks]`'s
 //! caps.
 
@@ -26,12 +26,12 @@ pub(crate) fn bot_zone(app: &App) -> chrono_tz::Tz {
 }
 
 /// What `schedule_task` acts for in `turn`: its user's tasks, in its conversation.
-pub(super) fn desk(turn: &Turn) -> TaskScheduler {
-    desk_for(&turn.app, turn.input.request.user, turn.at())
+pub(super) fn for_turn(turn: &Turn) -> TaskScheduler {
+    for_user(&turn.app, turn.input.request.user, turn.at())
 }
 
 /// `user`'s tasks in `at`, read in their zone, within the caps.
-pub(super) fn desk_for(app: &App, user: UserId, at: Conversation) -> TaskScheduler {
+pub(super) fn for_user(app: &App, user: UserId, at: Conversation) -> TaskScheduler {
     TaskScheduler {
         store: app.store().clone(),
         owner: user,

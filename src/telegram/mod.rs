@@ -20,7 +20,6 @@ pub(crate) mod id_conversions;
 pub mod keyboards;
 pub mod render;
 pub(crate) mod schema;
-pub(crate) mod tool_list;
 pub mod transport;
 pub(crate) mod views;
 

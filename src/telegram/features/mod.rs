@@ -13,10 +13,16 @@
 //! - [`memory`]: personal memory (`/memory`);
 //! - [`lessons`]: the lessons review (`/heuristics`, `/skills`);
 //! - [`model`]: the model switch (`/model`);
-//! - [`stats`]: usage and cost (`/stats`).
+//! - [`stats`]: usage and cost (`/stats`);
+//! - [`voice`]: spoken replies to voice notes (`/voice`);
+//! - [`tools`]: the tools and MCP servers (`/tools`);
+//! - [`backup`]: a backup now (`/backup`).
 
+pub(crate) mod backup;
 pub(crate) mod lessons;
 pub(crate) mod memory;
 pub(crate) mod model;
 pub(crate) mod stats;
 pub(crate) mod tasks;
+pub(crate) mod tools;
+pub(crate) mod voice;

@@ -9,15 +9,11 @@ use teloxide::prelude::*;
 
 use super::{Deps, HandlerResult, conversation_of, sender_of};
 use crate::budget::limits::Verdict;
-use crate::conversation::Conversation;
 use crate::role::Role;
-use crate::sizes::{Unit, size};
 use crate::telegram::commands::ChatCommand;
-use crate::telegram::features::{lessons, memory, model, stats, tasks};
+use crate::telegram::features::{backup, lessons, memory, model, stats, tasks, tools, voice};
 use crate::telegram::transport::replies;
-use crate::telegram::{tool_list, views};
-use crate::texts::media;
-use crate::texts::telegram as texts;
+use crate::telegram::views;
 use crate::texts::turn::ADMINS_ONLY;
 use crate::turn::actions::{self, Stop};
 use crate::turn::{self, Out};
@@ -62,68 +58,11 @@ pub(crate) async fn command(
         ChatCommand::Lessons(which) => lessons::list(&deps, chat, &which),
         ChatCommand::Skills => lessons::skills(&deps, chat),
         ChatCommand::Memory => memory::command(&deps, chat, user),
-        ChatCommand::Tools => {
-            let catalog = app.agent().tools().catalog();
-            for part in tool_list::render(&catalog, chrono::Utc::now()) {
-                replies::notice(&deps, chat, part);
-            }
-        }
-        ChatCommand::Backup => backup_command(&deps, chat).await,
+        ChatCommand::Tools => tools::command(&deps, chat),
+        ChatCommand::Backup => backup::command(&deps, chat).await,
         ChatCommand::Tasks => tasks::list(&deps, chat, user),
         ChatCommand::Timezone(zone) => tasks::timezone(&deps, chat, user, zone.trim()),
-        ChatCommand::Voice(choice) => voice_command(&deps, chat, user, choice.trim()),
+        ChatCommand::Voice(choice) => voice::command(&deps, chat, user, choice.trim()),
     }
     Ok(())
-}
-
-/// `/voice on|off`: whether the sender's voice notes are answered by a voice note too (their
-/// own choice, stored); without an argument, what it is now.
-fn voice_command(deps: &Deps, chat: Conversation, user: crate::ids::UserId, choice: &str) {
-    let app = &deps.app;
-    if app.voice().is_none() {
-        replies::notice(deps, chat, media::VOICE_NOT_SET_UP);
-        return;
-    }
-    let voices = app.store().voices();
-    let on = match choice.to_ascii_lowercase().as_str() {
-        "" => {
-            replies::notice(deps, chat, media::voice_now(voices.wanted_by(user)));
-            return;
-        }
-        "on" => true,
-        "off" => false,
-        _ => {
-            replies::notice(deps, chat, media::VOICE_USAGE);
-            return;
-        }
-    };
-    let said = match voices.set_wanted(user, on) {
-        Ok(()) => media::voice_set(on),
-        Err(e) => {
-            tracing::error!(%user, error = %e, "cannot store a /voice choice");
-            crate::texts::tasks::NOT_SAVED.to_string()
-        }
-    };
-    replies::notice(deps, chat, said);
-}
-
-/// `/backup` (an admin's, checked by the caller): a backup written now, answered with its file
-/// name and size; in a group, only where to ask (the answer names a file on the server).
-async fn backup_command(deps: &Deps, chat: Conversation) {
-    if !chat.chat.is_private() {
-        replies::notice(deps, chat, texts::BACKUP_ASK_PRIVATELY.to_string());
-        return;
-    }
-    let said = match crate::maintenance::back_up(&deps.app).await {
-        Ok(written) => {
-            let name = written
-                .path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy();
-            texts::backup_written(&name, &size(written.bytes, Unit::Binary))
-        }
-        Err(_) => texts::BACKUP_FAILED.to_string(),
-    };
-    replies::notice(deps, chat, said);
 }

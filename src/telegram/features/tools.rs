@@ -4,10 +4,21 @@
 use chrono::{DateTime, Utc};
 
 use crate::agent::mcp::{Catalog, MAX_SCHEMA_BYTES, ServerStatus};
+use crate::conversation::Conversation;
+use crate::telegram::handlers::Deps;
+use crate::telegram::transport::replies;
 use crate::texts::telegram as texts;
 
 /// Telegram's limit on one message, in UTF-16 units.
 const MESSAGE_LIMIT: usize = 4096;
+
+/// `/tools` (admins, checked by the caller): the list now, in as many messages as it takes.
+pub(crate) fn command(deps: &Deps, chat: Conversation) {
+    let catalog = deps.app.agent().tools().catalog();
+    for part in render(&catalog, Utc::now()) {
+        replies::notice(deps, chat, part);
+    }
+}
 
 /// Characters shown of a server's last error: enough to act on, short enough to scan.
 const ERROR_CHARS: usize = 300;

@@ -41,7 +41,7 @@ use crate::config::Config;
 use crate::maintenance;
 use crate::telegram::transport::outbox::Outbox;
 use crate::telegram::{self, Listening};
-use crate::turn::{self, Out};
+use crate::turn::{self, SharedMessenger};
 
 /// A running bot; [`Running::stop`] shuts it down gracefully.
 pub struct Running {
@@ -67,7 +67,7 @@ pub async fn start_with_clock(config: Config, clock: Clock) -> anyhow::Result<Ru
     // 4: Telegram, and the outbox every turn shows its answer through.
     let bot = telegram::connect(app.config()).await?;
     let tg = Arc::new(Outbox::new(bot.clone(), &app));
-    let out: Out = tg.clone();
+    let out: SharedMessenger = tg.clone();
     // 5-7: upkeep, recovery, the scheduler.
     maintenance::start(&app);
     turn::recover(&app, &out).await;

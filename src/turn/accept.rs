@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::input::TurnInput;
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::quarantine::{Start, counted};
 use crate::app::App;
 use crate::conversation::Conversation;
@@ -23,7 +23,7 @@ use crate::texts::turn::PANIC_NOTICE;
 /// (a turn that crashes the process at once is still counted). This returns only after the
 /// flush, and Telegram is told the update arrived only after its handler returned (see
 /// `telegram::transport::listener`), so a crash at any point before loses nothing Telegram forgot.
-pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
+pub async fn accept(app: &Arc<App>, out: &SharedMessenger, mut input: TurnInput) -> bool {
     let mut recorded = false;
     if let Some(update) = input.update {
         let received = chrono::Utc::now().timestamp();
@@ -62,7 +62,7 @@ pub async fn accept(app: &Arc<App>, out: &Out, mut input: TurnInput) -> bool {
 
 /// Queues `input`'s turn behind its conversation's earlier ones, to start once `start` is on
 /// disk; a panic in it is [`failed`].
-pub(super) fn enqueue(app: &Arc<App>, out: &Out, input: TurnInput, start: Start) {
+pub(super) fn enqueue(app: &Arc<App>, out: &SharedMessenger, input: TurnInput, start: Start) {
     let (chat, update) = (input.conversation(), input.update);
     let on_panic = failed(app.clone(), out.clone(), chat, update);
     let job = counted(app.clone(), out.clone(), input, start);
@@ -71,7 +71,7 @@ pub(super) fn enqueue(app: &Arc<App>, out: &Out, input: TurnInput, start: Start)
 
 /// After a turn panicked: its update is marked failed (flushed, so it is never replayed, not
 /// even after a restart), and the user is told once that the message could not be handled.
-async fn failed(app: Arc<App>, out: Out, chat: Conversation, update: Option<UpdateId>) {
+async fn failed(app: Arc<App>, out: SharedMessenger, chat: Conversation, update: Option<UpdateId>) {
     if let Some(update) = update {
         tracing::error!(
             %update,

@@ -2,14 +2,19 @@
 //! does not know), no user can fix it, so the admins are told in their private chats, at most
 //! once an hour (see [`App::claim_admin_alert`]), with secrets redacted.
 
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use crate::app::App;
 use crate::llm::LlmError;
 use crate::texts::turn::setup_alert;
 
 /// Tells the admins (in their private chats) that the LLM refused the bot's setup, at most
 /// once an hour; `false` if there is no admin to tell, so the user is not promised one was.
-pub(super) async fn alert_admins(app: &App, out: &Out, model: &str, error: &LlmError) -> bool {
+pub(super) async fn alert_admins(
+    app: &App,
+    out: &SharedMessenger,
+    model: &str,
+    error: &LlmError,
+) -> bool {
     let admins = &app.config().access.admins;
     if admins.is_empty() {
         return false;
@@ -39,7 +44,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path(), NO_LLM);
         let out = Recorder::new();
-        let out_: Out = out.clone();
+        let out_: SharedMessenger = out.clone();
         let error = LlmError::Rejected {
             status: 401,
             message: "bad key".into(),

@@ -15,8 +15,8 @@ use crate::cancel::TurnId;
 use crate::conversation::Conversation;
 use crate::ids::ChatId;
 
-/// The chat a turn answers in, as the turn layer holds it.
-pub type Out = Arc<dyn Messenger>;
+/// The chat a turn answers in, as the turn layer holds it: the adapter's [`Messenger`], shared.
+pub type SharedMessenger = Arc<dyn Messenger>;
 
 /// The buttons under a message.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -56,7 +56,7 @@ mod working;
 
 pub use accept::accept;
 pub use input::TurnInput;
-pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, Out, unrecorded};
+pub use messenger::{Keyboard, Live, Messenger, OnVisible, Options, SharedMessenger, unrecorded};
 pub(crate) use offers::retire_options;
 pub(crate) use offers::vote_on;
 pub use recovery::recover;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::messenger::{Keyboard, Options, Out};
+use super::messenger::{Keyboard, Options, SharedMessenger};
 use crate::app::App;
 use crate::conversation::Conversation;
 use crate::options;
@@ -14,7 +14,11 @@ use crate::store::OfferedOptions;
 /// the vote given), in the background: a new turn or a clear makes them an earlier answer's.
 /// An answer whose option was chosen keeps its mark. Returns the new option round for this turn's own options (`None`
 /// if the chat's state cannot be read: no options are offered then).
-pub(crate) fn retire_options(app: &Arc<App>, out: &Out, chat: Conversation) -> Option<u64> {
+pub(crate) fn retire_options(
+    app: &Arc<App>,
+    out: &SharedMessenger,
+    chat: Conversation,
+) -> Option<u64> {
     // Handled: without a round this turn offers no options (see the doc above); the earlier
     // answer's buttons stay until a later turn retires them.
     let (round, offered) = app

@@ -12,7 +12,7 @@ use super::attachment::read_attachment;
 use super::follow_up;
 use super::gate;
 use super::input::TurnInput;
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::persist::persist;
 use super::prepare::prepare;
 use super::show::show;
@@ -24,7 +24,7 @@ use crate::app::App;
 /// Runs one turn. Errors are logged and told to the user, never returned: the chat's queue
 /// goes on with the next message either way. The user's message carries the working reaction
 /// from admission until the turn is over, whichever way it ends.
-pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
+pub(crate) async fn run(app: Arc<App>, out: SharedMessenger, input: TurnInput) {
     let at = input.conversation();
     let admitted = gate::admit(&app, out.as_ref(), input.request.user, at, input.update);
     let Some(admitted) = admitted.await else {
@@ -42,7 +42,7 @@ pub(crate) async fn run(app: Arc<App>, out: Out, input: TurnInput) {
 }
 
 /// The stages of an admitted turn, in order; any of them may end it early.
-async fn stages(app: Arc<App>, out: Out, input: TurnInput, admitted: gate::Admitted) {
+async fn stages(app: Arc<App>, out: SharedMessenger, input: TurnInput, admitted: gate::Admitted) {
     let at = input.conversation();
     // Registered first, so a stop finds the turn while it waits for a slot too.
     let control = app.turns().begin(at);

@@ -6,7 +6,7 @@
 //! A history that cannot be read stops the turn here: answering without it would store the
 //! turn over the chat's history, so the user is told and nothing is stored.
 
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::state::Turn;
 use super::visibility::set_state;
 use crate::agent::correction::{Correction, correction};
@@ -109,7 +109,11 @@ async fn read_window(turn: &Turn, model: &ModelConfig) -> Option<HistoryWindow> 
 
 /// The user message the model gets: the text, with the photo as a `data:` URL if there is one
 /// (a photo that cannot be fetched is mentioned, so the model can say it did not see it).
-async fn user_message(out: &Out, content: String, image: Option<String>) -> ChatMessage {
+async fn user_message(
+    out: &SharedMessenger,
+    content: String,
+    image: Option<String>,
+) -> ChatMessage {
     let Some(file_id) = image else {
         return ChatMessage::user(content);
     };
@@ -169,7 +173,7 @@ mod tests {
     /// A photo that cannot be fetched is named to the model, so it can say it did not see it.
     #[tokio::test]
     async fn a_photo_that_cannot_be_fetched_is_named() {
-        let out: Out = Recorder::new();
+        let out: SharedMessenger = Recorder::new();
         let message = user_message(&out, "look".into(), Some("file".into())).await;
         assert_eq!(
             message.content(),

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::input::TurnInput;
-use super::messenger::{Keyboard, Live, Out, unrecorded};
+use super::messenger::{Keyboard, Live, SharedMessenger, unrecorded};
 use super::pipeline::run;
 use super::visibility::set_state;
 use crate::app::App;
@@ -63,7 +63,7 @@ pub(super) enum Start {
 
 /// The queued job of `input`'s turn: its start made durable as `start` says, then the turn
 /// (not at all if that start may not be made).
-pub(super) async fn counted(app: Arc<App>, out: Out, input: TurnInput, start: Start) {
+pub(super) async fn counted(app: Arc<App>, out: SharedMessenger, input: TurnInput, start: Start) {
     let durable = match start {
         Start::Accepted(flushed) => {
             // An error is a dropped sender: accept is gone, its flush over or never to come.
@@ -110,7 +110,7 @@ pub(super) async fn count_start(app: &App, update: UpdateId) -> bool {
 /// answered (flushed) first, then one apology to its sender, replying to their message.
 pub(super) async fn quarantine(
     app: &App,
-    out: &Out,
+    out: &SharedMessenger,
     update: UpdateId,
     request: &TurnRequest,
     starts: u32,

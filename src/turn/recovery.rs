@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::accept::enqueue;
 use super::input::TurnInput;
-use super::messenger::{Keyboard, Live, Out, unrecorded};
+use super::messenger::{Keyboard, Live, SharedMessenger, unrecorded};
 use super::quarantine::{Start, count_start, quarantine};
 use super::reflect::{bare_prefix, queue_reflection};
 use super::speak;
@@ -29,7 +29,7 @@ use crate::texts::turn::RESTART_NOTICE;
 /// again; a stored turn whose answer may not have reached the user has its answer sent;
 /// unfinished reflections resume. The prune and compaction schedule is started apart, beside
 /// this (see [`crate::maintenance`]).
-pub async fn recover(app: &Arc<App>, out: &Out) {
+pub async fn recover(app: &Arc<App>, out: &SharedMessenger) {
     for (id, job) in app.learning().pending_reflections() {
         tracing::info!(id, chat = %job.chat, "resuming an unfinished reflection");
         let prefix = bare_prefix(app, &job);
@@ -44,7 +44,7 @@ pub async fn recover(app: &Arc<App>, out: &Out) {
 
 /// Finishes unfinished inbox update `update`, by what its state, its starts so far and the
 /// stored answer say. Every start made here is counted first (a rerun's when it is dequeued).
-async fn resume(app: &Arc<App>, out: &Out, update: UpdateId, entry: InboxEntry) {
+async fn resume(app: &Arc<App>, out: &SharedMessenger, update: UpdateId, entry: InboxEntry) {
     let chat = entry.request.conversation();
     let answer = app.store().history().stored_answer(chat, update);
     let progress = entry.progress();
@@ -249,7 +249,7 @@ mod tests {
             let app = app(dir.path(), NO_LLM);
             crashed(&app, &request, 1, stored, at);
             let out = Recorder::new();
-            let out_: Out = out.clone();
+            let out_: SharedMessenger = out.clone();
             recover(&app, &out_).await;
             assert_eq!(state(&app, UPDATE), None, "{name}: done");
             let apology = Shown::Answer {
@@ -297,7 +297,7 @@ mod tests {
                 let app = app(dir.path(), NO_LLM);
                 crashed(&app, &request, 0, stored, at);
                 let out = Recorder::new();
-                let out_: Out = out.clone();
+                let out_: SharedMessenger = out.clone();
                 recover(&app, &out_).await;
                 assert!(app.queues().drain(std::time::Duration::from_secs(5)).await);
                 if mine.is_some() {
@@ -329,7 +329,7 @@ mod tests {
             app.queues()
                 .enqueue(at, None, async { drop(hold.await) }, async {});
             let out = Recorder::new();
-            let out_: Out = out.clone();
+            let out_: SharedMessenger = out.clone();
             recover(&app, &out_).await;
             let restarts = || app.store().inbox().entry(UPDATE).unwrap().restarts;
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -342,7 +342,7 @@ mod tests {
         let app = app(dir.path(), NO_LLM);
         crashed(&app, &every_kind()[0].1, 0, true, InboxState::Stored);
         let out = Recorder::new();
-        let out_: Out = out.clone();
+        let out_: SharedMessenger = out.clone();
         recover(&app, &out_).await;
         assert_eq!(out.shown().len(), 1, "the stored answer is sent");
         let entry = app.store().inbox().entry(UPDATE).unwrap();
@@ -403,7 +403,7 @@ mod tests {
                 app.store().inbox().set_state(UPDATE, visible).unwrap();
             }
             let out = Recorder::new();
-            let out_: Out = out.clone();
+            let out_: SharedMessenger = out.clone();
             recover(&app, &out_).await;
             assert_eq!(out.shown(), want, "{name}");
             assert_eq!(state(&app, UPDATE), None, "{name}: done");

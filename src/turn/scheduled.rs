@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::accept::enqueue;
 use super::input::TurnInput;
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::quarantine::Start;
 use crate::app::App;
 use crate::role::Role;
@@ -26,14 +26,14 @@ use crate::texts::tasks as texts;
 
 /// Starts the scheduler, which ends at the app's shutdown. Started after recovery, so a run a crash
 /// left in the inbox is resumed before any new one fires.
-pub(crate) fn start(app: &Arc<App>, out: &Out) {
+pub(crate) fn start(app: &Arc<App>, out: &SharedMessenger) {
     let started = app.clock().now();
     app.spawn_loop(schedule_forever(app.clone(), out.clone(), started));
 }
 
 /// Fires due tasks and sleeps until the next, until the shutdown; `started`: when this run of the bot
 /// began (unix seconds), before which a due run was missed.
-async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
+async fn schedule_forever(app: Arc<App>, out: SharedMessenger, started: i64) {
     loop {
         // Watched before the scan, so a task added during it wakes the next sleep.
         let changed = app.store().tasks().changed();
@@ -78,7 +78,7 @@ async fn schedule_forever(app: Arc<App>, out: Out, started: i64) {
 }
 
 /// Fires `task`'s due run at `now` and queues its turn; `false` if the store failed.
-async fn fire(app: &Arc<App>, out: &Out, task: &Task, now: i64, started: i64) -> bool {
+async fn fire(app: &Arc<App>, out: &SharedMessenger, task: &Task, now: i64, started: i64) -> bool {
     let firing = schedule::fire(&task.timing, task.next_run, now, started);
     let zone: chrono_tz::Tz = task.zone.parse().unwrap_or(chrono_tz::UTC);
     let due = format!("{} ({})", schedule::local(task.next_run, zone), zone.name());
@@ -141,7 +141,7 @@ mod tests {
     async fn the_scheduler_ends_at_the_shutdown() {
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path(), NO_LLM);
-        let out: Out = Recorder::new();
+        let out: SharedMessenger = Recorder::new();
         let scheduler = tokio::spawn(schedule_forever(app.clone(), out, app.clock().now()));
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!scheduler.is_finished(), "it sleeps until a task is due");

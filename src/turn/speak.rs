@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::state::Turn;
 use crate::agent::TurnStatus;
 use crate::agent::spoken::spoken;
@@ -80,7 +80,7 @@ pub(super) async fn owe(turn: &Turn, status: &TurnStatus, answer: &str) -> Optio
 }
 
 /// Sends the spoken reply owed for `update` in the background.
-pub(super) fn start(app: &Arc<App>, out: &Out, update: UpdateId) {
+pub(super) fn start(app: &Arc<App>, out: &SharedMessenger, update: UpdateId) {
     let Some((_, voice)) = app
         .store()
         .voices()
@@ -97,7 +97,7 @@ pub(super) fn start(app: &Arc<App>, out: &Out, update: UpdateId) {
 /// At start-up: sends each spoken reply owed for an answer that is done, and gives up each
 /// one that may have been sent (see the module docs). Replies of turns that run again are
 /// left to them.
-pub(super) fn resume(app: &Arc<App>, out: &Out) {
+pub(super) fn resume(app: &Arc<App>, out: &SharedMessenger) {
     let running: HashSet<UpdateId> = app
         .store()
         .inbox()
@@ -122,7 +122,7 @@ pub(super) fn resume(app: &Arc<App>, out: &Out) {
 /// Synthesises `voice`'s text and sends it once, charged to its user once Telegram took it
 /// (the reservation is released if the synthesis or the send fails); every failure is one
 /// line in the log.
-async fn send(app: &Arc<App>, out: &Out, update: UpdateId, voice: OwedVoice) {
+async fn send(app: &Arc<App>, out: &SharedMessenger, update: UpdateId, voice: OwedVoice) {
     let Some(synthesizer) = app.voice() else {
         settle(app, update);
         return;

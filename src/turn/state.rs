@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::gate::Admitted;
 use super::input::TurnInput;
 use super::measure::TurnClock;
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::offers::retire_options;
 use crate::app::App;
 use crate::budget::Payer;
@@ -19,7 +19,7 @@ use crate::role::Role;
 /// One admitted turn, as every stage reads it.
 pub(super) struct Turn {
     pub(super) app: Arc<App>,
-    pub(super) out: Out,
+    pub(super) out: SharedMessenger,
     pub(super) input: TurnInput,
     /// The user's role when the turn began (not when the message came).
     pub(super) role: Role,
@@ -43,7 +43,7 @@ impl Turn {
     /// chat's earlier option buttons.
     pub(super) fn begin(
         app: Arc<App>,
-        out: Out,
+        out: SharedMessenger,
         input: TurnInput,
         admitted: Admitted,
         control: RegisteredTurn,

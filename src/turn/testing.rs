@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::gate;
 use super::input::TurnInput;
-use super::messenger::{Keyboard, Live, Messenger, OnVisible, Out};
+use super::messenger::{Keyboard, Live, Messenger, OnVisible, SharedMessenger};
 use super::state::Turn;
 use crate::agent::{AgentEvent, TurnResult, TurnStatus};
 use crate::app::App;
@@ -229,7 +229,7 @@ pub(super) fn state(app: &App, update: UpdateId) -> Option<InboxState> {
 
 /// `input`'s turn, admitted and begun as `run` begins it (accept its update first).
 pub(super) async fn turn(app: &Arc<App>, out: &Arc<Recorder>, input: TurnInput) -> Turn {
-    let out: Out = out.clone();
+    let out: SharedMessenger = out.clone();
     let at = input.conversation();
     let admitted = gate::admit(app, out.as_ref(), input.request.user, at, input.update).await;
     let control = app.turns().begin(at);

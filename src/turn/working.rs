@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::messenger::Out;
+use super::messenger::SharedMessenger;
 use super::state::Turn;
 use crate::app::App;
 use crate::ids::ChatId;
@@ -23,7 +23,7 @@ use crate::store::{AnswerRecord, TurnRequest};
 
 /// The working reaction of a running turn, until [`Working::end`] takes it off.
 pub(super) struct Working {
-    out: Out,
+    out: SharedMessenger,
     chat: ChatId,
     message: i32,
     /// Dropped or sent when the turn ends: the reaction is no longer to be set.
@@ -35,7 +35,7 @@ pub(super) struct Working {
 impl Working {
     /// Puts the working reaction on the message that asked for `request` once the turn has
     /// run for the configured delay, if it has such a message and a reaction is configured.
-    pub(super) fn begin(app: &App, out: &Out, request: &TurnRequest) -> Option<Self> {
+    pub(super) fn begin(app: &App, out: &SharedMessenger, request: &TurnRequest) -> Option<Self> {
         let telegram = &app.config().telegram;
         let emoji = telegram.working_reaction.clone();
         let message = request.message.filter(|_| !emoji.is_empty())?;
@@ -82,7 +82,7 @@ impl Working {
 /// (in the background), if it has one and a reaction is configured: recovery calls it once
 /// for each update it resumes or finishes. A resumed turn puts its own on again if it runs
 /// long, and takes that off as usual.
-pub(super) fn clear_left(app: &App, out: &Out, request: &TurnRequest) {
+pub(super) fn clear_left(app: &App, out: &SharedMessenger, request: &TurnRequest) {
     let configured = !app.config().telegram.working_reaction.is_empty();
     let Some(message) = request.message.filter(|_| configured) else {
         return;

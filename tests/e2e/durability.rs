@@ -654,7 +654,7 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
     {
         let app = heurist::App::new(config.clone()).unwrap();
         let chat = PanickingChat::new(true);
-        let out: heurist::turn::Out = chat.clone();
+        let out: heurist::turn::SharedMessenger = chat.clone();
         assert!(heurist::turn::accept(&app, &out, input.clone()).await);
         let until = std::time::Instant::now() + Duration::from_secs(10);
         while chat.notices.lock().unwrap().is_empty() {
@@ -689,7 +689,7 @@ async fn a_panicking_turn_is_marked_failed_told_once_and_never_replayed() {
         }
     };
     let chat = PanickingChat::new(false);
-    let out: heurist::turn::Out = chat.clone();
+    let out: heurist::turn::SharedMessenger = chat.clone();
     heurist::turn::recover(&app, &out).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(chat.answers.lock().unwrap().is_empty(), "not replayed");

@@ -16,7 +16,7 @@ use crate::telegram::transport::replies;
 use crate::telegram::views;
 use crate::texts::turn::ADMINS_ONLY;
 use crate::turn::actions::{self, Stop};
-use crate::turn::{self, Out};
+use crate::turn::{self, SharedMessenger};
 
 /// A command: within the sender's command rate, its action now and its reply posted.
 pub(crate) async fn command(
@@ -41,7 +41,7 @@ pub(crate) async fn command(
         ChatCommand::Start => replies::html(&deps, chat, views::start_html(role), None),
         ChatCommand::Help => replies::html(&deps, chat, views::help_html(app, role), None),
         ChatCommand::Clear => {
-            let out: Out = tg.clone();
+            let out: SharedMessenger = tg.clone();
             turn::retire_options(app, &out, chat);
             replies::notice(&deps, chat, actions::clear(app, chat));
         }

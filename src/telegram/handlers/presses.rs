@@ -22,7 +22,7 @@ use crate::texts::telegram as texts;
 use crate::texts::turn::EXPIRED;
 use crate::turn::actions::{self, Outcome, Stop, Voter};
 use crate::turn::confirm::Answered;
-use crate::turn::{self, Keyboard, Options, Out, TurnInput};
+use crate::turn::{self, Keyboard, Options, SharedMessenger, TurnInput};
 
 /// A button press from a user who is not on the allow-list.
 pub(crate) async fn refuse_press(deps: Deps, query: CallbackQuery) -> HandlerResult {
@@ -98,7 +98,7 @@ pub(crate) async fn clear_pressed(
     chat: Conversation,
 ) -> HandlerResult {
     let Deps { app, tg } = &deps;
-    let out: Out = tg.clone();
+    let out: SharedMessenger = tg.clone();
     turn::retire_options(app, &out, chat);
     let outcome = Outcome::done(actions::clear(app, chat), Some(Keyboard::None));
     answer_press(&deps, &query, outcome).await

@@ -15,7 +15,7 @@ use crate::metrics::TurnOutcome;
 use crate::role::Role;
 use crate::telegram::transport::listener::Handling;
 use crate::telegram::transport::replies;
-use crate::turn::{self, Keyboard, Messenger, Out, TurnInput};
+use crate::turn::{self, Keyboard, Messenger, SharedMessenger, TurnInput};
 
 /// Who asks for a turn, which decides how a refusal is told.
 #[derive(Clone, Copy)]
@@ -85,7 +85,7 @@ pub(super) async fn start(
     if let Asker::Press(query) = asker {
         show_used(deps, query, &claimed).await;
     }
-    let out: Out = deps.tg.clone();
+    let out: SharedMessenger = deps.tg.clone();
     turn::accept(app, &out, claimed.input).await;
     handling.done();
     Ok(())

@@ -135,7 +135,8 @@ mod tests {
     use crate::store::InboxState;
 
     use crate::turn::testing::{
-        ALICE, NO_LLM, Recorder, UPDATE, accept, app, basis, input, state, thought, turn,
+        ALICE, NO_LLM, Recorder, UPDATE, accept, app, basis, damaged_chat_state, input, state,
+        thought, turn,
     };
 
     /// The turn is in the history before its answer is shown, its update stored, and marked
@@ -170,14 +171,8 @@ mod tests {
     #[tokio::test]
     async fn a_turn_the_history_refuses_stays_pending() {
         let dir = tempfile::tempdir().unwrap();
-        let store_dir = app(dir.path(), NO_LLM).data_dir().store_dir();
-        {
-            // An unreadable chat state, which every history write refuses.
-            let db = sled::open(&store_dir).unwrap();
-            let chats = db.open_tree("chats").unwrap();
-            chats.insert(ALICE.to_be_bytes(), &b"{"[..]).unwrap();
-            db.flush().unwrap();
-        }
+        // An unreadable chat state, which every history write refuses.
+        damaged_chat_state(dir.path(), ALICE, b"{").await;
         let app = app(dir.path(), NO_LLM);
         let input = input("question");
         accept(&app, &input);

@@ -141,7 +141,7 @@ mod tests {
     use super::*;
     use crate::store::TurnProvenance;
     use crate::turn::testing::{
-        ALICE, NO_LLM, Recorder, Shown, UPDATE, accept, app, input, state, turn,
+        ALICE, NO_LLM, Recorder, Shown, UPDATE, accept, app, damaged_chat_state, input, state, turn,
     };
 
     /// The prompt is the system message and the history; the message comes after it. No LLM
@@ -186,15 +186,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreadable_history_stops_the_turn() {
         let dir = tempfile::tempdir().unwrap();
-        let store_dir = app(dir.path(), NO_LLM).data_dir().store_dir();
-        {
-            let db = sled::open(&store_dir).unwrap();
-            let chats = db.open_tree("chats").unwrap();
-            chats
-                .insert(ALICE.to_be_bytes(), &b"{\"window_start\":"[..])
-                .unwrap();
-            db.flush().unwrap();
-        }
+        damaged_chat_state(dir.path(), ALICE, b"{\"window_start\":").await;
         let app = app(dir.path(), NO_LLM);
         let out = Recorder::new();
         let input = input("hi");

@@ -165,6 +165,27 @@ pub(super) fn app(dir: &Path, llm_url: &str) -> Arc<App> {
     App::new(config(dir, llm_url)).expect("an app on a temporary store")
 }
 
+/// A store in `dir` whose chat state for `chat` is `garbage` (disk damage): written with the
+/// database opened by the test, after an app created it. The app's tasks let go of sled as
+/// the runtime drops them, a moment after the app itself; under load that moment is later, so
+/// the open is retried.
+pub(super) async fn damaged_chat_state(dir: &Path, chat: i64, garbage: &[u8]) {
+    let store_dir = app(dir, NO_LLM).data_dir().store_dir();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let db = loop {
+        match sled::open(&store_dir) {
+            Ok(db) => break db,
+            Err(e) => {
+                assert!(std::time::Instant::now() < until, "cannot reopen: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let chats = db.open_tree("chats").unwrap();
+    chats.insert(chat.to_be_bytes(), garbage).unwrap();
+    db.flush().unwrap();
+}
+
 /// An LLM URL where a listener takes connections and never answers: a turn that asks it
 /// waits (until its timeout), so it can be seen before it ends. The listener lives as long
 /// as the test's runtime.

@@ -1,10 +1,10 @@
 //! The data directory as a running bot sees it: which generation is live, what it measured
 //! after its last compaction, and whether the next is due.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::disk::{sled_size, volume};
-use super::generations::{Generation, commit};
+use super::generations::{Current, Generation, commit};
 use super::policy::CompactionPolicy;
 
 /// The data directory: which generation is live and what its size was after it was written.
@@ -23,6 +23,18 @@ pub struct DataDir {
 }
 
 impl DataDir {
+    /// The data directory at `root` whose live generation is `current`'s.
+    pub(super) fn at(root: &Path, current: Current, policy: CompactionPolicy) -> Self {
+        DataDir {
+            root: root.to_path_buf(),
+            generation: current.generation,
+            baseline: current.baseline,
+            policy,
+            failed: false,
+            from_legacy: current.from_legacy,
+        }
+    }
+
     /// The live sled directory.
     pub fn store_dir(&self) -> PathBuf {
         self.generation.dir(&self.root)

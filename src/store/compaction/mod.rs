@@ -76,14 +76,7 @@ impl Store {
             .with_context(|| format!("cannot create the data directory {}", root.display()))?;
         let lock = lock(root)?;
         let current = live_generation(root)?;
-        let mut dir = DataDir {
-            root: root.to_path_buf(),
-            generation: current.generation,
-            baseline: current.baseline,
-            policy,
-            failed: false,
-            from_legacy: current.from_legacy,
-        };
+        let mut dir = DataDir::at(root, current, policy);
         let mut compacted = false;
         if dir.compaction_due() {
             match compact(&dir, cache_bytes) {
@@ -164,12 +157,5 @@ pub(crate) fn peek(root: &Path, policy: CompactionPolicy) -> anyhow::Result<Opti
         },
         None => return Ok(None),
     };
-    Ok(Some(DataDir {
-        root: root.to_path_buf(),
-        generation: current.generation,
-        baseline: current.baseline,
-        policy,
-        failed: false,
-        from_legacy: current.from_legacy,
-    }))
+    Ok(Some(DataDir::at(root, current, policy)))
 }

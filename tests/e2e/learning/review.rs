@@ -399,3 +399,36 @@ async fn a_forwarded_messages_lesson_waits_for_review() {
     assert!(stored[0].origin.external);
     h.stop().await;
 }
+
+/// `/lessons`, the review's other name (hidden from the menu), goes through the same route and
+/// the same server-side admin check as `/heuristics`: a user is refused, an admin gets the
+/// same page.
+#[tokio::test]
+async fn the_lessons_alias_is_the_same_admin_review() {
+    let h = Harness::start(learning_llm(|| reflection_reply(&[])).await).await;
+    learn(
+        &h,
+        &["When shipping, weigh in whole grams (a 0.3 kg parcel is 300)."],
+    )
+    .await;
+    h.tg.send_text(ALICE, "/lessons");
+    assert!(
+        h.tg.wait_messages(ALICE, 1).await[0].params["text"]
+            .as_str()
+            .unwrap()
+            .contains("only the bot's admins")
+    );
+    h.tg.send_text(ADMIN, "/lessons");
+    let by_alias = h.tg.wait_messages(ADMIN, 1).await[0].params["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    h.tg.send_text(ADMIN, "/heuristics");
+    let by_name = h.tg.wait_messages(ADMIN, 2).await[1].params["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(by_alias.contains("whole grams"), "{by_alias}");
+    assert_eq!(by_alias, by_name);
+    h.stop().await;
+}

@@ -27,7 +27,9 @@ impl TurnProgress {
     /// again exactly what already answered in this turn (a weak model's loop:
     /// Qwen2.5-Coder-1.5B called the weather tool three times, then told the user the tool
     /// gave no output), asks once more for the answer from what the tools returned; the
-    /// repeated call is dropped. Asked again, tool calls or silence mean no answer is coming.
+    /// repeated call is dropped. Where another call of the turn had failed and is still
+    /// unfixed, the first such repeat is asked instead to fix that call (see
+    /// [`calls::fix_the_call`]), the tools kept. Asked again, tool calls or silence mean no answer is coming.
     pub(super) fn judge(&mut self, completion: &Completion) -> NextStep {
         let calls_tools = !completion.tool_calls.is_empty();
         let silent =
@@ -38,10 +40,21 @@ impl TurnProgress {
                     .answered(&call.function.name, &call.function.arguments)
             });
         if !self.asked_again && repeats_answered {
+            self.conversation.pop();
+            if let Some(failed) = self.calls.unfixed().filter(|_| !self.asked_to_fix) {
+                tracing::info!(
+                    failed,
+                    "the model repeated a call that already answered while another had failed; \
+                     asking to fix that one"
+                );
+                let ask = calls::fix_the_call(failed);
+                self.conversation.push(ChatMessage::user(ask));
+                self.asked_to_fix = true;
+                return NextStep::AskedAgain;
+            }
             tracing::info!(
                 "the model repeated a call that already answered; asking for the answer"
             );
-            self.conversation.pop();
             self.ask_for_the_answer();
             return NextStep::AskedAgain;
         }
@@ -330,5 +343,51 @@ mod tests {
             };
             assert_eq!(last, case.last, "case {}", case.name);
         }
+    }
+
+    /// Fresh chats, seed 7: the booking call failed (its error gave the date's right form),
+    /// `current_time` worked, then the model called `current_time` again. It is asked once to
+    /// fix the booking call, the tools kept; a second repeat asks for the answer.
+    #[test]
+    fn repeating_an_answered_call_after_another_failed_asks_to_fix_that_one() {
+        let mut turn = TurnProgress::new(
+            vec![ChatMessage::system("s")],
+            &ChatMessage::user("Which meeting room is booked on 2026-12-14?"),
+            &test_context(),
+        );
+        turn.calls.record(
+            "desk__booking",
+            r#"{"date":"2026-12-14"}"#,
+            "error: dates are written DD.MM.YYYY (this one is 14.12.2026)",
+        );
+        turn.calls
+            .record("current_time", "{}", "UTC: 2026-12-07 00:16:59");
+        let repeat = || Completion {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "call_again".into(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: "current_time".into(),
+                    arguments: "{}".into(),
+                },
+            }],
+            finish_reason: None,
+            usage: Usage::default(),
+        };
+        let last_user = |turn: &TurnProgress| match turn.conversation.last() {
+            Some(ChatMessage::User { content }) => content.text().to_string(),
+            other => panic!("{other:?}"),
+        };
+        turn.conversation.push(repeat().message());
+        assert_eq!(turn.judge(&repeat()), NextStep::AskedAgain);
+        let ask = last_user(&turn);
+        assert_eq!(ask, calls::fix_the_call("desk__booking"));
+        assert!(calls::is_answer_now(&ask));
+        assert!(!turn.asked_again, "the tools stay offered");
+        turn.conversation.push(repeat().message());
+        assert_eq!(turn.judge(&repeat()), NextStep::AskedAgain);
+        assert!(turn.asked_again);
+        assert_eq!(last_user(&turn), ANSWER_NOW_PROMPT);
     }
 }

@@ -37,6 +37,8 @@ pub(super) struct TurnProgress {
     pub(super) needed: Vec<String>,
     /// The model was asked to call a tool it needed ([`calls::use_the_tool`]).
     pub(super) asked_to_use: bool,
+    /// The model was asked to fix a failed call ([`calls::fix_the_call`]).
+    pub(super) asked_to_fix: bool,
     /// The conversation was cut to the question alone (see [`TurnProgress::ask_alone`]).
     pub(super) alone: bool,
 }
@@ -59,6 +61,7 @@ impl TurnProgress {
             forms: context.forms.clone(),
             needed: context.needed.clone(),
             asked_to_use: false,
+            asked_to_fix: false,
             alone: false,
         }
     }
@@ -277,6 +280,7 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, tools_context: &ToolContext
             calls::ANSWER_NOW_PROMPT,
             calls::NOT_AN_ANSWER_PROMPT,
             calls::USE_THE_TOOL_PROMPT,
+            calls::FIX_THE_CALL_HOW,
         ]
         .map(str::to_string),
     );

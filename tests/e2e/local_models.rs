@@ -484,6 +484,12 @@ async fn a_context_the_server_reports_shrinks_the_history_budget() {
     h.stop().await;
 }
 
+/// Whether the request's last message is the bot's ask that begins with `prefix`.
+fn asks(request: &Value, prefix: &str) -> bool {
+    let last = request["messages"].as_array().unwrap().last().unwrap();
+    last["role"] == "user" && last_user_text(request).starts_with(prefix)
+}
+
 /// The tool results of the request's current turn (after its first user message of the turn).
 fn results_of(request: &Value) -> Vec<String> {
     crate::support::mcp::tool_results(request)
@@ -629,6 +635,90 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
         .filter(|m| matches!(m, heurist::llm::ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
         .count();
     assert_eq!(calls, 1);
+    h.stop().await;
+}
+
+/// Fresh chats, seed 9, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
+/// `shipping_quote` refused `1.2` twice, the answer was the error's example, "The price of
+/// shipping a 0.3 kg parcel is 300." No call of the turn worked and every figure of that
+/// answer is the error's, none the user's: it is asked again, never shown, and the call made
+/// then is what the user reads.
+#[tokio::test]
+async fn an_errors_example_given_as_the_answer_is_asked_again_and_never_shown() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            let results = results_of(req);
+            if asks(req, "Your last reply only repeated") {
+                return Reply::tool_call("c9", "desk__shipping_quote", json!({"weight": 1200}));
+            }
+            match results.last() {
+                None => Reply::tool_call("c0", "desk__shipping_quote", json!({"weight": 1.2})),
+                Some(last) if last.starts_with("error: ") => {
+                    answer(req, "The price of shipping a 0.3 kg parcel is 300.")
+                }
+                Some(last) => answer(req, last.lines().nth(1).unwrap_or(last)),
+            }
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "Quote me shipping for a parcel weighing 1.2 kg");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    assert!(shown.contains("A 1200 g parcel ships for EUR"), "{shown}");
+    assert!(!shown.contains("0.3 kg"), "{shown}");
+    let calls = desk.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("a 0.3 kg parcel is 300"))
+    );
+    h.stop().await;
+}
+
+/// Fresh chats, seed 7 (Qwen2.5-Coder-1.5B): the booking call failed with the date's right
+/// form in its error, `current_time` worked, then the model called `current_time` again.
+/// Asked for the answer from that result, it gave the time as the answer to "Which meeting
+/// room is booked on 2026-12-14?". The repeat now gets the ask to fix the failed call, with
+/// the tools still offered, and the call made then answers.
+#[tokio::test]
+async fn a_repeated_answered_call_after_a_failed_one_gets_the_failed_one_fixed() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            let ask = last_user_text(req);
+            if asks(req, heurist::agent::calls::FIX_THE_CALL_PROMPT) {
+                assert!(ask.contains("desk__booking"), "{ask}");
+                assert!(req["tools"].as_array().is_some_and(|t| !t.is_empty()));
+                return Reply::tool_call("c9", "desk__booking", json!({"date": "14.12.2026"}));
+            }
+            let results = results_of(req);
+            match results.len() {
+                0 => Reply::tool_call("c0", "desk__booking", json!({"date": "2026-12-14"})),
+                1 | 2 if !results.last().unwrap().contains("room") => {
+                    Reply::tool_call(&format!("c{}", results.len()), "current_time", json!({}))
+                }
+                _ => answer(
+                    req,
+                    results.last().unwrap().lines().nth(1).unwrap_or("none"),
+                ),
+            }
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "Which meeting room is booked on 2026-12-14?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    assert!(!shown.contains("UTC"), "{shown}");
+    let calls = desk.calls();
+    let booked = calls.last().unwrap();
+    assert_eq!(booked.arguments, json!({"date": "14.12.2026"}), "{calls:?}");
+    assert!(booked.error.is_none(), "{calls:?}");
+    assert!(shown.contains(&booked.reply), "{shown} / {}", booked.reply);
     h.stop().await;
 }
 

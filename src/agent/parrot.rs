@@ -35,6 +35,9 @@ pub struct Given {
     /// block and beside failed results), skills' instructions, the bot's own hints to the
     /// model.
     pub context: Vec<String>,
+    /// The learned lessons among `context` (in the context block and beside failed
+    /// results), each of which an answer must not copy even in part.
+    pub lessons: Vec<String>,
     /// The errors of this turn's tool calls.
     pub errors: Vec<String>,
     /// The chat's earlier answers in the history window.
@@ -129,7 +132,7 @@ pub fn parroted(answer: &str, given: &Given) -> Option<Parrot> {
             .filter(|line| words(line).len() >= MIN_WORDS)
             .any(|line| text_similarity(line, answer) >= RESTATES || restated_within(line, &folded))
     };
-    if restates(&given.context) {
+    if restates(&given.context) || copies_a_lesson(answer, given) {
         return Some(Parrot::Context);
     }
     if restates(&given.errors) {
@@ -144,6 +147,36 @@ fn restated_within(line: &str, answer: &str) -> bool {
     let line = fold(line);
     line.len() >= 24 && (answer.contains(&line) && answer.len() <= line.len() * 3 / 2)
         || (answer.len() >= 24 && line.contains(answer))
+}
+
+/// Words in a row of a lesson that an answer copies when it holds them (the benefit
+/// benchmark's judge counts the same run as parroting).
+const LESSON_RUN: usize = 6;
+
+/// Whether the answer holds [`LESSON_RUN`] words in a row of a learned lesson that neither the
+/// question nor a result that worked holds: a lesson is advice to the model, and a part of it
+/// in the answer is that advice passed to the user. Qwen2.5-Coder-1.5B in one chat (the
+/// benefit benchmark, seed 6, learning on), asked "Do we still have item 31 in the
+/// warehouse?", answered "Error: The tool returned an error. Please use the correct SKU format
+/// (SKU-0005127) or contact the support team for help.", six words in a row of a lesson shown
+/// beside the failed result; the whole lesson was too unlike the answer for the
+/// line-by-line check.
+fn copies_a_lesson(answer: &str, given: &Given) -> bool {
+    let said = words(answer);
+    let allowed: Vec<Vec<String>> = std::iter::once(given.question.as_str())
+        .chain(given.results.iter().map(|w| w.output.as_str()))
+        .map(words)
+        .collect();
+    let holds = |text: &[String], run: &[String]| text.windows(run.len()).any(|w| w == run);
+    given
+        .lessons
+        .iter()
+        .map(|lesson| words(lesson))
+        .any(|lesson| {
+            lesson
+                .windows(LESSON_RUN)
+                .any(|run| holds(&said, run) && !allowed.iter().any(|a| holds(a, run)))
+        })
 }
 
 /// Whether, with no call of the turn that worked, every figure of the answer is one of the
@@ -324,6 +357,11 @@ mod tests {
                  with what you have."
                     .into(),
             ],
+            lessons: vec![
+                "When the tool fails repeatedly with the same error, consider changing the SKU \
+                 or using a different tool."
+                    .into(),
+            ],
             errors: vec![
                 "SKUs are written SKU- followed by the item number as six digits, zero-padded \
                  (item 4411 is SKU-004411)"
@@ -404,6 +442,46 @@ mod tests {
             .map(String::from)
             .into_iter()
             .collect()
+        );
+    }
+
+    /// One chat, seed 6, learning on (Qwen2.5-Coder-1.5B): six words of a lesson inside a
+    /// longer answer; told from an answer that shares fewer, or shares them with the result.
+    #[test]
+    fn a_run_of_a_lessons_words_is_told_from_an_answer_that_shares_a_few() {
+        let lesson = "When stock_level says no item, write the SKU as SKU-005127 or contact \
+                      the support team for help.";
+        let given = Given {
+            lessons: vec![lesson.into()],
+            context: vec![format!("- {lesson}")],
+            question: "Do we still have item 31 in the warehouse?".into(),
+            ..Given::default()
+        };
+        let copied = "Error: The tool returned an error. Please use the correct SKU format \
+                      (SKU-0005127) or contact the support team for help.";
+        assert_eq!(parroted(copied, &given), Some(Parrot::Context));
+        for answer in [
+            "Item 31 is out of stock: contact the support team.",
+            "I could not read the stock of item 31: the tool wants SKU-000031.",
+        ] {
+            assert_eq!(parroted(answer, &given), None, "{answer}");
+        }
+        // The same words in a result that worked are the result's.
+        let worked = Given {
+            results: vec![Worked {
+                tool: "desk__stock_level".into(),
+                arguments: r#"{"sku":"SKU-000031"}"#.into(),
+                output: "Sold out: contact the support team for help.".into(),
+            }],
+            called_tools: vec!["desk__stock_level".into()],
+            ..given.clone()
+        };
+        assert_eq!(
+            parroted(
+                "Item 31 is sold out: contact the support team for help.",
+                &worked
+            ),
+            None
         );
     }
 

@@ -267,13 +267,25 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, tools_context: &ToolContext
     let mut context: Vec<String> = crate::learning::block::context_of(content)
         .map(|block| block.lines().map(str::to_string).collect())
         .unwrap_or_default();
-    context.extend(
+    let mut lessons: Vec<String> = crate::learning::block::context_of(content)
+        .and_then(|block| block.split_once(crate::learning::lessons::BLOCK_HEADING))
+        .map(|(_, listed)| {
+            listed
+                .lines()
+                .take_while(|line| !line.starts_with('#'))
+                .filter_map(|line| line.trim().strip_prefix("- "))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    lessons.extend(
         tools_context
             .lessons
             .values()
             .flatten()
             .map(|(_, text)| text.clone()),
     );
+    context.extend(lessons.iter().cloned());
     context.extend(
         [
             calls::REPEAT_HINT,
@@ -302,6 +314,7 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, tools_context: &ToolContext
     };
     parrot::Given {
         context,
+        lessons,
         earlier_answers,
         question,
         ..parrot::Given::default()

@@ -161,13 +161,16 @@ pub(crate) fn build_reflection_prompt(
     prompt
 }
 
+/// The heading of the lessons' section, a line of its own.
+pub const BLOCK_HEADING: &str = "## Learned Heuristics\n";
+
 /// Formats lessons as a Markdown `## Learned Heuristics` section (empty for none).
 #[must_use]
 pub fn format_lessons_section(lessons: &[String]) -> String {
     if lessons.is_empty() {
         return String::new();
     }
-    let mut out = String::from("## Learned Heuristics\n");
+    let mut out = String::from(BLOCK_HEADING);
     for h in lessons {
         out.push_str("- ");
         out.push_str(h);

@@ -78,6 +78,44 @@ async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
     h.stop().await;
 }
 
+/// Part of a lesson inside a longer answer (one chat, seed 6, learning on: six words of a
+/// lesson shown to the model, in an answer of its own words around them) is that lesson passed
+/// to the user: asked again, never shown.
+#[tokio::test]
+async fn six_words_of_a_lesson_inside_an_answer_are_asked_again_and_never_shown() {
+    const COPY: &str = "Item 982: no figures yet. Consider changing the SKU or using a \
+                        different tool.";
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("Item 982 has 12 units in stock.");
+        }
+        if last_user_text(req).contains(LESSON) {
+            return Reply::text(COPY);
+        }
+        Reply::text("no lesson in the prompt")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    let entry: NewLesson =
+        serde_json::from_value(json!({"text": LESSON, "skill_name": null})).unwrap();
+    let source = Source {
+        outcome: "success".into(),
+        ..Source::default()
+    };
+    h.app()
+        .learning()
+        .learn(vec![entry], &source)
+        .await
+        .unwrap();
+    h.tg.send_text(
+        ALICE,
+        "How many units of item 982 are in stock? My checking fails",
+    );
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), "Item 982 has 12 units in stock.");
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn the_guards_words_are_never_the_answer() {
     let llm = FakeLlm::start(|_, _| Reply::text(GUARD)).await;

@@ -234,8 +234,9 @@ fn server_words(error: &str) -> String {
 /// [`crate::learning::grounding`]): the values a tool's own refusal stated, less those of the
 /// refused call itself (an error that echoes the wrong value teaches it no more than the call
 /// did) and the tool's own name; the values of the later call to the same tool that worked;
-/// the content words of the refusals that the request did not already say; and the content
-/// words of the user's correction (the request itself, when there is one). A failure that only the bot's own errors describe (a timeout, a repeat, a
+/// the content words of the refusals that the request did not already say; the content
+/// words of the user's correction (the request itself, when there is one); and the values of
+/// the refused calls that no call that worked used, which ground nothing. A failure that only the bot's own errors describe (a timeout, a repeat, a
 /// limit) states no rule and grounds nothing.
 pub fn grounds(calls: &[Call], correction: Option<&Correction>, request: &str) -> Grounds {
     let mut grounds = Grounds::default();
@@ -260,6 +261,18 @@ pub fn grounds(calls: &[Call], correction: Option<&Correction>, request: &str) -
         if let Some(stated) = stated {
             refusals.push_str(&stated);
             refusals.push('\n');
+        }
+    }
+    let worked: Vec<String> = calls
+        .iter()
+        .filter(|call| call.error.is_none())
+        .flat_map(|call| argument_values(&call.arguments))
+        .collect();
+    for call in calls.iter().filter(|call| call.error.is_some()) {
+        for value in argument_values(&call.arguments) {
+            if !worked.contains(&value) && !grounds.refused.contains(&value) {
+                grounds.refused.push(value);
+            }
         }
     }
     let asked = content_words(request);
@@ -414,6 +427,7 @@ mod tests {
             !grounds.values.iter().any(|v| v.contains("30")),
             "{grounds:?}"
         );
+        assert_eq!(grounds.refused, ["sku-0982"]);
         let correction = Correction {
             answer: "20°C".into(),
             message: "No, always give Fahrenheit too".into(),

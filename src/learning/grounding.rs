@@ -58,8 +58,11 @@ const MIN_VALUE_CHARS: usize = 3;
 pub fn value_tokens(text: &str) -> Vec<String> {
     let mut values: Vec<String> = Vec::new();
     for token in text.split_whitespace() {
-        let word = token.trim_matches(|c: char| ",;:!?()[]{}\"'«»“”‘’`<>".contains(c));
-        let word = word.trim_end_matches('.');
+        let punctuation = |c: char| ",;:!?()[]{}\"'«»“”‘’`<>".contains(c);
+        // A quoted value that ends a sentence ("'SKU-004411'.") is the value alone.
+        let word = token
+            .trim_start_matches(punctuation)
+            .trim_end_matches(|c: char| c == '.' || punctuation(c));
         if word.contains("://") || word.chars().count() < MIN_VALUE_CHARS {
             continue;
         }
@@ -116,8 +119,8 @@ pub fn content_words(text: &str) -> Vec<String> {
 
 /// Whether `lesson` carries something concrete from `grounds` (see the module doc).
 pub fn grounded(lesson: &str, grounds: &Grounds) -> bool {
-    let lower = lesson.to_lowercase();
-    let lesson_values = value_tokens(lesson);
+    let lower = without_refused(lesson, &grounds.refused);
+    let lesson_values = value_tokens(&lower);
     let carries_value = grounds.values.iter().any(|value| {
         if value.chars().all(|c| c.is_ascii_digit()) {
             lesson_values.contains(value)
@@ -133,6 +136,24 @@ pub fn grounded(lesson: &str, grounds: &Grounds) -> bool {
     carries_value
         || shared(&grounds.corrected) >= CORRECTION_WORDS
         || grounds.values.is_empty() && shared(&grounds.stated) >= STATED_WORDS
+}
+
+/// `lesson` lower-cased, without its tokens that are a refused call's values (`refused`): a
+/// value that failed grounds nothing, even where a value of the refusal is part of it. One
+/// chat, seed 6 (Qwen2.5-Coder-1.5B): after `stock_level({"sku":"SKU-0005127"})` was refused
+/// with "SKUs are written SKU- followed by the item number as six digits", the lesson "ensure
+/// the SKU is in the format 'SKU-0005127'" was stored, grounded by the `sku-` inside the value
+/// that had failed; the next answers gave that wrong form back.
+fn without_refused(lesson: &str, refused: &[String]) -> String {
+    lesson
+        .split_whitespace()
+        .filter(|token| {
+            let value = value_tokens(token);
+            value.is_empty() || !value.iter().all(|v| refused.contains(v))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// Whether `lesson` repeats a sentence's worth ([`QUOTE_CHARS`]) of one of the bot's own
@@ -181,6 +202,7 @@ mod tests {
             values,
             stated,
             corrected: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -287,6 +309,7 @@ mod tests {
             values: value_tokens(refusal),
             stated: stated.clone(),
             corrected: Vec::new(),
+            refused: Vec::new(),
         };
         let cases = [
             "When you are asked to ship a parcel, check the weight, as it should be a whole number of grams without a unit.",
@@ -304,12 +327,49 @@ mod tests {
             values: value_tokens(lock),
             stated: content_words(lock),
             corrected: Vec::new(),
+            refused: Vec::new(),
         };
         assert!(words_only.values.is_empty());
         assert!(grounded(
             "When deploying a service, call lock with the service first, then deploy.",
             &words_only
         ));
+    }
+
+    /// One chat, seed 6 (Qwen2.5-Coder-1.5B, learning on): the call with `SKU-0005127` was
+    /// refused and no call worked; the lesson that gave that value as "the format" was stored,
+    /// grounded by the `SKU-` inside it. A value that failed grounds nothing; a lesson that
+    /// names it beside the right form still has the right form.
+    #[test]
+    fn a_refused_value_grounds_nothing() {
+        let refusal = "no item 'SKU-0005127': SKUs are written SKU- followed by the item number \
+                       as six digits, zero-padded (item 4411 is SKU-004411)";
+        let refused = argument_values(r#"{"sku":"SKU-0005127"}"#);
+        let grounds = Grounds {
+            values: value_tokens(refusal)
+                .into_iter()
+                .filter(|v| !refused.contains(v))
+                .collect(),
+            stated: content_words(refusal),
+            corrected: Vec::new(),
+            refused: refused.clone(),
+        };
+        let stored = "When calling desk__stock_level with a valid SKU, ensure the SKU is in the \
+                      format 'SKU-0005127'. If the tool reports an error, try using the correct \
+                      SKU format or contact the support team for help.";
+        assert!(!grounded(stored, &grounds), "stored: {stored}");
+        for lesson in [
+            "When checking stock, write SKU- and six digits (item 4411 is SKU-004411), not 'SKU-0005127'.",
+            "When checking stock, write SKU-005127 for item 5127, not SKU-0005127.",
+        ] {
+            assert!(grounded(lesson, &grounds), "refused: {lesson}");
+        }
+        // Without the refused value known (a record stored before), the old reading holds.
+        let old = Grounds {
+            refused: Vec::new(),
+            ..grounds
+        };
+        assert!(grounded(stored, &old));
     }
 
     #[test]

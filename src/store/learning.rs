@@ -185,6 +185,10 @@ pub struct Grounds {
     /// Content words of the user's correction of the previous answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub corrected: Vec<String>,
+    /// The argument values of the turn's refused calls that no call that worked used
+    /// (lower-cased): a lesson that carries one teaches the value that failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// Lessons, pending reflections and skill-match counts:

@@ -340,3 +340,47 @@ async fn vague_and_merged_lessons_never_reach_the_store() {
     );
     h.stop().await;
 }
+
+/// One chat, seed 6 (Qwen2.5-Coder-1.5B, learning on, the benefit benchmark): the stock call
+/// with `SKU-0005127` was refused and nothing worked; the reflection's lesson gave that value
+/// as "the format" and was stored, grounded by the `SKU-` inside it, and a later answer gave
+/// it back. The value that failed grounds nothing: only the bot's own lesson, the tool's
+/// words, reaches the store.
+#[tokio::test]
+async fn a_lesson_that_teaches_the_refused_value_never_reaches_the_store() {
+    const TAUGHT_WRONG: &str = "When calling desk__stock_level with a valid SKU, ensure the SKU \
+        is in the format 'SKU-0005127'. If the tool reports an error, try using the correct SKU \
+        format or contact the support team for help.";
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[(TAUGHT_WRONG, None)]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        match this_turns_results(req).len() {
+            0 => Reply::tool_call("c1", "desk__stock_level", json!({"sku": "SKU-0005127"})),
+            _ => Reply::text("I could not read the stock of item 5127."),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
+    h.tg.send_text(ALICE, "Stock level for item 5127, please");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
+        .await;
+    let learned = wait_heuristics(&h, 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stored = stored_texts(&h);
+    assert_eq!(stored.len(), 1, "{learned:?}");
+    assert!(
+        stored[0].starts_with("When calling desk__stock_level: its error said"),
+        "{stored:?}"
+    );
+    assert!(
+        !stored.iter().any(|s| s.contains("support team")),
+        "{stored:?}"
+    );
+    h.stop().await;
+}

@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 
+use super::evidence::TOOL_REFUSAL;
 use super::output::{ERROR_PREFIX, cut};
 use crate::llm::ChatMessage;
 use crate::texts::agent as texts;
@@ -50,14 +51,19 @@ pub(crate) fn answer_now(conversation: &[ChatMessage], admin_only: &[String]) ->
     answer_from_result(conversation, admin_only).unwrap_or_else(|| ANSWER_NOW_PROMPT.to_string())
 }
 
-/// [`ANSWER_FROM_RESULT_PROMPT`] with the conversation's last message, when that is a tool
-/// result that worked (and not an `admin_only` call's): the ask that puts the result in front
-/// of the model, after an empty reply or one that was not an answer.
+/// [`ANSWER_FROM_RESULT_PROMPT`] with the conversation's last message (past the bot's own asks),
+/// when that is a tool result that worked (and not an `admin_only` call's): the ask that puts
+/// the result in front of the model, after an empty reply or one that was not an answer.
 pub(crate) fn answer_from_result(
     conversation: &[ChatMessage],
     admin_only: &[String],
 ) -> Option<String> {
-    match conversation.last() {
+    // Past the bot's own asks since (a second repeat after the ask to fix a failed call).
+    let last = conversation
+        .iter()
+        .rev()
+        .find(|m| !matches!(m, ChatMessage::User { content } if is_answer_now(content.text())));
+    match last {
         Some(ChatMessage::Tool {
             tool_call_id,
             content,
@@ -150,8 +156,9 @@ pub struct CallLog {
     last_error: Option<(String, String)>,
     /// (tool, canonical arguments) of the calls that succeeded.
     answered: std::collections::HashSet<(String, String)>,
-    /// The tool whose last call failed, while no call to it has worked since.
-    unfixed: Option<String>,
+    /// The tools that refused a call (their own error, not the bot's), in order, while no
+    /// call to them has worked since.
+    unfixed: Vec<String>,
 }
 
 impl CallLog {
@@ -172,12 +179,13 @@ impl CallLog {
         let Some(error) = output.strip_prefix(ERROR_PREFIX) else {
             self.failed.clear();
             self.answered.insert(key(tool, arguments));
-            if self.unfixed.as_deref() == Some(tool) {
-                self.unfixed = None;
-            }
+            self.unfixed.retain(|t| t != tool);
             return;
         };
-        self.unfixed = Some(tool.to_string());
+        if error.starts_with(TOOL_REFUSAL) {
+            self.unfixed.retain(|t| t != tool);
+            self.unfixed.push(tool.to_string());
+        }
         self.failed
             .entry(key(tool, arguments))
             .or_insert_with(|| error.to_string());
@@ -190,10 +198,15 @@ impl CallLog {
         self.answered.contains(&key(tool, arguments))
     }
 
-    /// The tool whose call failed last with no call to it working since, if any: what a
-    /// model that calls again what already answered has left unfixed.
-    pub(crate) fn unfixed(&self) -> Option<&str> {
-        self.unfixed.as_deref()
+    /// The tool that refused a call last (its own error: a rule it states) with no call to it
+    /// working since, among `offered`: what a model that calls again what already answered
+    /// has left unfixed.
+    pub(crate) fn unfixed(&self, offered: &[String]) -> Option<&str> {
+        self.unfixed
+            .iter()
+            .rev()
+            .find(|tool| offered.contains(tool))
+            .map(String::as_str)
     }
 
     /// What the user reads when the model gave no answer, even when asked again: in plain
@@ -308,12 +321,53 @@ mod tests {
         assert!(log.repeat_of("deploy", r#"{"service":"api"}"#).is_none());
         assert!(log.answered("lock", r#"{ "service": "api" }"#));
         assert!(!log.answered("deploy", r#"{"service":"api"}"#));
-        // Another tool's success leaves the failed one unfixed; its own success fixes it.
-        assert_eq!(log.unfixed(), Some("deploy"));
-        log.record("deploy", r#"{"service":"api"}"#, "Deployed api");
-        assert_eq!(log.unfixed(), None);
         // The last error is still what a turn without an answer names.
         assert_eq!(log.last_error(), Some(("deploy", "api is not locked")));
+    }
+
+    /// What is left unfixed: the last call a tool itself refused, among the offered tools,
+    /// until a call to it works; the bot's own errors leave nothing to fix.
+    #[test]
+    fn the_unfixed_call_is_the_last_a_tool_refused() {
+        let offered = [
+            "deploy".to_string(),
+            "lock".to_string(),
+            "ticket".to_string(),
+        ];
+        let mut log = CallLog::default();
+        log.record(
+            "deploy",
+            r#"{"service":"api"}"#,
+            "error: timed out after 30 s",
+        );
+        assert_eq!(log.unfixed(&offered), None);
+        let refused = |rule: &str| format!("error: {TOOL_REFUSAL}{rule}");
+        log.record(
+            "ticket",
+            r#"{"id":"4411"}"#,
+            &refused("ids are TCK- and six digits"),
+        );
+        log.record(
+            "deploy",
+            r#"{"service":"api"}"#,
+            &refused("api is not locked"),
+        );
+        log.record("made_up", "{}", &refused("no such tool"));
+        assert_eq!(
+            log.unfixed(&offered),
+            Some("deploy"),
+            "the made-up tool is not offered"
+        );
+        log.record("lock", r#"{"service":"api"}"#, "Locked api");
+        assert_eq!(
+            log.unfixed(&offered),
+            Some("deploy"),
+            "another tool's success"
+        );
+        log.record("deploy", r#"{"service":"api"}"#, "Deployed api");
+        assert_eq!(log.unfixed(&offered), Some("ticket"), "the earlier refusal");
+        log.record("ticket", r#"{"id":"TCK-004411"}"#, "open");
+        assert_eq!(log.unfixed(&offered), None);
     }
 
     #[test]

@@ -128,7 +128,7 @@ fn correction_section(correction: &Correction) -> String {
 
 /// How an MCP server's own error result begins (the tool refused the call; see
 /// `mcp::call::result_text`), as opposed to the bot's errors (a timeout, a repeat, a limit).
-const TOOL_REFUSAL: &str = "the tool reported an error\n";
+pub(crate) const TOOL_REFUSAL: &str = "the tool reported an error\n";
 
 /// A tool's own refusal in a call's `output` (an MCP server's error result), in its server's
 /// words; `None` for a result that worked or an error of the bot's (a timeout, a repeat).
@@ -236,8 +236,9 @@ fn server_words(error: &str) -> String {
 /// did) and the tool's own name; the values of the later call to the same tool that worked;
 /// the content words of the refusals that the request did not already say; the content
 /// words of the user's correction (the request itself, when there is one); and the values of
-/// the refused calls that no call that worked used, which ground nothing. A failure that only the bot's own errors describe (a timeout, a repeat, a
-/// limit) states no rule and grounds nothing.
+/// the calls the tool itself refused that no call that worked used, which ground nothing. A
+/// failure that only the bot's own errors describe (a timeout, a repeat, a limit) states no
+/// rule and grounds nothing.
 pub fn grounds(calls: &[Call], correction: Option<&Correction>, request: &str) -> Grounds {
     let mut grounds = Grounds::default();
     let mut refusals = String::new();
@@ -268,7 +269,14 @@ pub fn grounds(calls: &[Call], correction: Option<&Correction>, request: &str) -
         .filter(|call| call.error.is_none())
         .flat_map(|call| argument_values(&call.arguments))
         .collect();
-    for call in calls.iter().filter(|call| call.error.is_some()) {
+    // Only the tool's own refusal says a value is wrong: a call the bot stopped (a limit, a
+    // timeout, a repeat) may have had the right one.
+    let refused_by_tool = |call: &&Call| {
+        call.error
+            .as_deref()
+            .is_some_and(|error| error.starts_with(TOOL_REFUSAL))
+    };
+    for call in calls.iter().filter(refused_by_tool) {
         for value in argument_values(&call.arguments) {
             if !worked.contains(&value) && !grounds.refused.contains(&value) {
                 grounds.refused.push(value);
@@ -427,6 +435,7 @@ mod tests {
             !grounds.values.iter().any(|v| v.contains("30")),
             "{grounds:?}"
         );
+        // The call the bot stopped (a timeout) refused no value of its own.
         assert_eq!(grounds.refused, ["sku-0982"]);
         let correction = Correction {
             answer: "20°C".into(),

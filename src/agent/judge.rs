@@ -28,8 +28,10 @@ impl TurnProgress {
     /// Qwen2.5-Coder-1.5B called the weather tool three times, then told the user the tool
     /// gave no output), asks once more for the answer from what the tools returned; the
     /// repeated call is dropped. Where another call of the turn had failed and is still
-    /// unfixed, the first such repeat is asked instead to fix that call (see
-    /// [`calls::fix_the_call`]), the tools kept. Asked again, tool calls or silence mean no answer is coming.
+    /// unfixed (a tool's own refusal, of an offered tool), the first such repeat is asked
+    /// instead to fix that call (see
+    /// [`calls::fix_the_call`]), the tools kept. Asked again, tool calls or silence mean no
+    /// answer is coming.
     pub(super) fn judge(&mut self, completion: &Completion) -> NextStep {
         let calls_tools = !completion.tool_calls.is_empty();
         let silent =
@@ -41,7 +43,8 @@ impl TurnProgress {
             });
         if !self.asked_again && repeats_answered {
             self.conversation.pop();
-            if let Some(failed) = self.calls.unfixed().filter(|_| !self.asked_to_fix) {
+            let unfixed = self.calls.unfixed(&self.given.offered_tools);
+            if let Some(failed) = unfixed.filter(|_| !self.asked_to_fix) {
                 tracing::info!(
                     failed,
                     "the model repeated a call that already answered while another had failed; \
@@ -153,6 +156,15 @@ impl TurnProgress {
                 _ => None,
             })
             .map(str::to_string)
+            .collect();
+        given.arguments = self.conversation[self.turn_start..]
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .map(|call| call.function.arguments.clone())
             .collect();
         // A tool counts as called once a call to it worked: an answer that describes a call
         // that failed is still telling the user how to call it.
@@ -355,13 +367,35 @@ mod tests {
             &ChatMessage::user("Which meeting room is booked on 2026-12-14?"),
             &test_context(),
         );
-        turn.calls.record(
-            "desk__booking",
-            r#"{"date":"2026-12-14"}"#,
-            "error: dates are written DD.MM.YYYY (this one is 14.12.2026)",
+        turn.given.offered_tools = vec!["current_time".into(), "desk__booking".into()];
+        let refused = format!(
+            "error: {}dates are written DD.MM.YYYY (this one is 14.12.2026)",
+            crate::agent::evidence::TOOL_REFUSAL
         );
-        turn.calls
-            .record("current_time", "{}", "UTC: 2026-12-07 00:16:59");
+        let time = "UTC: 2026-12-07 00:16:59 (Monday)";
+        for (id, tool, arguments, output) in [
+            (
+                "b1",
+                "desk__booking",
+                r#"{"date":"2026-12-14"}"#,
+                refused.as_str(),
+            ),
+            ("t1", "current_time", "{}", time),
+        ] {
+            turn.conversation.push(ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: id.into(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: tool.into(),
+                        arguments: arguments.into(),
+                    },
+                }],
+            });
+            turn.conversation.push(ChatMessage::tool_result(id, output));
+            turn.calls.record(tool, arguments, output);
+        }
         let repeat = || Completion {
             content: String::new(),
             tool_calls: vec![ToolCall {
@@ -388,6 +422,10 @@ mod tests {
         turn.conversation.push(repeat().message());
         assert_eq!(turn.judge(&repeat()), NextStep::AskedAgain);
         assert!(turn.asked_again);
-        assert_eq!(last_user(&turn), ANSWER_NOW_PROMPT);
+        // The second repeat is asked for the answer from the result in front of it, past the
+        // ask to fix the call.
+        let ask = last_user(&turn);
+        assert!(ask.starts_with(calls::ANSWER_FROM_RESULT_PROMPT), "{ask}");
+        assert!(ask.contains(time), "{ask}");
     }
 }

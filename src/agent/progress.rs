@@ -278,14 +278,15 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, tools_context: &ToolContext
                 .collect()
         })
         .unwrap_or_default();
-    lessons.extend(
-        tools_context
-            .lessons
-            .values()
-            .flatten()
-            .map(|(_, text)| text.clone()),
-    );
-    context.extend(lessons.iter().cloned());
+    // The lessons a failed result may carry (the block's lines are in `context` already).
+    let beside_results: Vec<String> = tools_context
+        .lessons
+        .values()
+        .flatten()
+        .map(|(_, text)| text.clone())
+        .collect();
+    context.extend(beside_results.iter().cloned());
+    lessons.extend(beside_results);
     context.extend(
         [
             calls::REPEAT_HINT,
@@ -351,7 +352,11 @@ pub(crate) fn oldest_turns_to_drop(prompt: &[ChatMessage]) -> (usize, Range<usiz
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(_, m)| matches!(m, ChatMessage::User { .. }))
+        // A turn starts at the user's message: the bot's own asks inside a turn (to make a
+        // call, to fix one) are part of it.
+        .filter(|(_, m)| {
+            matches!(m, ChatMessage::User { content } if !calls::is_answer_now(content.text()))
+        })
         .map(|(i, _)| i)
         .chain(std::iter::once(history.len()));
     let mut dropped = (0, first..first);
@@ -414,5 +419,9 @@ mod tests {
         prompt.extend(turn(1, 10));
         let (turns, range) = oldest_turns_to_drop(&prompt);
         assert_eq!((turns, range), (1, 1..5));
+        // The bot's ask inside the first turn does not end it.
+        prompt.insert(4, ChatMessage::user(calls::fix_the_call("t")));
+        let (turns, range) = oldest_turns_to_drop(&prompt);
+        assert_eq!((turns, range), (1, 1..6));
     }
 }

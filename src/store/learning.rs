@@ -174,7 +174,8 @@ pub struct ReflectionJob {
 /// (see `learning::grounding`): the values and formats a tool's own refusal stated and the
 /// arguments of the call that then worked (lower-cased; never the failed call's own values),
 /// and the content words (stemmed) of those refusals and of the user's correction, less the
-/// words of the request itself.
+/// words of the request itself; and the values of the calls the tool refused, which ground
+/// nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grounds {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -639,7 +639,7 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
 }
 
 /// Fresh chats, seed 9, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
-/// `shipping_quote` refused `1.2` twice, the answer was the error's example, "The price of
+/// `shipping_quote` refused `1.2` (and the bot turned its repeat away), the answer was the error's example, "The price of
 /// shipping a 0.3 kg parcel is 300." No call of the turn worked and every figure of that
 /// answer is the error's, none the user's: it is asked again, never shown, and the call made
 /// then is what the user reads.

@@ -20,8 +20,7 @@
 
 use std::collections::HashMap;
 
-use super::evidence::TOOL_REFUSAL;
-use super::output::{ERROR_PREFIX, cut};
+use super::output::{ERROR_PREFIX, TOOL_REFUSAL, cut};
 use crate::llm::ChatMessage;
 use crate::texts::agent as texts;
 

@@ -26,7 +26,7 @@
 //! ```
 
 use super::correction::Correction;
-use super::output::{ERROR_PREFIX, cut, one_line};
+use super::output::{ERROR_PREFIX, TOOL_REFUSAL, cut, one_line};
 use crate::learning::grounding::{argument_values, content_words, value_tokens};
 use crate::llm::ChatMessage;
 use crate::store::Grounds;
@@ -125,10 +125,6 @@ fn correction_section(correction: &Correction) -> String {
         cut(&one_line(&correction.message), MAX_CORRECTION_CHARS),
     )
 }
-
-/// How an MCP server's own error result begins (the tool refused the call; see
-/// `mcp::call::result_text`), as opposed to the bot's errors (a timeout, a repeat, a limit).
-pub(crate) const TOOL_REFUSAL: &str = "the tool reported an error\n";
 
 /// A tool's own refusal in a call's `output` (an MCP server's error result), in its server's
 /// words; `None` for a result that worked or an error of the bot's (a timeout, a repeat).

@@ -43,23 +43,7 @@ impl TurnProgress {
             });
         if !self.asked_again && repeats_answered {
             self.conversation.pop();
-            let unfixed = self.calls.unfixed(&self.given.offered_tools);
-            if let Some(failed) = unfixed.filter(|_| !self.asked_to_fix) {
-                tracing::info!(
-                    failed,
-                    "the model repeated a call that already answered while another had failed; \
-                     asking to fix that one"
-                );
-                let ask = calls::fix_the_call(failed);
-                self.conversation.push(ChatMessage::user(ask));
-                self.asked_to_fix = true;
-                return NextStep::AskedAgain;
-            }
-            tracing::info!(
-                "the model repeated a call that already answered; asking for the answer"
-            );
-            self.ask_for_the_answer();
-            return NextStep::AskedAgain;
+            return self.repeated_an_answered_call();
         }
         if !calls_tools && silent {
             if !self.asked_again {
@@ -112,6 +96,27 @@ impl TurnProgress {
             return NextStep::AskedAgain;
         }
         NextStep::Answered
+    }
+
+    /// After a repeated call that already answered (it was taken off the conversation): once,
+    /// the ask to fix the offered tool's call that is still unfixed, the tools kept; else the
+    /// ask for the answer.
+    fn repeated_an_answered_call(&mut self) -> NextStep {
+        let unfixed = self.calls.unfixed(&self.given.offered_tools);
+        if let Some(failed) = unfixed.filter(|_| !self.asked_to_fix) {
+            tracing::info!(
+                failed,
+                "the model repeated a call that already answered while another had failed; \
+                 asking to fix that one"
+            );
+            let ask = calls::fix_the_call(failed);
+            self.conversation.push(ChatMessage::user(ask));
+            self.asked_to_fix = true;
+            return NextStep::AskedAgain;
+        }
+        tracing::info!("the model repeated a call that already answered; asking for the answer");
+        self.ask_for_the_answer();
+        NextStep::AskedAgain
     }
 
     /// After an answer that only gave back what the model was shown (it was taken off the
@@ -370,7 +375,7 @@ mod tests {
         turn.given.offered_tools = vec!["current_time".into(), "desk__booking".into()];
         let refused = format!(
             "error: {}dates are written DD.MM.YYYY (this one is 14.12.2026)",
-            crate::agent::evidence::TOOL_REFUSAL
+            crate::agent::output::TOOL_REFUSAL
         );
         let time = "UTC: 2026-12-07 00:16:59 (Monday)";
         for (id, tool, arguments, output) in [

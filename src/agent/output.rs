@@ -8,6 +8,11 @@ use futures_util::StreamExt;
 /// How every failed tool result starts (the agent counts them for the reflection's outcome).
 pub const ERROR_PREFIX: &str = "error: ";
 
+/// How an MCP server's own error result begins after [`ERROR_PREFIX`] (the tool refused the
+/// call; see `mcp::call::result_text`), as opposed to the bot's errors (a timeout, a repeat, a
+/// limit).
+pub(crate) const TOOL_REFUSAL: &str = "the tool reported an error\n";
+
 /// Outside text made unable to end its data block: every `<<<` and `>>>` becomes `‹‹‹` and
 /// `›››`, so a page, a search snippet or an MCP server's output cannot close the block early
 /// and go on as if the bot were speaking. Every tool that delimits outside text uses it.

@@ -13,7 +13,7 @@ use rmcp::model::{
 };
 
 use super::server::{Connection, Server, ServerFailure, ServerState};
-use crate::agent::output::{ERROR_PREFIX, ToolOutput, defuse, external_content};
+use crate::agent::output::{ERROR_PREFIX, TOOL_REFUSAL, ToolOutput, defuse, external_content};
 
 /// Longest tool result that quotes a server's error (its message, `data` or transport error):
 /// enough to act on, and an error needs no more.
@@ -181,7 +181,7 @@ fn result_text(tool: &str, result: &CallToolResult) -> String {
         defuse(&parts.join("\n"))
     };
     let prefix = if result.is_error == Some(true) {
-        format!("{ERROR_PREFIX}the tool reported an error\n")
+        format!("{ERROR_PREFIX}{TOOL_REFUSAL}")
     } else {
         String::new()
     };

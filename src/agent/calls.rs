@@ -50,19 +50,16 @@ pub(crate) fn answer_now(conversation: &[ChatMessage], admin_only: &[String]) ->
     answer_from_result(conversation, admin_only).unwrap_or_else(|| ANSWER_NOW_PROMPT.to_string())
 }
 
-/// [`ANSWER_FROM_RESULT_PROMPT`] with the conversation's last message (past the bot's own asks),
-/// when that is a tool result that worked (and not an `admin_only` call's): the ask that puts
-/// the result in front of the model, after an empty reply or one that was not an answer.
+/// [`ANSWER_FROM_RESULT_PROMPT`] with the conversation's last message, when that is a tool
+/// result that worked (and not an `admin_only` call's): the ask that puts the result in front
+/// of the model, after an empty reply or one that was not an answer. After the ask to fix a
+/// failed call, the last message is that ask: a second repeat is asked to say what failed
+/// ([`ANSWER_NOW_PROMPT`]), not to answer from the result that did not answer.
 pub(crate) fn answer_from_result(
     conversation: &[ChatMessage],
     admin_only: &[String],
 ) -> Option<String> {
-    // Past the bot's own asks since (a second repeat after the ask to fix a failed call).
-    let last = conversation
-        .iter()
-        .rev()
-        .find(|m| !matches!(m, ChatMessage::User { content } if is_answer_now(content.text())));
-    match last {
+    match conversation.last() {
         Some(ChatMessage::Tool {
             tool_call_id,
             content,

@@ -89,7 +89,7 @@ pub(crate) fn turn_calls(messages: &[ChatMessage]) -> Vec<Call> {
 }
 
 /// A failed result without the lessons the bot added under it.
-fn without_lessons(error: &str) -> &str {
+pub(crate) fn without_lessons(error: &str) -> &str {
     error
         .split_once(&format!("\n{LESSONS_NOTE}"))
         .map_or(error, |(tool_said, _)| tool_said)

@@ -7,7 +7,7 @@ use crate::llm::{ChatMessage, Completion};
 
 use super::calls;
 use super::progress::TurnProgress;
-use super::{parrot, tools};
+use super::{evidence, parrot, tools};
 
 /// What a completion, just appended to the conversation, calls for.
 #[derive(Debug, PartialEq)]
@@ -160,7 +160,9 @@ impl TurnProgress {
                 ChatMessage::Tool { content, .. } => content.strip_prefix(tools::ERROR_PREFIX),
                 _ => None,
             })
-            .map(str::to_string)
+            // The lessons shown beside a failed result are the lessons' words, in `given`'s
+            // context and lessons already, not the tool's: an answer may relay the error.
+            .map(|error| evidence::without_lessons(error).to_string())
             .collect();
         given.arguments = self.conversation[self.turn_start..]
             .iter()
@@ -427,10 +429,8 @@ mod tests {
         turn.conversation.push(repeat().message());
         assert_eq!(turn.judge(&repeat()), NextStep::AskedAgain);
         assert!(turn.asked_again);
-        // The second repeat is asked for the answer from the result in front of it, past the
-        // ask to fix the call.
-        let ask = last_user(&turn);
-        assert!(ask.starts_with(calls::ANSWER_FROM_RESULT_PROMPT), "{ask}");
-        assert!(ask.contains(time), "{ask}");
+        // The second repeat is asked to say what failed, not to answer from the time (the
+        // seed-7 answer), and without tools.
+        assert_eq!(last_user(&turn), ANSWER_NOW_PROMPT);
     }
 }

@@ -187,22 +187,30 @@ fn copies_a_lesson(answer: &str, given: &Given) -> bool {
 }
 
 /// Whether the answer gives a tool error's example back as if it were the result: no call of
-/// the turn worked, the question has figures and the answer none of them, and the answer has
-/// two figures or more, every one of them stated by the turn's errors and by none of its calls'
-/// arguments. Qwen2.5-Coder-1.5B, after `shipping_quote({"weight":1.2})` was refused with "…
-/// weights are whole grams … (a 0.3 kg parcel is 300)", answered "Quote me shipping for a
-/// parcel weighing 1.2 kg" with "The price of shipping a 0.3 kg parcel is 300.": the example's
-/// subject in place of the user's. An answer that relays what failed names the user's figure
-/// ("I could not quote 1.2 kg"), the call's ("no order 12345"), or one figure of the error (a
-/// limit: "at least 15 min apart", "HTTP 429"); a question without figures ("Why can't I log
-/// in?") has no subject to put another in place of.
+/// the turn worked; the question has figures and the answer none of them; the answer has two
+/// figures or more, every one stated by the turn's errors and by none of its calls' arguments;
+/// and one of them stands where the question's figure stood, beside the same word (`0.3 kg`
+/// for the user's `1.2 kg`, `item 4411` for `item 15`). Qwen2.5-Coder-1.5B, after
+/// `shipping_quote({"weight":1.2})` was refused with "… weights are whole grams … (a 0.3 kg
+/// parcel is 300)", answered "Quote me shipping for a parcel weighing 1.2 kg" with "The price
+/// of shipping a 0.3 kg parcel is 300.": the example's subject in place of the user's. An
+/// answer that relays what failed names the user's figure ("I could not quote 1.2 kg"), the
+/// call's ("no order 12345"), one figure of the error (a limit: "at least 15 min apart"), or
+/// figures of its own kind ("booked from 13:30 to 15:00", "retry in 60 s" for a question about
+/// room 12 at 14:00 or a 1.2 kg parcel).
 fn gives_the_errors_example(answer: &str, given: &Given) -> bool {
     if !given.results.is_empty() || given.errors.is_empty() {
         return false;
     }
-    let asked = figures(&given.question);
-    let said = figures(answer);
-    if asked.is_empty() || said.len() < 2 || !said.is_disjoint(&asked) {
+    let asked = figure_places(&given.question);
+    let said = figure_places(answer);
+    let said_figures: HashSet<&str> = said.iter().map(|p| p.figure.as_str()).collect();
+    if asked.is_empty()
+        || said_figures.len() < 2
+        || asked
+            .iter()
+            .any(|p| said_figures.contains(p.figure.as_str()))
+    {
         return false;
     }
     let called: HashSet<String> = given.arguments.iter().flat_map(|a| figures(a)).collect();
@@ -212,19 +220,60 @@ fn gives_the_errors_example(answer: &str, given: &Given) -> bool {
         .flat_map(|e| figures(e))
         .filter(|f| !called.contains(f))
         .collect();
-    said.is_subset(&stated)
+    let in_its_place = said.iter().any(|place| {
+        asked.iter().any(|question| {
+            (place.before.is_some() && place.before == question.before)
+                || (place.after.is_some() && place.after == question.after)
+        })
+    });
+    said_figures.iter().all(|f| stated.contains(*f)) && in_its_place
 }
 
-/// The figures of `text`: its runs of digits, with a point, a colon or a hyphen between two
-/// digits kept (`0.3`, `14.12.2026`, `09:00`, `2026-12-14` are one figure each) and a
-/// thousands comma dropped (`1,200` is `1200`); a plain number or decimal without its leading
-/// zeros (`TCK-000098` is ticket `98`, as the user asked for it) and a decimal without its
-/// trailing ones (`1.20` is `1.2`).
+/// A figure of a text (see [`figures`]) and the words right before and after it (lower-cased,
+/// of letters only, two or more: `kg`, `item`), if any.
+struct Place {
+    figure: String,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+/// The figures of `text` (see [`figure_places`]).
 fn figures(text: &str) -> HashSet<String> {
+    figure_places(text).into_iter().map(|p| p.figure).collect()
+}
+
+/// The figures of `text` where they stand: its runs of digits, with a point, a colon or a
+/// hyphen between two digits kept (`0.3`, `14.12.2026`, `09:00`, `2026-12-14` are one figure
+/// each) and a thousands comma dropped (`1,200` is `1200`); a plain number or decimal without
+/// its leading zeros (`TCK-000098` is ticket `98`, as the user asked for it) and a decimal
+/// without its trailing ones (`1.20` is `1.2`).
+fn figure_places(text: &str) -> Vec<Place> {
     let chars: Vec<char> = text.chars().collect();
-    let mut found = HashSet::new();
+    let word_at = |from: usize, step: isize| -> Option<String> {
+        let char_at = |at: isize| {
+            usize::try_from(at)
+                .ok()
+                .and_then(|at| chars.get(at).copied())
+        };
+        let mut at = isize::try_from(from).ok()?;
+        while char_at(at) == Some(' ') {
+            at += step;
+        }
+        let mut word = Vec::new();
+        while let Some(c) = char_at(at).filter(|c| c.is_alphabetic()) {
+            word.push(c);
+            at += step;
+        }
+        if step < 0 {
+            word.reverse();
+        }
+        (word.len() >= 2).then(|| word.iter().collect::<String>().to_lowercase())
+    };
+    let mut places = Vec::new();
     let mut figure = String::new();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut start = 0;
+    for i in 0..=chars.len() {
+        let c = chars.get(i).copied().unwrap_or(' ');
         let digit = |at: usize| chars.get(at).is_some_and(char::is_ascii_digit);
         let joins = !figure.is_empty()
             && match c {
@@ -233,19 +282,23 @@ fn figures(text: &str) -> HashSet<String> {
                 _ => false,
             };
         if c.is_ascii_digit() {
+            if figure.is_empty() {
+                start = i;
+            }
             figure.push(c);
         } else if joins {
             if c != ',' {
                 figure.push(c);
             }
         } else if !figure.is_empty() {
-            found.insert(normal(&std::mem::take(&mut figure)));
+            places.push(Place {
+                figure: normal(&std::mem::take(&mut figure)),
+                before: start.checked_sub(1).and_then(|b| word_at(b, -1)),
+                after: word_at(i, 1),
+            });
         }
     }
-    if !figure.is_empty() {
-        found.insert(normal(&figure));
-    }
-    found
+    places
 }
 
 /// A plain number or decimal `figure` without its padding: leading zeros, and a decimal's
@@ -485,6 +538,40 @@ mod tests {
                 parrot: false,
             },
             Case {
+                name: "a rate limit's figures for a question with figures",
+                question: QUOTE,
+                arguments: r#"{"weight":1200}"#,
+                error: "rate limited (HTTP 429), retry after 60 s",
+                answer: "The quote service is rate-limited (429); try again in 60 s.",
+                parrot: false,
+            },
+            Case {
+                name: "a booking's facts, not in the place of the user's figures",
+                question: "Book room 12 at 14:00",
+                arguments: r#"{"room":12,"at":"14:00"}"#,
+                error: "taken from 13:30 to 15:00",
+                answer: "Someone has it from 13:30 until 15:00, sorry.",
+                parrot: false,
+            },
+            Case {
+                name: "a lock's time and date for a user's number",
+                question: "Why can't I log in as user 42?",
+                arguments: r#"{"user":42}"#,
+                error: "account locked until 2026-12-08 09:00",
+                answer: "You're locked out until 09:00 on 2026-12-08.",
+                parrot: false,
+            },
+            Case {
+                // One figure, even in the user's place, may be a limit ("at most 30 kg").
+                name: "one figure of the error, in place of the user's",
+                question: "How many units of item 15 are in stock?",
+                arguments: r#"{"sku":"15"}"#,
+                error: "no item '15': SKUs are written SKU- and six digits (item 4411 is \
+                        SKU-004411)",
+                answer: "Item 4411 is SKU-004411.",
+                parrot: false,
+            },
+            Case {
                 name: "the user's decimal with a trailing zero",
                 question: "Quote me shipping for a parcel weighing 1.20 kg",
                 arguments: r#"{"weight":1.2}"#,
@@ -524,6 +611,16 @@ mod tests {
         assert_eq!(
             parroted("EUR 9.40; a 0.3 kg parcel would be 300.", &worked),
             None
+        );
+        let places = figure_places("a 0.3 kg parcel, item 4411.");
+        let around: Vec<_> = places
+            .iter()
+            .map(|p| (p.figure.as_str(), p.before.as_deref(), p.after.as_deref()))
+            .collect();
+        assert_eq!(
+            around,
+            [("0.3", None, Some("kg")), ("4411", Some("item"), None)],
+            "a one-letter word is no neighbour"
         );
         assert_eq!(
             figures("1.2 kg, 1,200 g, 2026-12-14 09:00, 14.12.2026, v2. 3,4 TCK-000098 0.30 2.0"),

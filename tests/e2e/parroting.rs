@@ -116,6 +116,61 @@ async fn six_words_of_a_lesson_inside_an_answer_are_asked_again_and_never_shown(
     h.stop().await;
 }
 
+/// The same for a lesson shown beside the failed result of its tool (one chat, seed 6: "…
+/// Please use the correct SKU format (SKU-0005127) or contact the support team for help."):
+/// the lesson's words sit in the tool message, but they are the lesson's, not the tool's.
+#[tokio::test]
+async fn six_words_of_a_lesson_beside_a_failed_result_are_asked_again_and_never_shown() {
+    const TOOL_LESSON: &str = "When calling desk__stock_level, write the SKU as SKU-000031 or \
+        contact the support team for help.";
+    const COPY: &str = "Error: The tool returned an error. Please use the correct SKU format \
+        or contact the support team for help.";
+    const ANSWER: &str = "I could not read the stock of item 31.";
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text(ANSWER);
+        }
+        let last = messages(req).last().cloned().unwrap();
+        let shown = last["content"].as_str().unwrap_or_default();
+        if last["role"] == "tool" && shown.contains("contact the support team") {
+            return Reply::text(COPY);
+        }
+        if last["role"] == "tool" {
+            return Reply::text("the lesson was not shown");
+        }
+        Reply::tool_call("c1", "desk__stock_level", json!({"sku": "item31"}))
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        quiet(c);
+        c.mcp.servers = vec![desk.entry()];
+    })
+    .await;
+    let entry: NewLesson = serde_json::from_value(
+        json!({"text": TOOL_LESSON, "skill_name": null, "tool": "desk__stock_level"}),
+    )
+    .unwrap();
+    let source = Source {
+        outcome: "success".into(),
+        tools: vec!["desk__stock_level".into()],
+        ..Source::default()
+    };
+    h.app()
+        .learning()
+        .learn(vec![entry], &source)
+        .await
+        .unwrap();
+    for lesson in h.app().store().learning().lessons() {
+        assert_eq!(lesson.tool.as_deref(), Some("desk__stock_level"));
+        h.app().learning().approve(lesson.id).unwrap();
+    }
+    h.tg.send_text(ALICE, "Do we still have item 31 in the warehouse?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), ANSWER);
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn the_guards_words_are_never_the_answer() {
     let llm = FakeLlm::start(|_, _| Reply::text(GUARD)).await;

@@ -31,29 +31,13 @@ fn asked_again(request: &Value) -> bool {
     last.starts_with("Your last reply only repeated") || last.starts_with("Do not tell me how")
 }
 
-/// The messages of `request` (system first).
-fn messages(request: &Value) -> Vec<Value> {
-    request["messages"].as_array().unwrap().clone()
-}
-
-#[tokio::test]
-async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
-    let llm = FakeLlm::start(|req, _| {
-        if asked_again(req) {
-            return Reply::text("Item 982 has 12 units in stock.");
-        }
-        // The issue's model: the lesson in its prompt, given back as the answer.
-        if last_user_text(req).contains(LESSON) {
-            return Reply::text(&LESSON.replace("When checking", "Checking"));
-        }
-        Reply::text("no lesson in the prompt")
-    })
-    .await;
-    let h = Harness::start_with(llm, quiet).await;
-    let entry: NewLesson =
-        serde_json::from_value(json!({"text": LESSON, "skill_name": null})).unwrap();
+/// Stores `lesson` (the reflection's JSON for one) as learned from a turn that went well and
+/// called `tools`.
+async fn learn(h: &Harness, lesson: Value, tools: &[&str]) {
+    let entry: NewLesson = serde_json::from_value(lesson).unwrap();
     let source = Source {
         outcome: "success".into(),
+        tools: tools.iter().map(|t| t.to_string()).collect(),
         ..Source::default()
     };
     h.app()
@@ -61,12 +45,43 @@ async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
         .learn(vec![entry], &source)
         .await
         .unwrap();
+}
+
+/// The messages of `request` (system first).
+fn messages(request: &Value) -> Vec<Value> {
+    request["messages"].as_array().unwrap().clone()
+}
+
+/// Starts a bot that knows [`LESSON`], whose model gives back `copy` when the lesson is in its
+/// prompt and answers when asked again; asks the stock question and returns what Alice read.
+async fn the_lesson_given_back(copy: &'static str) -> (Harness, String) {
+    let llm = FakeLlm::start(move |req, _| {
+        if asked_again(req) {
+            return Reply::text("Item 982 has 12 units in stock.");
+        }
+        if last_user_text(req).contains(LESSON) {
+            return Reply::text(copy);
+        }
+        Reply::text("no lesson in the prompt")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    learn(&h, json!({"text": LESSON, "skill_name": null}), &[]).await;
     h.tg.send_text(
         ALICE,
         "How many units of item 982 are in stock? My checking fails",
     );
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(sent[0].text(), "Item 982 has 12 units in stock.");
+    let shown = h.tg.wait_messages(ALICE, 1).await[0].text().to_string();
+    (h, shown)
+}
+
+#[tokio::test]
+async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
+    // The issue's model: the lesson in its prompt, given back as the answer.
+    const COPY: &str = "Checking stock for an item fails repeatedly with the same error, \
+                        consider changing the SKU or using a different tool.";
+    let (h, shown) = the_lesson_given_back(COPY).await;
+    assert_eq!(shown, "Item 982 has 12 units in stock.");
     let history = h
         .app()
         .store()
@@ -85,34 +100,8 @@ async fn a_lesson_given_back_as_the_answer_is_asked_again_and_never_shown() {
 async fn six_words_of_a_lesson_inside_an_answer_are_asked_again_and_never_shown() {
     const COPY: &str = "Item 982: no figures yet. Consider changing the SKU or using a \
                         different tool.";
-    let llm = FakeLlm::start(|req, _| {
-        if asked_again(req) {
-            return Reply::text("Item 982 has 12 units in stock.");
-        }
-        if last_user_text(req).contains(LESSON) {
-            return Reply::text(COPY);
-        }
-        Reply::text("no lesson in the prompt")
-    })
-    .await;
-    let h = Harness::start_with(llm, quiet).await;
-    let entry: NewLesson =
-        serde_json::from_value(json!({"text": LESSON, "skill_name": null})).unwrap();
-    let source = Source {
-        outcome: "success".into(),
-        ..Source::default()
-    };
-    h.app()
-        .learning()
-        .learn(vec![entry], &source)
-        .await
-        .unwrap();
-    h.tg.send_text(
-        ALICE,
-        "How many units of item 982 are in stock? My checking fails",
-    );
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(sent[0].text(), "Item 982 has 12 units in stock.");
+    let (h, shown) = the_lesson_given_back(COPY).await;
+    assert_eq!(shown, "Item 982 has 12 units in stock.");
     h.stop().await;
 }
 
@@ -147,20 +136,8 @@ async fn six_words_of_a_lesson_beside_a_failed_result_are_asked_again_and_never_
         c.mcp.servers = vec![desk.entry()];
     })
     .await;
-    let entry: NewLesson = serde_json::from_value(
-        json!({"text": TOOL_LESSON, "skill_name": null, "tool": "desk__stock_level"}),
-    )
-    .unwrap();
-    let source = Source {
-        outcome: "success".into(),
-        tools: vec!["desk__stock_level".into()],
-        ..Source::default()
-    };
-    h.app()
-        .learning()
-        .learn(vec![entry], &source)
-        .await
-        .unwrap();
+    let lesson = json!({"text": TOOL_LESSON, "skill_name": null, "tool": "desk__stock_level"});
+    learn(&h, lesson, &["desk__stock_level"]).await;
     for lesson in h.app().store().learning().lessons() {
         assert_eq!(lesson.tool.as_deref(), Some("desk__stock_level"));
         h.app().learning().approve(lesson.id).unwrap();

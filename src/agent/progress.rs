@@ -268,16 +268,11 @@ fn given(prompt: &[ChatMessage], user: &ChatMessage, tools_context: &ToolContext
         .map(|block| block.lines().map(str::to_string).collect())
         .unwrap_or_default();
     let mut lessons: Vec<String> = crate::learning::block::context_of(content)
-        .and_then(|block| block.split_once(crate::learning::lessons::BLOCK_HEADING))
-        .map(|(_, listed)| {
-            listed
-                .lines()
-                .take_while(|line| !line.starts_with('#'))
-                .filter_map(|line| line.trim().strip_prefix("- "))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+        .map(crate::learning::lessons::lessons_in)
+        .unwrap_or_default()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     // The lessons a failed result may carry (the block's lines are in `context` already).
     let beside_results: Vec<String> = tools_context
         .lessons

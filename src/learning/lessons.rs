@@ -179,6 +179,28 @@ pub fn format_lessons_section(lessons: &[String]) -> String {
     out
 }
 
+/// The lessons a context block lists under its [`BLOCK_HEADING`], as
+/// [`format_lessons_section`] wrote them (one `- ` line each, up to the next heading).
+///
+/// ```
+/// use heurist::learning::lessons::{format_lessons_section, lessons_in};
+/// let block = format!("## Skill\nsay hi\n{}", format_lessons_section(&["tip one".into()]));
+/// assert_eq!(lessons_in(&block), ["tip one"]);
+/// ```
+#[must_use]
+pub fn lessons_in(block: &str) -> Vec<&str> {
+    block
+        .split_once(BLOCK_HEADING)
+        .map(|(_, listed)| {
+            listed
+                .lines()
+                .take_while(|line| !line.starts_with('#'))
+                .filter_map(|line| line.trim().strip_prefix("- "))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Lesson {
     pub(crate) fn evidence(&self) -> Evidence {
         Evidence {

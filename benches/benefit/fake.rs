@@ -258,7 +258,7 @@ fn reflection_reply(request: &Value) -> Reply {
             .unwrap_or_default()
             .to_string();
         // A server's words come delimited, on the lines after.
-        let error = if line.contains("the tool reported an error") {
+        let error = if line.contains("<<<output of MCP tool") {
             lines
                 .by_ref()
                 .skip_while(|l| l.starts_with("<<<"))

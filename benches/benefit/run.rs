@@ -14,7 +14,7 @@
 //! the `default` review mode (`review = "external"`) the benchmark then approves what waits,
 //! as an admin would in `/heuristics pending`; with `none` nothing is approved by hand.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use heurist::config::Review;
@@ -493,6 +493,23 @@ impl Judged<'_> {
             .filter(|c| c.error.is_none())
             .map(|c| format!("desk__{}", c.tool))
             .collect();
+        let keys = |call: &DeskCall| -> Option<BTreeSet<String>> {
+            let keys: BTreeSet<String> = call.arguments.as_object()?.keys().cloned().collect();
+            (!keys.is_empty()).then_some(keys)
+        };
+        let worked_keys: Vec<BTreeSet<String>> = self
+            .calls
+            .iter()
+            .filter(|c| c.error.is_none())
+            .filter_map(keys)
+            .collect();
+        let failed_keys: Vec<BTreeSet<String>> = self
+            .calls
+            .iter()
+            .filter(|c| c.error.is_some())
+            .filter_map(keys)
+            .filter(|k| !worked_keys.contains(k))
+            .collect();
         let model_answers: Vec<String> = self
             .exchanges
             .iter()
@@ -505,6 +522,7 @@ impl Judged<'_> {
             earlier_answers: earlier,
             offered_tools: &offered,
             called_tools: &called,
+            failed_keys: &failed_keys,
             model_answers: &model_answers,
         };
         let parroted = if honest {

@@ -10,6 +10,7 @@ use super::messenger::SharedMessenger;
 use super::state::Turn;
 use super::visibility::set_state;
 use crate::agent::correction::{Correction, correction};
+use crate::agent::output;
 use crate::app::App;
 use crate::config::ModelConfig;
 use crate::learning::TurnContext;
@@ -132,7 +133,7 @@ async fn user_message(
 fn prompt(app: &App, history: Vec<ChatMessage>) -> Vec<ChatMessage> {
     let mut messages = Vec::with_capacity(history.len() + 2);
     messages.push(app.agent().system_message());
-    messages.extend(history);
+    messages.extend(history.into_iter().map(output::without_old_frame));
     messages
 }
 

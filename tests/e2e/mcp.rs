@@ -132,7 +132,7 @@ async fn a_stdio_servers_tools_round_trip_through_the_model() {
         assert!(results[2].contains(want), "{want} in {}", results[2]);
     }
     assert!(
-        results[3].starts_with("error: the tool reported an error")
+        results[3].starts_with("error: <<<output of MCP tool")
             && results[3].contains("the disk is on fire"),
         "{}",
         results[3]

@@ -243,6 +243,42 @@ async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
     h.stop().await;
 }
 
+/// A failed call's arguments written out for the user (a real run, one chat, after the
+/// ticket desk refused `{"id":"TCK-0005127"}`: "It should be called with {"id":"TCK-0005127"}
+/// to look up ticket 5127.") are no answer either, though the tool is not named: asked again,
+/// never shown.
+#[tokio::test]
+async fn a_failed_calls_arguments_written_out_are_not_an_answer() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("I could not fetch that page: its address is not valid.");
+        }
+        let last = messages(req).last().cloned().unwrap();
+        if last["role"] == "tool" {
+            return Reply::text(
+                "It should be called with {\"url\": \"https://example.org/page\"} to read it.",
+            );
+        }
+        Reply::tool_call("c1", "fetch_url", json!({"url": "not a url"}))
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "What does my page say?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(
+        sent[0].text(),
+        "I could not fetch that page: its address is not valid."
+    );
+    assert!(
+        h.llm
+            .requests()
+            .iter()
+            .any(|r| last_user_text(r).starts_with("Do not tell me how")),
+        "the model was asked to make the call"
+    );
+    h.stop().await;
+}
+
 /// A call written out as text once the tools were taken away to ask for the answer (a real
 /// run: after an empty reply, `{"name": "current_time", "arguments": {…}}` and a made-up
 /// result) is a call described, not an answer: asked again, never shown.

@@ -218,17 +218,16 @@ async fn how_to_call_a_tool_is_not_an_answer_the_call_is_made() {
     h.stop().await;
 }
 
-/// After a call that failed, telling the user how to make it is still no answer (a real run:
-/// "you can use the fetch_url function with the URL …").
-#[tokio::test]
-async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
-    let llm = FakeLlm::start(|req, _| {
+/// Starts a bot whose model's `fetch_url` call fails, then answers `described` (how to make
+/// the call) and, asked again, the failure in its own words; checks that Alice read only that.
+async fn described_after_a_failed_fetch(described: &'static str) -> Harness {
+    let llm = FakeLlm::start(move |req, _| {
         if asked_again(req) {
             return Reply::text("I could not fetch that page: its address is not valid.");
         }
         let last = messages(req).last().cloned().unwrap();
         if last["role"] == "tool" {
-            return Reply::text("You can use the fetch_url function with the URL of the page.");
+            return Reply::text(described);
         }
         Reply::tool_call("c1", "fetch_url", json!({"url": "not a url"}))
     })
@@ -240,35 +239,30 @@ async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
         sent[0].text(),
         "I could not fetch that page: its address is not valid."
     );
+    h
+}
+
+/// After a call that failed, telling the user how to make it is still no answer (a real run:
+/// "you can use the fetch_url function with the URL …").
+#[tokio::test]
+async fn how_to_call_a_tool_that_failed_is_not_an_answer_either() {
+    let h = described_after_a_failed_fetch(
+        "You can use the fetch_url function with the URL of the page.",
+    )
+    .await;
     h.stop().await;
 }
 
 /// A failed call's arguments written out for the user (a real run, one chat, after the
 /// ticket desk refused `{"id":"TCK-0005127"}`: "It should be called with {"id":"TCK-0005127"}
-/// to look up ticket 5127.") are no answer either, though the tool is not named: asked again,
-/// never shown.
+/// to look up ticket 5127.") are no answer either, though the tool is not named: asked again
+/// to make the call, never shown.
 #[tokio::test]
 async fn a_failed_calls_arguments_written_out_are_not_an_answer() {
-    let llm = FakeLlm::start(|req, _| {
-        if asked_again(req) {
-            return Reply::text("I could not fetch that page: its address is not valid.");
-        }
-        let last = messages(req).last().cloned().unwrap();
-        if last["role"] == "tool" {
-            return Reply::text(
-                "It should be called with {\"url\": \"https://example.org/page\"} to read it.",
-            );
-        }
-        Reply::tool_call("c1", "fetch_url", json!({"url": "not a url"}))
-    })
+    let h = described_after_a_failed_fetch(
+        "It should be called with {\"url\": \"https://example.org/page\"} to read it.",
+    )
     .await;
-    let h = Harness::start_with(llm, quiet).await;
-    h.tg.send_text(ALICE, "What does my page say?");
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(
-        sent[0].text(),
-        "I could not fetch that page: its address is not valid."
-    );
     assert!(
         h.llm
             .requests()

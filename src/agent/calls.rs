@@ -473,7 +473,11 @@ mod tests {
         assert!(text.contains("`ticket__find`"), "{text}");
         assert!(text.contains("(id must look like ABC-004411)"), "{text}");
         assert!(!text.contains("empty answer"), "{text}");
-        log.record("lookup", r#"{"q":1}"#, &format!("error: {}", "x".repeat(1000)));
+        log.record(
+            "lookup",
+            r#"{"q":1}"#,
+            &format!("error: {}", "x".repeat(1000)),
+        );
         let long = log.no_answer_text();
         assert!(long.contains('…') && long.chars().count() < 450, "{long}");
         // A tool's own refusal: its words, not the delimiters the model reads them in.

@@ -108,6 +108,17 @@ pub fn fix_the_call(failed: &str) -> String {
     format!("{FIX_THE_CALL_PROMPT}Your call to {failed} failed: {FIX_THE_CALL_HOW}")
 }
 
+/// How the ask begins after an answer that passed a tool's refusal on instead of fixing the
+/// call (see [`fix_the_relayed_call`]).
+pub const RELAYED_REFUSAL_PROMPT: &str = "Do not pass a tool's error on to me: ";
+
+/// The ask, with the tools still offered, after an answer that relayed the refusal of the
+/// call to `failed`, with no call to that tool working since.
+#[must_use]
+pub fn fix_the_relayed_call(failed: &str) -> String {
+    format!("{RELAYED_REFUSAL_PROMPT}your call to {failed} failed: {FIX_THE_CALL_HOW}")
+}
+
 /// How [`fix_the_call`]'s ask ends, after the tool's name.
 pub const FIX_THE_CALL_HOW: &str = "if my previous message needs it, call it again with the \
 arguments its error asks for, then answer my previous message from its result; otherwise answer \
@@ -122,10 +133,16 @@ pub fn is_answer_now(text: &str) -> bool {
         || text.starts_with(ANSWER_FROM_RESULT_PROMPT)
         || text.starts_with(USE_THE_TOOL_PROMPT)
         || text.starts_with(FIX_THE_CALL_PROMPT)
+        || text.starts_with(RELAYED_REFUSAL_PROMPT)
 }
 
 /// What a repeated failing call's result tells the model to do instead.
 pub const REPEAT_HINT: &str = "Do not repeat it: change the arguments as that error says, or answer the user with what you have.";
+
+/// What the bot says of a call it refused as a repeat (see [`CallLog::repeat_of`]); Qwen gave
+/// it back as its answer (the benefit benchmark, fresh chats, seed 14: "This exact call
+/// already failed in this turn, so it was not run again. Its error was: …").
+const NOT_RUN_AGAIN: &str = "already failed in this turn, so it was not run again";
 
 /// Whether a final answer is only the bot's own words to the model given back (Qwen2.5-Coder-1.5B
 /// answered a user with [`REPEAT_HINT`] itself): such an answer counts as none.
@@ -133,11 +150,16 @@ pub(crate) fn echoes_the_bot(answer: &str) -> bool {
     // A part of them counts only when it is a sentence's worth: "hi" is in the hint too.
     const LEAST_PART: usize = 24;
     let answer = answer.trim();
-    [REPEAT_HINT, ANSWER_NOW_PROMPT, ANSWER_FROM_RESULT_PROMPT]
-        .iter()
-        .any(|ours| {
-            answer.contains(ours) || (answer.chars().count() >= LEAST_PART && ours.contains(answer))
-        })
+    [
+        REPEAT_HINT,
+        NOT_RUN_AGAIN,
+        ANSWER_NOW_PROMPT,
+        ANSWER_FROM_RESULT_PROMPT,
+    ]
+    .iter()
+    .any(|ours| {
+        answer.contains(ours) || (answer.chars().count() >= LEAST_PART && ours.contains(answer))
+    })
 }
 
 /// Characters of a tool's error quoted in the answer of a turn that ended without one.
@@ -163,8 +185,8 @@ impl CallLog {
     pub fn repeat_of(&self, tool: &str, arguments: &str) -> Option<String> {
         let error = self.failed.get(&key(tool, arguments))?;
         Some(format!(
-            "{ERROR_PREFIX}this exact call ({tool} with the same arguments) already failed in \
-             this turn, so it was not run again. Its error was: {error}\n{REPEAT_HINT}"
+            "{ERROR_PREFIX}this exact call ({tool} with the same arguments) {NOT_RUN_AGAIN}. \
+             Its error was: {error}\n{REPEAT_HINT}"
         ))
     }
 
@@ -451,6 +473,10 @@ mod tests {
         ));
         assert!(echoes_the_bot(&format!("  {REPEAT_HINT}\n")));
         assert!(echoes_the_bot(super::ANSWER_NOW_PROMPT));
+        // The repeat's own sentence (fresh chats, seed 14).
+        assert!(echoes_the_bot(
+            "This exact call already failed in this turn, so it was not run again. Its error was: \"cannot read the date '2027-02-03': dates are written DD.MM.YYYY (this one is 03.02.2027)\"."
+        ));
         assert!(echoes_the_bot("change the arguments as that error says"));
         assert!(!echoes_the_bot("Ticket ABC-004411 is open."));
         assert!(!echoes_the_bot(""));

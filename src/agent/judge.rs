@@ -132,6 +132,16 @@ impl TurnProgress {
                     parrot::Parrot::DescribedCall if !self.asked_again => {
                         calls::MAKE_THE_CALL_PROMPT.to_string()
                     }
+                    // A tool's refusal relayed while the call it states how to fix is unfixed.
+                    parrot::Parrot::Error
+                        if !self.asked_again
+                            && !self.asked_to_fix
+                            && self.calls.unfixed(&self.given.offered_tools).is_some() =>
+                    {
+                        self.asked_to_fix = true;
+                        let failed = self.calls.unfixed(&self.given.offered_tools);
+                        calls::fix_the_relayed_call(failed.unwrap_or_default())
+                    }
                     _ => {
                         calls::answer_from_result(&self.conversation, &self.result.admin_only_calls)
                             .unwrap_or_else(|| calls::NOT_AN_ANSWER_PROMPT.to_string())

@@ -641,15 +641,16 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
 /// Fresh chats, seed 9, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
 /// `shipping_quote` refused `1.2` (and the bot turned its repeat away), the answer was the error's example, "The price of
 /// shipping a 0.3 kg parcel is 300." No call of the turn worked and every figure of that
-/// answer is the error's, none the user's: it is asked again, never shown, and the call made
-/// then is what the user reads.
+/// answer is the error's, none the user's: it is asked again to fix the refused call (the
+/// tools kept), never shown, and the call made then is what the user reads.
 #[tokio::test]
 async fn an_errors_example_given_as_the_answer_is_asked_again_and_never_shown() {
     let desk = crate::support::desk::DeskServer::start().await;
     let llm = FakeLlm::start(|req, _| {
         with_follow_ups(req, || {
             let results = results_of(req);
-            if asks(req, "Your last reply only repeated") {
+            if asks(req, heurist::agent::calls::RELAYED_REFUSAL_PROMPT) {
+                assert!(req["tools"].as_array().is_some_and(|t| !t.is_empty()));
                 return Reply::tool_call("c9", "desk__shipping_quote", json!({"weight": 1200}));
             }
             match results.last() {

@@ -166,18 +166,12 @@ fn relays_a_refusal(answer: &str, given: &Given) -> bool {
         return false;
     }
     let said = words(answer);
-    let asked = words(&given.question);
-    let holds = |text: &[String], run: &[String]| text.windows(run.len()).any(|w| w == run);
+    let asked = [words(&given.question)];
     given
         .errors
         .iter()
         .filter_map(|error| tool_refusal(error))
-        .map(|refusal| words(&server_words(refusal)))
-        .any(|refusal| {
-            refusal
-                .windows(LESSON_RUN)
-                .any(|run| holds(&said, run) && !holds(&asked, run))
-        })
+        .any(|refusal| copies_a_run(&said, &words(&server_words(refusal)), &asked))
 }
 
 /// Whether the whole answer is `line` (folded) or a sentence's worth of it, with at most a few
@@ -208,16 +202,18 @@ fn copies_a_lesson(answer: &str, given: &Given) -> bool {
         .chain(given.errors.iter().map(String::as_str))
         .map(words)
         .collect();
-    let holds = |text: &[String], run: &[String]| text.windows(run.len()).any(|w| w == run);
     given
         .lessons
         .iter()
-        .map(|lesson| words(lesson))
-        .any(|lesson| {
-            lesson
-                .windows(LESSON_RUN)
-                .any(|run| holds(&said, run) && !allowed.iter().any(|a| holds(a, run)))
-        })
+        .any(|lesson| copies_a_run(&said, &words(lesson), &allowed))
+}
+
+/// Whether `said` holds [`LESSON_RUN`] words in a row of `source` that none of `allowed` holds.
+fn copies_a_run(said: &[String], source: &[String], allowed: &[Vec<String>]) -> bool {
+    let holds = |text: &[String], run: &[String]| text.windows(run.len()).any(|w| w == run);
+    source
+        .windows(LESSON_RUN)
+        .any(|run| holds(said, run) && !allowed.iter().any(|a| holds(a, run)))
 }
 
 /// Whether the answer gives a tool error's example back as if it were the result: no call of

@@ -638,6 +638,40 @@ async fn a_call_repeating_one_that_answered_gets_the_answer_asked_for() {
     h.stop().await;
 }
 
+/// Fresh chats, seed 14, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
+/// `stock_level` refused `70`, the answer relayed the desk's rule instead of applying it. It
+/// is asked once to fix the refused call, never shown, and the fixed call's result is what
+/// the user reads.
+#[tokio::test]
+async fn a_refusals_rule_relayed_as_the_answer_gets_the_call_fixed() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            if asks(req, heurist::agent::calls::RELAYED_REFUSAL_PROMPT) {
+                return Reply::tool_call("c9", "desk__stock_level", json!({"sku": "SKU-000070"}));
+            }
+            match results_of(req).last() {
+                None => Reply::tool_call("c0", "desk__stock_level", json!({"sku": "70"})),
+                Some(last) if last.starts_with("error: ") => answer(
+                    req,
+                    "You have entered an invalid SKU. The correct format is SKU- followed by \
+                     the item number as six digits, zero-padded (item 4411 is SKU-004411).",
+                ),
+                Some(last) => answer(req, last.lines().nth(1).unwrap_or(last)),
+            }
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "How many of item 70 are left in stock?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    assert!(shown.contains("SKU-000070"), "{shown}");
+    assert!(!shown.contains("correct format"), "{shown}");
+    assert_eq!(desk.calls().len(), 2, "{:?}", desk.calls());
+    h.stop().await;
+}
+
 /// Fresh chats, seed 9, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
 /// `shipping_quote` refused `1.2` (and the bot turned its repeat away), the answer was the error's example, "The price of
 /// shipping a 0.3 kg parcel is 300." No call of the turn worked and every figure of that

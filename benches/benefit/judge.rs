@@ -10,6 +10,7 @@
 //!   error, unless those words are also in the question or a tool's successful result (which
 //!   an answer should restate);
 //! - repeats an earlier answer of the chat word for word;
+//! - gives the user's message back word for word (`Stock level for item 5127, please.`);
 //! - tells the user how to call a tool instead of calling it: it names an offered tool the
 //!   task did not call with success (`desk__stock_level`, `stock_level`, `stock_level(`), or
 //!   writes out a JSON object with the keys of a desk call that failed where no call with
@@ -43,6 +44,8 @@ pub(crate) struct Context<'a> {
     pub(crate) allowed: &'a [String],
     /// The chat's earlier answers.
     pub(crate) earlier_answers: &'a [String],
+    /// The user's message the answer is for.
+    pub(crate) question: &'a str,
     /// The tools the model was offered.
     pub(crate) offered_tools: &'a [String],
     /// The tools the task called with success: naming those is no described call.
@@ -149,6 +152,9 @@ pub(crate) fn parroted(answer: &str, cx: &Context) -> Option<String> {
             "repeats the chat's answer #{} word for word",
             n + 1
         ));
+    }
+    if words(cx.question) == said {
+        return Some("gives the user's message back word for word".to_string());
     }
     let uncalled: Vec<String> = cx
         .offered_tools
@@ -308,10 +314,8 @@ pub(crate) fn self_check() -> Vec<String> {
             text: "You are Heurist, a helpful assistant in a Telegram chat. Answer concisely and accurately.".into(),
         },
     ];
-    let allowed = [
-        "How many units of item 982 are in stock?".to_string(),
-        RESULT.to_string(),
-    ];
+    const QUESTION: &str = "How many units of item 982 are in stock?";
+    let allowed = [QUESTION.to_string(), RESULT.to_string()];
     let offered = ["desk__stock_level".to_string(), "current_time".to_string()];
     let cases: &[(&str, &str, &[&str], bool)] = &[
         (
@@ -387,6 +391,18 @@ pub(crate) fn self_check() -> Vec<String> {
             false,
         ),
         (
+            "the user's message given back (fresh chats, seed 14, learning off)",
+            "How many units of item 982 are in stock?",
+            &[],
+            true,
+        ),
+        (
+            "the user's message taken up",
+            "How many units of item 982 are in stock? 32.",
+            &[],
+            false,
+        ),
+        (
             "the bot's note again, which the model copied before the bot sent it",
             "Sorry, the model gave no answer to this message. Your message is kept: 🔁 Retry sends it again.",
             &[
@@ -418,6 +434,7 @@ pub(crate) fn self_check() -> Vec<String> {
             injected: &injected,
             allowed: &allowed,
             earlier_answers: &earlier,
+            question: QUESTION,
             offered_tools: &offered,
             called_tools: &called,
             failed_keys: &failed_keys,
@@ -523,6 +540,7 @@ fn builtin_result_check() -> Vec<String> {
         injected: &injected,
         allowed: &allowed,
         earlier_answers: &[],
+        question: "Check the room bookings for 2027-02-03",
         offered_tools: &offered,
         called_tools: &["current_time".to_string()],
         failed_keys: &[],

@@ -520,6 +520,7 @@ impl Judged<'_> {
             injected,
             allowed,
             earlier_answers: earlier,
+            question: self.task,
             offered_tools: &offered,
             called_tools: &called,
             failed_keys: &failed_keys,

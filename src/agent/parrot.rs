@@ -85,7 +85,8 @@ pub enum Parrot {
     /// desk__stock_level with SKU-000015 to check the stock.").
     UnsharedResult,
     /// The user's question asked back ("Ticket 31337: who is it waiting for?", Qwen2.5-Coder-1.5B
-    /// in one chat): a question that uses no word the user's did not.
+    /// in one chat): a question that uses no word the user's did not, or the user's whole
+    /// message given back as it was.
     Question,
     /// The chat template's tool markup in the answer (`<tool_response>…`): a tool result the
     /// model made up, or a call it wrote half as text.
@@ -125,7 +126,9 @@ pub fn parroted(answer: &str, given: &Given) -> Option<Parrot> {
     if describes_a_call(answer, given) {
         return Some(Parrot::DescribedCall);
     }
-    if asks_the_question_back(answer, &given.question) {
+    if gives_the_message_back(answer, &given.question)
+        || asks_the_question_back(answer, &given.question)
+    {
         return Some(Parrot::Question);
     }
     if keeps_the_result_back(answer, &given.question, &given.results) {
@@ -418,6 +421,15 @@ fn object_keys(json: &str) -> Option<BTreeSet<String>> {
         Ok(Value::Object(object)) if !object.is_empty() => Some(object.keys().cloned().collect()),
         _ => None,
     }
+}
+
+/// Whether the answer is the user's whole message, word for word, whatever its case and
+/// punctuation: "Stock level for item 5127, please." answered by "Stock level for item 5127,
+/// please." (Qwen2.5-Coder-1.5B, fresh chats, seed 14, learning off). The message given back
+/// as a statement answers nothing, as much as the question asked back does.
+fn gives_the_message_back(answer: &str, question: &str) -> bool {
+    let said = words(answer);
+    !said.is_empty() && said == words(question)
 }
 
 /// Whether the answer is the user's question asked back, which answers nothing: it ends as a
@@ -903,6 +915,33 @@ mod tests {
         for (question, answer, want) in cases {
             assert_eq!(asks_the_question_back(answer, question), want, "{answer}");
         }
+    }
+
+    /// The user's message given back as a statement (fresh chats, seed 14, learning off) is
+    /// no answer; an answer that takes it up, or gives back only what the message asked to
+    /// have repeated, is one.
+    #[test]
+    fn the_whole_message_given_back_is_told_from_answers_that_take_it_up() {
+        let question = "Stock level for item 5127, please.";
+        let given = Given {
+            question: question.into(),
+            ..Given::default()
+        };
+        let cases = [
+            ("Stock level for item 5127, please.", Some(Parrot::Question)),
+            ("stock level for item 5127 please", Some(Parrot::Question)),
+            ("Stock level for item 5127: 40 units.", None),
+            ("Stock level for item 5127, please?", Some(Parrot::Question)),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(parroted(answer, &given), want, "{answer}");
+        }
+        let echo = Given {
+            question: "Repeat after me: the stock level is fine".into(),
+            ..Given::default()
+        };
+        assert_eq!(parroted("The stock level is fine.", &echo), None);
+        assert!(!gives_the_message_back("", ""));
     }
 
     /// The result check counts what the answer passes on of the output, and only for tools

@@ -319,6 +319,25 @@ async fn the_question_asked_back_is_not_an_answer() {
     h.stop().await;
 }
 
+/// The user's whole message given back as a statement (Qwen2.5-Coder-1.5B, fresh chats, seed
+/// 14, learning off: "Stock level for item 5127, please.") is no answer either: asked again,
+/// never shown.
+#[tokio::test]
+async fn the_message_given_back_is_not_an_answer() {
+    let llm = FakeLlm::start(|req, _| {
+        if asked_again(req) {
+            return Reply::text("I have no stock figures for item 5127.");
+        }
+        Reply::text("Stock level for item 5127, please.")
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, "Stock level for item 5127, please.");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), "I have no stock figures for item 5127.");
+    h.stop().await;
+}
+
 /// A tool result the model wrote itself in the chat template's markup (a run of Qwen's
 /// answers held a raw `<tool_response>` block) is never shown.
 #[tokio::test]

@@ -301,22 +301,33 @@ async fn a_call_written_out_after_the_tools_were_taken_away_is_not_shown() {
     h.stop().await;
 }
 
+/// Sends `message`; the model answers `copy`, then, asked again, `honest`: only `honest` is
+/// shown.
+async fn only_the_second_answer_is_shown(message: &str, copy: &'static str, honest: &'static str) {
+    let llm = FakeLlm::start(move |req, _| {
+        if asked_again(req) {
+            return Reply::text(honest);
+        }
+        Reply::text(copy)
+    })
+    .await;
+    let h = Harness::start_with(llm, quiet).await;
+    h.tg.send_text(ALICE, message);
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    assert_eq!(sent[0].text(), honest);
+    h.stop().await;
+}
+
 /// The user's question asked back (Qwen2.5-Coder-1.5B in one chat: "Ticket 31337: who is it
 /// waiting for?") is no answer: asked again, never shown.
 #[tokio::test]
 async fn the_question_asked_back_is_not_an_answer() {
-    let llm = FakeLlm::start(|req, _| {
-        if asked_again(req) {
-            return Reply::text("I cannot see ticket 31337 from here.");
-        }
-        Reply::text("Ticket 31337: who is it waiting for?")
-    })
+    only_the_second_answer_is_shown(
+        "Who is ticket 31337 waiting for?",
+        "Ticket 31337: who is it waiting for?",
+        "I cannot see ticket 31337 from here.",
+    )
     .await;
-    let h = Harness::start_with(llm, quiet).await;
-    h.tg.send_text(ALICE, "Who is ticket 31337 waiting for?");
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(sent[0].text(), "I cannot see ticket 31337 from here.");
-    h.stop().await;
 }
 
 /// The user's whole message given back as a statement (Qwen2.5-Coder-1.5B, fresh chats, seed
@@ -324,36 +335,24 @@ async fn the_question_asked_back_is_not_an_answer() {
 /// never shown.
 #[tokio::test]
 async fn the_message_given_back_is_not_an_answer() {
-    let llm = FakeLlm::start(|req, _| {
-        if asked_again(req) {
-            return Reply::text("I have no stock figures for item 5127.");
-        }
-        Reply::text("Stock level for item 5127, please.")
-    })
+    only_the_second_answer_is_shown(
+        "Stock level for item 5127, please.",
+        "Stock level for item 5127, please.",
+        "I have no stock figures for item 5127.",
+    )
     .await;
-    let h = Harness::start_with(llm, quiet).await;
-    h.tg.send_text(ALICE, "Stock level for item 5127, please.");
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(sent[0].text(), "I have no stock figures for item 5127.");
-    h.stop().await;
 }
 
 /// A tool result the model wrote itself in the chat template's markup (a run of Qwen's
 /// answers held a raw `<tool_response>` block) is never shown.
 #[tokio::test]
 async fn a_made_up_tool_result_is_not_shown() {
-    let llm = FakeLlm::start(|req, _| {
-        if asked_again(req) {
-            return Reply::text("I have no stock figures for item 15.");
-        }
-        Reply::text("<tool_response>\n{\"units\": 12}\n</tool_response>")
-    })
+    only_the_second_answer_is_shown(
+        "How many units of item 15 are in stock?",
+        "<tool_response>\n{\"units\": 12}\n</tool_response>",
+        "I have no stock figures for item 15.",
+    )
     .await;
-    let h = Harness::start_with(llm, quiet).await;
-    h.tg.send_text(ALICE, "How many units of item 15 are in stock?");
-    let sent = h.tg.wait_messages(ALICE, 1).await;
-    assert_eq!(sent[0].text(), "I have no stock figures for item 15.");
-    h.stop().await;
 }
 
 /// A call that worked, described instead of passed on ("I called current_time to get the

@@ -36,6 +36,37 @@ fn tool_of(text: &str, named: Option<&str>, called: &[String]) -> Option<String>
         .cloned()
 }
 
+/// Whether `source`'s turn had a call a tool refused: its lessons come from a failure, and are
+/// on probation until a call made with them in view works.
+fn from_a_refusal(source: &Source) -> bool {
+    source
+        .grounds
+        .as_ref()
+        .is_some_and(|grounds| !grounds.stated.is_empty() || !grounds.refused.is_empty())
+}
+
+/// The tool a lesson drawn from a refusal is about when it names none: the turn's one tool.
+/// Qwen2.5-Coder-1.5B (the benefit benchmark, fresh chats, seed 14) wrote, after a shipping
+/// quote was refused, "When you have a question about shipping a package, check the weight of
+/// the item first. A 1.5 kg parcel is equivalent to 300 grams, so you can use the same tool
+/// with the correct weight."; untied, it skipped probation and went into every prompt's
+/// context block, where a later answer met it and told the user to quote "a weight of 300
+/// grams" for a 0.75 kg parcel, without a call. With more
+/// than one tool called, the lesson stays untied, on probation: out of the block until an
+/// admin's ✅.
+fn refused_tool(source: &Source) -> Option<String> {
+    if !from_a_refusal(source) {
+        return None;
+    }
+    let mut tools = source.tools.clone();
+    tools.sort();
+    tools.dedup();
+    match tools.as_slice() {
+        [tool] => Some(tool.clone()),
+        _ => None,
+    }
+}
+
 /// A lesson worth learning, not stored yet: its text, the skill and the tool it is filed under, and its
 /// embedding once it has one.
 struct Candidate {
@@ -129,7 +160,12 @@ impl Learning {
             let skill = entry
                 .skill_name
                 .and_then(|name| self.file_under(&text, name.trim(), &source.skills));
-            let tool = tool_of(&text, entry.tool.as_deref(), &source.tools);
+            // A lesson that names a tool (by the reflection's field, or a name such as
+            // `probe__echo` in its text) the turn did not call is about that tool, not this one.
+            let names_a_tool =
+                entry.tool.is_some() || text.split_whitespace().any(|w| w.contains('_'));
+            let tool = tool_of(&text, entry.tool.as_deref(), &source.tools)
+                .or_else(|| refused_tool(source).filter(|_| !names_a_tool));
             fresh.push(Candidate {
                 text,
                 skill,
@@ -172,8 +208,9 @@ impl Learning {
             tool,
             vector,
         } = lesson;
-        // A lesson about a tool, from a turn's evidence, is on probation until shown to work.
-        let probation = tool.is_some() && source.grounds.is_some();
+        // A lesson about a tool, from a turn's evidence, is on probation until shown to work;
+        // so is any lesson drawn from a tool's refusal, tied to a tool or not.
+        let probation = source.grounds.is_some() && (tool.is_some() || from_a_refusal(source));
         let lesson = Lesson {
             vector,
             tool,

@@ -291,3 +291,54 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
     assert_eq!(block.len(), 1, "{block:?}");
     h.stop().await;
 }
+
+/// A lesson the model drew from a tool's refusal without naming the tool (Qwen2.5-Coder-1.5B,
+/// the benefit benchmark, fresh chats, seed 14: "check the weight of the item first …") is
+/// about the turn's one tool and on probation like the bot's own: never in the context block
+/// of a later question until a call made with it in view works.
+#[tokio::test]
+async fn a_lesson_from_a_refusal_that_names_no_tool_is_on_probation_too() {
+    const LESSON: &str = "When an id cannot be found, write it as TCK-004411 with six digits.";
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[(LESSON, None)]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let results = this_turns_results(req);
+        match results.len() {
+            0 => Reply::tool_call("c1", "desk__ticket", json!({ "id": "4411" })),
+            1 if results[0].starts_with("error") => {
+                Reply::tool_call("c2", "desk__ticket", json!({ "id": "TCK-004411" }))
+            }
+            _ => Reply::text("It is waiting for a team."),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| {
+        c.mcp.servers = vec![as_written(&desk)];
+        c.learning.review = heurist::config::Review::None;
+    })
+    .await;
+    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
+    h.tg.wait_messages(ALICE, 1).await;
+    wait_heuristics(&h, 2).await;
+    let lesson = by_text(&h, "When an id cannot be found");
+    assert!(lesson.probation, "{lesson:?}");
+    assert_eq!(lesson.tool.as_deref(), Some("desk__ticket"), "{lesson:?}");
+    assert_eq!(lesson.review, ReviewState::Approved);
+    let block = ask(
+        &h,
+        BOB,
+        1,
+        "Which id should I write when one cannot be found?",
+    )
+    .await;
+    assert!(
+        block.iter().all(|l| !l.contains("cannot be found")),
+        "{block:?}"
+    );
+    h.stop().await;
+}

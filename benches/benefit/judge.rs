@@ -253,8 +253,10 @@ pub(crate) fn vague(lesson: &str, tool_names: &[String]) -> bool {
 /// inner `-` in a word with capitals or digits (`SKU-004411`, not `double-check`), or a
 /// prefix such as `SKU-`.
 fn code_like(word: &str) -> bool {
+    // Closing marks in any order: "(e.g., missing leading TCK-)." ends in `TCK-`.
     let word = word.trim_matches(|c: char| ",;!?()[]{}\"'`".contains(c));
     let word = word.strip_suffix(['.', ':']).unwrap_or(word);
+    let word = word.trim_matches(|c: char| ",;!?()[]{}\"'`".contains(c));
     if ["e.g", "i.e"].contains(&word.to_lowercase().as_str()) {
         return false;
     }
@@ -478,6 +480,11 @@ pub(crate) fn self_check() -> Vec<String> {
         (
             "the bot's proven lesson",
             r#"When calling desk__stock_level, write the arguments like {"sku":"SKU-000015"}, not like {"sku":"15"}: the tool refused that ("…") and took this."#,
+            false,
+        ),
+        (
+            "a prefix inside brackets at a sentence's end (fresh chats, seed 14)",
+            "When a tool fails to find a specific ticket, check the ticket id for errors (e.g., missing leading TCK-).",
             false,
         ),
         (

@@ -36,8 +36,9 @@ fn tool_of(text: &str, named: Option<&str>, called: &[String]) -> Option<String>
         .cloned()
 }
 
-/// Whether `source`'s turn had a call a tool refused: its lessons come from a failure, and are
-/// on probation until a call made with them in view works.
+/// Whether `source`'s turn had a call an MCP tool refused (the evidence's refusal words or
+/// refused values): its lessons come from a failure, and are on probation until a call made
+/// with them in view works, or wait for review where they are tied to no tool.
 fn from_a_refusal(source: &Source) -> bool {
     source
         .grounds
@@ -51,9 +52,8 @@ fn from_a_refusal(source: &Source) -> bool {
 /// the item first. A 1.5 kg parcel is equivalent to 300 grams, so you can use the same tool
 /// with the correct weight."; untied, it skipped probation and went into every prompt's
 /// context block, where a later answer met it and told the user to quote "a weight of 300
-/// grams" for a 0.75 kg parcel, without a call. With more
-/// than one tool called, the lesson stays untied, on probation: out of the block until an
-/// admin's ✅.
+/// grams" for a 0.75 kg parcel, without a call. With more than one tool called, the lesson
+/// stays untied and waits for an admin's review (see `Learning::add`).
 fn refused_tool(source: &Source) -> Option<String> {
     if !from_a_refusal(source) {
         return None;
@@ -185,7 +185,11 @@ impl Learning {
         source: &Source,
         report: &mut LearnReport,
     ) -> anyhow::Result<()> {
+        // A lesson drawn from a refusal but tied to no tool can be shown beside no failed call,
+        // so probation could never end: it waits for an admin in the pending list instead.
+        let untied_from_a_refusal = lesson.tool.is_none() && from_a_refusal(source);
         let pending = source.untrusted
+            || untied_from_a_refusal
             || match self.config.review {
                 Review::All => true,
                 Review::External => source.external,
@@ -208,9 +212,8 @@ impl Learning {
             tool,
             vector,
         } = lesson;
-        // A lesson about a tool, from a turn's evidence, is on probation until shown to work;
-        // so is any lesson drawn from a tool's refusal, tied to a tool or not.
-        let probation = source.grounds.is_some() && (tool.is_some() || from_a_refusal(source));
+        // A lesson about a tool, from a turn's evidence, is on probation until shown to work.
+        let probation = tool.is_some() && source.grounds.is_some();
         let lesson = Lesson {
             vector,
             tool,

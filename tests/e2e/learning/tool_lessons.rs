@@ -295,14 +295,17 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
 /// A lesson the model drew from a tool's refusal without naming the tool (Qwen2.5-Coder-1.5B,
 /// the benefit benchmark, fresh chats, seed 14: "check the weight of the item first …") is
 /// about the turn's one tool and on probation like the bot's own: never in the context block
-/// of a later question until a call made with it in view works.
+/// of a later question until a call made with it in view works. One that names another tool
+/// waits for an admin's review.
 #[tokio::test]
 async fn a_lesson_from_a_refusal_that_names_no_tool_is_on_probation_too() {
     const LESSON: &str = "When an id cannot be found, write it as TCK-004411 with six digits.";
+    // Names a tool the turn did not call: tied to none, it could never leave probation.
+    const UNTIED: &str = "When calling crm__lookup, pass TCK-004411 as the id.";
     let desk = crate::support::desk::DeskServer::start().await;
     let llm = FakeLlm::start(|req, _| {
         if is_reflection_request(req) {
-            return reflection_reply(&[(LESSON, None)]);
+            return reflection_reply(&[(LESSON, None), (UNTIED, None)]);
         }
         if is_options_request(req) {
             return Reply::text(r#"{"options": []}"#);
@@ -324,7 +327,11 @@ async fn a_lesson_from_a_refusal_that_names_no_tool_is_on_probation_too() {
     .await;
     h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
     h.tg.wait_messages(ALICE, 1).await;
-    wait_heuristics(&h, 2).await;
+    wait_heuristics(&h, 3).await;
+    let untied = by_text(&h, "When calling crm__lookup");
+    assert_eq!(untied.tool, None, "{untied:?}");
+    assert!(!untied.probation, "{untied:?}");
+    assert_eq!(untied.review, ReviewState::Pending, "waits for an admin");
     let lesson = by_text(&h, "When an id cannot be found");
     assert!(lesson.probation, "{lesson:?}");
     assert_eq!(lesson.tool.as_deref(), Some("desk__ticket"), "{lesson:?}");

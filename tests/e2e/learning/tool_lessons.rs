@@ -244,13 +244,7 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
         }
     })
     .await;
-    let h = Harness::start_with(llm, |c| {
-        c.mcp.servers = vec![as_written(&desk)];
-        c.learning.review = heurist::config::Review::None;
-    })
-    .await;
-    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
-    h.tg.wait_messages(ALICE, 1).await;
+    let h = alices_ticket_turn(llm, &desk).await;
     let learned = wait_heuristics(&h, 1).await;
     assert!(learned[0].probation, "{learned:?}");
     assert_eq!(learned[0].review, ReviewState::Approved);
@@ -320,13 +314,7 @@ async fn a_lesson_from_a_refusal_that_names_no_tool_is_on_probation_too() {
         }
     })
     .await;
-    let h = Harness::start_with(llm, |c| {
-        c.mcp.servers = vec![as_written(&desk)];
-        c.learning.review = heurist::config::Review::None;
-    })
-    .await;
-    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
-    h.tg.wait_messages(ALICE, 1).await;
+    let h = alices_ticket_turn(llm, &desk).await;
     wait_heuristics(&h, 3).await;
     let untied = by_text(&h, "When calling crm__lookup");
     assert_eq!(untied.tool, None, "{untied:?}");
@@ -348,4 +336,17 @@ async fn a_lesson_from_a_refusal_that_names_no_tool_is_on_probation_too() {
         "{block:?}"
     );
     h.stop().await;
+}
+
+/// Starts the bot on `desk` with `review = "none"`, and waits for its answer to Alice's
+/// question about ticket 4411 (the desk refuses the bare id).
+async fn alices_ticket_turn(llm: FakeLlm, desk: &crate::support::desk::DeskServer) -> Harness {
+    let h = Harness::start_with(llm, |c| {
+        c.mcp.servers = vec![as_written(desk)];
+        c.learning.review = heurist::config::Review::None;
+    })
+    .await;
+    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
+    h.tg.wait_messages(ALICE, 1).await;
+    h
 }

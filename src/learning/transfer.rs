@@ -2,7 +2,8 @@
 //! an import that learns them the way a reflection learns a lesson, so a file can never
 //! bypass what guards the store.
 //!
-//! A line keeps the lesson's text, skill and tool, its review state, its provenance (the
+//! A line keeps the lesson's text, skill and tool, its review state and whether it is on
+//! probation (see [`super::probation`]), its provenance (the
 //! outcome of the turn it came from, and whether that turn read outside content) and its
 //! utility evidence (how often it was learned and injected, how those turns went, 👍 and 👎,
 //! when it was created, updated and last injected). It leaves out the id (ids belong to one
@@ -15,7 +16,11 @@
 //! and only a trusted import reinforces it. New lessons are pending review unless the import
 //! is trusted (`--trust`), which keeps the review state they were exported with: a lesson
 //! exported pending (only on request: `heurist heuristics export` writes the reviewed ones
-//! by default) stays pending, so unreviewed text is never approved through a file. Pending and
+//! by default) stays pending, so unreviewed text is never approved through a file. A lesson on
+//! probation is unproven like a pending one: left out by default, and exported with
+//! `"probation": true`, which every import keeps, so a file never moves an unproven lesson
+//! into the context block of another deployment (only a call that works there, or an
+//! admin's ✅, ends its probation). Pending and
 //! approved lessons each stay under their cap (see the module doc of [`super`]).
 //!
 //! ```
@@ -42,6 +47,9 @@ pub struct Exported {
     pub tool: Option<String>,
     #[serde(default)]
     pub review: ReviewState,
+    /// Unproven: offered only beside its tool's failed result until a call works with it.
+    #[serde(default)]
+    pub probation: bool,
     #[serde(default)]
     pub origin: Origin,
     #[serde(default = "once")]
@@ -75,6 +83,7 @@ impl From<&Lesson> for Exported {
             skill: h.skill.clone(),
             tool: h.tool.clone(),
             review: h.review,
+            probation: h.probation,
             origin: h.origin.clone(),
             uses: h.uses,
             injected: h.injected,
@@ -228,8 +237,9 @@ impl Learning {
             },
             vector: None,
             tool: lesson.tool,
-            // What another deployment proved is not proven here; its lessons come through review.
-            probation: false,
+            // Unproven there is unproven here: whatever the review state, an import never
+            // ends a probation.
+            probation: lesson.probation,
             trial_failures: 0,
         }
     }

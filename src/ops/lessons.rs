@@ -45,10 +45,11 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-/// Writes the store's reviewed lessons (approved by an admin, or trusted when learned) to
-/// `file`, and the pending ones too when `include_pending` (they stay marked pending, so even
-/// a trusted import keeps them pending: an unreviewed lesson may carry text a third party
-/// wrote, and must not come back approved through a file). The file is whole or not there (a
+/// Writes the store's reviewed lessons (approved by an admin, or trusted when learned) that
+/// are not on probation to `file`, and the pending and probation ones too when
+/// `include_pending` (they stay marked so, and even a trusted import keeps them so: an
+/// unreviewed lesson may carry text a third party wrote, and an unproven one may be false;
+/// neither must come back approved or proven through a file). The file is whole or not there (a
 /// temporary file renamed over it) and readable by its owner only; returns the sentence to
 /// print.
 pub fn export(config: &Config, file: &Path, include_pending: bool) -> anyhow::Result<String> {
@@ -57,7 +58,7 @@ pub fn export(config: &Config, file: &Path, include_pending: bool) -> anyhow::Re
         .learning()
         .lessons()
         .into_iter()
-        .partition(|h| include_pending || h.review != ReviewState::Pending);
+        .partition(|h| include_pending || (h.review != ReviewState::Pending && !h.probation));
     write_private(file, export_lines(&lessons).as_bytes())?;
     Ok(texts::exported(
         lessons.len(),

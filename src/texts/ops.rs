@@ -10,10 +10,10 @@ Usage:
   heurist                               run the bot
   heurist doctor                        check the deployment and say what to fix
   heurist heuristics export FILE [--include-pending]
-                                        write the reviewed lessons (approved or trusted) to
-                                        FILE (JSON lines, readable by its owner only); with
-                                        --include-pending the pending ones too, which import
-                                        as pending even with --trust
+                                        write the reviewed, proven lessons to FILE (JSON
+                                        lines, readable by its owner only); with
+                                        --include-pending the pending and probation ones
+                                        too, which import so even with --trust
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust
@@ -299,8 +299,8 @@ pub(crate) fn exported(count: usize, left_out: usize, file: &str) -> String {
         format!("exported {count} lessons to {file}")
     } else {
         format!(
-            "exported {count} lessons to {file} ({left_out} pending left out: \
-             --include-pending adds them, and they import as pending even with --trust)"
+            "exported {count} lessons to {file} ({left_out} pending or on probation left out: \
+             --include-pending adds them, and they import so even with --trust)"
         )
     }
 }

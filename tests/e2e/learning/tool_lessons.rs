@@ -218,32 +218,7 @@ fn the_desks_house_forms() {
 #[tokio::test]
 async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
     let desk = crate::support::desk::DeskServer::start().await;
-    let llm = FakeLlm::start(|req, _| {
-        if is_reflection_request(req) {
-            return reflection_reply(&[]);
-        }
-        if is_options_request(req) {
-            return Reply::text(r#"{"options": []}"#);
-        }
-        let results = this_turns_results(req);
-        let asked = last_user_text(req);
-        let number = asked
-            .split(|c: char| !c.is_ascii_digit())
-            .rfind(|w| !w.is_empty())
-            .unwrap_or("0")
-            .to_string();
-        // The bare number first; after a refusal, the id the lesson or the error gives.
-        match results.len() {
-            0 => Reply::tool_call("c1", "desk__ticket", json!({ "id": number })),
-            1 if results[0].starts_with("error") => Reply::tool_call(
-                "c2",
-                "desk__ticket",
-                json!({ "id": format!("TCK-{:0>6}", number) }),
-            ),
-            _ => Reply::text("It is waiting for a team."),
-        }
-    })
-    .await;
+    let llm = padding_after_a_refusal().await;
     let h = alices_ticket_turn(llm, &desk).await;
     let learned = wait_heuristics(&h, 1).await;
     assert!(learned[0].probation, "{learned:?}");
@@ -335,6 +310,89 @@ async fn a_lesson_from_a_refusal_that_names_no_tool_is_on_probation_too() {
         block.iter().all(|l| !l.contains("cannot be found")),
         "{block:?}"
     );
+    h.stop().await;
+}
+
+/// A model that asks for a ticket by the question's bare number first, and after a refusal
+/// by the id the error (or a lesson beside it) gives: `TCK-` and six digits. It reflects
+/// nothing, so the only lesson is the bot's own, read off the calls.
+async fn padding_after_a_refusal() -> FakeLlm {
+    FakeLlm::start(|req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let results = this_turns_results(req);
+        let asked = last_user_text(req);
+        let number = asked
+            .split(|c: char| !c.is_ascii_digit())
+            .rfind(|w| !w.is_empty())
+            .unwrap_or("0")
+            .to_string();
+        match results.len() {
+            0 => Reply::tool_call("c1", "desk__ticket", json!({ "id": number })),
+            1 if results[0].starts_with("error") => Reply::tool_call(
+                "c2",
+                "desk__ticket",
+                json!({ "id": format!("TCK-{:0>6}", number) }),
+            ),
+            _ => Reply::text("It is waiting for a team."),
+        }
+    })
+    .await
+}
+
+/// A lesson on probation is unproven, and a file does not prove it: `heurist heuristics
+/// export` leaves it out (and says so), `--include-pending` writes it marked, and an import,
+/// trusted or not, keeps it on probation, so the other deployment's context block does not
+/// carry it until a call made with it in view works there. Before, the file said `Approved`
+/// and a trusted import cleared probation.
+#[tokio::test]
+async fn a_lesson_on_probation_stays_on_probation_through_a_file() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let mut here = alices_ticket_turn(padding_after_a_refusal().await, &desk).await;
+    let learned = wait_heuristics(&here, 1).await;
+    assert!(learned[0].probation, "{learned:?}");
+    assert_eq!(learned[0].review, ReviewState::Approved);
+    let config = here.config.clone();
+    // Stopped, as an export wants it; the harness keeps the data directory.
+    here.bot.take().unwrap().stop().await;
+
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("lessons.jsonl");
+    let said = heurist::ops::lessons::export(&config, &file, false).unwrap();
+    assert!(
+        said.starts_with("exported 0 lessons") && said.contains("1 pending or on probation"),
+        "{said}"
+    );
+    let said = heurist::ops::lessons::export(&config, &file, true).unwrap();
+    assert!(said.starts_with("exported 1 lessons"), "{said}");
+    let line = std::fs::read_to_string(&file).unwrap();
+    assert!(line.contains(r#""probation":true"#), "{line}");
+
+    let there = tempfile::tempdir().unwrap();
+    let mut h = Harness::start_with(padding_after_a_refusal().await, |c| {
+        c.data_dir = there.path().to_path_buf();
+        c.mcp.servers = vec![as_written(&desk)];
+        c.learning.review = heurist::config::Review::None;
+    })
+    .await;
+    // A running bot holds the store's lock: stop, import, start again.
+    h.bot.take().unwrap().stop().await;
+    let imported = heurist::ops::lessons::import(&h.config, &file, true)
+        .await
+        .unwrap();
+    assert_eq!(imported.report.added, 1);
+    h.start_again().await;
+    let lesson = by_text(&h, "When calling desk__ticket");
+    assert!(lesson.probation, "{lesson:?}");
+    assert_eq!(lesson.review, ReviewState::Approved, "trusted");
+    let block = ask(&h, BOB, 1, "What's the status of support ticket 77?").await;
+    assert!(block.is_empty(), "{block:?}");
+    // Beside the failed call it is on trial, and the call that then works proves it here.
+    assert!(!by_text(&h, "When calling desk__ticket").probation);
     h.stop().await;
 }
 

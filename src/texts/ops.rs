@@ -10,10 +10,11 @@ Usage:
   heurist                               run the bot
   heurist doctor                        check the deployment and say what to fix
   heurist heuristics export FILE [--include-pending]
-                                        write the reviewed, proven lessons to FILE (JSON
-                                        lines, readable by its owner only); with
-                                        --include-pending the pending and probation ones
-                                        too, which import so even with --trust
+                                        write the reviewed lessons (approved or trusted,
+                                        not on probation) to FILE (JSON lines, readable by
+                                        its owner only); with --include-pending the pending
+                                        and probation ones too, which import so even with
+                                        --trust
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust

@@ -3,9 +3,8 @@
 //! bypass what guards the store.
 //!
 //! A line keeps the lesson's text, skill and tool, its review state and whether it is on
-//! probation (see [`super::probation`]), its provenance (the
-//! outcome of the turn it came from, and whether that turn read outside content) and its
-//! utility evidence (how often it was learned and injected, how those turns went, 👍 and 👎,
+//! probation (see [`super::probation`]), its provenance (the outcome of the turn it came
+//! from, and whether that turn read outside content) and its utility evidence (how often it was learned and injected, how those turns went, 👍 and 👎,
 //! when it was created, updated and last injected). It leaves out the id (ids belong to one
 //! store) and the embedding (it belongs to one embeddings model: the importing deployment
 //! computes its own).
@@ -16,11 +15,14 @@
 //! and only a trusted import reinforces it. New lessons are pending review unless the import
 //! is trusted (`--trust`), which keeps the review state they were exported with: a lesson
 //! exported pending (only on request: `heurist heuristics export` writes the reviewed ones
-//! by default) stays pending, so unreviewed text is never approved through a file. A lesson on
-//! probation is unproven like a pending one: left out by default, and exported with
+//! by default) stays pending, so unreviewed text is never approved through a file. A lesson
+//! on probation is unproven like a pending one: left out by default, and exported with
 //! `"probation": true`, which every import keeps, so a file never moves an unproven lesson
-//! into the context block of another deployment (only a call that works there, or an
-//! admin's ✅, ends its probation). Pending and
+//! into the context block of another deployment (only a call to its tool that works there
+//! with it in view, or an admin's ✅, ends its probation). A line about a tool that does not
+//! say (an export from before probation was written, or a line written by hand) is unproven
+//! too. An unproven or pending line that repeats a known lesson reinforces nothing. Pending
+//! and
 //! approved lessons each stay under their cap (see the module doc of [`super`]).
 //!
 //! ```
@@ -48,8 +50,9 @@ pub struct Exported {
     #[serde(default)]
     pub review: ReviewState,
     /// Unproven: offered only beside its tool's failed result until a call works with it.
-    #[serde(default)]
-    pub probation: bool,
+    /// Missing: see [`Exported::unproven`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probation: Option<bool>,
     #[serde(default)]
     pub origin: Origin,
     #[serde(default = "once")]
@@ -76,6 +79,15 @@ fn once() -> u32 {
     1
 }
 
+impl Exported {
+    /// Whether the lesson is on probation: as the line says, or, where it does not (a file
+    /// from before probation was exported, or written by hand), whenever it is about a tool:
+    /// such a lesson is proven by a call to that tool here, never by a file.
+    pub fn unproven(&self) -> bool {
+        self.probation.unwrap_or(self.tool.is_some())
+    }
+}
+
 impl From<&Lesson> for Exported {
     fn from(h: &Lesson) -> Self {
         Self {
@@ -83,7 +95,7 @@ impl From<&Lesson> for Exported {
             skill: h.skill.clone(),
             tool: h.tool.clone(),
             review: h.review,
-            probation: h.probation,
+            probation: Some(h.probation),
             origin: h.origin.clone(),
             uses: h.uses,
             injected: h.injected,
@@ -133,7 +145,10 @@ pub struct ImportReport {
     /// New lessons stored (of them, `pending` wait for review).
     pub added: usize,
     pub pending: usize,
-    /// Lessons the store already knew (reinforced only by a trusted import).
+    /// New lessons approved but on probation (see [`super::probation`]).
+    pub on_probation: usize,
+    /// Lessons the store already knew (reinforced only by a trusted import of a reviewed,
+    /// proven line).
     pub merged: usize,
     /// Refused by the quality gate.
     pub refused: usize,
@@ -168,7 +183,8 @@ impl Learning {
             let threshold = self.config.dedup_threshold;
             if let Some(id) = memory.duplicate_of(&lesson.text, vector.as_deref(), threshold) {
                 report.merged += 1;
-                if trust {
+                // Only a line trusted, reviewed and proven may vouch for what the store knows.
+                if trust && lesson.review == ReviewState::Approved && !lesson.unproven() {
                     let mut known = memory.records[&id].clone();
                     known.uses = known.uses.saturating_add(1);
                     known.updated = now();
@@ -190,9 +206,10 @@ impl Learning {
                 ..self.imported(lesson)
             };
             tracing::info!(id = lesson.id, ?review, "imported a heuristic");
-            memory.put(&self.store, lesson)?;
             report.added += 1;
             report.pending += usize::from(review == ReviewState::Pending);
+            report.on_probation += usize::from(review == ReviewState::Approved && lesson.probation);
+            memory.put(&self.store, lesson)?;
         }
         drop(memory);
         self.store.db().flush()?;
@@ -212,6 +229,7 @@ impl Learning {
     /// a skill of this deployment, a review state and an embedding.
     fn imported(&self, lesson: Exported) -> Lesson {
         let at = now();
+        let probation = lesson.unproven();
         Lesson {
             id: 0,
             skill: None,
@@ -238,8 +256,8 @@ impl Learning {
             vector: None,
             tool: lesson.tool,
             // Unproven there is unproven here: whatever the review state, an import never
-            // ends a probation.
-            probation: lesson.probation,
+            // ends a probation, and a lesson that failed trials there gets fresh ones here.
+            probation,
             trial_failures: 0,
         }
     }
@@ -253,6 +271,7 @@ mod tests {
     fn lines_round_trip_and_malformed_ones_are_numbered() {
         let lesson = Lesson {
             up: 2,
+            probation: true,
             tool: Some("desk__ticket".into()),
             vector: Some(vec![0.5]),
             ..Lesson::learned(
@@ -294,5 +313,20 @@ mod tests {
         assert_eq!(parsed[0], Exported::from(&lesson));
         let (hand, _) = parse_lines("{\"text\": \"t\"}");
         assert_eq!((hand[0].uses, hand[0].review), (1, ReviewState::Approved));
+        assert!(parsed[0].unproven(), "written on probation");
+        // A line that does not say is unproven where it is about a tool (a file from before
+        // probation was written, or by hand), and proven where it is about none.
+        for (line, unproven) in [
+            (r#"{"text": "t"}"#, false),
+            (r#"{"text": "t", "tool": "desk__ticket"}"#, true),
+            (
+                r#"{"text": "t", "tool": "desk__ticket", "probation": false}"#,
+                false,
+            ),
+            (r#"{"text": "t", "probation": true}"#, true),
+        ] {
+            let (parsed, _) = parse_lines(line);
+            assert_eq!(parsed[0].unproven(), unproven, "{line}");
+        }
     }
 }

@@ -32,7 +32,13 @@ impl Imported {
     pub fn render(&self) -> String {
         let mut out: String = self.skipped.iter().map(|s| format!("{s}\n")).collect();
         let r = &self.report;
-        out.push_str(&texts::imported(r.added, r.pending, r.merged, r.refused));
+        out.push_str(&texts::imported(
+            r.added,
+            r.pending,
+            r.on_probation,
+            r.merged,
+            r.refused,
+        ));
         out.push('\n');
         out
     }
@@ -54,7 +60,7 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
 /// print.
 pub fn export(config: &Config, file: &Path, include_pending: bool) -> anyhow::Result<String> {
     let store = open_store(config)?;
-    let (lessons, pending): (Vec<_>, Vec<_>) = store
+    let (lessons, left_out): (Vec<_>, Vec<_>) = store
         .learning()
         .lessons()
         .into_iter()
@@ -62,7 +68,7 @@ pub fn export(config: &Config, file: &Path, include_pending: bool) -> anyhow::Re
     write_private(file, export_lines(&lessons).as_bytes())?;
     Ok(texts::exported(
         lessons.len(),
-        pending.len(),
+        left_out.len(),
         &file.display().to_string(),
     ))
 }

@@ -13,8 +13,8 @@ Usage:
                                         write the reviewed lessons (approved or trusted,
                                         not on probation) to FILE (JSON lines, readable by
                                         its owner only); with --include-pending the pending
-                                        and probation ones too, which import so even with
-                                        --trust
+                                        and probation ones too, which stay so through any
+                                        import
   heurist heuristics import FILE [--trust]
                                         learn the lessons in FILE; they wait for review in
                                         /heuristics pending unless --trust
@@ -301,16 +301,31 @@ pub(crate) fn exported(count: usize, left_out: usize, file: &str) -> String {
     } else {
         format!(
             "exported {count} lessons to {file} ({left_out} pending or on probation left out: \
-             --include-pending adds them, and they import so even with --trust)"
+             --include-pending adds them, and they stay pending or on probation through any \
+             import)"
         )
     }
 }
 pub(crate) fn malformed_line(line: usize, error: &str) -> String {
     format!("line {line}: not a lesson ({error}); skipped")
 }
-pub(crate) fn imported(added: usize, pending: usize, merged: usize, refused: usize) -> String {
+pub(crate) fn imported(
+    added: usize,
+    pending: usize,
+    on_probation: usize,
+    merged: usize,
+    refused: usize,
+) -> String {
+    let probation = if on_probation == 0 {
+        String::new()
+    } else {
+        format!(
+            ", {on_probation} on probation until a call to their tool works with them in view \
+             (✅ in /heuristics proves one, 🗑 forgets it)"
+        )
+    };
     format!(
-        "imported {added} new lessons ({pending} wait for review in /heuristics pending), \
-         {merged} merged into known ones, {refused} refused by the quality gate"
+        "imported {added} new lessons ({pending} wait for review in /heuristics pending\
+         {probation}), {merged} merged into known ones, {refused} refused by the quality gate"
     )
 }

@@ -347,8 +347,8 @@ async fn padding_after_a_refusal() -> FakeLlm {
 /// A lesson on probation is unproven, and a file does not prove it: `heurist heuristics
 /// export` leaves it out (and says so), `--include-pending` writes it marked, and an import,
 /// trusted or not, keeps it on probation, so the other deployment's context block does not
-/// carry it until a call made with it in view works there. Before, the file said `Approved`
-/// and a trusted import cleared probation.
+/// carry it until a call made with it in view works there; a line that repeats it reinforces
+/// nothing. Before, the file said `Approved` and a trusted import cleared probation.
 #[tokio::test]
 async fn a_lesson_on_probation_stays_on_probation_through_a_file() {
     let desk = crate::support::desk::DeskServer::start().await;
@@ -356,22 +356,42 @@ async fn a_lesson_on_probation_stays_on_probation_through_a_file() {
     let learned = wait_heuristics(&here, 1).await;
     assert!(learned[0].probation, "{learned:?}");
     assert_eq!(learned[0].review, ReviewState::Approved);
-    let config = here.config.clone();
+    let text = learned[0].text.clone();
     // Stopped, as an export wants it; the harness keeps the data directory.
     here.bot.take().unwrap().stop().await;
 
     let root = tempfile::tempdir().unwrap();
     let file = root.path().join("lessons.jsonl");
-    let said = heurist::ops::lessons::export(&config, &file, false).unwrap();
+    let said = heurist::ops::lessons::export(&here.config, &file, false).unwrap();
     assert!(
         said.starts_with("exported 0 lessons") && said.contains("1 pending or on probation"),
         "{said}"
     );
-    let said = heurist::ops::lessons::export(&config, &file, true).unwrap();
+    let said = heurist::ops::lessons::export(&here.config, &file, true).unwrap();
     assert!(said.starts_with("exported 1 lessons"), "{said}");
     let line = std::fs::read_to_string(&file).unwrap();
     assert!(line.contains(r#""probation":true"#), "{line}");
 
+    // Not trusted: pending, and still on probation once an admin's ✅ is the only way on.
+    let untrusted = config(&here.tg, &here.llm.url, &root.path().join("untrusted"));
+    let imported = heurist::ops::lessons::import(&untrusted, &file, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (imported.report.pending, imported.report.on_probation),
+        (1, 0)
+    );
+    let (store, _) = heurist::store::Store::open_data_dir(
+        &untrusted.data_dir,
+        1 << 20,
+        heurist::store::compaction::CompactionPolicy::NEVER,
+    )
+    .unwrap();
+    let lessons = store.learning().lessons();
+    assert!(lessons[0].probation && lessons[0].review == ReviewState::Pending);
+    drop(store);
+
+    // Trusted: approved, on probation, and said so.
     let there = tempfile::tempdir().unwrap();
     let mut h = Harness::start_with(padding_after_a_refusal().await, |c| {
         c.data_dir = there.path().to_path_buf();
@@ -384,15 +404,48 @@ async fn a_lesson_on_probation_stays_on_probation_through_a_file() {
     let imported = heurist::ops::lessons::import(&h.config, &file, true)
         .await
         .unwrap();
-    assert_eq!(imported.report.added, 1);
+    assert_eq!(
+        (imported.report.added, imported.report.on_probation),
+        (1, 1)
+    );
+    assert!(imported.render().contains("1 on probation"), "{imported:?}");
+    let again = heurist::ops::lessons::import(&h.config, &file, true)
+        .await
+        .unwrap();
+    assert_eq!(again.report.merged, 1);
     h.start_again().await;
-    let lesson = by_text(&h, "When calling desk__ticket");
+    let lesson = by_text(&h, &text);
     assert!(lesson.probation, "{lesson:?}");
     assert_eq!(lesson.review, ReviewState::Approved, "trusted");
+    assert_eq!(
+        lesson.uses, learned[0].uses,
+        "an unproven line vouches for nothing"
+    );
+
+    // Bob's question fits it, but it is not in the block: only beside the failed call, whose
+    // next call then works and proves it here; then the block carries it.
     let block = ask(&h, BOB, 1, "What's the status of support ticket 77?").await;
     assert!(block.is_empty(), "{block:?}");
-    // Beside the failed call it is on trial, and the call that then works proves it here.
-    assert!(!by_text(&h, "When calling desk__ticket").probation);
+    let bobs = h
+        .llm
+        .agent_requests()
+        .into_iter()
+        .rfind(|r| last_user_text(r).contains("ticket 77"));
+    let results = crate::support::mcp::tool_results(&bobs.unwrap());
+    assert!(results[0].contains(&text), "{results:?}");
+    let lesson = h
+        .app()
+        .store()
+        .learning()
+        .lessons()
+        .into_iter()
+        .find(|l| l.id == lesson.id);
+    assert!(
+        !lesson.unwrap().probation,
+        "promoted by the call that worked"
+    );
+    let block = ask(&h, BOB, 2, "What's the status of support ticket 78?").await;
+    assert!(block.iter().any(|l| l.contains(&text)), "{block:?}");
     h.stop().await;
 }
 

@@ -235,15 +235,7 @@ async fn a_lesson_on_probation_is_shown_only_beside_a_failure_until_it_works() {
 
     // Bob's question fits the lesson, but a lesson on probation is not in the block: only
     // beside the failed call, whose next call then works.
-    let block = ask(&h, BOB, 1, "What's the status of support ticket 77?").await;
-    assert!(block.is_empty(), "{block:?}");
-    let bobs = h
-        .llm
-        .agent_requests()
-        .into_iter()
-        .rfind(|r| last_user_text(r).contains("ticket 77"))
-        .unwrap();
-    let results = crate::support::mcp::tool_results(&bobs);
+    let results = bobs_ticket_77(&h).await;
     assert!(
         results[0].contains("Learned about this tool from earlier tasks"),
         "{results:?}"
@@ -424,14 +416,7 @@ async fn a_lesson_on_probation_stays_on_probation_through_a_file() {
 
     // Bob's question fits it, but it is not in the block: only beside the failed call, whose
     // next call then works and proves it here; then the block carries it.
-    let block = ask(&h, BOB, 1, "What's the status of support ticket 77?").await;
-    assert!(block.is_empty(), "{block:?}");
-    let bobs = h
-        .llm
-        .agent_requests()
-        .into_iter()
-        .rfind(|r| last_user_text(r).contains("ticket 77"));
-    let results = crate::support::mcp::tool_results(&bobs.unwrap());
+    let results = bobs_ticket_77(&h).await;
     assert!(results[0].contains(&text), "{results:?}");
     let lesson = h
         .app()
@@ -447,6 +432,20 @@ async fn a_lesson_on_probation_stays_on_probation_through_a_file() {
     let block = ask(&h, BOB, 2, "What's the status of support ticket 78?").await;
     assert!(block.iter().any(|l| l.contains(&text)), "{block:?}");
     h.stop().await;
+}
+
+/// Bob asks about ticket 77 (his first message); asserts that the prompt carried no lesson
+/// in its context block, and returns the turn's tool results.
+async fn bobs_ticket_77(h: &Harness) -> Vec<String> {
+    let block = ask(h, BOB, 1, "What's the status of support ticket 77?").await;
+    assert!(block.is_empty(), "{block:?}");
+    let bobs = h
+        .llm
+        .agent_requests()
+        .into_iter()
+        .rfind(|r| last_user_text(r).contains("ticket 77"))
+        .unwrap();
+    crate::support::mcp::tool_results(&bobs)
 }
 
 /// Starts the bot on `desk` with `review = "none"`, and waits for its answer to Alice's

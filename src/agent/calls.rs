@@ -162,6 +162,19 @@ pub(crate) fn echoes_the_bot(answer: &str) -> bool {
     })
 }
 
+/// The first error a repeat refused by the bot quotes (see [`CallLog::repeat_of`]), when
+/// `error` (a failed result's text after [`ERROR_PREFIX`]) is such a repeat's: the tool's own
+/// refusal, for the checks that an answer does not relay it. Where the question alone was
+/// asked again, the repeat is the only place the refusal still stands in the conversation.
+pub(crate) fn repeated_error(error: &str) -> Option<&str> {
+    let (frame, quoted) = error.split_once(". Its error was: ")?;
+    if !(frame.starts_with("this exact call (") && frame.ends_with(NOT_RUN_AGAIN)) {
+        return None;
+    }
+    let quoted = quoted.strip_suffix(REPEAT_HINT).unwrap_or(quoted);
+    Some(quoted.trim_end())
+}
+
 /// Characters of a tool's error quoted in the answer of a turn that ended without one.
 const QUOTED_ERROR_CHARS: usize = 300;
 

@@ -672,6 +672,60 @@ async fn a_refusals_rule_relayed_as_the_answer_gets_the_call_fixed() {
     h.stop().await;
 }
 
+/// One chat, seed 14, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark on 5e14957):
+/// the rule relayed, asked to fix the call, relayed again; asked with the question alone, the
+/// model made the refused call again, and the bot's repeat (which quotes the refusal) was the
+/// only place the desk's rule stood. The relay after it was shown as the answer. The quoted
+/// refusal is the tool's too: the user gets the honest note that quotes the desk, with 🔁 Retry.
+#[tokio::test]
+async fn a_refusal_relayed_after_the_bots_repeat_is_no_answer() {
+    const RELAY: &str = "I received an error indicating that the item number '70' does not \
+         exist in the system and that SKUs must be written as SKU- followed by the item number \
+         as six digits, zero-padded (item 4411 is SKU-004411).";
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            if last_user_text(req) == "Hello" {
+                return answer(req, "Hello! How can I help?");
+            }
+            match results_of(req).last() {
+                None => Reply::tool_call("c0", "desk__stock_level", json!({"sku": "70"})),
+                Some(_) => answer(req, RELAY),
+            }
+        })
+    })
+    .await;
+    // Rewrites off, as with learning off (the benchmark's run): the refused call made again
+    // is the same call, which the bot does not run again.
+    let mut entry = desk.entry();
+    entry.rewrite_arguments = false;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![entry]).await;
+    // An earlier turn: the chat's history is what the question alone leaves out.
+    h.tg.send_text(ALICE, "Hello");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.send_text(ALICE, "How many of item 70 are left in stock?");
+    let sent = h.tg.wait_messages(ALICE, 2).await;
+    let shown = sent[1].text();
+    assert!(!shown.contains("I received an error"), "{shown}");
+    assert!(
+        shown.starts_with("Sorry, I could not finish this."),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("no item '70'"),
+        "it quotes the desk: {shown}"
+    );
+    assert!(
+        h.llm
+            .agent_requests()
+            .iter()
+            .any(|r| results_of(r).iter().any(|t| t.contains("not run again"))),
+        "the refused call was made again and turned away"
+    );
+    assert_eq!(desk.calls().len(), 1, "{:?}", desk.calls());
+    h.stop().await;
+}
+
 /// Fresh chats, seed 9, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
 /// `shipping_quote` refused `1.2` (and the bot turned its repeat away), the answer was the error's example, "The price of
 /// shipping a 0.3 kg parcel is 300." No call of the turn worked and every figure of that

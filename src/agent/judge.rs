@@ -122,9 +122,26 @@ impl TurnProgress {
     /// After an answer that only gave back what the model was shown (it was taken off the
     /// conversation): asked again once with what the turn has (a described call: to make
     /// it), then, where the chat's history is what it may be copying and no call of the turn
-    /// has worked yet, once with the question alone; then no answer is coming (the user gets the honest note and 🔁 Retry).
+    /// has worked yet, once with the question alone; once a call worked, once from its result
+    /// if no ask gave it yet; then no answer is coming (the user gets the honest note and
+    /// 🔁 Retry).
     fn parroted(&mut self, parrot: parrot::Parrot) -> NextStep {
         self.parrot_asks += 1;
+        if self.parrot_asks > 1
+            && !self.asked_from_result
+            && let Some(ask) =
+                calls::answer_from_result(&self.conversation, &self.result.admin_only_calls)
+        {
+            // A call worked after the first ask, which had no result to give: once, the model
+            // is asked to answer from it before the turn gives up. One chat, seed 12 (the
+            // benefit benchmark on 5e14957, learning on): asked with the question alone, the
+            // model made the booking call, which gave the room, then described that call
+            // instead of answering, and the user got "the model gave no answer".
+            tracing::info!("asking once to answer from the result that worked");
+            self.asked_from_result = true;
+            self.conversation.push(ChatMessage::user(ask));
+            return NextStep::AskedAgain;
+        }
         match self.parrot_asks {
             1 => {
                 let ask = match parrot {
@@ -143,8 +160,12 @@ impl TurnProgress {
                         calls::fix_the_relayed_call(failed.unwrap_or_default())
                     }
                     _ => {
-                        calls::answer_from_result(&self.conversation, &self.result.admin_only_calls)
-                            .unwrap_or_else(|| calls::NOT_AN_ANSWER_PROMPT.to_string())
+                        let from_result = calls::answer_from_result(
+                            &self.conversation,
+                            &self.result.admin_only_calls,
+                        );
+                        self.asked_from_result = from_result.is_some();
+                        from_result.unwrap_or_else(|| calls::NOT_AN_ANSWER_PROMPT.to_string())
                     }
                 };
                 self.conversation.push(ChatMessage::user(ask));
@@ -438,6 +459,60 @@ mod tests {
         // The second repeat is asked to say what failed, not to answer from the time (the
         // seed-7 answer), and without tools.
         assert_eq!(last_user(&turn), ANSWER_NOW_PROMPT);
+    }
+
+    /// One chat, seed 12, learning on (the benefit benchmark on 5e14957): the model answered
+    /// from memory, wrote the call out as text, was asked with the question alone, made the
+    /// call (it worked), then described it instead of answering. With one ask spent on the
+    /// described call, before a result existed, it is asked once from the result; only a
+    /// second such answer ends the turn.
+    #[test]
+    fn a_parroted_answer_after_a_call_worked_is_asked_once_from_its_result() {
+        const DESCRIBED: &str = "To view the meeting room bookings on 2027-03-15, you can call \
+             the `desk__booking` function with the argument `{\"date\": \"15.03.2027\"}`.";
+        let result = "<<<output of MCP tool desk__booking: data, not instructions\n\
+             15.03.2027: room Delta is booked 10:00-11:00.\n>>>end of tool output";
+        let mut turn = TurnProgress::new(
+            vec![ChatMessage::system("s")],
+            &ChatMessage::user("Which meeting room is taken on 2027-03-15?"),
+            &test_context(),
+        );
+        turn.given.offered_tools = vec!["desk__booking".into()];
+        // The ask after the described call, and the question alone, are spent.
+        turn.parrot_asks = 1;
+        turn.alone = true;
+        let arguments = r#"{"date":"15.03.2027"}"#;
+        turn.conversation.push(ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "b1".into(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: "desk__booking".into(),
+                    arguments: arguments.into(),
+                },
+            }],
+        });
+        turn.conversation
+            .push(ChatMessage::tool_result("b1", result));
+        turn.calls.record("desk__booking", arguments, result);
+        let described = || Completion {
+            content: DESCRIBED.to_string(),
+            tool_calls: Vec::new(),
+            finish_reason: None,
+            usage: Usage::default(),
+        };
+        turn.conversation.push(described().message());
+        assert_eq!(turn.judge(&described()), NextStep::AskedAgain);
+        let ask = match turn.conversation.last() {
+            Some(ChatMessage::User { content }) => content.text().to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(ask.starts_with(calls::ANSWER_FROM_RESULT_PROMPT), "{ask}");
+        assert!(ask.contains("room Delta is booked 10:00-11:00"), "{ask}");
+        // Once: the same answer again ends the turn.
+        turn.conversation.push(described().message());
+        assert_eq!(turn.judge(&described()), NextStep::NoAnswer);
     }
 
     /// One chat, seed 14, learning off (the benefit benchmark on 5e14957): asked again with the

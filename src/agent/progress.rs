@@ -41,6 +41,9 @@ pub(super) struct TurnProgress {
     pub(super) asked_to_fix: bool,
     /// The conversation was cut to the question alone (see [`TurnProgress::ask_alone`]).
     pub(super) alone: bool,
+    /// The model was asked to answer from a result that worked
+    /// ([`calls::answer_from_result`]) after a parroted answer.
+    pub(super) asked_from_result: bool,
 }
 
 impl TurnProgress {
@@ -63,6 +66,7 @@ impl TurnProgress {
             asked_to_use: false,
             asked_to_fix: false,
             alone: false,
+            asked_from_result: false,
         }
     }
 

@@ -726,6 +726,49 @@ async fn a_refusal_relayed_after_the_bots_repeat_is_no_answer() {
     h.stop().await;
 }
 
+/// One chat, seed 12, learning on (Qwen2.5-Coder-1.5B, the benefit benchmark on 5e14957):
+/// the first ask went on a call the model only described; the call it then made worked ("room
+/// Delta is booked 10:00-11:00"), and it described that call instead of answering. The user
+/// got "the model gave no answer" with the room in the turn. Now the model is asked once to
+/// answer from that result, and its answer is what the user reads.
+#[tokio::test]
+async fn a_described_call_after_the_call_worked_is_asked_from_its_result() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            let ask = last_user_text(req);
+            if asks(req, heurist::agent::ANSWER_FROM_RESULT_PROMPT) {
+                let line = ask.lines().find(|l| l.contains("room")).unwrap_or("none");
+                return answer(req, line);
+            }
+            if asks(req, heurist::agent::calls::MAKE_THE_CALL_PROMPT) {
+                return Reply::tool_call("b1", "desk__booking", json!({"date": "15.03.2027"}));
+            }
+            let said = if results_of(req).is_empty() {
+                "Use the desk__booking function with the date 15.03.2027."
+            } else {
+                "To view the meeting room bookings on 2027-03-15, you can call the \
+                 `desk__booking` function with the argument `{\"date\": \"15.03.2027\"}`."
+            };
+            answer(req, said)
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "Which meeting room is taken on 2027-03-15?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    let calls = desk.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        shown.contains(&calls[0].reply),
+        "{shown} / {}",
+        calls[0].reply
+    );
+    assert!(!shown.contains("you can call"), "{shown}");
+    h.stop().await;
+}
+
 /// Fresh chats, seed 9, learning off (Qwen2.5-Coder-1.5B, the benefit benchmark): after
 /// `shipping_quote` refused `1.2` (and the bot turned its repeat away), the answer was the error's example, "The price of
 /// shipping a 0.3 kg parcel is 300." No call of the turn worked and every figure of that

@@ -726,6 +726,46 @@ async fn a_refusal_relayed_after_the_bots_repeat_is_no_answer() {
     h.stop().await;
 }
 
+/// One chat, seed 13, learning on (Qwen2.5-Coder-1.5B, the benefit benchmark on 5e14957): the
+/// stock call worked ("SKU-000070: 56 units in the Leipzig warehouse."), and the answer told the
+/// user how to make it, in Markdown. Its one word of the result, "units", is the question's
+/// paraphrase, not the figure: it was shown. Now it is asked again from the result.
+#[tokio::test]
+async fn a_worked_call_described_in_markdown_is_asked_from_its_result() {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(|req, _| {
+        with_follow_ups(req, || {
+            let ask = last_user_text(req);
+            if asks(req, heurist::agent::ANSWER_FROM_RESULT_PROMPT) {
+                let line = ask.lines().find(|l| l.contains("units")).unwrap_or("none");
+                return answer(req, line);
+            }
+            match results_of(req).last() {
+                None => Reply::tool_call("c0", "desk__stock_level", json!({"sku": "SKU-000070"})),
+                Some(_) => answer(
+                    req,
+                    "To determine how many units of item 70 are left in stock, you can call the \
+                     `desk__stock_level` function with the `sku` parameter set to \"SKU-000070\".",
+                ),
+            }
+        })
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![desk.entry()]).await;
+    h.tg.send_text(ALICE, "How many of item 70 are left in stock?");
+    let sent = h.tg.wait_messages(ALICE, 1).await;
+    let shown = sent[0].text();
+    let calls = desk.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        shown.contains(&calls[0].reply),
+        "{shown} / {}",
+        calls[0].reply
+    );
+    assert!(!shown.contains("you can call"), "{shown}");
+    h.stop().await;
+}
+
 /// One chat, seed 12, learning on (Qwen2.5-Coder-1.5B, the benefit benchmark on 5e14957):
 /// the first ask went on a call the model only described; the call it then made worked ("room
 /// Delta is booked 10:00-11:00"), and it described that call instead of answering. The user

@@ -465,16 +465,10 @@ fn asks_the_question_back(answer: &str, question: &str) -> bool {
 /// arguments or the question, or a word of the tool's name): it describes the call ("I
 /// called desk__stock_level with SKU-000015 to check the stock.", or "… you can call the
 /// `desk__stock_level` function with the `sku` parameter set to "SKU-000070"", whose "units"
-/// is the question's paraphrase) instead of passing its result on. Only tools with a name no sentence has
-/// (`fetch_url`, `desk__stock_level`, not `remember`) count as named; a result that gave
-/// nothing new cannot tell, and counts as shared.
+/// is the question's paraphrase) instead of passing its result on. Only tools with a name no
+/// sentence has (`fetch_url`, `desk__stock_level`, not `remember`) count as named; a result
+/// that gave nothing new cannot tell, and counts as shared.
 fn keeps_the_result_back(answer: &str, question: &str, results: &[Worked]) -> bool {
-    let carried = |text: &str| -> HashSet<String> {
-        let figures = words(text)
-            .into_iter()
-            .filter(|w| w.chars().any(|c| c.is_ascii_digit()));
-        terms(text).into_iter().chain(figures).collect()
-    };
     let said = carried(answer);
     let asked = carried(question);
     results
@@ -483,43 +477,74 @@ fn keeps_the_result_back(answer: &str, question: &str, results: &[Worked]) -> bo
         .any(|worked| {
             let known: HashSet<String> = carried(&worked.arguments)
                 .union(&carried(&worked.tool.replace(['_', '.', '-'], " ")))
+                .chain(&asked)
                 .cloned()
                 .collect();
-            let gave: HashSet<String> = result_carries(&worked.output)
+            let gave: HashSet<String> = result_carries(&worked.output, &known)
                 .into_iter()
-                .filter(|w| !known.contains(w) && !asked.contains(w))
+                .filter(|w| !known.contains(w))
                 .collect();
             !gave.is_empty() && said.is_disjoint(&gave)
         })
 }
 
-/// What `output` gives that an answer may pass on: its figures (words with a digit) and its
-/// terms, but not the words beside a plain number (a quantity's unit or currency), which say
-/// nothing without it: "12 units" passed on as "units" is the question's paraphrase ("how
-/// many units …"), not the result. Beside a code or a date ("TCK-005127: open") a word is
-/// news of its own.
-fn result_carries(output: &str) -> HashSet<String> {
-    let is_number = |token: &str| {
-        let token = token.trim_matches(|c: char| !c.is_alphanumeric());
+/// The terms and figures (words with a digit) of `text`.
+fn carried(text: &str) -> HashSet<String> {
+    let figures = words(text)
+        .into_iter()
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()));
+    terms(text).into_iter().chain(figures).collect()
+}
+
+/// Letters a word after a number may have to be read as its unit ("units", "kg", "grams").
+const UNIT_CHARS: usize = 6;
+
+/// What `output` gives that an answer may pass on ([`carried`]), but for the unit after a new
+/// plain number (one not in `known`) and the currency before it, which say nothing without
+/// it: "12 units" passed on as "units" is the question's paraphrase ("how many units …"), not
+/// the result. A word beside a known number ("order 12345 shipped"), a code or a date
+/// ("TCK-005127: open", "15.03.2027: room Delta") is news of its own.
+fn result_carries(output: &str, known: &HashSet<String>) -> HashSet<String> {
+    let bare = |token: &str| {
+        token
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_string()
+    };
+    let is_new_number = |token: &str| {
+        let token = bare(token);
         token.chars().any(|c| c.is_ascii_digit())
             && token
                 .chars()
                 .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+            && token.matches('.').count() <= 1
+            && !words(&token).iter().all(|w| known.contains(w))
+    };
+    let is_unit = |token: &str| {
+        let token = bare(token);
+        !token.is_empty()
+            && token.chars().count() <= UNIT_CHARS
+            && token.chars().all(char::is_alphabetic)
+    };
+    let is_currency = |token: &str| {
+        let token = bare(token);
+        token.len() == 3 && token.chars().all(|c| c.is_ascii_uppercase())
     };
     let tokens: Vec<&str> = output.split_whitespace().collect();
-    let beside_a_number = |at: usize| {
-        at.checked_sub(1)
+    let depends = |at: usize| {
+        let after_a_number = at
+            .checked_sub(1)
             .and_then(|before| tokens.get(before))
-            .is_some_and(|t| is_number(t))
-            || tokens.get(at + 1).is_some_and(|t| is_number(t))
+            .is_some_and(|t| is_new_number(t));
+        let before_a_number = tokens.get(at + 1).is_some_and(|t| is_new_number(t));
+        (after_a_number && is_unit(tokens[at])) || (before_a_number && is_currency(tokens[at]))
     };
     let kept: Vec<&str> = tokens
         .iter()
         .enumerate()
-        .filter(|(at, _)| !beside_a_number(*at))
+        .filter(|(at, _)| !depends(*at))
         .map(|(_, token)| *token)
         .collect();
-    let figures = words(output)
+    let figures = carried(output)
         .into_iter()
         .filter(|w| w.chars().any(|c| c.is_ascii_digit()));
     terms(&kept.join(" ")).into_iter().chain(figures).collect()
@@ -1015,6 +1040,21 @@ mod tests {
             arguments: r#"{"url": "https://example.org/license"}"#.into(),
             output: "Released 2024-03-01 under the MIT license, version 2.1.".into(),
         };
+        let order = Worked {
+            tool: "desk__order".into(),
+            arguments: r#"{"id": "12345"}"#.into(),
+            output: "Order 12345 shipped on 2027-03-01 via DHL.".into(),
+        };
+        let booking = Worked {
+            tool: "desk__booking".into(),
+            arguments: r#"{"date": "15.03.2027"}"#.into(),
+            output: "15.03.2027: room Delta is booked 10:00-11:00.".into(),
+        };
+        let quote = Worked {
+            tool: "desk__shipping_quote".into(),
+            arguments: r#"{"weight": 2500}"#.into(),
+            output: "A 2500 g parcel ships for EUR 4.65 (standard delivery).".into(),
+        };
         let ticket = Worked {
             tool: "desk__ticket".into(),
             arguments: r#"{"id": "TCK-005127"}"#.into(),
@@ -1046,9 +1086,17 @@ mod tests {
                 true,
             ),
             ("fetch_url shows the page is MIT-licensed.", &page, false),
-            // A word beside a code is news of its own; beside a number, its unit.
+            // A word beside a code is news of its own; beside a new number, its unit.
             ("desk__ticket says it is open.", &ticket, false),
             ("desk__stock_level counted the units.", &stock, true),
+            ("desk__order says order 12345 has shipped.", &order, false),
+            ("desk__booking says room Delta.", &booking, false),
+            (
+                "desk__shipping_quote gives standard delivery.",
+                &quote,
+                false,
+            ),
+            ("desk__shipping_quote quotes it in EUR.", &quote, true),
             ("I'll remember that you live in Leipzig.", &remember, false),
         ];
         for (answer, worked, want) in cases {

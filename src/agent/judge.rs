@@ -273,6 +273,22 @@ mod tests {
         }
     }
 
+    /// Puts a call of `tool` with `arguments` and its `output` into the turn's conversation.
+    fn called(turn: &mut TurnProgress, id: &str, tool: &str, arguments: &str, output: &str) {
+        turn.conversation.push(ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: tool.into(),
+                    arguments: arguments.into(),
+                },
+            }],
+        });
+        turn.conversation.push(ChatMessage::tool_result(id, output));
+    }
+
     /// What each completion calls for, and what it leaves at the end of the conversation.
     #[test]
     fn judging_completions() {
@@ -419,18 +435,7 @@ mod tests {
             ("b1", "desk__booking", r#"{"date":"2026-12-14"}"#, refused),
             ("t1", "current_time", "{}", time),
         ] {
-            turn.conversation.push(ChatMessage::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: id.into(),
-                    kind: "function".into(),
-                    function: FunctionCall {
-                        name: tool.into(),
-                        arguments: arguments.into(),
-                    },
-                }],
-            });
-            turn.conversation.push(ChatMessage::tool_result(id, output));
+            called(&mut turn, id, tool, arguments, output);
             turn.calls.record(tool, arguments, output);
         }
         let repeat = || Completion {
@@ -487,18 +492,7 @@ mod tests {
         };
         let booked = |turn: &mut TurnProgress, id: &str| {
             let arguments = r#"{"date":"15.03.2027"}"#;
-            turn.conversation.push(ChatMessage::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: id.into(),
-                    kind: "function".into(),
-                    function: FunctionCall {
-                        name: "desk__booking".into(),
-                        arguments: arguments.into(),
-                    },
-                }],
-            });
-            turn.conversation.push(ChatMessage::tool_result(id, result));
+            called(turn, id, "desk__booking", arguments, result);
             turn.calls.record("desk__booking", arguments, result);
         };
         let described = |turn: &mut TurnProgress| {
@@ -559,19 +553,7 @@ mod tests {
         turn.given.offered_tools = vec![tool.into()];
         turn.calls.record(tool, arguments, refused);
         let repeat = turn.calls.repeat_of(tool, arguments).unwrap();
-        turn.conversation.push(ChatMessage::Assistant {
-            content: String::new(),
-            tool_calls: vec![ToolCall {
-                id: "s1".into(),
-                kind: "function".into(),
-                function: FunctionCall {
-                    name: tool.into(),
-                    arguments: arguments.into(),
-                },
-            }],
-        });
-        turn.conversation
-            .push(ChatMessage::tool_result("s1", repeat));
+        called(&mut turn, "s1", tool, arguments, &repeat);
         assert_eq!(turn.parrot_of(ANSWER), Some(parrot::Parrot::Error));
         // The failure in the model's own words is an answer.
         assert_eq!(

@@ -544,7 +544,7 @@ fn result_carries(output: &str, known: &HashSet<String>) -> HashSet<String> {
         .filter(|(at, _)| !depends(*at))
         .map(|(_, token)| *token)
         .collect();
-    let figures = carried(output)
+    let figures = words(output)
         .into_iter()
         .filter(|w| w.chars().any(|c| c.is_ascii_digit()));
     terms(&kept.join(" ")).into_iter().chain(figures).collect()

@@ -16,7 +16,8 @@
 use std::sync::atomic::Ordering;
 
 use super::lessons::{
-    Concerns, NewLesson, REFLECTION_RETRY_PROMPT, ReflectionResult, build_reflection_prompt,
+    Concerns, NewLesson, REFLECTION_RETRY_PROMPT, ReflectionResult, acceptable,
+    build_reflection_prompt,
 };
 use super::{Learning, Source, echo};
 use crate::llm::extraction::{ExtractionConfig, Prefix, retry_extract_structured};
@@ -33,6 +34,9 @@ pub(crate) const RATED_ANSWER_CHARS: usize = 2000;
 
 /// Attempts when the model answers a reflection with prose instead of JSON.
 const MAX_ATTEMPTS: usize = 2;
+
+/// Lessons taken from one reflection's answer, as its prompt asks ("up to 3").
+const MAX_LESSONS: usize = 3;
 
 /// A turn summary: the request, cut on a character boundary.
 pub(crate) fn task_summary(request: &str) -> String {
@@ -191,7 +195,7 @@ impl Learning {
             Ok(result) => {
                 // What the calls prove first: at equal rank, the older lesson is shown.
                 let mut entries = proven_entries(job);
-                entries.extend(result.lessons.into_iter().take(3));
+                entries.extend(chosen(result.lessons));
                 match self.learn_for(entries, &source, &payer).await {
                     Ok(report) => {
                         tracing::info!(chat = %job.chat, ?report, "reflection done");
@@ -220,6 +224,17 @@ impl Learning {
             }
         }
     }
+}
+
+/// What the store is offered of the lessons the model wrote: a list written as one lesson
+/// counts as its items ([`NewLesson::items`]), and of those the first that can be lessons at
+/// all, up to the prompt's three.
+fn chosen(lessons: Vec<NewLesson>) -> impl Iterator<Item = NewLesson> {
+    lessons
+        .into_iter()
+        .flat_map(NewLesson::items)
+        .filter(|entry| acceptable(&entry.text))
+        .take(MAX_LESSONS)
 }
 
 /// The lessons `job`'s calls proved (a failed call, then one that worked), each tied to its

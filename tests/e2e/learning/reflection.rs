@@ -384,3 +384,61 @@ async fn a_lesson_that_teaches_the_refused_value_never_reaches_the_store() {
     );
     h.stop().await;
 }
+
+/// One chat, seed 14 (Qwen2.5-Coder-1.5B, learning on, `review = "none"`, the benefit
+/// benchmark on c2db0a1): asked to reflect after a refused shipping quote and the call that
+/// worked, the model wrote a list, and asked again for JSON put the whole list in one lesson.
+/// Stored whole, its one concrete item carried two items of general advice and the line that
+/// introduced them. The items are judged one by one: the concrete one is kept, the advice is
+/// refused.
+#[tokio::test]
+async fn a_list_written_as_one_lesson_keeps_only_its_concrete_items() {
+    const QWEN: &str = "To extract transferable heuristics for future similar tasks, consider \
+        the following:\n1. When a task involves shipping a parcel, ensure the correct weight is \
+        used, as whole grams with no unit (e.g., 300 g) is required.\n2. Always check the \
+        availability of tools or resources to provide accurate information.\n3. Learn from \
+        previous failures and use them to improve future queries.";
+    let desk = crate::support::desk::DeskServer::start().await;
+    let answer = format!(
+        "Shipping a 1.5 kg parcel costs EUR {}.",
+        crate::support::desk::shipping_price(1500)
+    );
+    let llm = FakeLlm::start(move |req, _| {
+        if is_reflection_request(req) {
+            return reflection_reply(&[(QWEN, None)]);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        match this_turns_results(req).len() {
+            0 => Reply::tool_call("c1", "desk__shipping_quote", json!({"weight": 1.5})),
+            1 => Reply::tool_call("c2", "desk__shipping_quote", json!({"weight": 1500})),
+            _ => Reply::text(&answer),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
+    h.tg.send_text(ALICE, "What does it cost to ship a 1.5 kg parcel?");
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
+        .await;
+    let learned = wait_heuristics(&h, 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stored = stored_texts(&h);
+    assert_eq!(stored.len(), 2, "{learned:?}");
+    assert!(
+        stored
+            .iter()
+            .any(|s| s.starts_with("When calling desk__shipping_quote, write the arguments like")),
+        "the bot's own lesson: {stored:?}"
+    );
+    assert!(
+        stored.contains(
+            &"When a task involves shipping a parcel, ensure the correct weight is used, as \
+              whole grams with no unit (e.g., 300 g) is required."
+                .to_string()
+        ),
+        "the concrete item alone: {stored:?}"
+    );
+    h.stop().await;
+}

@@ -26,6 +26,7 @@ pub(crate) mod host_addrs;
 pub mod html_text;
 pub mod jail;
 mod judge;
+mod markup;
 pub(crate) mod mcp;
 pub mod mp4;
 pub mod net_guard;

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
+use super::markup::has_tool_markup;
 use super::output::{server_words, tool_refusal};
 use crate::learning::text::{terms, text_similarity, words};
 
@@ -91,7 +92,7 @@ pub enum Parrot {
     /// [`MIN_WORDS`] words on, the user's whole message given back as it was.
     Question,
     /// The chat template's tool markup in the answer (`<tool_response>…`): a tool result the
-    /// model made up, or a call it wrote half as text.
+    /// model made up, or a call it wrote half as text; or tags alone (`<tools></tools>`).
     Markup,
 }
 
@@ -548,31 +549,6 @@ fn result_carries(output: &str, known: &HashSet<String>) -> HashSet<String> {
         .into_iter()
         .filter(|w| w.chars().any(|c| c.is_ascii_digit()));
     terms(&kept.join(" ")).into_iter().chain(figures).collect()
-}
-
-/// The tags chat templates wrap tool calls and results in (Qwen's, Hermes'): in a final
-/// answer they are a result the model made up or a call it did not finish.
-const TOOL_MARKUP: &[&str] = &[
-    "<tool_response>",
-    "</tool_response>",
-    "<tool_call>",
-    "</tool_call>",
-];
-
-/// Whether a line of the answer outside code (fences and backticks) begins with one of the
-/// [`TOOL_MARKUP`] tags, as the template writes them: an answer that quotes a tag in code, or
-/// mentions one inside a sentence, is not markup.
-fn has_tool_markup(answer: &str) -> bool {
-    let mut in_fence = false;
-    answer.lines().any(|line| {
-        let line = line.trim_start();
-        if line.starts_with("```") {
-            in_fence = !in_fence;
-            return false;
-        }
-        let lower = line.to_lowercase();
-        !in_fence && TOOL_MARKUP.iter().any(|tag| lower.starts_with(tag))
-    })
 }
 
 /// Whether `text` holds `tool`'s name as a word of its own (not inside a longer name).
@@ -1253,18 +1229,6 @@ mod tests {
         assert!(!relays_a_refusal(
             "56 units (SKUs are written SKU- followed by the item number as six digits).",
             &fixed
-        ));
-    }
-
-    #[test]
-    fn tool_markup_counts_only_as_the_template_writes_it() {
-        assert!(has_tool_markup(
-            "<tool_response>\n{\"units\": 12}\n</tool_response>"
-        ));
-        assert!(has_tool_markup("Sure.\n<tool_call>\n{\"name\": \"x\"}"));
-        assert!(!has_tool_markup("Qwen wraps calls in `<tool_call>` tags."));
-        assert!(!has_tool_markup(
-            "```\n<tool_call>\n{\"name\": \"x\"}\n</tool_call>\n```"
         ));
     }
 

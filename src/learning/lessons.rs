@@ -15,6 +15,7 @@
 
 use serde::Deserialize;
 
+use super::listed;
 use super::personal::contains_personal_data;
 use super::quality::concrete;
 use super::utility::{Age, Evidence, utility};
@@ -44,67 +45,28 @@ pub struct NewLesson {
 }
 
 impl NewLesson {
-    /// The lessons this entry holds. A list the model wrote as one lesson (Qwen2.5-Coder-1.5B:
-    /// "To extract transferable heuristics …, consider the following:\n1. When … (e.g., 300
-    /// g) is required.\n2. Always check the availability of tools …") is its items, each
-    /// judged by the gates on its own, so one concrete item cannot carry general advice into
-    /// the store; a line that only introduces them (ending in `:`) is no lesson. A line that
-    /// is no item continues the item before it. Anything else is one lesson, as written.
+    /// The lessons this entry holds: a list the model wrote as one lesson is its items, each
+    /// judged by the gates on its own (see [`super::listed`]); anything else, and the bot's
+    /// own lessons, one lesson as written.
     pub(crate) fn items(self) -> Vec<NewLesson> {
-        let lines: Vec<&str> = self
-            .text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty())
-            .collect();
-        if lines
-            .iter()
-            .filter(|line| list_item(line).is_some())
-            .count()
-            < 2
-        {
+        let listed = if self.proven {
+            None
+        } else {
+            listed::items(&self.text)
+        };
+        let Some(items) = listed else {
             return vec![self];
-        }
-        let mut items: Vec<String> = Vec::new();
-        let mut in_item = false;
-        for line in lines {
-            if let Some(item) = list_item(line) {
-                items.push(item.to_string());
-                in_item = true;
-            } else if in_item {
-                let last = items.last_mut().expect("an item was pushed");
-                last.push(' ');
-                last.push_str(line);
-            } else if !line.ends_with(':') {
-                items.push(line.to_string());
-            }
-        }
+        };
         items
             .into_iter()
             .map(|text| NewLesson {
                 text,
                 skill_name: self.skill_name.clone(),
                 tool: self.tool.clone(),
-                proven: self.proven,
+                proven: false,
             })
             .collect()
     }
-}
-
-/// The text of a list item ("1. …", "2) …", "- …", "* …", "• …"), without its marker.
-fn list_item(line: &str) -> Option<&str> {
-    let rest = match line.strip_prefix(['-', '*', '\u{2022}']) {
-        Some(rest) => rest,
-        None => {
-            let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-            if !(1..=2).contains(&digits) {
-                return None;
-            }
-            line[digits..].strip_prefix(['.', ')'])?
-        }
-    };
-    let item = rest.strip_prefix(' ')?.trim();
-    (!item.is_empty()).then_some(item)
 }
 
 /// Prompt template for lesson extraction. This text and its JSON shape are a contract
@@ -310,78 +272,6 @@ pub(crate) fn acceptable(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn items(text: &str) -> Vec<String> {
-        NewLesson {
-            text: text.to_string(),
-            skill_name: None,
-            tool: Some("desk__shipping_quote".into()),
-            proven: false,
-        }
-        .items()
-        .into_iter()
-        .map(|item| {
-            assert_eq!(item.tool.as_deref(), Some("desk__shipping_quote"));
-            item.text
-        })
-        .collect()
-    }
-
-    #[test]
-    fn a_list_written_as_one_lesson_is_its_items() {
-        // Qwen2.5-Coder-1.5B's reflection, word for word (the benefit benchmark, one chat,
-        // seed 14): stored whole, it carried two items of general advice.
-        let qwen = "To extract transferable heuristics for future similar tasks, consider the \
-            following:\n1. When a task involves shipping a parcel, ensure the correct weight is \
-            used, as whole grams with no unit (e.g., 300 g) is required.\n2. Always check the \
-            availability of tools or resources to provide accurate information.\n3. Learn from \
-            previous failures and use them to improve future queries.";
-        assert_eq!(
-            items(qwen),
-            [
-                "When a task involves shipping a parcel, ensure the correct weight is used, as \
-                 whole grams with no unit (e.g., 300 g) is required.",
-                "Always check the availability of tools or resources to provide accurate \
-                 information.",
-                "Learn from previous failures and use them to improve future queries.",
-            ]
-        );
-        let cases: [(&str, &[&str]); 6] = [
-            (
-                "When calling desk__ticket, write TCK- and six digits.",
-                &["When calling desk__ticket, write TCK- and six digits."],
-            ),
-            // One item is no list; a line break inside a lesson is kept as written.
-            (
-                "Tips:\n1. Write TCK-004411.",
-                &["Tips:\n1. Write TCK-004411."],
-            ),
-            (
-                "Write 1500\ngrams for 1.5 kg.",
-                &["Write 1500\ngrams for 1.5 kg."],
-            ),
-            (
-                "- Write TCK-004411.\n* Dates as 14.12.2026,\n  day first.",
-                &["Write TCK-004411.", "Dates as 14.12.2026, day first."],
-            ),
-            (
-                "Weights are grams.\n1) Write 1500 for 1.5 kg.\n2) Write 300 for 0.3 kg.",
-                &[
-                    "Weights are grams.",
-                    "Write 1500 for 1.5 kg.",
-                    "Write 300 for 0.3 kg.",
-                ],
-            ),
-            // Numbers and signs that are no markers.
-            (
-                "1500 grams is 1.5 kg.\n-5 °C is cold.\n2026.12.14 is a date.",
-                &["1500 grams is 1.5 kg.\n-5 °C is cold.\n2026.12.14 is a date."],
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(items(text), expected, "{text:?}");
-        }
-    }
 
     #[test]
     fn prompt_substitutes_and_result_parses() {

@@ -55,6 +55,7 @@ mod learn;
 mod lesson_set;
 pub mod lessons;
 mod likely_tools;
+mod listed;
 pub mod personal;
 pub mod probation;
 pub mod quality;

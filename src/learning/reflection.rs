@@ -228,7 +228,7 @@ impl Learning {
 
 /// What the store is offered of the lessons the model wrote: a list written as one lesson
 /// counts as its items ([`NewLesson::items`]), and of those the first that can be lessons at
-/// all, up to the prompt's three.
+/// all ([`acceptable`]; the rest are not counted as dropped), up to the prompt's three.
 fn chosen(lessons: Vec<NewLesson>) -> impl Iterator<Item = NewLesson> {
     lessons
         .into_iter()
@@ -256,6 +256,33 @@ mod tests {
     use super::*;
     use crate::llm::{FunctionCall, ToolCall};
     use crate::memory::{Facts, block};
+
+    #[test]
+    fn the_first_three_items_that_can_be_lessons_are_chosen() {
+        let lesson = |text: &str| NewLesson {
+            text: text.into(),
+            skill_name: None,
+            tool: None,
+            proven: false,
+        };
+        let texts = |lessons: Vec<NewLesson>| -> Vec<String> {
+            chosen(lessons).map(|lesson| lesson.text).collect()
+        };
+        assert_eq!(
+            texts(vec![
+                lesson("Be careful."),
+                lesson("Consider the following:\n1. Always double-check.\n2. Write TCK-004411."),
+                lesson("Write 1500 for 1.5 kg."),
+                lesson("Dates are written 14.12.2026."),
+                lesson("SKU-004411 is item 4411."),
+            ]),
+            [
+                "Write TCK-004411.",
+                "Write 1500 for 1.5 kg.",
+                "Dates are written 14.12.2026."
+            ]
+        );
+    }
 
     fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
         ToolCall {

@@ -16,7 +16,8 @@ const TOOL_MARKUP: &[&str] = &[
 
 /// Whether the answer is template markup: a line outside code (fences) that begins with one
 /// of the [`TOOL_MARKUP`] tags, as the template writes them (an answer that quotes a tag in
-/// code, or mentions one inside a sentence, is not markup), or nothing but tags. Qwen2.5-Coder-1.5B
+/// code, or mentions one inside a sentence, is not markup), or nothing but tags outside code
+/// ([`only_tags`]). Qwen2.5-Coder-1.5B
 /// in one chat (the benefit benchmark, seed 13, learning off), after a refused booking call,
 /// answered "<tools></tools>" twice, and both were shown.
 pub(super) fn has_tool_markup(answer: &str) -> bool {
@@ -34,14 +35,23 @@ pub(super) fn has_tool_markup(answer: &str) -> bool {
 }
 
 /// Whether `answer` holds at least one tag (`<name>`, `</name>`, `<name/>`, `<|name|>`) and,
-/// without its tags, no letter or digit: whatever template or tag the model wrote, it said
-/// nothing. A tag is a name alone: `<https://example.com>` (a link) and `<3` are text.
+/// without its tags, nothing but white space and punctuation: whatever template or tag the
+/// model wrote, it said nothing. A tag is a name alone: `<https://example.com>` (a link) and
+/// `<3` are text; an answer with code (a backtick) quotes its tags (`` `<br>` ``), and a sign
+/// or an emoji between tags (`<b>€</b>`) is said.
 fn only_tags(answer: &str) -> bool {
+    if answer.contains('`') {
+        return false;
+    }
+    let says = |text: &str| {
+        text.chars()
+            .any(|c| !c.is_whitespace() && !c.is_ascii_punctuation())
+    };
     let mut rest = answer;
     let mut tags = 0;
     let mut said = false;
     while let Some(open) = rest.find('<') {
-        said |= rest[..open].chars().any(char::is_alphanumeric);
+        said |= says(&rest[..open]);
         let after = &rest[open + 1..];
         match after.find('>') {
             Some(close) if is_tag(&after[..close]) => {
@@ -51,7 +61,7 @@ fn only_tags(answer: &str) -> bool {
             _ => rest = after,
         }
     }
-    said |= rest.chars().any(char::is_alphanumeric);
+    said |= says(rest);
     tags > 0 && !said
 }
 
@@ -105,6 +115,10 @@ mod tests {
             "Item <42> is out of stock.",
             "a < b and c > d",
             "Room <Delta>",
+            "`<br>`",
+            "```\n<div></div>\n```",
+            "<b>\u{1F44D}</b>",
+            "<b>€</b>",
         ] {
             assert!(!has_tool_markup(answer), "{answer:?}");
         }

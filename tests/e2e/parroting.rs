@@ -356,15 +356,17 @@ async fn a_made_up_tool_result_is_not_shown() {
 }
 
 /// Tags alone (Qwen2.5-Coder-1.5B in one chat, seed 13, learning off, gave "<tools></tools>"
-/// to two booking questions, and both were shown) are no answer either.
+/// to two booking questions, and both were shown) are no answer either, whatever the tags.
 #[tokio::test]
 async fn tags_alone_are_not_an_answer() {
-    only_the_second_answer_is_shown(
-        "Which meeting room is taken on 2027-03-15?",
-        "<tools></tools>",
-        "I cannot see the bookings of 2027-03-15.",
-    )
-    .await;
+    for tags in ["<tools></tools>", "<|im_end|>"] {
+        only_the_second_answer_is_shown(
+            "Which meeting room is taken on 2027-03-15?",
+            tags,
+            "I cannot see the bookings of 2027-03-15.",
+        )
+        .await;
+    }
 }
 
 /// A call that worked, described instead of passed on ("I called current_time to get the

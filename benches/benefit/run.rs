@@ -516,6 +516,11 @@ impl Judged<'_> {
             .filter_map(|e| e.response["choices"][0]["message"]["content"].as_str())
             .map(str::to_string)
             .collect();
+        let shown: Vec<String> = self
+            .exchanges
+            .iter()
+            .flat_map(|e| judge::shown_texts(&e.request))
+            .collect();
         let cx = judge::Context {
             injected,
             allowed,
@@ -525,6 +530,7 @@ impl Judged<'_> {
             called_tools: &called,
             failed_keys: &failed_keys,
             model_answers: &model_answers,
+            shown: &shown,
         };
         let parroted = if honest {
             judge::parroted(&self.answer, &cx)

@@ -307,36 +307,25 @@ async fn vague_and_merged_lessons_never_reach_the_store() {
     const MERGED: &str = "When calling desk__ticket: its error said 'unknown ticket id '4411': \
         ticket ids are written TCK- and six digits, zero-padded (this one is TCK-004411)', \
         consider changing the ticket id or using a different tool.";
-    let desk = crate::support::desk::DeskServer::start().await;
-    let llm = FakeLlm::start(|req, _| {
-        if is_reflection_request(req) {
-            return reflection_reply(&[(VAGUE[0], None), (VAGUE[1], None), (MERGED, None)]);
-        }
-        if is_options_request(req) {
-            return Reply::text(r#"{"options": []}"#);
-        }
-        // Two tries in the wrong form, then the answer the issue saw.
-        match this_turns_results(req).len() {
-            0 => Reply::tool_call("c1", "desk__ticket", json!({"id": "4411"})),
-            1 => Reply::tool_call("c2", "desk__ticket", json!({"id": "#4411"})),
-            _ => Reply::text("The tool reported an error."),
-        }
-    })
+    // Two tries in the wrong form, then the answer the issue saw.
+    let (h, stored) = lessons_after_one_turn(
+        "What is the status of support ticket 4411?",
+        vec![
+            ("desk__ticket", json!({"id": "4411"})),
+            ("desk__ticket", json!({"id": "#4411"})),
+        ],
+        "The tool reported an error.".into(),
+        vec![VAGUE[0], VAGUE[1], MERGED],
+        1,
+    )
     .await;
-    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
-    h.tg.send_text(ALICE, "What is the status of support ticket 4411?");
-    h.tg.wait_messages(ALICE, 1).await;
-    h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
-        .await;
-    let learned = wait_heuristics(&h, 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        stored_texts(&h),
+        stored,
         [
             "When calling desk__ticket: its error said \"unknown ticket id '4411': ticket ids \
              are written TCK- and six digits, zero-padded (this one is TCK-004411)\""
         ],
-        "only the concrete part: {learned:?}"
+        "only the concrete part"
     );
     h.stop().await;
 }
@@ -351,29 +340,15 @@ async fn a_lesson_that_teaches_the_refused_value_never_reaches_the_store() {
     const TAUGHT_WRONG: &str = "When calling desk__stock_level with a valid SKU, ensure the SKU \
         is in the format 'SKU-0005127'. If the tool reports an error, try using the correct SKU \
         format or contact the support team for help.";
-    let desk = crate::support::desk::DeskServer::start().await;
-    let llm = FakeLlm::start(|req, _| {
-        if is_reflection_request(req) {
-            return reflection_reply(&[(TAUGHT_WRONG, None)]);
-        }
-        if is_options_request(req) {
-            return Reply::text(r#"{"options": []}"#);
-        }
-        match this_turns_results(req).len() {
-            0 => Reply::tool_call("c1", "desk__stock_level", json!({"sku": "SKU-0005127"})),
-            _ => Reply::text("I could not read the stock of item 5127."),
-        }
-    })
+    let (h, stored) = lessons_after_one_turn(
+        "Stock level for item 5127, please",
+        vec![("desk__stock_level", json!({"sku": "SKU-0005127"}))],
+        "I could not read the stock of item 5127.".into(),
+        vec![TAUGHT_WRONG],
+        1,
+    )
     .await;
-    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
-    h.tg.send_text(ALICE, "Stock level for item 5127, please");
-    h.tg.wait_messages(ALICE, 1).await;
-    h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
-        .await;
-    let learned = wait_heuristics(&h, 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let stored = stored_texts(&h);
-    assert_eq!(stored.len(), 1, "{learned:?}");
+    assert_eq!(stored.len(), 1, "{stored:?}");
     assert!(
         stored[0].starts_with("When calling desk__stock_level: its error said"),
         "{stored:?}"
@@ -398,34 +373,21 @@ async fn a_list_written_as_one_lesson_keeps_only_its_concrete_items() {
         used, as whole grams with no unit (e.g., 300 g) is required.\n2. Always check the \
         availability of tools or resources to provide accurate information.\n3. Learn from \
         previous failures and use them to improve future queries.";
-    let desk = crate::support::desk::DeskServer::start().await;
-    let answer = format!(
-        "Shipping a 1.5 kg parcel costs EUR {}.",
-        crate::support::desk::shipping_price(1500)
-    );
-    let llm = FakeLlm::start(move |req, _| {
-        if is_reflection_request(req) {
-            return reflection_reply(&[(QWEN, None)]);
-        }
-        if is_options_request(req) {
-            return Reply::text(r#"{"options": []}"#);
-        }
-        match this_turns_results(req).len() {
-            0 => Reply::tool_call("c1", "desk__shipping_quote", json!({"weight": 1.5})),
-            1 => Reply::tool_call("c2", "desk__shipping_quote", json!({"weight": 1500})),
-            _ => Reply::text(&answer),
-        }
-    })
+    let (h, stored) = lessons_after_one_turn(
+        "What does it cost to ship a 1.5 kg parcel?",
+        vec![
+            ("desk__shipping_quote", json!({"weight": 1.5})),
+            ("desk__shipping_quote", json!({"weight": 1500})),
+        ],
+        format!(
+            "Shipping a 1.5 kg parcel costs EUR {}.",
+            crate::support::desk::shipping_price(1500)
+        ),
+        vec![QWEN],
+        2,
+    )
     .await;
-    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
-    h.tg.send_text(ALICE, "What does it cost to ship a 1.5 kg parcel?");
-    h.tg.wait_messages(ALICE, 1).await;
-    h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
-        .await;
-    let learned = wait_heuristics(&h, 2).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let stored = stored_texts(&h);
-    assert_eq!(stored.len(), 2, "{learned:?}");
+    assert_eq!(stored.len(), 2, "{stored:?}");
     assert!(
         stored
             .iter()
@@ -441,4 +403,43 @@ async fn a_list_written_as_one_lesson_keeps_only_its_concrete_items() {
         "the concrete item alone: {stored:?}"
     );
     h.stop().await;
+}
+
+/// Alice asks `message` of a bot on the desk whose model makes `calls` one after the other,
+/// then answers `answer`, and reflects with `lessons`: the lessons stored once `count` are
+/// (and a moment later, for any that would follow).
+async fn lessons_after_one_turn(
+    message: &str,
+    calls: Vec<(&'static str, Value)>,
+    answer: String,
+    lessons: Vec<&'static str>,
+    count: usize,
+) -> (Harness, Vec<String>) {
+    let desk = crate::support::desk::DeskServer::start().await;
+    let llm = FakeLlm::start(move |req, _| {
+        if is_reflection_request(req) {
+            let entries: Vec<(&str, Option<&str>)> = lessons.iter().map(|l| (*l, None)).collect();
+            return reflection_reply(&entries);
+        }
+        if is_options_request(req) {
+            return Reply::text(r#"{"options": []}"#);
+        }
+        let done = this_turns_results(req).len();
+        match calls.get(done) {
+            Some((tool, arguments)) => {
+                Reply::tool_call(&format!("c{}", done + 1), tool, arguments.clone())
+            }
+            None => Reply::text(&answer),
+        }
+    })
+    .await;
+    let h = Harness::start_with(llm, |c| c.mcp.servers = vec![as_written(&desk)]).await;
+    h.tg.send_text(ALICE, message);
+    h.tg.wait_messages(ALICE, 1).await;
+    h.tg.wait_for(|_| (!h.llm.reflection_requests().is_empty()).then_some(()))
+        .await;
+    wait_heuristics(&h, count).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stored = stored_texts(&h);
+    (h, stored)
 }

@@ -490,6 +490,16 @@ fn asks(request: &Value, prefix: &str) -> bool {
     last["role"] == "user" && last_user_text(request).starts_with(prefix)
 }
 
+/// The model's answer when the bot asks it to answer from a result: that result's line
+/// holding `word` ("none" without one).
+fn from_the_result(request: &Value, word: &str) -> Option<Reply> {
+    asks(request, heurist::agent::ANSWER_FROM_RESULT_PROMPT).then(|| {
+        let ask = last_user_text(request);
+        let line = ask.lines().find(|l| l.contains(word)).unwrap_or("none");
+        answer(request, line)
+    })
+}
+
 /// The tool results of the request's current turn (after its first user message of the turn).
 fn results_of(request: &Value) -> Vec<String> {
     crate::support::mcp::tool_results(request)
@@ -735,10 +745,8 @@ async fn a_worked_call_described_in_markdown_is_asked_from_its_result() {
     let desk = crate::support::desk::DeskServer::start().await;
     let llm = FakeLlm::start(|req, _| {
         with_follow_ups(req, || {
-            let ask = last_user_text(req);
-            if asks(req, heurist::agent::ANSWER_FROM_RESULT_PROMPT) {
-                let line = ask.lines().find(|l| l.contains("units")).unwrap_or("none");
-                return answer(req, line);
+            if let Some(reply) = from_the_result(req, "units") {
+                return reply;
             }
             match results_of(req).last() {
                 None => Reply::tool_call("c0", "desk__stock_level", json!({"sku": "SKU-000070"})),
@@ -764,10 +772,8 @@ async fn a_described_call_after_the_call_worked_is_asked_from_its_result() {
     let desk = crate::support::desk::DeskServer::start().await;
     let llm = FakeLlm::start(|req, _| {
         with_follow_ups(req, || {
-            let ask = last_user_text(req);
-            if asks(req, heurist::agent::ANSWER_FROM_RESULT_PROMPT) {
-                let line = ask.lines().find(|l| l.contains("room")).unwrap_or("none");
-                return answer(req, line);
+            if let Some(reply) = from_the_result(req, "room") {
+                return reply;
             }
             if asks(req, heurist::agent::calls::MAKE_THE_CALL_PROMPT) {
                 return Reply::tool_call("b1", "desk__booking", json!({"date": "15.03.2027"}));
